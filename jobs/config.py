@@ -1,0 +1,170 @@
+"""The YAML configuration, validated once; every error names the offending key.
+
+```yaml
+mechanism: PBD            # PBD | PBA | DPBD | DPBA | Uniform | Sample | BD | BA
+slot: 15m                 # slot length: 500ms, 60s, 15m, 1h, 1d ...
+origin: 2024-01-01T00:00:00Z   # start of slot 1 (ISO-8601 or epoch ms)
+domain: {type: grid, rows: 10, cols: 10, bbox: {min_lat: .., max_lat: .., min_lon: .., max_lon: ..}}
+window: 120               # baselines only: the global w ...
+epsilon: 0.6              # ... and E (every user's requirement must be at least as loose)
+noise: opendp             # opendp (production) | numpy-fast (experiments; named in results)
+caps: {max_w: 1000, max_epsilon: 100}   # largest window / budget a user may declare
+events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
+requirements: {user: user, time: time}
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from pwevent.jobs.slots import SlotClock, parse_duration_ms, parse_time_ms
+from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
+from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mechanism
+from pwevent.state.requirements import RequirementCaps
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the key."""
+
+
+@dataclass(frozen=True)
+class EventFields:
+    """Which JSON field of an event holds what. `value` or both `lat` and `lon` (grid domains)."""
+
+    user: str = "user"
+    time: str = "time"
+    value: str = "value"
+    lat: str | None = None
+    lon: str | None = None
+
+
+@dataclass(frozen=True)
+class RequirementFields:
+    user: str = "user"
+    time: str = "time"
+
+
+@dataclass(frozen=True)
+class Config:
+    mechanism: str
+    slot_ms: int
+    origin_ms: int
+    domain: Domain
+    window: int | None = None
+    epsilon: float | None = None
+    noise: str = "opendp"
+    caps: RequirementCaps = field(default_factory=RequirementCaps)
+    events: EventFields = field(default_factory=EventFields)
+    requirements: RequirementFields = field(default_factory=RequirementFields)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def clock(self) -> SlotClock:
+        return SlotClock(self.origin_ms, self.slot_ms)
+
+    def mechanism_spec(self) -> MechanismSpec:
+        return mechanism(self.mechanism, self.window, self.epsilon)
+
+
+TOP_KEYS = {"mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "caps", "events", "requirements"}
+#: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
+EXTRA_SECTIONS: set[str] = set()
+
+
+def _only(section: str, obj: Any, allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{section} must be a mapping")
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        where = f"{section}." if section != "config" else ""
+        raise ConfigError(f"unknown key {where}{unknown[0]} (allowed: {', '.join(sorted(allowed))})")
+    return obj
+
+
+def _need(obj: dict[str, Any], key: str, section: str) -> Any:
+    if key not in obj:
+        raise ConfigError(f"missing key {section}{key}")
+    return obj[key]
+
+
+def _domain(obj: Any) -> Domain:
+    obj = _only("domain", obj, {"type", "d", "values", "rows", "cols", "bbox"})
+    kind = _need(obj, "type", "domain.")
+    try:
+        if kind == "binary":
+            _only("domain", obj, {"type"})
+            return BinaryDomain()
+        if kind == "cells":
+            _only("domain", obj, {"type", "d"})
+            return CellsDomain(_need(obj, "d", "domain."))
+        if kind == "categories":
+            _only("domain", obj, {"type", "values"})
+            values = _need(obj, "values", "domain.")
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                raise ConfigError("domain.values must be a list of strings")
+            return CategoriesDomain(tuple(values))
+        if kind == "grid":
+            _only("domain", obj, {"type", "rows", "cols", "bbox"})
+            box = _only("domain.bbox", _need(obj, "bbox", "domain."), {"min_lat", "max_lat", "min_lon", "max_lon"})
+            coords = {k: _need(box, k, "domain.bbox.") for k in ("min_lat", "max_lat", "min_lon", "max_lon")}
+            for key, value in coords.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ConfigError(f"domain.bbox.{key} must be a number, got {value!r}")
+            return GridDomain(rows=_need(obj, "rows", "domain."), cols=_need(obj, "cols", "domain."), **coords)
+    except ValueError as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(str(err)) from None
+    raise ConfigError(f"domain.type must be binary, cells, categories or grid, got {kind!r}")
+
+
+def parse_config(raw: Any) -> Config:
+    raw = _only("config", raw, TOP_KEYS | EXTRA_SECTIONS)
+    name = _need(raw, "mechanism", "")
+    if name not in MECHANISMS:
+        raise ConfigError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {name!r}")
+    try:
+        slot_ms = parse_duration_ms(_need(raw, "slot", ""), "slot")
+        origin_ms = parse_time_ms(_need(raw, "origin", ""), "origin")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    window, epsilon = raw.get("window"), raw.get("epsilon")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise ConfigError(f"window must be an integer >= 1, got {window!r}")
+    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not epsilon > 0):
+        raise ConfigError(f"epsilon must be a number > 0, got {epsilon!r}")
+    if name in BASELINES and (window is None or epsilon is None):
+        raise ConfigError(f"mechanism {name} needs the keys window and epsilon")
+    noise = raw.get("noise", "opendp")
+    if noise not in ("opendp", "numpy-fast"):
+        raise ConfigError(f"noise must be opendp or numpy-fast, got {noise!r}")
+    caps_raw = _only("caps", raw.get("caps", {}), {"max_w", "max_epsilon"})
+    caps = RequirementCaps(**caps_raw)
+    if isinstance(caps.max_w, bool) or not isinstance(caps.max_w, int) or caps.max_w < 1:
+        raise ConfigError(f"caps.max_w must be an integer >= 1, got {caps.max_w!r}")
+    if not isinstance(caps.max_epsilon, (int, float)) or not caps.max_epsilon > 0:
+        raise ConfigError(f"caps.max_epsilon must be a number > 0, got {caps.max_epsilon!r}")
+    events = EventFields(**_only("events", raw.get("events", {}), {"user", "time", "value", "lat", "lon"}))
+    if (events.lat is None) != (events.lon is None):
+        raise ConfigError("events.lat and events.lon go together")
+    requirements = RequirementFields(**_only("requirements", raw.get("requirements", {}), {"user", "time"}))
+    extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
+    return Config(
+        name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,
+        None if epsilon is None else float(epsilon), noise, caps, events, requirements, extra,
+    )
+
+
+def load_config(path: str) -> Config:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle)
+    except OSError as err:
+        raise ConfigError(f"cannot read config {path}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config {path} is not valid YAML: {err}") from None
+    return parse_config(raw)

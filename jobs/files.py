@@ -1,0 +1,44 @@
+"""Writing synthetic streams as the project's JSON-lines input files (docs/formats.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pwevent.jobs.slots import iso
+from pwevent.jobs.synthetic import SyntheticStream
+
+DEMO_ORIGIN = "2024-01-01T00:00:00Z"
+DEMO_ORIGIN_MS = 1_704_067_200_000
+
+
+def write_synthetic(
+    stream: SyntheticStream, out_dir: str, epsilon: float, w: int, slot_ms: int, dynamic: bool = False,
+    types: int = 10, change_every: int = 500,
+) -> tuple[Path, Path]:
+    """events.jsonl and requirements.jsonl for a synthetic stream; every user registers at slot 1."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    events, requirements = out / "events.jsonl", out / "requirements.jsonl"
+    with requirements.open("w", encoding="utf-8") as handle:
+        if dynamic:
+            user_type, schedule = stream.dynamic_requirements(epsilon, w, types, change_every)
+            for slot, per_type in schedule.items():
+                time = iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
+                for user in range(stream.users):
+                    record: dict[str, Any] = {"user": f"u{user}", "time": time, **per_type[int(user_type[user])].to_json()}
+                    handle.write(json.dumps(record) + "\n")
+        else:
+            for user, req in enumerate(stream.fixed_requirements(epsilon, w)):
+                handle.write(json.dumps({"user": f"u{user}", "time": DEMO_ORIGIN, **req.to_json()}) + "\n")
+    with events.open("w", encoding="utf-8") as handle:
+        for slot, values in enumerate(stream.values(), 1):
+            start = DEMO_ORIGIN_MS + (slot - 1) * slot_ms
+            # spread a slot's events over its first half so every event falls inside it
+            offsets = np.linspace(0, slot_ms // 2, num=len(values), dtype=np.int64)
+            for user, (value, offset) in enumerate(zip(values, offsets, strict=True)):
+                handle.write(f'{{"user":"u{user}","time":{int(start + offset)},"value":{int(value)}}}\n')
+    return events, requirements

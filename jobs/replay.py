@@ -1,0 +1,230 @@
+"""`pwevent replay`: run a mechanism over JSON-lines files, without Flink or Kafka.
+
+The same classes as the streaming job (ledgers, policies, release step) driven one slot at a time
+over ledger classes, so history replays exactly and fast. Bad records go to the rejects file with
+their reason; nothing stops the run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+
+from pwevent.jobs.config import Config
+from pwevent.jobs.engine import Engine
+from pwevent.jobs.records import (
+    Event,
+    Reason,
+    Rejected,
+    RequirementUpdate,
+    parse_event,
+    parse_requirement_update,
+    reject_record,
+)
+from pwevent.jobs.slots import iso
+from pwevent.operators.noise import Randomness, make_randomness
+from pwevent.operators.slot_release import SlotOutcome
+from pwevent.state.errors import InvalidRequirementError
+from pwevent.state.requirements import DynamicRequirement, Requirement
+
+
+@dataclass
+class ReplaySummary:
+    slots: int = 0
+    users: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    rejects: Counter[str] = field(default_factory=Counter)
+    noise: str = ""
+
+    def render(self) -> str:
+        lines = [
+            f"slots {self.slots}, registered users {self.users}, noise {self.noise}",
+            "decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kinds.items())),
+            "rejects: " + (", ".join(f"{k} {v}" for k, v in sorted(self.rejects.items())) or "none"),
+        ]
+        return "\n".join(lines)
+
+
+def release_record(outcome: SlotOutcome, config: Config, noise: str) -> dict[str, Any]:
+    """The release line/message (docs/schemas/release.schema.json)."""
+    clock = config.clock
+    return {
+        "slot": outcome.slot,
+        "start": iso(clock.start_ms(outcome.slot)),
+        "end": iso(clock.end_ms(outcome.slot)),
+        "mechanism": config.mechanism,
+        "kind": outcome.kind.value,
+        "counts": [int(c) for c in outcome.counts],
+        "population": outcome.population,
+        "epsilon_calculation": outcome.calculation.epsilon if outcome.calculation else None,
+        "epsilon_publication": outcome.publication.epsilon if outcome.publication else None,
+        "threshold": outcome.threshold,
+        "dissimilarity": outcome.dissimilarity,
+        "noise": noise,
+    }
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                yield number, line.rstrip("\n")
+
+
+class Replay:
+    """One replay run; `run` drives it, the attributes hold what it read and decided."""
+
+    def __init__(self, config: Config, rng: Randomness, reject: Callable[[dict[str, Any]], None]) -> None:
+        self.config = config
+        self.rng = rng
+        self.summary = ReplaySummary(noise=rng.label)
+        self._reject_sink = reject
+        self._names: list[str] = []
+        self._index: dict[str, int] = {}
+        self._declared: dict[str, Requirement | DynamicRequirement] = {}
+
+    def _reject(self, source: str, position: Any, reason: Reason, detail: str, original: str) -> None:
+        self.summary.rejects[reason.value] += 1
+        self._reject_sink(reject_record(source, position, reason, detail, original))
+
+    def _read(self, path: str, source: str, parse: Callable[[str], Any]) -> dict[int, list[Any]]:
+        clock = self.config.clock
+        items: list[tuple[int, int, Any]] = []
+        for number, line in _lines(path):
+            try:
+                record = parse(line)
+            except Rejected as err:
+                self._reject(source, f"{path}:{number}", err.reason, err.detail, line)
+                continue
+            if clock.slot_of(record.time_ms) < 1:
+                self._reject(source, f"{path}:{number}", Reason.BEFORE_ORIGIN, "time is before the configured origin", line)
+                continue
+            items.append((record.time_ms, number, (record, line)))
+        items.sort(key=lambda item: (item[0], item[1]))
+        by_slot: dict[int, list[Any]] = defaultdict(list)
+        for time_ms, number, payload in items:
+            by_slot[clock.slot_of(time_ms)].append((number, payload))
+        return by_slot
+
+    def _apply_requirement(self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: str) -> None:
+        index = self._index.get(update.user)
+        try:
+            if index is None:
+                index = len(self._names)
+                engine.register(index, update.requirement, slot, update.user)
+                self._names.append(update.user)
+                self._index[update.user] = index
+            elif update.requirement == self._declared[update.user]:
+                return
+            elif engine.spec.dynamic:
+                engine.redeclare(index, update.requirement, slot, update.user)
+            else:
+                self._reject(
+                    "requirements", position, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
+                    f"{engine.spec.name} keeps each user's first requirement for ever", line,
+                )
+                return
+        except InvalidRequirementError as err:
+            self._reject("requirements", position, Reason.INVALID_REQUIREMENT, str(err), line)
+            return
+        self._declared[update.user] = update.requirement
+
+    def run(
+        self,
+        events_path: str,
+        requirements_path: str,
+        on_release: Callable[[dict[str, Any]], None],
+        on_truth: Callable[[dict[str, Any]], None] | None,
+        spend_sink: Callable[[dict[str, Any]], None] | None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ReplaySummary:
+        config = self.config
+        d = config.domain.d
+        requirements = self._read(
+            requirements_path, "requirements",
+            lambda line: parse_requirement_update(line, config.requirements, config.caps),
+        )
+        events = self._read(events_path, "events", lambda line: parse_event(line, config.events, config.domain))
+        engine = Engine(
+            config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink
+        )
+        last_slot = max([*requirements, *events], default=0)
+        for slot in range(1, last_slot + 1):
+            for number, (update, line) in requirements.get(slot, []):
+                self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
+            present: dict[int, int] = {}
+            for number, (event, line) in events.get(slot, []):
+                assert isinstance(event, Event)
+                index = self._index.get(event.user)
+                if index is None:
+                    self._reject(
+                        "events", f"{events_path}:{number}", Reason.UNKNOWN_USER,
+                        f"user {event.user!r} has no requirement in force at slot {slot}", line,
+                    )
+                    continue
+                present[index] = event.cell  # the last event of a user in a slot wins (section 1)
+            users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
+            values = np.fromiter(present.values(), dtype=np.int64, count=len(present))
+            outcome, projections = engine.step(slot, users, values)
+            for projection in projections:
+                self._reject(
+                    "requirements", f"slot {slot}", Reason.INFEASIBLE_BACKWARD,
+                    f"ledger {projection.ledger} ({projection.members} users): backward epsilon "
+                    f"{projection.requested} is below the {projection.projected:.6g} its window already spent; "
+                    "projected, the users spend 0 now",
+                    json.dumps({"ledger": projection.ledger, "slot": slot}),
+                )
+            self.summary.kinds[outcome.kind.value] += 1
+            on_release(release_record(outcome, config, self.rng.label))
+            if on_truth:
+                truth = np.bincount(values, minlength=d) if len(values) else np.zeros(d, dtype=np.int64)
+                on_truth({"slot": slot, "counts": [int(c) for c in truth], "present": len(values)})
+            if progress:
+                progress(slot, last_slot)
+        self.summary.slots = last_slot
+        self.summary.users = len(self._names)
+        return self.summary
+
+
+def _writer(stack: ExitStack, path: str | None) -> Callable[[dict[str, Any]], None] | None:
+    if path is None:
+        return None
+    handle: IO[str] = stack.enter_context(open(path, "w", encoding="utf-8"))
+
+    def write(record: dict[str, Any]) -> None:
+        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    return write
+
+
+def run_replay(
+    config: Config,
+    events_path: str,
+    requirements_path: str,
+    releases_out: str,
+    spend_log: str,
+    truth_out: str | None = None,
+    rejects_out: str | None = None,
+    seed: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplaySummary:
+    """Run the replay with its outputs in files; returns the summary."""
+    with ExitStack() as stack:
+        on_release = _writer(stack, releases_out)
+        spend = _writer(stack, spend_log)
+        truth = _writer(stack, truth_out)
+        rejects = _writer(stack, rejects_out)
+        assert on_release is not None
+        count_only: Callable[[dict[str, Any]], None] = lambda record: None  # noqa: E731
+        replay = Replay(config, make_randomness(config.noise, seed), rejects or count_only)
+        summary = replay.run(events_path, requirements_path, on_release, truth, spend, progress)
+    if rejects_out is None and summary.rejects:
+        print(f"{sum(summary.rejects.values())} records rejected; pass --rejects-out to keep them", file=sys.stderr)
+    return summary

@@ -1,0 +1,63 @@
+"""Event time and slots: times are ISO-8601 or epoch milliseconds; slot 1 starts at the origin."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(text: Any, field: str = "slot") -> int:
+    """'60s', '15m', '100m', '1h', '1d', '500ms' -> milliseconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|d)\s*", str(text)) if isinstance(text, str) else None
+    if not match or int(match.group(1)) == 0:
+        raise ValueError(f"{field} must be a positive duration such as 60s, 15m, 1h or 1d, got {text!r}")
+    return int(match.group(1)) * _UNITS_MS[match.group(2)]
+
+
+def parse_time_ms(value: Any, field: str = "time") -> int:
+    """ISO-8601 (a time without an offset is UTC) or epoch milliseconds -> epoch milliseconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"{field} must be finite, got {value!r}")
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return int(round(moment.timestamp() * 1000))
+    raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}")
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class SlotClock:
+    """Slot t covers [origin + (t-1) length, origin + t length)."""
+
+    origin_ms: int
+    length_ms: int
+
+    def slot_of(self, time_ms: int) -> int:
+        """The slot holding `time_ms`; 0 or less means before the origin."""
+        return (time_ms - self.origin_ms) // self.length_ms + 1
+
+    def start_ms(self, slot: int) -> int:
+        return self.origin_ms + (slot - 1) * self.length_ms
+
+    def end_ms(self, slot: int) -> int:
+        return self.start_ms(slot + 1)

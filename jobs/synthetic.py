@@ -1,0 +1,97 @@
+"""The paper's synthetic streams and personalized requirement levels (mechanisms.md section 12).
+
+Every user holds a binary value each slot: 1 with probability p_t, else 0 (d = 2).
+- TLNS: p_t = clip(p_{t-1} + N(0, Q), 0, 1), sqrt(Q) = 0.0025, p_0 = 0.05 (the paper's text;
+  the authors' code starts at 0.5, `tlns_start=0.5`).
+- Sin: p_t = 0.05 sin(0.01 t) + 0.075.
+- Log: p_t = 0.25 / (1 + e^{-0.01 t}).
+Personalized users draw E_i uniformly from {E, E+0.2, ..., 1.0} and w_i from {40, 80, ..., w}.
+Dynamic users are grouped into `types` requirement types; each type redraws its forward requirement
+(EF from {E_i.., 1.0}, wF from {40, .., w_i}) every `change_every` slots; the backward side is
+(wB = 1, EB = 10) so it never binds (paper Table 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from pwevent.state.requirements import DynamicRequirement, Requirement
+
+STREAMS = ("TLNS", "Sin", "Log")
+
+
+def probabilities(kind: str, slots: int, rng: np.random.Generator, tlns_start: float = 0.05) -> np.ndarray:
+    """p_1 .. p_T of a synthetic stream."""
+    t = np.arange(1, slots + 1, dtype=float)
+    if kind == "Sin":
+        return 0.05 * np.sin(0.01 * t) + 0.075
+    if kind == "Log":
+        return 0.25 / (1.0 + np.exp(-0.01 * t))
+    if kind == "TLNS":
+        p = np.empty(slots)
+        current = tlns_start
+        steps = rng.normal(0.0, 0.0025, slots)
+        for i in range(slots):
+            current = min(max(current + steps[i], 0.0), 1.0)
+            p[i] = current
+        return p
+    raise ValueError(f"stream must be one of {', '.join(STREAMS)}, got {kind!r}")
+
+
+def levels(low: float, high: float = 1.0, step: float = 0.2) -> np.ndarray:
+    """{low, low+step, ..., high} (rounded so 0.6, 0.8, 1.0 are exact decimals)."""
+    count = int(np.floor((high - low) / step + 1e-9)) + 1
+    return np.round(low + step * np.arange(count), 10)
+
+
+def window_levels(w: int, step: int = 40) -> np.ndarray:
+    """{step, 2 step, ..., w} (just {w} when w < step)."""
+    return np.arange(step, w + 1, step) if w >= step else np.array([w])
+
+
+@dataclass(frozen=True)
+class SyntheticStream:
+    """A synthetic stream, generated slot by slot so memory stays O(users)."""
+
+    kind: str
+    users: int
+    slots: int
+    seed: int
+    tlns_start: float = 0.05
+
+    def probabilities(self) -> np.ndarray:
+        return probabilities(self.kind, self.slots, np.random.default_rng([self.seed, 1]), self.tlns_start)
+
+    def values(self) -> Iterator[np.ndarray]:
+        """Each slot's values of users 0..n-1 (everybody present, binary)."""
+        rng = np.random.default_rng([self.seed, 2])
+        for p in self.probabilities():
+            yield (rng.random(self.users) < p).astype(np.int64)
+
+    def fixed_requirements(self, epsilon: float, w: int) -> list[Requirement]:
+        rng = np.random.default_rng([self.seed, 3])
+        budgets = rng.choice(levels(epsilon), self.users)
+        windows = rng.choice(window_levels(w), self.users)
+        return [Requirement(int(wi), float(ei)) for wi, ei in zip(windows, budgets, strict=True)]
+
+    def dynamic_requirements(
+        self, epsilon: float, w: int, types: int = 10, change_every: int = 500
+    ) -> tuple[np.ndarray, dict[int, list[DynamicRequirement]]]:
+        """(type of each user, {slot: requirement of each type from that slot on})."""
+        rng = np.random.default_rng([self.seed, 4])
+        user_type = rng.integers(0, types, self.users)
+        base = self.fixed_requirements(epsilon, w)
+        type_base = [base[int(np.flatnonzero(user_type == k)[0])] if (user_type == k).any() else base[0] for k in range(types)]
+        schedule: dict[int, list[DynamicRequirement]] = {}
+        for slot in range(1, self.slots + 1, change_every):
+            schedule[slot] = [
+                DynamicRequirement(
+                    Requirement(1, 10.0),
+                    Requirement(int(rng.choice(window_levels(b.w))), float(rng.choice(levels(b.epsilon)))),
+                )
+                for b in type_base
+            ]
+        return user_type, schedule

@@ -1,0 +1,234 @@
+"""Budget policies: what each user may spend at a slot (mechanisms.md sections 6-8).
+
+A policy reads one ledger (one user, or one class of identical users) and returns that ledger's
+calculation budget eps1, publication budget eps2 and nullification border for the open slot. It
+never writes: the host charges the ledger with the result and settles it once the slot is decided.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
+from pwevent.state.requirements import TOLERANCE, Requirement
+from pwevent.state.spend import Kind
+
+NO_BORDER = -math.inf
+
+
+@dataclass(frozen=True)
+class SlotBudget:
+    """One ledger's contribution to a slot's budgets.
+
+    border: the slot is nullified when slot <= max over all users of border (PBA, DPBA).
+    projected_backward: set when the backward requirement was infeasible and projected (section 7).
+    """
+
+    eps1: float
+    eps2: float
+    border: float = NO_BORDER
+    projected_backward: float | None = None
+
+
+class BudgetPolicy(Protocol):
+    name: str
+    dynamic: bool
+
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget: ...
+
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        """A decision fixed in advance (Uniform, Sample), or None to let the dissimilarity decide."""
+        ...
+
+
+def _snap(value: float) -> float:
+    """A share count within float noise of an integer is that integer (spend2 / share round trips)."""
+    nearest = round(value)
+    return float(nearest) if abs(value - nearest) < TOLERANCE else value
+
+
+class PBD:
+    """Personalized Budget Distribution (Algorithm 4, section 6).
+
+    eps1 = E/(2w); eps2 = (E/2 - sum of the last w-1 publication spends) / 2.
+    """
+
+    name = "PBD"
+    dynamic = False
+
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
+        assert isinstance(ledger, FixedLedger)
+        req = ledger.requirement
+        _, spent2 = ledger.spent(slot - req.w + 1, slot - 1)
+        return SlotBudget(req.share, max(0.0, (req.epsilon / 2 - spent2) / 2))
+
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        return None
+
+
+class PBA:
+    """Personalized Budget Absorption (Algorithm 5, section 6).
+
+    With l the last publication and s = E/(2w): t_N = spend2_l / s - 1, border l + t_N; absorbed
+    shares a = max(t - l - t_N, 0); eps2 = s min(a, w). Without a publication yet, a counts the
+    slots since the user registered (the paper's a = t when everybody registers at slot 1); this
+    keeps a late registration from nullifying w - 1 slots for everybody.
+    """
+
+    name = "PBA"
+    dynamic = False
+
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
+        assert isinstance(ledger, FixedLedger)
+        req = ledger.requirement
+        share = req.share
+        publication = ledger.last_publication()
+        if publication is None:
+            absorbed, border = float(slot - ledger.since + 1), NO_BORDER
+        else:
+            nullified = _snap(publication.spend2 / share) - 1
+            border = publication.slot + nullified
+            absorbed = max(_snap(slot - border), 0.0)
+        return SlotBudget(share, share * min(absorbed, req.w), border)
+
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        return None
+
+
+def _dynamic_calculation(ledger: DynamicLedger, slot: int) -> tuple[float, float, float | None]:
+    """eps1 of DPBD/DPBA and the backward publication bound UB (section 7), clipped at 0.
+
+    eps1 = min(min_tau EF_tau / (2 wF_tau), EB/2 - backward spend1); UB = EB/2 - backward spend2.
+    """
+    backward = ledger.requirement.backward
+    spent1, spent2 = ledger.spent(slot - backward.w + 1, slot - 1)
+    forward_share = min(f.requirement.share for f in ledger.forward_windows())
+    eps1 = max(0.0, min(forward_share, backward.epsilon / 2 - spent1))
+    return eps1, backward.epsilon / 2 - spent2, ledger.backward_projection(slot)
+
+
+class DPBD:
+    """Dynamic Personalized Budget Distribution (Algorithm 6, section 7).
+
+    eps2 = min((1/2) min_tau (EF_tau/2 - spend2 since tau), EB/2 - backward spend2).
+    """
+
+    name = "DPBD"
+    dynamic = True
+
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
+        assert isinstance(ledger, DynamicLedger)
+        eps1, upper_backward, projected = _dynamic_calculation(ledger, slot)
+        forward_left = min(
+            f.requirement.epsilon / 2 - ledger.spent(f.tau, slot - 1)[1] for f in ledger.forward_windows()
+        )
+        return SlotBudget(eps1, max(0.0, min(forward_left / 2, upper_backward)), NO_BORDER, projected)
+
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        return None
+
+
+class DPBA:
+    """Dynamic Personalized Budget Absorption (Algorithm 7, section 7).
+
+    For tau in T: share_tau = EF/(2 wF), tFN_tau = spend2 since tau / share_tau + tau - 1; the border
+    is max tFN. eps2 = min(AF, UF, UB) with AF = max (t - tFN_tau) share_tau,
+    UF = min (EF/2 - spend2 since tau), UB = EB/2 - backward spend2.
+    """
+
+    name = "DPBA"
+    dynamic = True
+
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
+        assert isinstance(ledger, DynamicLedger)
+        eps1, upper_backward, projected = _dynamic_calculation(ledger, slot)
+        border, absorbed, forward_left = NO_BORDER, 0.0, math.inf
+        for window in ledger.forward_windows():
+            req: Requirement = window.requirement
+            used = ledger.spent(window.tau, slot - 1)[1]
+            right = _snap(used / req.share) + window.tau - 1
+            border = max(border, right)
+            absorbed = max(absorbed, (slot - right) * req.share)
+            forward_left = min(forward_left, req.epsilon / 2 - used)
+        return SlotBudget(eps1, max(0.0, min(absorbed, forward_left, upper_backward)), border, projected)
+
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        return None
+
+
+class Uniform:
+    """Kellaris et al.'s Uniform: E/w at every slot, always published (section 8)."""
+
+    name = "Uniform"
+    dynamic = False
+
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
+        assert isinstance(ledger, FixedLedger)
+        return SlotBudget(0.0, ledger.requirement.epsilon / ledger.requirement.w)
+
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        return Kind.PUBLISH
+
+
+class Sample:
+    """Kellaris et al.'s Sample: the whole E at slots 1, w+1, 2w+1, ...; repeat in between (section 8)."""
+
+    name = "Sample"
+    dynamic = False
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
+        assert isinstance(ledger, FixedLedger)
+        on = self.scheduled_kind(slot) is Kind.PUBLISH
+        return SlotBudget(0.0, ledger.requirement.epsilon if on else 0.0)
+
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        return Kind.PUBLISH if (slot - 1) % self.window == 0 else Kind.SKIP
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    """A mechanism by name: its policy and whether every user runs at the global (w, E)."""
+
+    name: str
+    policy: BudgetPolicy
+    global_requirement: Requirement | None
+
+    @property
+    def dynamic(self) -> bool:
+        return self.policy.dynamic
+
+
+PERSONALIZED = ("PBD", "PBA", "DPBD", "DPBA")
+BASELINES = ("Uniform", "Sample", "BD", "BA")
+MECHANISMS = PERSONALIZED + BASELINES
+
+
+def mechanism(name: str, window: int | None = None, epsilon: float | None = None) -> MechanismSpec:
+    """Build a mechanism; the baselines need the global window and epsilon (section 8)."""
+    personalized: dict[str, BudgetPolicy] = {"PBD": PBD(), "PBA": PBA(), "DPBD": DPBD(), "DPBA": DPBA()}
+    if name in personalized:
+        return MechanismSpec(name, personalized[name], None)
+    if name not in BASELINES:
+        raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {name!r}")
+    if window is None or epsilon is None:
+        raise ValueError(f"mechanism {name} needs the global window and epsilon")
+    requirement = Requirement(window, epsilon)
+    baseline: dict[str, BudgetPolicy] = {"Uniform": Uniform(), "Sample": Sample(window), "BD": PBD(), "BA": PBA()}
+    return MechanismSpec(name, baseline[name], requirement)
+
+
+def charge_slot(policy: BudgetPolicy, ledger: Ledger, slot: int) -> SlotBudget:
+    """Open `slot` on a ledger, compute its budgets and book them as pending spend.
+
+    The one path by which budgets reach a ledger, shared by the replay (per class) and the
+    streaming job (per user); the ledger refuses budgets that would break an invariant.
+    """
+    ledger.open_slot(slot)
+    budget = policy.budgets(ledger, slot)
+    ledger.charge(slot, budget.eps1, budget.eps2)
+    return budget

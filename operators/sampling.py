@@ -1,0 +1,26 @@
+"""The Sampling Mechanism's counting step, per user and aggregated (mechanisms.md section 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pwevent.operators.noise import Randomness
+from pwevent.operators.obs import keep_probabilities
+
+
+def sample_levels(level_cells: np.ndarray, levels: np.ndarray, theta: float, rng: Randomness) -> np.ndarray:
+    """Kept counts per cell from counts per (budget level, cell).
+
+    Keeping each of the n_{b,j} one-hot users at level b independently with probability p_b is one
+    Binomial(n_{b,j}, p_b) draw, so the cost depends on the number of levels, not of users.
+    """
+    level_cells = np.asarray(level_cells, dtype=np.int64)
+    probabilities = keep_probabilities(levels, theta)
+    return rng.binomial(level_cells, probabilities[:, None]).sum(axis=0)
+
+
+def sample_users(values: np.ndarray, budgets: np.ndarray, theta: float, d: int, rng: Randomness) -> np.ndarray:
+    """The per-user form: one coin per present user, then a histogram of the kept values."""
+    probabilities = keep_probabilities(budgets, theta)
+    coins = rng.binomial(np.ones(len(probabilities), dtype=np.int64), probabilities).astype(bool)
+    return np.bincount(np.asarray(values, dtype=np.int64)[coins], minlength=d).astype(np.int64)

@@ -1,0 +1,106 @@
+"""Users' privacy requirements: fixed (w, E) and dynamic backward/forward pairs (mechanisms.md 6-7).
+
+Requirements are public parameters of the mechanism (mechanisms.md section 1), so they may steer
+budgets freely. They are validated once, here, with messages that name the field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pwevent.state.errors import InvalidRequirementError
+
+#: Tolerance used by every budget comparison (mechanisms.md section 9).
+TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A w-event requirement: at most `epsilon` spent in any `w` consecutive slots."""
+
+    w: int
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.w, bool) or not isinstance(self.w, int):
+            raise InvalidRequirementError(f"w must be an integer, got {self.w!r}")
+        if self.w < 1:
+            raise InvalidRequirementError(f"w must be >= 1, got {self.w}")
+        if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, (int, float)):
+            raise InvalidRequirementError(f"epsilon must be a number, got {self.epsilon!r}")
+        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
+            raise InvalidRequirementError(f"epsilon must be finite and > 0, got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+
+    @property
+    def share(self) -> float:
+        """One budget share E / (2 w): the per-slot calculation budget of PBD/PBA (section 6)."""
+        return self.epsilon / (2 * self.w)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"w": self.w, "epsilon": self.epsilon}
+
+    @classmethod
+    def from_json(cls, obj: Any, field: str = "requirement") -> Requirement:
+        if not isinstance(obj, dict):
+            raise InvalidRequirementError(f"{field} must be an object with w and epsilon")
+        missing = [k for k in ("w", "epsilon") if k not in obj]
+        if missing:
+            raise InvalidRequirementError(f"{field} lacks {', '.join(missing)}")
+        try:
+            return cls(obj["w"], obj["epsilon"])
+        except InvalidRequirementError as err:
+            raise InvalidRequirementError(f"{field}: {err}") from None
+
+    def covers(self, other: Requirement) -> bool:
+        """True when honouring `self` also honours `other` (smaller budget over a window at least as long)."""
+        return self.w >= other.w and self.epsilon <= other.epsilon + TOLERANCE
+
+
+@dataclass(frozen=True)
+class DynamicRequirement:
+    """A backward and a forward requirement declared for a slot (mechanisms.md section 7)."""
+
+    backward: Requirement
+    forward: Requirement
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backward": self.backward.to_json(), "forward": self.forward.to_json()}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> DynamicRequirement:
+        missing = [k for k in ("backward", "forward") if k not in obj]
+        if missing:
+            raise InvalidRequirementError(f"dynamic requirement lacks {', '.join(missing)}")
+        return cls(Requirement.from_json(obj["backward"], "backward"), Requirement.from_json(obj["forward"], "forward"))
+
+
+@dataclass(frozen=True)
+class RequirementCaps:
+    """Operator-configured limits on what a user may declare (streaming.md, invalid requirement)."""
+
+    max_w: int = 100_000
+    max_epsilon: float = 100.0
+
+    def check(self, requirement: Requirement | DynamicRequirement) -> None:
+        parts = (
+            [("", requirement)]
+            if isinstance(requirement, Requirement)
+            else [("backward ", requirement.backward), ("forward ", requirement.forward)]
+        )
+        for name, part in parts:
+            if part.w > self.max_w:
+                raise InvalidRequirementError(f"{name}w {part.w} is over the configured cap {self.max_w}")
+            if part.epsilon > self.max_epsilon:
+                raise InvalidRequirementError(
+                    f"{name}epsilon {part.epsilon} is over the configured cap {self.max_epsilon}"
+                )
+
+
+def parse_requirement(obj: dict[str, Any]) -> Requirement | DynamicRequirement:
+    """Parse the requirement part of a requirement record: `w`/`epsilon` or `backward`/`forward`."""
+    if "backward" in obj or "forward" in obj:
+        return DynamicRequirement.from_json(obj)
+    return Requirement.from_json(obj)

@@ -1,0 +1,46 @@
+"""Records of the spend log: what every ledger spent at every slot, enough to audit from alone.
+
+Three record types, one JSON object per line (docs/formats.md):
+- `ledger`: a ledger came to exist; `parent`/`since` say that its history before `since` is the
+  parent's (a class forked by a requirement change, `state.population`).
+- `member`: a user is represented by a ledger from slot `since` on.
+- `spend`: a ledger's actual calculation and publication spend at a slot, the decision, and the
+  requirement in force at that slot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pwevent.state.requirements import DynamicRequirement, Requirement
+from pwevent.state.spend import SpendEntry
+
+
+def ledger_record(ledger: str, requirement: Requirement | DynamicRequirement, since: int, parent: str | None) -> dict[str, Any]:
+    return {"record": "ledger", "ledger": ledger, "parent": parent, "since": since, "requirement": requirement.to_json()}
+
+
+def member_record(user: str, ledger: str, since: int) -> dict[str, Any]:
+    return {"record": "member", "user": user, "ledger": ledger, "since": since}
+
+
+def spend_record(
+    ledger: str,
+    entry: SpendEntry,
+    requirement: Requirement | DynamicRequirement,
+    members: int = 1,
+    projected_backward: float | None = None,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "record": "spend",
+        "ledger": ledger,
+        "slot": entry.slot,
+        "members": members,
+        "spend1": entry.spend1,
+        "spend2": entry.spend2,
+        "kind": entry.kind.value if entry.kind else None,
+        "requirement": requirement.to_json(),
+    }
+    if projected_backward is not None:
+        record["projected_backward"] = projected_backward
+    return record

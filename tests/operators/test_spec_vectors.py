@@ -1,0 +1,141 @@
+"""Every test vector of mechanisms.md (sections 3, 6 and 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pwevent.operators.obs import keep_probabilities, optimal_budget, optimal_budget_reference
+from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, BudgetPolicy, SlotBudget, charge_slot
+from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
+from pwevent.state.requirements import DynamicRequirement, Requirement
+from pwevent.state.spend import Kind
+
+
+def continuous_variance(theta):
+    return 2.0 / np.asarray(theta, dtype=float) ** 2
+
+
+class TestOBSExample2:
+    budgets = [0.1, 0.4, 0.4, 0.1, 0.4, 0.4, 0.8, 0.8, 0.8, 0.4]
+
+    def test_errors_per_candidate(self):
+        levels, counts = np.array([0.1, 0.4, 0.8]), np.array([2, 5, 3])
+        for theta, expected in ((0.1, 200.0), (0.4, 15.31), (0.8, 27.73)):
+            p = keep_probabilities(levels, theta)
+            below = levels < theta
+            sampling = (counts[below] * p[below] * (1 - p[below])).sum() + (counts[below] * (1 - p[below])).sum() ** 2
+            assert sampling + 2 / theta**2 == pytest.approx(expected, abs=0.01)
+
+    def test_obs_returns_0_4(self):
+        choice = optimal_budget(np.array(self.budgets), np.ones(10), continuous_variance)
+        assert choice is not None
+        assert choice.epsilon == 0.4
+        assert choice.error == pytest.approx(15.31, abs=0.01)
+
+    def test_paper_value_89_74_is_a_slip(self):
+        ref = optimal_budget_reference(self.budgets, lambda t: 2 / t**2)
+        assert ref is not None and ref.epsilon == 0.4
+
+
+def drive(policy: BudgetPolicy, ledgers: list[Ledger], decisions: dict[int, Kind], requirements=None):
+    """Run ledgers through slots with the given decisions; returns per-slot budgets and kinds.
+
+    A slot is nullified when its number is at most the largest border, as the release step does.
+    """
+    out: dict[int, list[SlotBudget]] = {}
+    kinds: dict[int, Kind] = {}
+    for t in sorted(decisions):
+        if requirements:
+            for ledger, req in zip(ledgers, requirements[t], strict=True):
+                ledger.declare(req)
+        budgets = [charge_slot(policy, ledger, t) for ledger in ledgers]
+        kind = Kind.NULLIFY if t <= max(b.border for b in budgets) + 1e-9 else decisions[t]
+        for ledger in ledgers:
+            ledger.settle(t, kind)
+        out[t], kinds[t] = budgets, kind
+    return out, kinds
+
+
+E = (1.2, 0.8, 0.9)
+W = (4, 2, 3)
+
+
+def fixed_ledgers():
+    return [FixedLedger(Requirement(w, e), 1) for w, e in zip(W, E, strict=True)]
+
+
+class TestFixedExamples34:
+    decisions = {1: Kind.PUBLISH, 2: Kind.SKIP, 3: Kind.PUBLISH}
+
+    def test_pbd_user1(self):
+        out, _ = drive(PBD(), fixed_ledgers(), self.decisions)
+        e1 = E[0]
+        assert [out[t][0].eps1 for t in (1, 2, 3)] == pytest.approx([e1 / 8] * 3)
+        assert out[1][0].eps2 == pytest.approx(e1 / 4)
+        assert out[3][0].eps2 == pytest.approx(e1 / 8)
+
+    def test_pba(self):
+        decisions = {1: Kind.PUBLISH, 2: Kind.SKIP, 3: Kind.PUBLISH, 4: Kind.PUBLISH, 5: Kind.PUBLISH}
+        out, kinds = drive(PBA(), fixed_ledgers(), decisions)
+        shares = [e / (2 * w) for w, e in zip(W, E, strict=True)]
+        assert [b.eps2 for b in out[1]] == pytest.approx(shares)
+        assert [b.eps2 for b in out[3]] == pytest.approx([E[0] / 4, E[1] / 2, E[2] / 3])
+        assert kinds[4] is Kind.NULLIFY
+        assert [b.eps2 for b in out[5]] == pytest.approx([E[0] / 8, E[1] / 4, E[2] / 6])
+
+
+TABLE3 = {
+    1: [((1, 1.0), (4, 2.4)), ((1, 0.6), (2, 1.6)), ((1, 2.0), (3, 1.2))],
+    2: [((2, 2.4), (4, 3.2)), ((2, 1.6), (2, 2.4)), ((2, 1.2), (3, 3.0))],
+    3: [((2, 2.8), (3, 4.2)), ((2, 3.2), (2, 2.8)), ((3, 1.8), (2, 1.2))],
+    4: [((2, 2.4), (3, 2.4)), ((3, 4.2), (2, 2.8)), ((2, 3.2), (3, 0.6))],
+    5: [((5, 3.0), (2, 0.8)), ((3, 3.6), (2, 2.0)), ((4, 2.4), (3, 1.8))],
+}
+REQS = {
+    t: [DynamicRequirement(Requirement(*b), Requirement(*f)) for b, f in rows] for t, rows in TABLE3.items()
+}
+DYN_DECISIONS = {1: Kind.PUBLISH, 2: Kind.SKIP, 3: Kind.PUBLISH, 4: Kind.SKIP, 5: Kind.PUBLISH}
+
+
+def dynamic_ledgers():
+    return [DynamicLedger(req, 1, 10) for req in REQS[1]]
+
+
+class TestDynamicTable3:
+    def test_dpbd(self):
+        out, kinds = drive(DPBD(), dynamic_ledgers(), DYN_DECISIONS, REQS)
+        eps1 = [(0.3, 0.3, 0.2), (0.3, 0.4, 0.2), (0.3, 0.6, 0.2), (0.3, 0.7, 0.1), (0.2, 0.5, 0.1)]
+        eps2 = [(0.5, 0.3, 0.3), (0.35, 0.25, 0.15), (0.35, 0.6, 0.15), (0.175, 0.4, 0.15), (0.2, 0.5, 0.15)]
+        for t in range(1, 6):
+            assert [b.eps1 for b in out[t]] == pytest.approx(eps1[t - 1]), t
+            assert [b.eps2 for b in out[t]] == pytest.approx(eps2[t - 1]), t
+        assert all(kinds[t] is DYN_DECISIONS[t] for t in kinds)
+
+    def test_dpba(self):
+        out, kinds = drive(DPBA(), dynamic_ledgers(), DYN_DECISIONS, REQS)
+        assert [b.eps1 for b in out[3]] == pytest.approx([0.3, 0.6, 0.2])
+        assert [b.eps2 for b in out[1]] == pytest.approx([0.3, 0.3, 0.2])
+        assert [b.eps2 for b in out[3]] == pytest.approx([0.8, 1.2, 0.4])
+        assert [b.border for b in out[4]] == pytest.approx([11 / 3, 26 / 7, 10 / 3], abs=1e-3)
+        assert kinds[4] is Kind.SKIP, "t=4 must NOT be nullified"
+        assert [b.eps2 for b in out[5]] == pytest.approx([0.4, 0.6, 0.3])
+
+    def test_paper_example7_value_is_not_produced(self):
+        out, _ = drive(DPBA(), dynamic_ledgers(), DYN_DECISIONS, REQS)
+        assert out[3][2].eps2 != pytest.approx(0.6)
+        # u3's forward requirement from t=1, (3, 1.2): publication spend over slots 1..3 <= 0.6
+        assert out[1][2].eps2 + out[3][2].eps2 <= 1.2 / 2 + 1e-9
+
+    def test_dpba_intermediate_values_at_t3(self):
+        ledgers = dynamic_ledgers()
+        drive(DPBA(), ledgers, {1: Kind.PUBLISH, 2: Kind.SKIP}, REQS)
+        u1 = ledgers[0]
+        u1.declare(REQS[3][0])
+        u1.open_slot(3)
+        windows = u1.forward_windows()
+        right = [u1.spent(f.tau, 2)[1] / f.requirement.share + f.tau - 1 for f in windows]
+        assert right == pytest.approx([1, 1, 2])
+        assert max((3 - r) * f.requirement.share for r, f in zip(right, windows, strict=True)) == pytest.approx(0.8)
+        assert min(f.requirement.epsilon / 2 - u1.spent(f.tau, 2)[1] for f in windows) == pytest.approx(0.9)
+        assert u1.requirement.backward.epsilon / 2 - u1.spent(2, 2)[1] == pytest.approx(1.4)
