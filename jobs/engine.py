@@ -53,6 +53,7 @@ class Engine:
         self.population = Population(self._new_ledger)
         self.release = SlotRelease(d, rng)
         self.last = np.zeros(d, dtype=np.int64)
+        self.next_slot = 1
         self._sink = spend_sink
 
     def _new_ledger(self, requirement: UserRequirement, slot: int) -> Ledger:
@@ -83,6 +84,7 @@ class Engine:
 
     def register(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
         """A new user (dense index `user`, external id `name` for the spend log) from `slot` on."""
+        self._check_slot(slot)
         cls = self.population.register(user, self.ledger_requirement(requirement), slot)
         self._log_new_classes()
         if self._sink:
@@ -90,6 +92,7 @@ class Engine:
 
     def redeclare(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
         """A registered user's new requirement from `slot` on (dynamic mechanisms only)."""
+        self._check_slot(slot)
         checked = self.ledger_requirement(requirement)
         assert isinstance(checked, DynamicRequirement)
         before = self.population.class_of(user)
@@ -97,6 +100,10 @@ class Engine:
         self._log_new_classes()
         if self._sink and (before is None or cls.id != before.id):
             self._sink(member_record(name or str(user), str(cls.id), slot))
+
+    def _check_slot(self, slot: int) -> None:
+        if slot != self.next_slot:
+            raise ValueError(f"slot {slot} given but the engine is at slot {self.next_slot}: slots run 1, 2, 3, ...")
 
     def _log_new_classes(self) -> None:
         for cls in self.population.drain_created():
@@ -106,6 +113,8 @@ class Engine:
 
     def step(self, slot: int, users: np.ndarray, values: np.ndarray) -> tuple[SlotOutcome, list[Projection]]:
         """Decide `slot`: users/values are the registered users present in it, one value each."""
+        self._check_slot(slot)
+        self.next_slot += 1
         classes = list(self.population.classes())
         budgets = [charge_slot(self.spec.policy, cls.ledger, slot) for cls in classes]
         rows = np.full(max((c.id for c in classes), default=-1) + 1, -1, dtype=np.int64)

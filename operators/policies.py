@@ -101,12 +101,18 @@ def _dynamic_calculation(ledger: DynamicLedger, slot: int) -> tuple[float, float
     """eps1 of DPBD/DPBA and the backward publication bound UB (section 7), clipped at 0.
 
     eps1 = min(min_tau EF_tau / (2 wF_tau), EB/2 - backward spend1); UB = EB/2 - backward spend2.
+    The paper's halves assume the backward window spent at most EB/2 on each part, which fails
+    once a user tightens EB: then they could grant more than the window has left. So both are
+    also capped by what is left of EB in the window, EB - (spend1 + spend2), which is 0 for an
+    infeasible (projected) requirement. Without a tightening the cap never binds: eps1 <= EB/2 - s1
+    gives EB - s1 - s2 - eps1 >= EB/2 - s2.
     """
     backward = ledger.requirement.backward
     spent1, spent2 = ledger.spent(slot - backward.w + 1, slot - 1)
+    left = max(0.0, backward.epsilon - spent1 - spent2)
     forward_share = min(f.requirement.share for f in ledger.forward_windows())
-    eps1 = max(0.0, min(forward_share, backward.epsilon / 2 - spent1))
-    return eps1, backward.epsilon / 2 - spent2, ledger.backward_projection(slot)
+    eps1 = max(0.0, min(forward_share, backward.epsilon / 2 - spent1, left))
+    return eps1, min(backward.epsilon / 2 - spent2, left - eps1), ledger.backward_projection(slot)
 
 
 class DPBD:
