@@ -1,0 +1,58 @@
+"""Configuration errors name the key (jobs.config)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pwevent.jobs.config import ConfigError, load_config, parse_config
+from pwevent.operators.domain import GridDomain
+
+BASE = {"mechanism": "PBD", "slot": "15m", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"colour": "red"}, "unknown key colour"),
+    ({"domain": {"type": "grid", "rows": 2}}, "unknown key domain|missing key domain"),
+    ({"domain": {"type": "cells", "d": 0}}, "domain.d"),
+    ({"domain": {"type": "hex"}}, "domain.type"),
+    ({"slot": "15 minutes"}, "slot"),
+    ({"origin": "soon"}, "origin"),
+    ({"mechanism": "XYZ"}, "mechanism"),
+    ({"mechanism": "BD"}, "window and epsilon"),
+    ({"mechanism": "BD", "window": 0, "epsilon": 1}, "window"),
+    ({"noise": "gauss"}, "noise"),
+    ({"caps": {"max_w": -1}}, "caps.max_w"),
+    ({"caps": {"maxw": 3}}, "unknown key caps.maxw"),
+    ({"events": {"lat": "la"}}, "events.lat"),
+    ({"domain": {"type": "grid", "rows": 2, "cols": 2, "bbox": {"min_lat": 1, "max_lat": 0, "min_lon": 0,
+                                                                 "max_lon": 1}}}, "bbox"),
+])
+def test_errors_name_the_key(change, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_config({**BASE, **change})
+
+
+def test_missing_key():
+    raw = dict(BASE)
+    del raw["slot"]
+    with pytest.raises(ConfigError, match="missing key slot"):
+        parse_config(raw)
+
+
+def test_grid_domain_and_durations():
+    config = parse_config({**BASE, "slot": "100m", "origin": 0, "domain": {
+        "type": "grid", "rows": 10, "cols": 10,
+        "bbox": {"min_lat": 40.5, "max_lat": 41.0, "min_lon": -74.3, "max_lon": -73.7}}})
+    assert config.slot_ms == 6_000_000 and config.origin_ms == 0
+    assert isinstance(config.domain, GridDomain) and config.domain.d == 100
+    assert config.domain.cell({"lat": 40.5, "lon": -74.3}) == 0
+    assert config.domain.cell([41.0, -73.7]) == 99
+
+
+def test_load_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(str(tmp_path / "none.yaml"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mechanism: [PBD\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(str(bad))

@@ -1,0 +1,189 @@
+"""`pwevent replay` end to end on small streams, and rejects with every reason."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pwevent.jobs.audit import audit_file
+from pwevent.jobs.cli import main
+from pwevent.jobs.config import parse_config
+from pwevent.jobs.files import DEMO_ORIGIN, write_synthetic
+from pwevent.jobs.replay import run_replay
+from pwevent.jobs.synthetic import SyntheticStream
+from pwevent.operators.policies import MECHANISMS
+
+
+def read(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle]
+
+
+def config_for(name, **extra):
+    raw = {"mechanism": name, "slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "binary"},
+           "window": 120, "epsilon": 0.6, "caps": {"max_w": 200}}
+    raw.update(extra)
+    return parse_config(raw)
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory):
+    out = {}
+    for dynamic in (False, True):
+        folder = tmp_path_factory.mktemp("dyn" if dynamic else "fixed")
+        write_synthetic(SyntheticStream("Sin", 60, 150, seed=3), str(folder), 0.6, 120, 60_000, dynamic,
+                        types=3, change_every=50)
+        out[dynamic] = folder
+    return out
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_every_mechanism_end_to_end(name, streams, tmp_path):
+    config = config_for(name)
+    folder = streams[config.mechanism_spec().dynamic]
+    outs = {k: str(tmp_path / f"{k}.jsonl") for k in ("releases", "spend", "truth", "rejects")}
+    summary = run_replay(config, str(folder / "events.jsonl"), str(folder / "requirements.jsonl"),
+                         outs["releases"], outs["spend"], outs["truth"], outs["rejects"], seed=5)
+    releases, truth = read(outs["releases"]), read(outs["truth"])
+    assert [r["slot"] for r in releases] == list(range(1, 151))
+    assert all(r["kind"] in ("publish", "skip", "nullify") for r in releases)
+    assert all(len(r["counts"]) == 2 and all(isinstance(c, int) for c in r["counts"]) for r in releases)
+    assert all(sum(t["counts"]) == 60 for t in truth)
+    assert summary.users == 60 and not summary.rejects
+    assert releases[0]["population"] == 60
+    # a skip or nullify repeats the last release
+    for before, after in zip(releases, releases[1:], strict=False):
+        if after["kind"] != "publish":
+            assert after["counts"] == before["counts"]
+    report = audit_file(outs["spend"])
+    assert report.ok, report.render()
+    assert report.spend_lines > 0
+
+
+def test_seed_reproduces_and_default_is_secure(streams, tmp_path):
+    folder = streams[False]
+    runs = []
+    for i, seed in enumerate((9, 9, None)):
+        path = str(tmp_path / f"r{i}.jsonl")
+        summary = run_replay(config_for("PBD"), str(folder / "events.jsonl"), str(folder / "requirements.jsonl"),
+                             path, str(tmp_path / f"s{i}.jsonl"), seed=seed)
+        runs.append((read(path), summary.noise))
+    assert runs[0][0] == runs[1][0]
+    assert "seeded" in runs[0][1] and runs[2][1] == "opendp-discrete-laplace"
+    assert runs[2][0][0]["noise"] == "opendp-discrete-laplace"
+
+
+def test_several_events_of_a_user_in_a_slot_collapse_to_the_last(tmp_path):
+    (tmp_path / "req.jsonl").write_text(json.dumps({"user": "a", "time": 0, "w": 2, "epsilon": 1.0}) + "\n")
+    events = [{"user": "a", "time": 10, "value": 0}, {"user": "a", "time": 30, "value": 1},
+              {"user": "a", "time": 20, "value": 0}]
+    (tmp_path / "ev.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    config = config_for("PBD", origin=0, slot="1s")
+    run_replay(config, str(tmp_path / "ev.jsonl"), str(tmp_path / "req.jsonl"), str(tmp_path / "rel.jsonl"),
+               str(tmp_path / "spend.jsonl"), str(tmp_path / "truth.jsonl"), seed=1)
+    assert read(tmp_path / "truth.jsonl")[0]["counts"] == [0, 1]
+
+
+def test_rejects_carry_every_reason(tmp_path):
+    requirements = [
+        {"user": "a", "time": "1970-01-01T00:00:00Z", "w": 3, "epsilon": 1.0},
+        {"user": "b", "time": 0, "w": 0, "epsilon": 1.0},  # invalid: w < 1
+        {"user": "c", "time": 0, "w": 3, "epsilon": -1},  # invalid: epsilon <= 0
+        {"user": "d", "time": 0, "w": 3, "epsilon": 1e9},  # invalid: over the cap
+        {"user": "a", "time": 1500, "w": 5, "epsilon": 1.0},  # change under a fixed mechanism
+        {"user": "a", "time": 1600, "w": 3, "epsilon": 1.0},  # same again: fine, not a change
+    ]
+    events = [
+        '{"user": "a", "time": 100, "value": 1}',
+        '{"user": "a", "time": 200,',  # unparsable
+        '{"user": "a", "value": 1}',  # missing field
+        '{"user": "a", "time": "yesterday", "value": 1}',  # mistyped
+        '{"user": "zed", "time": 300, "value": 1}',  # unknown user
+        '{"user": "a", "time": 400, "value": 7}',  # out of domain
+        '{"user": "a", "time": -5000, "value": 1}',  # before the origin
+        '{"user": "a", "time": 2100, "value": 0}',
+    ]
+    (tmp_path / "req.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requirements))
+    (tmp_path / "ev.jsonl").write_text("\n".join(events) + "\n")
+    config = config_for("PBD", origin=0, slot="1s", caps={"max_epsilon": 10})
+    summary = run_replay(config, str(tmp_path / "ev.jsonl"), str(tmp_path / "req.jsonl"),
+                         str(tmp_path / "rel.jsonl"), str(tmp_path / "spend.jsonl"), None,
+                         str(tmp_path / "rejects.jsonl"), seed=1)
+    rejects = read(tmp_path / "rejects.jsonl")
+    assert summary.rejects == {
+        "invalid_requirement": 3, "requirement_change_under_fixed_mechanism": 1, "unparsable": 1,
+        "missing_field": 1, "mistyped_field": 1, "unknown_user": 1, "out_of_domain": 1, "before_origin": 1,
+    }
+    assert all({"source", "position", "reason", "detail", "original"} <= set(r) for r in rejects)
+    unparsable = next(r for r in rejects if r["reason"] == "unparsable")
+    assert unparsable["original"] == events[1] and unparsable["position"].endswith("ev.jsonl:2")
+    assert len(read(tmp_path / "rel.jsonl")) == 3  # the valid records still made their slots
+
+
+def test_dynamic_rejects_fixed_form_and_reports_infeasible_backward(tmp_path):
+    def dyn(user, time, bw, be, fw, fe):
+        return {"user": user, "time": time, "backward": {"w": bw, "epsilon": be}, "forward": {"w": fw, "epsilon": fe}}
+
+    requirements = [dyn("a", 0, 4, 4.0, 4, 4.0), {"user": "b", "time": 0, "w": 3, "epsilon": 1.0},
+                    dyn("a", 3000, 4, 0.01, 4, 4.0)]
+    events = [{"user": "a", "time": t * 1000 + 1, "value": t % 2} for t in range(6)]
+    (tmp_path / "req.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requirements))
+    (tmp_path / "ev.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    config = config_for("DPBD", origin=0, slot="1s")
+    summary = run_replay(config, str(tmp_path / "ev.jsonl"), str(tmp_path / "req.jsonl"),
+                         str(tmp_path / "rel.jsonl"), str(tmp_path / "spend.jsonl"), None,
+                         str(tmp_path / "rejects.jsonl"), seed=2)
+    assert summary.rejects["invalid_requirement"] == 1
+    assert summary.rejects["infeasible_backward_requirement_projected"] >= 1
+    spends = [r for r in read(tmp_path / "spend.jsonl") if r["record"] == "spend"]
+    projected = [r for r in spends if "projected_backward" in r]
+    assert projected and all(r["spend1"] == 0 and r["spend2"] == 0 for r in projected)
+    assert audit_file(str(tmp_path / "spend.jsonl")).ok
+
+
+def test_baseline_refuses_users_stricter_than_its_global_requirement(tmp_path):
+    (tmp_path / "req.jsonl").write_text(json.dumps({"user": "a", "time": 0, "w": 400, "epsilon": 0.1}) + "\n")
+    (tmp_path / "ev.jsonl").write_text("")
+    summary = run_replay(config_for("BD", origin=0), str(tmp_path / "ev.jsonl"), str(tmp_path / "req.jsonl"),
+                         str(tmp_path / "rel.jsonl"), str(tmp_path / "spend.jsonl"), seed=1)
+    assert summary.rejects == {"invalid_requirement": 1}
+
+
+def test_cli_replay_and_audit(streams, tmp_path, capsys):
+    folder = streams[False]
+    config = tmp_path / "c.yaml"
+    config.write_text(f"mechanism: PBA\nslot: 60s\norigin: '{DEMO_ORIGIN}'\ndomain: {{type: binary}}\n")
+    spend = str(tmp_path / "spend.jsonl")
+    code = main(["replay", "--config", str(config), "--events", str(folder / "events.jsonl"), "--requirements",
+                 str(folder / "requirements.jsonl"), "--releases-out", str(tmp_path / "r.jsonl"),
+                 "--spend-log", spend, "--seed", "3", "--quiet"])
+    assert code == 0
+    assert "decisions:" in capsys.readouterr().out
+    assert main(["audit", "--spend-log", spend]) == 0
+    broken = tmp_path / "broken.jsonl"
+    lines = read(spend)
+    for record in lines:
+        if record["record"] == "spend" and record["kind"] == "publish":
+            record["spend2"] *= 3
+    broken.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["audit", "--spend-log", str(broken)]) == 1
+    assert "VIOLATIONS" in capsys.readouterr().out
+
+
+def test_cli_help_explains_every_command(capsys):
+    for command in ([], ["replay"], ["audit"], ["generate"], ["demo"]):
+        with pytest.raises(SystemExit) as exit_:
+            main([*command, "--help"])
+        assert exit_.value.code == 0
+        assert len(capsys.readouterr().out) > 200
+
+
+def test_truth_matches_the_generated_values(tmp_path):
+    stream = SyntheticStream("Log", 30, 20, seed=4)
+    write_synthetic(stream, str(tmp_path), 0.6, 120, 60_000)
+    run_replay(config_for("Uniform"), str(tmp_path / "events.jsonl"), str(tmp_path / "requirements.jsonl"),
+               str(tmp_path / "r.jsonl"), str(tmp_path / "s.jsonl"), str(tmp_path / "t.jsonl"), seed=1)
+    expected = [np.bincount(v, minlength=2).tolist() for v in stream.values()]
+    assert [t["counts"] for t in read(tmp_path / "t.jsonl")] == expected
