@@ -82,10 +82,11 @@ def main() -> int:
         print(json.dumps(run_case(mech, users, slots, d, noise)))
         return 0
     rows = []
-    header = f"| case | users | slots | d | noise | setup s | mechanism s | target s | data gen s | peak MB | decisions |"
+    header = ("| case | users | slots | d | noise | setup s | mechanism s | target s | data gen s | peak MB "
+              "| decisions |")
     print(header)
     print("|" + "---|" * 11)
-    for name, mech, users, slots, d, noise, target in CASES:
+    for name, _, users, slots, d, noise, target in CASES:
         cmd = [sys.executable, __file__, "--case", name] + (["--quick"] if args.quick else [])
         out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         used = min(slots, 1000) if args.quick else slots

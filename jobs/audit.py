@@ -104,11 +104,12 @@ def audit_records(records: Iterable[dict[str, Any]]) -> AuditReport:
 
 
 def _check_line(ledger: str, slot: int, rec: dict[str, Any], report: AuditReport) -> None:
-    s1, s2 = rec.get("spend1"), rec.get("spend2")
-    for label, value in (("spend1", s1), ("spend2", s2)):
-        if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    for label in ("spend1", "spend2"):
+        value = rec.get(label)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             report.violations.append(Violation(ledger, slot, "bad spend", f"{label}={value!r}"))
             return
+    s1, s2 = float(rec["spend1"]), float(rec["spend2"])
     kind = rec.get("kind")
     if kind == "skip" and s2 > TOLERANCE:
         report.violations.append(Violation(ledger, slot, "skip spent", f"publication spend {s2} on a skipped slot"))

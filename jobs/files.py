@@ -29,7 +29,8 @@ def write_synthetic(
             for slot, per_type in schedule.items():
                 time = iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
                 for user in range(stream.users):
-                    record: dict[str, Any] = {"user": f"u{user}", "time": time, **per_type[int(user_type[user])].to_json()}
+                    requirement = per_type[int(user_type[user])].to_json()
+                    record: dict[str, Any] = {"user": f"u{user}", "time": time, **requirement}
                     handle.write(json.dumps(record) + "\n")
         else:
             for user, req in enumerate(stream.fixed_requirements(epsilon, w)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pwevent.jobs.config import EventFields, RequirementFields
@@ -19,7 +19,7 @@ from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
 
 
-class Reason(str, Enum):
+class Reason(StrEnum):
     UNPARSABLE = "unparsable"
     MISSING_FIELD = "missing_field"
     MISTYPED_FIELD = "mistyped_field"
@@ -93,7 +93,10 @@ def parse_event(text: str | bytes, fields: EventFields, domain: Domain, record_t
     obj = _object(text)
     user = _user(obj, fields.user)
     time_ms = _time(obj, fields.time, record_time_ms)
-    value: Any = (_field(obj, fields.lat), _field(obj, fields.lon)) if fields.lat and fields.lon else _field(obj, fields.value)
+    if fields.lat and fields.lon:
+        value: Any = (_field(obj, fields.lat), _field(obj, fields.lon))
+    else:
+        value = _field(obj, fields.value)
     try:
         return Event(user, time_ms, domain.cell(value))
     except OutOfDomainError as err:

@@ -104,7 +104,8 @@ class Replay:
                 self._reject(source, f"{path}:{number}", err.reason, err.detail, line)
                 continue
             if clock.slot_of(record.time_ms) < 1:
-                self._reject(source, f"{path}:{number}", Reason.BEFORE_ORIGIN, "time is before the configured origin", line)
+                detail = "time is before the configured origin"
+                self._reject(source, f"{path}:{number}", Reason.BEFORE_ORIGIN, detail, line)
                 continue
             items.append((record.time_ms, number, (record, line)))
         items.sort(key=lambda item: (item[0], item[1]))
@@ -113,7 +114,9 @@ class Replay:
             by_slot[clock.slot_of(time_ms)].append((number, payload))
         return by_slot
 
-    def _apply_requirement(self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: str) -> None:
+    def _apply_requirement(
+        self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: str
+    ) -> None:
         index = self._index.get(update.user)
         try:
             if index is None:

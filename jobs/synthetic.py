@@ -84,7 +84,9 @@ class SyntheticStream:
         rng = np.random.default_rng([self.seed, 4])
         user_type = rng.integers(0, types, self.users)
         base = self.fixed_requirements(epsilon, w)
-        type_base = [base[int(np.flatnonzero(user_type == k)[0])] if (user_type == k).any() else base[0] for k in range(types)]
+        type_base = [
+            base[int(np.flatnonzero(user_type == k)[0])] if (user_type == k).any() else base[0] for k in range(types)
+        ]
         schedule: dict[int, list[DynamicRequirement]] = {}
         for slot in range(1, self.slots + 1, change_every):
             schedule[slot] = [

@@ -81,6 +81,8 @@ class GridDomain:
         return self.rows * self.cols
 
     def cell(self, value: Any) -> int:
+        lat: Any
+        lon: Any
         if isinstance(value, dict):
             lat, lon = value.get("lat"), value.get("lon")
         elif isinstance(value, (list, tuple)) and len(value) == 2:

@@ -24,7 +24,7 @@ def keep_probabilities(levels: np.ndarray, theta: float) -> np.ndarray:
 
 
 def optimal_budget(
-    levels: np.ndarray, counts: np.ndarray, noise_variance: Callable[[np.ndarray], np.ndarray]
+    levels: np.ndarray, counts: np.ndarray, noise_variance: Callable[[np.ndarray], np.ndarray | float]
 ) -> BudgetChoice | None:
     """argmin over the distinct positive budgets theta of err_s(theta) + err_dp(theta).
 

@@ -13,6 +13,7 @@ import json
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pwevent.state.errors import BudgetExceededError
 from pwevent.state.requirements import TOLERANCE, DynamicRequirement, Requirement
@@ -68,11 +69,11 @@ class _SpendHistory:
     def pending(self) -> list[int]:
         return [e.slot for e in self.entries if e.kind is None]
 
-    def to_json(self) -> list[list[object]]:
+    def to_json(self) -> list[list[Any]]:
         return [[e.slot, e.spend1, e.spend2, e.kind.value if e.kind else None] for e in self.entries]
 
     @staticmethod
-    def entries_from_json(rows: list[list[object]]) -> list[SpendEntry]:
+    def entries_from_json(rows: list[list[Any]]) -> list[SpendEntry]:
         return [SpendEntry(int(r[0]), float(r[1]), float(r[2]), Kind(r[3]) if r[3] else None) for r in rows]
 
 

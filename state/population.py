@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import numpy as np
 
 from pwevent.state.ledger import DynamicLedger, Ledger
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
-UserRequirement = Requirement | DynamicRequirement
-ClassKey = tuple[int | None, int, UserRequirement]
+UserRequirement: TypeAlias = Requirement | DynamicRequirement
+ClassKey: TypeAlias = tuple[int | None, int, UserRequirement]
 
 
 @dataclass

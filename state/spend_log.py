@@ -16,8 +16,12 @@ from pwevent.state.requirements import DynamicRequirement, Requirement
 from pwevent.state.spend import SpendEntry
 
 
-def ledger_record(ledger: str, requirement: Requirement | DynamicRequirement, since: int, parent: str | None) -> dict[str, Any]:
-    return {"record": "ledger", "ledger": ledger, "parent": parent, "since": since, "requirement": requirement.to_json()}
+def ledger_record(
+    ledger: str, requirement: Requirement | DynamicRequirement, since: int, parent: str | None
+) -> dict[str, Any]:
+    return {
+        "record": "ledger", "ledger": ledger, "parent": parent, "since": since, "requirement": requirement.to_json()
+    }
 
 
 def member_record(user: str, ledger: str, since: int) -> dict[str, Any]:

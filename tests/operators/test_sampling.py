@@ -33,7 +33,8 @@ def test_aggregated_matches_per_user_in_distribution():
     per = np.array([sample_users(values, budgets, THETA, d, user_rng) for _ in range(trials)])
     alpha = 0.001 / d
     for cell in range(d):
-        support = np.arange(min(agg[:, cell].min(), per[:, cell].min()), max(agg[:, cell].max(), per[:, cell].max()) + 1)
+        low, high = min(agg[:, cell].min(), per[:, cell].min()), max(agg[:, cell].max(), per[:, cell].max())
+        support = np.arange(low, high + 1)
         table = np.array([[np.sum(sample[:, cell] == k) for k in support] for sample in (agg, per)])
         table = table[:, table.sum(axis=0) >= 10]  # pool away sparse tails the test cannot judge
         assert chi2_contingency(table)[1] > alpha, f"cell {cell} differs"

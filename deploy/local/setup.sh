@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Everything a fresh machine needs, idempotent: the venv with the project and its test tools,
+# and the Kafka / Flink connector jars. Quick when nothing changed.
+#   PWEVENT_PYTHON  interpreter to build the venv from (default: python3.11, else python3)
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="$REPO_ROOT/.venv"
+PY="${PWEVENT_PYTHON:-$(command -v python3.11 || command -v python3)}"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  echo "setup: creating $VENV with $PY" >&2
+  "$PY" -m venv "$VENV"
+fi
+# Reinstall only when pyproject.toml changed since the last successful install.
+stamp="$VENV/.pwevent-installed"
+want="$(sha256sum "$REPO_ROOT/pyproject.toml" | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  echo "setup: installing pwevent and its dependencies (first time: a few minutes)" >&2
+  "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
+  "$VENV/bin/python" -m pip install -q -e "$REPO_ROOT[test]"
+  echo "$want" >"$stamp"
+fi
+bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
+echo "setup: ready ($VENV)" >&2
