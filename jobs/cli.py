@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pwevent.jobs.audit import audit_file
 from pwevent.jobs.config import ConfigError, load_config, parse_config
+from pwevent.jobs.evaluate import add_evaluate_parser
 from pwevent.jobs.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.replay import run_replay
 from pwevent.jobs.slots import parse_duration_ms
@@ -21,13 +22,18 @@ from pwevent.operators.policies import MECHANISMS
 
 def progress_printer(label: str, every_s: float = 2.0) -> Callable[[int, int], None]:
     """Prints 'label: i/n' to stderr at most every `every_s` seconds, and at the end."""
-    last = [0.0]
+    last = [time.monotonic()]
+    live = sys.stderr.isatty()
 
     def show(done: int, total: int) -> None:
         now = time.monotonic()
         if now - last[0] >= every_s or done == total:
             last[0] = now
-            print(f"\r{label}: slot {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+            text = f"{label}: slot {done}/{total} ({100 * done // max(total, 1)}%)"
+            if live:
+                print("\r" + text, end="\n" if done == total else "", file=sys.stderr, flush=True)
+            else:
+                print(text, file=sys.stderr, flush=True)
 
     return show
 
@@ -148,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--slots", type=int, default=600)
     demo.add_argument("--out", help="folder for the files (default: a new temporary folder)")
     demo.set_defaults(func=cmd_demo)
+
+    add_evaluate_parser(sub)
     return parser
 
 

@@ -23,6 +23,9 @@ def parse_time_ms(value: Any, field: str = "time") -> int:
     """ISO-8601 (a time without an offset is UTC) or epoch milliseconds -> epoch milliseconds."""
     if isinstance(value, bool):
         raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}")
+    if isinstance(value, datetime):  # YAML reads an unquoted ISO-8601 time as a datetime
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return int(round(moment.timestamp() * 1000))
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
             raise ValueError(f"{field} must be finite, got {value!r}")

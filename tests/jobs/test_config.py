@@ -56,3 +56,9 @@ def test_load_config_errors(tmp_path):
     bad.write_text("mechanism: [PBD\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(str(bad))
+
+
+def test_yaml_timestamps_are_times(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("mechanism: PBD\nslot: 60s\norigin: 2024-01-01T00:00:00Z\ndomain: {type: binary}\n")
+    assert load_config(str(path)).origin_ms == 1_704_067_200_000
