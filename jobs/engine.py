@@ -19,6 +19,7 @@ from pwevent.operators.slot_release import SlotGroups, SlotOutcome, SlotRelease
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
 from pwevent.state.population import Population, UserRequirement
+from pwevent.state.release_history import ReleaseHistory
 from pwevent.state.requirements import DynamicRequirement, Requirement
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
@@ -46,14 +47,17 @@ class Engine:
         rng: Randomness,
         horizon: int,
         spend_sink: SpendSink | None = None,
+        last_release: np.ndarray | None = None,
     ) -> None:
+        """`last_release`: r_0, the histogram the first dissimilarity compares with (zeros by
+        default; a public earlier release when a run continues another)."""
         self.spec = spec
         self.d = d
         self.horizon = horizon
         self.population = Population(self._new_ledger)
         self.release = SlotRelease(d, rng)
-        self.last = np.zeros(d, dtype=np.int64)
-        self.next_slot = 1
+        initial = None if last_release is None else np.asarray(last_release, dtype=np.int64)
+        self.history = ReleaseHistory(d, initial)
         self._sink = spend_sink
 
     def _new_ledger(self, requirement: UserRequirement, slot: int) -> Ledger:
@@ -102,8 +106,8 @@ class Engine:
             self._sink(member_record(name or str(user), str(cls.id), slot))
 
     def _check_slot(self, slot: int) -> None:
-        if slot != self.next_slot:
-            raise ValueError(f"slot {slot} given but the engine is at slot {self.next_slot}: slots run 1, 2, 3, ...")
+        if slot != self.history.decided + 1:
+            raise ValueError(f"slot {slot} given but the engine is at slot {self.history.decided + 1}: slots run 1, 2, ...")
 
     def _log_new_classes(self) -> None:
         for cls in self.population.drain_created():
@@ -114,7 +118,6 @@ class Engine:
     def step(self, slot: int, users: np.ndarray, values: np.ndarray) -> tuple[SlotOutcome, list[Projection]]:
         """Decide `slot`: users/values are the registered users present in it, one value each."""
         self._check_slot(slot)
-        self.next_slot += 1
         classes = list(self.population.classes())
         budgets = [charge_slot(self.spec.policy, cls.ledger, slot) for cls in classes]
         rows = np.full(max((c.id for c in classes), default=-1) + 1, -1, dtype=np.int64)
@@ -134,7 +137,7 @@ class Engine:
                 members=np.array([c.members for c in classes], dtype=np.int64),
                 present=present,
             ),
-            self.last,
+            self.history.last,
             self.spec.policy.scheduled_kind(slot),
         )
         projections = []
@@ -147,5 +150,5 @@ class Engine:
                 )
             if self._sink:
                 self._sink(spend_record(str(cls.id), entry, cls.requirement, cls.members, budget.projected_backward))
-        self.last = outcome.counts
+        self.history.record(slot, outcome.kind, outcome.counts)
         return outcome, projections

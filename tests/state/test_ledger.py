@@ -124,3 +124,17 @@ def test_codec_round_trip_keeps_behaviour(make):
     assert copy.to_bytes() == ledger.to_bytes()
     assert copy.spent(3, 5) == ledger.spent(3, 5)
     assert copy.pending_slots() == [5]
+
+
+def test_release_history_keeps_the_last_publication_and_order():
+    from pwevent.state.release_history import ReleaseHistory
+
+    history = ReleaseHistory(2)
+    assert history.last.tolist() == [0, 0]
+    history.record(1, Kind.PUBLISH, [3, 4])
+    history.record(2, Kind.SKIP, [9, 9])
+    assert history.last.tolist() == [3, 4] and history.last_publication == 1
+    with pytest.raises(ValueError, match="in order"):
+        history.record(2, Kind.SKIP, [3, 4])
+    copy = ReleaseHistory.from_bytes(history.to_bytes())
+    assert copy.last.tolist() == [3, 4] and copy.decided == 2 and copy.last_publication == 1
