@@ -125,7 +125,10 @@ class Engine:
         groups = len(classes)
         present = np.zeros((groups, self.d), dtype=np.int64)
         if len(users):
-            row = rows[self.population.class_index(users)]
+            classes_of = self.population.class_index(users)
+            if (classes_of < 0).any():
+                raise ValueError(f"slot {slot}: values given for unregistered users {users[classes_of < 0][:5].tolist()}")
+            row = rows[classes_of]
             present = np.bincount(row * self.d + np.asarray(values, dtype=np.int64), minlength=groups * self.d)
             present = present.reshape(groups, self.d)
         outcome = self.release.decide(

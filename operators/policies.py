@@ -127,8 +127,9 @@ class DPBD:
     def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
         assert isinstance(ledger, DynamicLedger)
         eps1, upper_backward, projected = _dynamic_calculation(ledger, slot)
+        spent = ledger.spent_since_forward(slot)
         forward_left = min(
-            f.requirement.epsilon / 2 - ledger.spent(f.tau, slot - 1)[1] for f in ledger.forward_windows()
+            f.requirement.epsilon / 2 - used2 for f, (_, used2) in zip(ledger.forward_windows(), spent, strict=True)
         )
         return SlotBudget(eps1, max(0.0, min(forward_left / 2, upper_backward)), NO_BORDER, projected)
 
@@ -151,9 +152,9 @@ class DPBA:
         assert isinstance(ledger, DynamicLedger)
         eps1, upper_backward, projected = _dynamic_calculation(ledger, slot)
         border, absorbed, forward_left = NO_BORDER, 0.0, math.inf
-        for window in ledger.forward_windows():
+        spent = ledger.spent_since_forward(slot)
+        for window, (_, used) in zip(ledger.forward_windows(), spent, strict=True):
             req: Requirement = window.requirement
-            used = ledger.spent(window.tau, slot - 1)[1]
             right = _snap(used / req.share) + window.tau - 1
             border = max(border, right)
             absorbed = max(absorbed, (slot - right) * req.share)

@@ -42,6 +42,22 @@ class _SpendHistory:
                 s2 += entry.spend2
         return s1, s2
 
+    def sums_since(self, starts: list[int], end: int) -> list[tuple[float, float]]:
+        """[(spend1, spend2) over start..end for each start], in one pass from the newest entry."""
+        order = sorted(range(len(starts)), key=lambda i: -starts[i])
+        out: list[tuple[float, float]] = [(0.0, 0.0)] * len(starts)
+        entries = reversed(self.entries)
+        entry = next(entries, None)
+        s1 = s2 = 0.0
+        for i in order:
+            while entry is not None and entry.slot >= starts[i]:
+                if entry.slot <= end:
+                    s1 += entry.spend1
+                    s2 += entry.spend2
+                entry = next(entries, None)
+            out[i] = (s1, s2)
+        return out
+
     def append(self, entry: SpendEntry) -> None:
         last = self.last_slot
         if last is not None and entry.slot <= last:
@@ -204,6 +220,10 @@ class DynamicLedger:
     def spent(self, start: int, end: int) -> tuple[float, float]:
         return self._history.sums(start, end)
 
+    def spent_since_forward(self, slot: int) -> list[tuple[float, float]]:
+        """For each window of T_{i,t}, in order: (spend1, spend2) over tau .. slot - 1."""
+        return self._history.sums_since([f.tau for f in self._forward], slot - 1)
+
     def backward_projection(self, slot: int) -> float | None:
         """The backward bound raised to what the window already spent, when EB is below it (section 7)."""
         backward = self.requirement.backward
@@ -221,8 +241,8 @@ class DynamicLedger:
         bound = max(backward.epsilon, prior)
         if prior + spend > bound + TOLERANCE:
             raise BudgetExceededError(slot, f"backward w={backward.w}", prior + spend, bound)
-        for window in self._forward:
-            used = sum(self._history.sums(window.tau, slot - 1)) + spend
+        for window, spent in zip(self._forward, self.spent_since_forward(slot), strict=True):
+            used = sum(spent) + spend
             if used > window.requirement.epsilon + TOLERANCE:
                 raise BudgetExceededError(
                     slot, f"forward from slot {window.tau} (w={window.requirement.w})", used, window.requirement.epsilon
