@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pwevent.jobs import flink_job, produce, tail
 from pwevent.jobs.audit import audit_file
 from pwevent.jobs.config import ConfigError, load_config, parse_config
 from pwevent.jobs.evaluate import add_evaluate_parser
@@ -154,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--slots", type=int, default=600)
     demo.add_argument("--out", help="folder for the files (default: a new temporary folder)")
     demo.set_defaults(func=cmd_demo)
+    flink_job.register(sub)
+    produce.register(sub)
+    tail.register(sub)
 
     add_evaluate_parser(sub)
     return parser

@@ -72,7 +72,7 @@ class Config:
 
 TOP_KEYS = {"mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "caps", "events", "requirements"}
 #: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
-EXTRA_SECTIONS: set[str] = set()
+EXTRA_SECTIONS: set[str] = {"kafka", "flink"}  # validated by jobs/flink_config.stream_settings
 
 
 def _only(section: str, obj: Any, allowed: set[str]) -> dict[str, Any]:

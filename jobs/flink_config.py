@@ -1,0 +1,189 @@
+"""The streaming job's own configuration sections, `kafka:` and `flink:` (docs/streaming.md).
+
+```yaml
+kafka:
+  bootstrap: 127.0.0.1:9092      # default: $PWEVENT_BOOTSTRAP, else <repo>/.run/kafka/bootstrap
+  group_id: pwevent-job
+  topics: {events: pwevent.events, requirements: pwevent.requirements, releases: pwevent.releases,
+           dead_letters: pwevent.dead-letters, audit: pwevent.audit}
+  event_time: field               # field (the events.time field, else the Kafka record timestamp) | kafka
+  properties: {}                  # extra Java client properties for every Flink source and sink
+                                  # (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*)
+  client: {}                      # kafka-python keyword arguments for produce/tail (security_protocol,
+                                  # sasl_mechanism, sasl_plain_username, sasl_plain_password, ssl_cafile)
+  transaction_timeout: 10m        # the sinks' transaction.timeout.ms; keep it under the broker's max
+  transactional_id_prefix: pwevent
+flink:
+  execution_mode: thread          # thread | process (Python operators)
+  parallelism: 1
+  checkpoint_interval: 1s
+  checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder
+  state_backend: hashmap          # hashmap | rocksdb
+  out_of_orderness: 0ms           # bounded out-of-orderness of event time
+  readback_idleness: 1s           # the release read-back is idle (holds no watermark) after this
+  bundle_size: 1000               # process mode: python.fn-execution.bundle.size
+  bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
+  decisions_kept: 10000           # slots of decisions kept in broadcast state
+```
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pwevent.jobs.config import Config, ConfigError
+from pwevent.jobs.slots import parse_duration_ms
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_BOOTSTRAP_FILE = REPO_ROOT / ".run" / "kafka" / "bootstrap"
+TOPIC_ROLES = ("events", "requirements", "releases", "dead_letters", "audit")
+DEFAULT_TOPICS = {
+    "events": "pwevent.events",
+    "requirements": "pwevent.requirements",
+    "releases": "pwevent.releases",
+    "dead_letters": "pwevent.dead-letters",
+    "audit": "pwevent.audit",
+}
+
+
+def default_bootstrap() -> str | None:
+    if os.environ.get("PWEVENT_BOOTSTRAP"):
+        return os.environ["PWEVENT_BOOTSTRAP"]
+    if DEFAULT_BOOTSTRAP_FILE.is_file():
+        return DEFAULT_BOOTSTRAP_FILE.read_text().strip() or None
+    return None
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    bootstrap: str | None
+    group_id: str = "pwevent-job"
+    topics: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TOPICS))
+    event_time: str = "field"
+    properties: dict[str, str] = field(default_factory=dict)
+    client: dict[str, Any] = field(default_factory=dict)
+    transaction_timeout_ms: int = 600_000
+    transactional_id_prefix: str = "pwevent"
+
+    def require_bootstrap(self) -> str:
+        if not self.bootstrap:
+            raise ConfigError("no Kafka bootstrap address: set kafka.bootstrap, $PWEVENT_BOOTSTRAP or run "
+                              "deploy/local/kafka.sh start")
+        return self.bootstrap
+
+
+@dataclass(frozen=True)
+class FlinkSettings:
+    execution_mode: str = "thread"
+    parallelism: int = 1
+    checkpoint_interval_ms: int = 1000
+    checkpoint_dir: str = str(REPO_ROOT / ".run" / "checkpoints")
+    state_backend: str = "hashmap"
+    out_of_orderness_ms: int = 0
+    readback_idleness_ms: int = 1000
+    bundle_size: int = 1000
+    bundle_time_ms: int = 100
+    decisions_kept: int = 10_000
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    kafka: KafkaSettings
+    flink: FlinkSettings
+
+
+def _section(config: Config, name: str, allowed: set[str]) -> dict[str, Any]:
+    raw = config.extra.get(name, {}) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{name} must be a mapping")
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ConfigError(f"unknown key {name}.{unknown[0]} (allowed: {', '.join(sorted(allowed))})")
+    return raw
+
+
+def _duration(raw: dict[str, Any], section: str, key: str, default: int, allow_zero: bool = False) -> int:
+    if key not in raw:
+        return default
+    value = raw[key]
+    if allow_zero and value in (0, "0", "0ms", "0s"):
+        return 0
+    try:
+        return parse_duration_ms(value, f"{section}.{key}")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _int(raw: dict[str, Any], section: str, key: str, default: int, low: int = 1) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{section}.{key} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def _str(raw: dict[str, Any], section: str, key: str, default: str, choices: tuple[str, ...] = ()) -> str:
+    value = raw.get(key, default)
+    if not isinstance(value, str) or not value or (choices and value not in choices):
+        want = f"one of {', '.join(choices)}" if choices else "a non-empty string"
+        raise ConfigError(f"{section}.{key} must be {want}, got {value!r}")
+    return value
+
+
+def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettings:
+    """Validate the `kafka:` and `flink:` sections; every error names the key."""
+    k = _section(config, "kafka", {"bootstrap", "group_id", "topics", "event_time", "properties", "client",
+                                   "transaction_timeout", "transactional_id_prefix"})
+    topics = dict(DEFAULT_TOPICS)
+    raw_topics = k.get("topics", {}) or {}
+    if not isinstance(raw_topics, dict):
+        raise ConfigError("kafka.topics must be a mapping")
+    for role, name in raw_topics.items():
+        if role not in TOPIC_ROLES:
+            raise ConfigError(f"unknown key kafka.topics.{role} (allowed: {', '.join(TOPIC_ROLES)})")
+        topics[role] = _str(raw_topics, "kafka.topics", role, "")
+    properties = k.get("properties", {}) or {}
+    client = k.get("client", {}) or {}
+    if not isinstance(properties, dict) or not all(isinstance(key, str) for key in properties):
+        raise ConfigError("kafka.properties must be a mapping of Kafka client property names to values")
+    if not isinstance(client, dict):
+        raise ConfigError("kafka.client must be a mapping of kafka-python keyword arguments")
+    bootstrap = k.get("bootstrap") or default_bootstrap()
+    if bootstrap is not None and not isinstance(bootstrap, str):
+        raise ConfigError(f"kafka.bootstrap must be host:port[,host:port], got {bootstrap!r}")
+    kafka = KafkaSettings(
+        bootstrap=bootstrap,
+        group_id=_str(k, "kafka", "group_id", "pwevent-job"),
+        topics=topics,
+        event_time=_str(k, "kafka", "event_time", "field", ("field", "kafka")),
+        properties={str(key): str(value) for key, value in properties.items()},
+        client=dict(client),
+        transaction_timeout_ms=_duration(k, "kafka", "transaction_timeout", 600_000),
+        transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
+    )
+    f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
+                                   "state_backend", "out_of_orderness", "readback_idleness", "bundle_size",
+                                   "bundle_time", "decisions_kept"})
+    checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
+    if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
+        raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
+    if "://" not in checkpoint_dir and not os.path.isabs(checkpoint_dir):
+        checkpoint_dir = str(Path(base_dir or ".").resolve() / checkpoint_dir)
+    flink = FlinkSettings(
+        execution_mode=_str(f, "flink", "execution_mode", "thread", ("thread", "process")),
+        parallelism=_int(f, "flink", "parallelism", 1),
+        checkpoint_interval_ms=_duration(f, "flink", "checkpoint_interval", 1000),
+        checkpoint_dir=checkpoint_dir,
+        state_backend=_str(f, "flink", "state_backend", "hashmap", ("hashmap", "rocksdb")),
+        out_of_orderness_ms=_duration(f, "flink", "out_of_orderness", 0, allow_zero=True),
+        readback_idleness_ms=_duration(f, "flink", "readback_idleness", 1000),
+        bundle_size=_int(f, "flink", "bundle_size", 1000),
+        bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
+        decisions_kept=_int(f, "flink", "decisions_kept", 10_000),
+    )
+    if kafka.transaction_timeout_ms > 900_000:
+        raise ConfigError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "
+                          "(15m by default)")
+    return StreamSettings(kafka, flink)

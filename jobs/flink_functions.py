@@ -1,0 +1,360 @@
+"""Thin Flink hosts of the mechanism core (docs/streaming.md).
+
+Every rule lives in the plain classes the replay uses too: parsing in `jobs.records`, requirement
+checks and ledger construction in `jobs.engine.Engine`, budgets in `operators.policies.charge_slot`,
+the release step in `operators.slot_release.SlotRelease`, the decision's cost in the ledger's
+`settle` (`state.spend.actual_spend`), the message formats in `jobs.replay.release_record`,
+`jobs.records.reject_record` and `state.spend_log`. These classes only move records, state and time.
+
+Records between the operators (pickled tuples):
+- parsed input: ("e", user, time_ms, cell, order, position, original) or
+  ("r", user, time_ms, requirement, order, position, original); `order` = (time_ms, partition, offset)
+  decides which of several events of a user in one slot counts (the latest, ties by Kafka position).
+- UserSlot: (slot, user, cell or -1, eps1, eps2, border), one per registered user per slot.
+- decision (read back from the release topic): (slot, kind).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+from typing import Any
+
+import numpy as np
+from pyflink.common import Row
+from pyflink.common.typeinfo import Types
+from pyflink.common.watermark_strategy import TimestampAssigner
+from pyflink.datastream import OutputTag
+from pyflink.datastream.functions import KeyedBroadcastProcessFunction, KeyedProcessFunction, ProcessFunction
+from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+
+from pwevent.jobs.config import Config
+from pwevent.jobs.engine import Engine
+from pwevent.jobs.records import Reason, Rejected, parse_event, parse_requirement_update, reject_record
+from pwevent.jobs.replay import release_record
+from pwevent.operators.noise import NumpyRandomness, make_randomness
+from pwevent.operators.policies import charge_slot
+from pwevent.operators.slot_release import SlotGroups, SlotRelease
+from pwevent.state.errors import InvalidRequirementError
+from pwevent.state.ledger import ledger_from_bytes
+from pwevent.state.spend import Kind
+from pwevent.state.spend_log import ledger_record, member_record, spend_record
+
+DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
+AUDIT = OutputTag("audit", Types.STRING())
+DECISIONS = MapStateDescriptor("decisions", Types.LONG(), Types.STRING())
+#: Timestamp given to read-back releases: their watermark never holds the ledgers' event time back.
+FAR_FUTURE_MS = 2**62
+#: A watermark at or above this is the end of input (or the read-back's), not a slot end.
+END_OF_TIME_MS = 2**61
+#: Field name no record carries: `kafka.event_time: kafka` makes parse_event use the record timestamp.
+_KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
+
+
+def _json(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"))
+
+
+def _epoch_ms(ts: Any) -> int | None:
+    """The Kafka record timestamp as delivered by the table source (Instant or datetime)."""
+    if ts is None:
+        return None
+    if hasattr(ts, "to_epoch_milli"):  # pyflink Instant (process mode)
+        return int(ts.to_epoch_milli())
+    if hasattr(ts, "toEpochMilli"):  # java.time.Instant proxy (thread mode)
+        return int(ts.toEpochMilli())
+    return int(round(ts.timestamp() * 1000))
+
+
+def _position(topic: str, row: Row) -> dict[str, Any]:
+    return {"topic": topic, "partition": int(row[1]), "offset": int(row[2])}
+
+
+class ParseRecords(ProcessFunction):
+    """Kafka row (value bytes, partition, offset, timestamp) -> parsed input, or a dead letter."""
+
+    def __init__(self, config: Config, source: str, topic: str, kafka_time: bool) -> None:
+        self.config = config
+        self.source = source
+        self.topic = topic
+        self.fields = (
+            dataclasses.replace(config.events, time=_KAFKA_TIME_FIELD) if kafka_time else config.events
+        )
+
+    def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
+        raw: bytes = row[0] if row[0] is not None else b""
+        position = _position(self.topic, row)
+        record_ms = _epoch_ms(row[3])
+        config = self.config
+        try:
+            if self.source == "events":
+                event = parse_event(raw, self.fields, config.domain, record_ms)
+                kind, user, time_ms, payload = "e", event.user, event.time_ms, event.cell
+            else:
+                update = parse_requirement_update(raw, config.requirements, config.caps)
+                kind, user, time_ms, payload = "r", update.user, update.time_ms, update.requirement
+        except Rejected as err:
+            yield DEAD_LETTERS, _json(reject_record(self.source, position, err.reason, err.detail, raw))
+            return
+        if config.clock.slot_of(time_ms) < 1:
+            yield DEAD_LETTERS, _json(
+                reject_record(self.source, position, Reason.BEFORE_ORIGIN, "time is before the configured origin", raw)
+            )
+            return
+        order = (time_ms, position["partition"], position["offset"])
+        yield (kind, user, time_ms, payload, order, position, raw.decode("utf-8", errors="replace"))
+
+
+class ParseDecision(ProcessFunction):
+    """A committed release read back from the release topic -> (slot, kind)."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+
+    def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
+        raw: bytes = row[0] if row[0] is not None else b""
+        try:
+            release = json.loads(raw)
+            yield int(release["slot"]), Kind(release["kind"]).value
+        except (ValueError, KeyError, TypeError) as err:
+            yield DEAD_LETTERS, _json(
+                reject_record("releases", _position(self.topic, row), Reason.UNPARSABLE, f"not a release: {err}", raw)
+            )
+
+
+def _tagged(items: Any):  # type: ignore[no-untyped-def]
+    """Side outputs as tagged main-output items: PyFlink 2.2's thread mode drops the side-output
+    routing of a KeyedBroadcastProcessFunction's on_timer (embedded/operations.py), so `Route` splits."""
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], OutputTag):
+            yield ("side", item[0].tag_id, item[1])
+        else:
+            yield ("main", item)
+
+
+class Route(ProcessFunction):
+    """Splits UserLedger's tagged output into UserSlot records and the dead-letter/audit side outputs."""
+
+    def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
+        if value[0] == "main":
+            yield value[1]
+        else:
+            yield (DEAD_LETTERS if value[1] == DEAD_LETTERS.tag_id else AUDIT), value[2]
+
+
+class EventTime(TimestampAssigner):
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        return int(value[2])
+
+
+class FarFuture(TimestampAssigner):
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        return FAR_FUTURE_MS
+
+
+class UserLedger(KeyedBroadcastProcessFunction):
+    """One user's ledger, keyed by user id (docs/streaming.md, UserLedger).
+
+    At each slot end (event-time timer) it settles the slots whose decisions came back, applies the
+    requirement updates of the slot, charges the slot through `charge_slot` and emits one UserSlot.
+    """
+
+    def __init__(self, config: Config, decisions_kept: int) -> None:
+        self.config = config
+        self.decisions_kept = decisions_kept
+
+    def open(self, runtime_context: Any) -> None:
+        self.state = runtime_context.get_state(ValueStateDescriptor("user", Types.PICKLED_BYTE_ARRAY()))
+        self.clock = self.config.clock
+        self.spec = self.config.mechanism_spec()
+        # The replay's rules object: requirement checks and ledger construction (no randomness used).
+        self.rules = Engine(self.spec, self.config.domain.d, None, self.config.caps.max_w)  # type: ignore[arg-type]
+
+    def _load(self) -> dict[str, Any]:
+        st = self.state.value()
+        return st if st is not None else {"ledger": None, "declared": None, "cells": {}, "orphans": [],
+                                          "reqs": [], "charged": {}}
+
+    def _timer(self, ctx: Any, slot: int) -> None:
+        ctx.timer_service().register_event_time_timer(self.clock.end_ms(slot) - 1)
+
+    def _process_element(self, value: Any, ctx: Any):  # type: ignore[no-untyped-def]
+        kind, user, time_ms, payload, order, position, original = value
+        slot = self.clock.slot_of(time_ms)
+        if self.clock.end_ms(slot) - 1 <= ctx.timer_service().current_watermark():
+            yield DEAD_LETTERS, _json(reject_record(
+                "events" if kind == "e" else "requirements", position, Reason.LATE,
+                f"slot {slot} had closed when the record arrived", original,
+            ))
+            return
+        st = self._load()
+        if kind == "r":
+            st["reqs"].append((slot, order, payload, position, original))
+            self._timer(ctx, slot)
+        elif st["ledger"] is not None:
+            best = st["cells"].get(slot)
+            if best is None or order > best[0]:
+                st["cells"][slot] = (order, payload)
+        else:  # not registered (yet): decided at the slot's end
+            st["orphans"].append((slot, order, payload, position, original))
+            self._timer(ctx, slot)
+        self.state.update(st)
+
+    def process_broadcast_element(self, value: Any, ctx: Any):  # type: ignore[override]
+        slot, kind = value
+        decisions = ctx.get_broadcast_state(DECISIONS)
+        decisions.put(slot, kind)
+        if slot > self.decisions_kept:
+            decisions.remove(slot - self.decisions_kept)
+        return
+        yield  # pragma: no cover - a generator that emits nothing
+
+    def _apply_requirement(self, st: dict[str, Any], ledger: Any, user: str, slot: int, req: tuple[Any, ...]):
+        """Register, redeclare or reject, as `jobs.replay.Replay._apply_requirement` does."""
+        _, _, requirement, position, original = req
+        rules = self.rules
+        try:
+            if ledger is None:
+                checked = rules.ledger_requirement(requirement)
+                ledger = rules._new_ledger(checked, slot)
+                yield AUDIT, _json(ledger_record(user, checked, slot, None))
+                yield AUDIT, _json(member_record(user, user, slot))
+            elif requirement == st["declared"]:
+                return ledger
+            elif rules.spec.dynamic:
+                checked = rules.ledger_requirement(requirement)
+                if checked != ledger.requirement:
+                    ledger.declare(checked)
+            else:
+                yield DEAD_LETTERS, _json(reject_record(
+                    "requirements", position, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
+                    f"{rules.spec.name} keeps each user's first requirement for ever", original,
+                ))
+                return ledger
+        except InvalidRequirementError as err:
+            yield DEAD_LETTERS, _json(reject_record("requirements", position, Reason.INVALID_REQUIREMENT, str(err), original))
+            return ledger
+        st["declared"] = requirement
+        return ledger
+
+    def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
+        yield from _tagged(self._process_element(value, ctx))
+
+    def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
+        yield from _tagged(self._on_timer(timestamp, ctx))
+
+    def _on_timer(self, timestamp: int, ctx: Any):  # type: ignore[no-untyped-def]
+        slot = self.clock.slot_of(timestamp)
+        user = ctx.get_current_key()
+        st = self._load()
+        ledger = ledger_from_bytes(st["ledger"]) if st["ledger"] is not None else None
+        if ledger is not None and st["charged"]:
+            decisions = ctx.get_broadcast_state(DECISIONS)
+            for done in sorted(st["charged"]):
+                if decisions.contains(done):
+                    entry = ledger.settle(done, Kind(decisions.get(done)))
+                    requirement, projected = st["charged"].pop(done)
+                    yield AUDIT, _json(spend_record(user, entry, requirement, 1, projected))
+        due = sorted((r for r in st["reqs"] if r[0] <= slot), key=lambda r: r[1])
+        st["reqs"] = [r for r in st["reqs"] if r[0] > slot]
+        for req in due:
+            ledger = yield from self._apply_requirement(st, ledger, user, slot, req)
+        best = st["cells"].pop(slot, None)
+        orphans = [o for o in st["orphans"] if o[0] <= slot]
+        st["orphans"] = [o for o in st["orphans"] if o[0] > slot]
+        for o_slot, order, cell, position, original in orphans:
+            if ledger is not None and o_slot == slot:
+                if best is None or order > best[0]:
+                    best = (order, cell)
+            else:
+                yield DEAD_LETTERS, _json(reject_record(
+                    "events", position, Reason.UNKNOWN_USER,
+                    f"user {user!r} has no requirement in force at slot {o_slot}", original,
+                ))
+        for stale in [s for s in st["cells"] if s < slot]:  # cannot happen: timers fire in slot order
+            del st["cells"][stale]
+        if ledger is not None and ledger.since <= slot:
+            budget = charge_slot(self.spec.policy, ledger, slot)
+            st["charged"][slot] = (ledger.requirement, budget.projected_backward)
+            if budget.projected_backward is not None:
+                requested = ledger.requirement.backward.epsilon  # type: ignore[union-attr]
+                yield DEAD_LETTERS, _json(reject_record(
+                    "requirements", f"slot {slot}", Reason.INFEASIBLE_BACKWARD,
+                    f"user {user}: backward epsilon {requested} is below the {budget.projected_backward:.6g} "
+                    "its window already spent; projected, the user spends 0 now",
+                    _json({"ledger": user, "slot": slot}),
+                ))
+            yield slot, user, -1 if best is None else int(best[1]), budget.eps1, budget.eps2, budget.border
+            if ctx.timer_service().current_watermark() < END_OF_TIME_MS:
+                self._timer(ctx, slot + 1)
+        st["ledger"] = ledger.to_bytes() if ledger is not None else None
+        self.state.update(st)
+
+
+class SlotReleaseHost(KeyedProcessFunction):
+    """The global release step (one key, parallelism 1): decides every slot once, in slot order."""
+
+    def __init__(self, config: Config, seed: int | None) -> None:
+        self.config = config
+        self.seed = seed
+
+    def open(self, runtime_context: Any) -> None:
+        self.rows = runtime_context.get_list_state(ListStateDescriptor("slot-rows", Types.PICKLED_BYTE_ARRAY()))
+        self.meta = runtime_context.get_state(ValueStateDescriptor("release", Types.PICKLED_BYTE_ARRAY()))
+        self.rng = make_randomness(self.config.noise, self.seed)
+        self.core = SlotRelease(self.config.domain.d, self.rng)
+        self.spec = self.config.mechanism_spec()
+        self.clock = self.config.clock
+        self._restored = False
+
+    def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
+        self.rows.add(value)
+        ctx.timer_service().register_event_time_timer(self.clock.end_ms(value[0]) - 1)
+        return
+        yield  # pragma: no cover
+
+    def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
+        slot = self.clock.slot_of(timestamp)
+        d = self.config.domain.d
+        meta = self.meta.value() or {"next": 1, "last": [0] * d, "rng": None}
+        if not self._restored:
+            self._restored = True
+            if meta["rng"] is not None and isinstance(self.rng, NumpyRandomness):
+                self.rng.rng.bit_generator.state = pickle.loads(meta["rng"])  # seeded test runs only
+        rows = list(self.rows.get() or [])
+        due: dict[int, list[Any]] = {}
+        rest = []
+        for row in rows:
+            if row[0] <= slot:
+                due.setdefault(row[0], []).append(row)
+            else:
+                rest.append(row)
+        last = np.asarray(meta["last"], dtype=np.int64)
+        for t in range(meta["next"], slot + 1):
+            group = sorted(due.pop(t, []), key=lambda r: r[1])
+            cells = np.array([r[2] for r in group], dtype=np.int64)
+            present = np.zeros((len(group), d), dtype=np.int64)
+            seen = np.flatnonzero(cells >= 0)
+            present[seen, cells[seen]] = 1
+            outcome = self.core.decide(
+                t,
+                SlotGroups(
+                    eps1=np.array([r[3] for r in group], dtype=float),
+                    eps2=np.array([r[4] for r in group], dtype=float),
+                    border=np.array([r[5] for r in group], dtype=float),
+                    members=np.ones(len(group), dtype=np.int64),
+                    present=present,
+                ),
+                last,
+                self.spec.policy.scheduled_kind(t),
+            )
+            last = outcome.counts
+            yield Row(str(t), _json(release_record(outcome, self.config, self.rng.label)))
+        meta["next"] = max(meta["next"], slot + 1)
+        meta["last"] = [int(c) for c in last]
+        if isinstance(self.rng, NumpyRandomness) and self.seed is not None:
+            meta["rng"] = pickle.dumps(self.rng.rng.bit_generator.state)
+        self.meta.update(meta)
+        # rows of slots already decided cannot arrive (timers fire before watermarks); drop none silently
+        self.rows.update(rest)

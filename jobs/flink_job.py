@@ -1,0 +1,299 @@
+"""`pwevent run`: the streaming job on Flink (Kafka in, keyed ledgers, global release, Kafka out).
+
+Topology (docs/streaming.md):
+
+    events, requirements (Kafka, with partition/offset/timestamp) -> ParseRecords -> event time
+      -> key by user -> UserLedger  <- broadcast <- ParseDecision <- releases (read_committed)
+      -> UserSlot -> key by slot stream -> SlotReleaseHost -> releases (exactly once, key = slot)
+    dead letters and the spend log (audit) are side outputs, both written exactly once.
+
+Sources and sinks are Flink SQL Kafka tables (the DataStream KafkaSource in Python only offers
+value-only deserialisers, and the dead letters need each record's partition and offset; the sinks
+need the slot as the message key). The tables are bridged to the DataStream operators with
+`to_data_stream`/`from_data_stream` and the inserts attached to the same pipeline.
+
+Python workers import `pwevent.*` from a generated folder (`.run/pyroot/pwevent/{jobs,operators,state}`
+linking to the repository's folders): the editable install's meta-path finder is only installed by
+a `.pth` file, which the PYTHONPATH-based start-up of Flink's Python workers never processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+from pwevent.jobs.config import Config, load_config
+from pwevent.jobs.flink_config import REPO_ROOT, StreamSettings, stream_settings
+
+CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
+PYROOT = REPO_ROOT / ".run" / "pyroot"
+
+
+def connector_jar() -> Path:
+    """The Flink Kafka connector jar, fetched into the cache on first use."""
+    jar = Path(os.environ.get("PWEVENT_KAFKA_CONNECTOR_JAR", CONNECTOR_JAR))
+    if not jar.is_file():
+        subprocess.run([str(REPO_ROOT / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
+    return jar
+
+
+def python_root() -> Path:
+    """A folder holding `pwevent/` (links to jobs/, operators/, state/) for Flink's Python workers."""
+    package = PYROOT / "pwevent"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in ("jobs", "operators", "state"):
+        link = package / name
+        if not link.is_symlink() or os.readlink(link) != str(REPO_ROOT / name):
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(REPO_ROOT / name, target_is_directory=True)
+    return PYROOT
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _with(options: dict[str, str]) -> str:
+    return ", ".join(f"{_sql_str(k)} = {_sql_str(v)}" for k, v in options.items())
+
+
+def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
+    kafka = settings.kafka
+    options = {"connector": "kafka", "topic": topic, "properties.bootstrap.servers": kafka.require_bootstrap()}
+    for key, value in kafka.properties.items():
+        options[f"properties.{key}"] = value
+    return options
+
+
+def source_ddl(name: str, topic: str, role: str, settings: StreamSettings) -> str:
+    """A Kafka source table: the raw value plus partition, offset and record timestamp."""
+    options = _kafka_options(settings, topic)
+    options.update({
+        "properties.group.id": f"{settings.kafka.group_id}-{role}",
+        "properties.isolation.level": "read_committed",
+        "scan.startup.mode": "earliest-offset",
+        "format": "raw",
+    })
+    return (
+        f"CREATE TEMPORARY TABLE `{name}` (`value` BYTES, `partition` INT METADATA VIRTUAL, "
+        f"`offset` BIGINT METADATA VIRTUAL, `ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL) "
+        f"WITH ({_with(options)})"
+    )
+
+
+def sink_ddl(name: str, topic: str, role: str, keyed: bool, settings: StreamSettings) -> str:
+    """An exactly-once Kafka sink table; keyed sinks take the first column as the message key."""
+    kafka = settings.kafka
+    options = _kafka_options(settings, topic)
+    options.update({
+        "sink.delivery-guarantee": "exactly-once",
+        "sink.transactional-id-prefix": f"{kafka.transactional_id_prefix}-{role}",
+        "properties.transaction.timeout.ms": str(kafka.transaction_timeout_ms),
+        "value.format": "raw",
+    })
+    if keyed:
+        options.update({"key.format": "raw", "key.fields": "k", "value.fields-include": "EXCEPT_KEY"})
+        columns = "`k` STRING, `v` STRING"
+    else:
+        columns = "`v` STRING"
+    return f"CREATE TEMPORARY TABLE `{name}` ({columns}) WITH ({_with(options)})"
+
+
+def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[str, str]:
+    f = settings.flink
+    checkpoints = f.checkpoint_dir if "://" in f.checkpoint_dir else "file://" + f.checkpoint_dir
+    conf = {
+        "python.execution-mode": f.execution_mode,
+        "python.executable": sys.executable,
+        "python.client.executable": sys.executable,
+        "python.fn-execution.bundle.size": str(f.bundle_size),
+        "python.fn-execution.bundle.time": str(f.bundle_time_ms),
+        "pipeline.jars": connector_jar().resolve().as_uri(),
+        "pipeline.auto-watermark-interval": "100 ms",
+        "parallelism.default": str(f.parallelism),
+        "execution.checkpointing.interval": f"{f.checkpoint_interval_ms} ms",
+        "execution.checkpointing.mode": "EXACTLY_ONCE",
+        "execution.checkpointing.dir": checkpoints,
+        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+        "execution.checkpointing.num-retained": "3",
+        "execution.checkpointing.min-pause": "0 ms",
+        "state.backend.type": f.state_backend,
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "3",
+        "restart-strategy.fixed-delay.delay": "2 s",
+    }
+    if restore:
+        conf["execution.state-recovery.path"] = restore
+    return conf
+
+
+def latest_checkpoint(checkpoint_dir: str) -> str | None:
+    """The newest completed checkpoint (a chk-N folder with _metadata) under the checkpoint dir."""
+    base = checkpoint_dir.removeprefix("file://")
+    found = glob.glob(os.path.join(base, "*", "chk-*", "_metadata"))
+    if not found:
+        return None
+    return os.path.dirname(max(found, key=os.path.getmtime))
+
+
+def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None) -> None:  # type: ignore[no-untyped-def]
+    """Sources, operators and sinks of the job, added to `env` (executed by the caller)."""
+    from pyflink.common import Duration, Types, WatermarkStrategy
+
+    from pwevent.jobs import flink_functions as fn
+
+    topics = settings.kafka.topics
+    for role in ("events", "requirements", "releases"):
+        t_env.execute_sql(source_ddl(f"src_{role}", topics[role], role, settings))
+    t_env.execute_sql(sink_ddl("sink_releases", topics["releases"], "releases", True, settings))
+    t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", False, settings))
+    t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
+
+    picked = Types.PICKLED_BYTE_ARRAY()
+    kafka_time = settings.kafka.event_time == "kafka"
+    parsed = {}
+    for role in ("events", "requirements"):
+        rows = t_env.to_data_stream(t_env.from_path(f"src_{role}"))
+        parsed[role] = rows.process(fn.ParseRecords(config, role, topics[role], kafka_time), output_type=picked) \
+            .uid(f"parse-{role}").name(f"parse {role}")
+    timed = parsed["events"].union(parsed["requirements"]).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(settings.flink.out_of_orderness_ms))
+        .with_timestamp_assigner(fn.EventTime())
+    ).uid("event-time").name("event time")
+
+    readback_rows = t_env.to_data_stream(t_env.from_path("src_releases"))
+    decisions = readback_rows.process(fn.ParseDecision(topics["releases"]), output_type=picked) \
+        .uid("parse-decisions").name("parse read-back releases")
+    decisions_timed = decisions.assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps()
+        .with_idleness(Duration.of_millis(settings.flink.readback_idleness_ms))
+        .with_timestamp_assigner(fn.FarFuture())
+    ).uid("readback-time").name("read-back time (never holds the watermark)")
+
+    ledger_out = timed.key_by(lambda r: r[1], key_type=Types.STRING()) \
+        .connect(decisions_timed.broadcast(fn.DECISIONS)) \
+        .process(fn.UserLedger(config, settings.flink.decisions_kept), output_type=picked) \
+        .uid("user-ledger").name("UserLedger")
+    user_slots = ledger_out.process(fn.Route(), output_type=picked).uid("route").name("route UserLedger output")
+    releases = user_slots.key_by(lambda r: 0, key_type=Types.INT()) \
+        .process(fn.SlotReleaseHost(config, seed),
+                 output_type=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.STRING()])) \
+        .uid("slot-release").name("SlotRelease").set_parallelism(1).set_max_parallelism(1)
+
+    dead = parsed["events"].get_side_output(fn.DEAD_LETTERS) \
+        .union(parsed["requirements"].get_side_output(fn.DEAD_LETTERS),
+               decisions.get_side_output(fn.DEAD_LETTERS),
+               user_slots.get_side_output(fn.DEAD_LETTERS))
+    audit = user_slots.get_side_output(fn.AUDIT)
+
+    statements = t_env.create_statement_set()
+    statements.add_insert("sink_releases", t_env.from_data_stream(releases))
+    statements.add_insert("sink_dead_letters", t_env.from_data_stream(dead))
+    statements.add_insert("sink_audit", t_env.from_data_stream(audit))
+    statements.attach_as_datastream()
+
+
+def make_environment(settings: StreamSettings, restore: str | None):  # type: ignore[no-untyped-def]
+    """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode."""
+    root = str(python_root())
+    site = sysconfig.get_paths()["purelib"]
+    parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    from pyflink.common import Configuration
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.table import StreamTableEnvironment
+
+    conf = Configuration()
+    for key, value in flink_configuration(settings, restore).items():
+        conf.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.add_python_file(root)
+    return env, StreamTableEnvironment.create(env)
+
+
+def submit_command(config_path: str) -> str:
+    """The command that submits this job to a running Flink cluster instead of the mini-cluster."""
+    import pyflink
+
+    flink_home = Path(pyflink.__file__).parent
+    py = sys.executable
+    return (
+        f"FLINK_HOME={flink_home} PYTHONPATH={python_root()} {flink_home}/bin/flink run "
+        f"--jarfile {connector_jar()} -pyclientexec {py} -pyexec {py} -pyfs {python_root()} "
+        f"-py {Path(__file__).resolve()} --config {Path(config_path).resolve()}"
+    )
+
+
+def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
+            ready_file: str | None = None) -> int:
+    """Build and run the job on the local mini-cluster until it is cancelled or killed."""
+    config = load_config(config_path)
+    settings = stream_settings(config, str(Path(config_path).resolve().parent))
+    settings.kafka.require_bootstrap()
+    if restore == "latest":
+        restore = latest_checkpoint(settings.flink.checkpoint_dir)
+        print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
+    env, t_env = make_environment(settings, restore)
+    build_pipeline(env, t_env, config, settings, seed)
+    client = env.execute_async(f"pwevent {config.mechanism}")
+    job_id = client.get_job_id()
+    print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
+    if ready_file:
+        deadline = time.monotonic() + 120
+        while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        Path(ready_file).write_text(str(job_id))
+    client.get_job_execution_result().result()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `flink run -py jobs/flink_job.py --config FILE` (cluster submission)."""
+    parser = argparse.ArgumentParser(prog="flink_job.py")
+    parser.add_argument("--config", required=True)
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.table import StreamTableEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    t_env = StreamTableEnvironment.create(env)
+    build_pipeline(env, t_env, config, settings, None)
+    env.execute(f"pwevent {config.mechanism}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.print_submit:
+        print(submit_command(args.config))
+        return 0
+    return run_job(args.config, args.seed, args.restore, args.ready_file)
+
+
+def register(sub) -> None:  # type: ignore[no-untyped-def]
+    p = sub.add_parser(
+        "run", help="run the streaming job (Kafka in and out) on Flink's local mini-cluster",
+        description="Build the Flink job (Kafka sources, keyed UserLedger, global SlotRelease, release "
+        "read-back, dead-letter and audit outputs; exactly once) and run it on the local mini-cluster "
+        "until killed. See docs/streaming.md.",
+    )
+    p.add_argument("--config", required=True, help="YAML configuration with kafka: and flink: sections")
+    p.add_argument("--restore", help="checkpoint/savepoint path to restore from, or 'latest'")
+    p.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise instead of the secure "
+                   "default")
+    p.add_argument("--ready-file", help="write the job id to this file once the job is RUNNING")
+    p.add_argument("--print-submit", action="store_true",
+                   help="print the command that submits the job to a Flink cluster, and exit")
+    p.set_defaults(func=cmd_run)

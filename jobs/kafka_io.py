@@ -1,0 +1,95 @@
+"""Kafka clients of the command-line tools (produce, tail) and of the tests, via kafka-python.
+
+Every client takes the configured `kafka.client` keyword arguments (security_protocol, sasl_*,
+ssl_*), so a locked-down cluster needs no code change. Readers of job output always use
+isolation_level=read_committed: the job writes releases, dead letters and the spend log in Kafka
+transactions, and uncommitted (or aborted, after a failover) messages must stay invisible.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from pwevent.jobs.flink_config import KafkaSettings
+
+
+@dataclass(frozen=True)
+class Message:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    timestamp_ms: int
+
+    def json(self) -> Any:
+        return json.loads(self.value)
+
+
+def producer(kafka: KafkaSettings, **overrides: Any) -> KafkaProducer:
+    options: dict[str, Any] = {"bootstrap_servers": kafka.require_bootstrap(), "linger_ms": 5, "acks": "all"}
+    options.update(kafka.client)
+    options.update(overrides)
+    return KafkaProducer(**options)
+
+
+def consumer(kafka: KafkaSettings, **overrides: Any) -> KafkaConsumer:
+    options: dict[str, Any] = {
+        "bootstrap_servers": kafka.require_bootstrap(),
+        "isolation_level": "read_committed",
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+    }
+    options.update(kafka.client)
+    options.update(overrides)
+    return KafkaConsumer(**options)
+
+
+def follow(kafka: KafkaSettings, topic: str, from_beginning: bool = True, poll_ms: int = 200) -> Iterator[Message | None]:
+    """Committed messages of `topic` as they arrive; yields None after each empty poll."""
+    client = consumer(kafka)
+    try:
+        partitions = None
+        deadline = time.monotonic() + 30
+        while not partitions:
+            partitions = client.partitions_for_topic(topic)
+            if not partitions:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"topic {topic} does not exist")
+                time.sleep(0.2)
+        assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+        client.assign(assigned)
+        if from_beginning:
+            client.seek_to_beginning(*assigned)
+        else:
+            client.seek_to_end(*assigned)
+        while True:
+            batch = client.poll(timeout_ms=poll_ms)
+            if not batch:
+                yield None
+                continue
+            for records in batch.values():
+                for r in records:
+                    yield Message(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp)
+    finally:
+        client.close()
+
+
+def read_topic(kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0) -> list[Message]:
+    """Every committed message of `topic` now, stopping after `idle_s` without a new one."""
+    out: list[Message] = []
+    start = last = time.monotonic()
+    for message in follow(kafka, topic):
+        now = time.monotonic()
+        if message is not None:
+            out.append(message)
+            last = now
+        elif now - last >= idle_s or now - start >= max_s:
+            break
+    return out

@@ -1,0 +1,59 @@
+"""`pwevent tail`: follow the release topic (read_committed) and print a live table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pwevent.jobs.config import load_config
+from pwevent.jobs.flink_config import stream_settings
+from pwevent.jobs.kafka_io import follow
+
+
+def row(release: dict[str, Any], cells: int) -> str:
+    counts = release["counts"]
+    shown = " ".join(f"{c:>6}" for c in counts[:cells]) + (" ..." if len(counts) > cells else "")
+    threshold = release.get("threshold")
+    return (f"{release['slot']:>6} {release['end']:>24} {release['kind']:>8} {release['population']:>8} "
+            f"{'-' if threshold is None else f'{threshold:8.2f}':>8}  {shown}")
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    topic = settings.kafka.topics["releases"]
+    print(f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  counts", flush=True)
+    seen = 0
+    start = last = time.monotonic()
+    for message in follow(settings.kafka, topic, from_beginning=not args.from_end):
+        now = time.monotonic()
+        if message is not None:
+            last = now
+            try:
+                print(row(message.json(), args.cells), flush=True)
+            except (ValueError, KeyError, TypeError):
+                print(f"(not a release at offset {message.offset})", file=sys.stderr)
+            seen += 1
+            if args.max_slots and seen >= args.max_slots:
+                break
+        if (args.idle_exit and now - last >= args.idle_exit) or (args.timeout and now - start >= args.timeout):
+            break
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "tail", help="print the committed releases as they arrive",
+        description="Follow the release topic with isolation.level=read_committed (only releases whose "
+        "Kafka transaction committed) and print one line per slot.",
+    )
+    p.add_argument("--config", required=True)
+    p.add_argument("--from-end", action="store_true", help="only releases committed from now on")
+    p.add_argument("--cells", type=int, default=8, help="counts shown per line")
+    p.add_argument("--max-slots", type=int, default=0, help="stop after this many releases (0: never)")
+    p.add_argument("--idle-exit", type=float, default=0, help="stop after this many seconds without a release")
+    p.add_argument("--timeout", type=float, default=0, help="stop after this many seconds")
+    p.set_defaults(func=cmd_tail)
