@@ -1,0 +1,33 @@
+// Readiness probe for kafka.sh, run as a single-file source program against the broker's
+// kafka-clients jar:  java -cp '<cache>/kafka/*' KafkaReady.java BOOTSTRAP TIMEOUT_MS
+// Exits 0 once a metadata request (describeCluster + listTopics) succeeds, 1 at the deadline.
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+
+public class KafkaReady {
+    public static void main(String[] args) throws Exception {
+        long deadline = System.currentTimeMillis() + Long.parseLong(args[1]);
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "3000");
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "3000");
+        String last = "";
+        try (Admin admin = Admin.create(props)) {
+            while (System.currentTimeMillis() < deadline) {
+                try {
+                    int nodes = admin.describeCluster().nodes().get(3, TimeUnit.SECONDS).size();
+                    admin.listTopics().names().get(3, TimeUnit.SECONDS);
+                    if (nodes > 0) return;
+                    last = "no brokers in metadata";
+                } catch (Exception e) {
+                    last = e.toString();
+                }
+                Thread.sleep(200);
+            }
+        }
+        System.err.println("kafka not ready: " + last);
+        System.exit(1);
+    }
+}

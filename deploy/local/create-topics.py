@@ -1,0 +1,107 @@
+"""Create the pwevent Kafka topics; safe to re-run (existing topics are left as they are).
+
+Usage: .venv/bin/python deploy/local/create-topics.py [--bootstrap HOST:PORT] [--<role>-topic NAME]
+       [--<role>-partitions N] [--replication-factor N]
+
+Roles and defaults: events (pwevent.events, 2 partitions), requirements (pwevent.requirements, 1),
+releases (pwevent.releases, 1), dead-letters (pwevent.dead-letters, 1), audit (pwevent.audit, 1).
+The bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to the file written by
+`deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap). Needs kafka-python >= 3.0.
+Exit status: 0 when every topic exists afterwards, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from kafka.admin import KafkaAdminClient
+from kafka.errors import TopicAlreadyExistsError, for_code
+
+# role -> (default topic name, default partition count)
+TOPICS: dict[str, tuple[str, int]] = {
+    "events": ("pwevent.events", 2),
+    "requirements": ("pwevent.requirements", 1),
+    "releases": ("pwevent.releases", 1),
+    "dead-letters": ("pwevent.dead-letters", 1),
+    "audit": ("pwevent.audit", 1),
+}
+DEFAULT_BOOTSTRAP_FILE = Path(__file__).resolve().parents[2] / ".run" / "kafka" / "bootstrap"
+
+
+def default_bootstrap(bootstrap_file: Path = DEFAULT_BOOTSTRAP_FILE) -> str | None:
+    if os.environ.get("PWEVENT_BOOTSTRAP"):
+        return os.environ["PWEVENT_BOOTSTRAP"]
+    if bootstrap_file.is_file():
+        return bootstrap_file.read_text().strip() or None
+    return None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="create-topics.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers, host:port[,host:port]")
+    for role, (name, partitions) in TOPICS.items():
+        parser.add_argument(f"--{role}-topic", default=name, metavar="NAME", help=f"default {name}")
+        parser.add_argument(f"--{role}-partitions", type=int, default=partitions, metavar="N",
+                            help=f"default {partitions}")
+    parser.add_argument("--replication-factor", type=int, default=1, metavar="N", help="default 1")
+    parser.add_argument("--timeout-ms", type=int, default=30000, metavar="MS", help="default 30000")
+    args = parser.parse_args(argv)
+    args.bootstrap = args.bootstrap or default_bootstrap()
+    if not args.bootstrap:
+        parser.error("no bootstrap address: pass --bootstrap, set PWEVENT_BOOTSTRAP or run kafka.sh start")
+    return args
+
+
+def wanted_topics(args: argparse.Namespace) -> dict[str, int]:
+    """Topic name -> partition count, from the parsed flags."""
+    return {
+        getattr(args, f"{role.replace('-', '_')}_topic"): getattr(args, f"{role.replace('-', '_')}_partitions")
+        for role in TOPICS
+    }
+
+
+def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: int = 1,
+                  timeout_ms: int = 30000) -> dict[str, str]:
+    """Create the missing topics; returns topic -> 'created' | 'exists' | error text."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pwevent-create-topics",
+                             request_timeout_ms=timeout_ms)
+    try:
+        request = {name: {"num_partitions": n, "replication_factor": replication_factor}
+                   for name, n in topics.items()}
+        response = admin.create_topics(request, timeout_ms=timeout_ms, raise_errors=False)
+        outcome: dict[str, str] = {}
+        for topic in response["topics"]:
+            error = for_code(topic["error_code"])
+            if topic["error_code"] == 0:
+                outcome[topic["name"]] = "created"
+            elif error is TopicAlreadyExistsError:
+                outcome[topic["name"]] = "exists"
+            else:
+                outcome[topic["name"]] = f"{error.__name__}: {topic.get('error_message') or ''}".rstrip(": ")
+        created = [name for name, state in outcome.items() if state == "created"]
+        if created:
+            admin.wait_for_topics(created)  # leaders assigned, so producers can start right away
+        return outcome
+    finally:
+        admin.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    topics = wanted_topics(args)
+    outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms)
+    ok = True
+    for name, partitions in topics.items():
+        state = outcome.get(name, "no answer from the broker")
+        print(f"{name} partitions={partitions}: {state}")
+        ok &= state in ("created", "exists")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
