@@ -38,6 +38,7 @@ from pwevent.operators.policies import charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotRelease
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.ledger import ledger_from_bytes
+from pwevent.state.release_history import ReleaseHistory
 from pwevent.state.spend import Kind
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
@@ -317,7 +318,8 @@ class SlotReleaseHost(KeyedProcessFunction):
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
         slot = self.clock.slot_of(timestamp)
         d = self.config.domain.d
-        meta = self.meta.value() or {"next": 1, "last": [0] * d, "rng": None}
+        meta = self.meta.value() or {"history": None, "rng": None}
+        history = ReleaseHistory.from_bytes(meta["history"]) if meta["history"] else ReleaseHistory(d)
         if not self._restored:
             self._restored = True
             if meta["rng"] is not None and isinstance(self.rng, NumpyRandomness):
@@ -330,8 +332,7 @@ class SlotReleaseHost(KeyedProcessFunction):
                 due.setdefault(row[0], []).append(row)
             else:
                 rest.append(row)
-        last = np.asarray(meta["last"], dtype=np.int64)
-        for t in range(meta["next"], slot + 1):
+        for t in range(history.decided + 1, slot + 1):
             group = sorted(due.pop(t, []), key=lambda r: r[1])
             cells = np.array([r[2] for r in group], dtype=np.int64)
             present = np.zeros((len(group), d), dtype=np.int64)
@@ -346,13 +347,12 @@ class SlotReleaseHost(KeyedProcessFunction):
                     members=np.ones(len(group), dtype=np.int64),
                     present=present,
                 ),
-                last,
+                history.last,
                 self.spec.policy.scheduled_kind(t),
             )
-            last = outcome.counts
+            history.record(t, outcome.kind, outcome.counts)
             yield Row(str(t), _json(release_record(outcome, self.config, self.rng.label)))
-        meta["next"] = max(meta["next"], slot + 1)
-        meta["last"] = [int(c) for c in last]
+        meta["history"] = history.to_bytes()
         if isinstance(self.rng, NumpyRandomness) and self.seed is not None:
             meta["rng"] = pickle.dumps(self.rng.rng.bit_generator.state)
         self.meta.update(meta)

@@ -1,0 +1,148 @@
+"""Fixtures of the Kafka/Flink integration tests: a real broker started by deploy/local/kafka.sh on a
+fresh run folder (stopped by its pid at the end of the session), and a helper that runs the real job
+(`pwevent run`, PyFlink mini-cluster) in its own process group against per-test topics."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from pwevent.jobs.config import load_config
+from pwevent.jobs.flink_config import stream_settings
+from pwevent.jobs.kafka_io import Message, read_topic
+
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
+PWEVENT = [sys.executable, "-m", "pwevent.jobs.cli"]
+SCHEMAS = REPO / "docs" / "schemas"
+
+
+def schema(name: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads((SCHEMAS / f"{name}.schema.json").read_text()))
+
+
+def _create_topics_module() -> Any:
+    spec = importlib.util.spec_from_file_location("create_topics", REPO / "deploy" / "local" / "create-topics.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    run_dir = tmp_path_factory.mktemp("kafka-run")
+    started = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(run_dir)], capture_output=True, text=True,
+                             timeout=180)
+    assert started.returncode == 0, started.stderr
+    bootstrap = started.stdout.strip().splitlines()[-1]
+    try:
+        yield bootstrap
+    finally:
+        subprocess.run([str(KAFKA_SH), "stop", "--run-dir", str(run_dir)], capture_output=True, timeout=60)
+
+
+class StreamingJob:
+    """One run of the real job against fresh topics; stop() kills its process group (our own pid)."""
+
+    def __init__(self, bootstrap: str, folder: Path, mechanism: str, extra: dict[str, Any] | None = None) -> None:
+        self.folder = folder
+        name = f"t{uuid.uuid4().hex[:8]}"
+        self.topics = {role: f"{name}.{role}" for role in ("events", "requirements", "releases", "dead_letters", "audit")}
+        raw: dict[str, Any] = {
+            "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
+            "noise": "numpy-fast", "caps": {"max_w": 200},
+            "kafka": {"bootstrap": bootstrap, "group_id": name, "transactional_id_prefix": name,
+                      "topics": self.topics, "transaction_timeout": "60s"},
+            "flink": {"checkpoint_interval": "400ms", "checkpoint_dir": str(folder / "checkpoints")},
+        }
+        for key, value in (extra or {}).items():
+            raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
+        self.config_path = folder / "config.yaml"
+        self.config_path.write_text(yaml.safe_dump(raw))
+        self.config = load_config(str(self.config_path))
+        self.kafka = stream_settings(self.config, str(folder)).kafka
+        create = _create_topics_module().create_topics
+        outcome = create(bootstrap, {self.topics["events"]: 2, **{self.topics[r]: 1 for r in
+                                                                   ("requirements", "releases", "dead_letters", "audit")}})
+        assert set(outcome.values()) == {"created"}, outcome
+        self.process: subprocess.Popen[bytes] | None = None
+        self.runs = 0
+
+    def start(self, seed: int | None = 1, restore: str | None = None, timeout: float = 120) -> float:
+        """Start `pwevent run`; returns once the job is RUNNING (plus a margin for the sources)."""
+        self.runs += 1
+        ready = self.folder / f"ready-{self.runs}"
+        args = [*PWEVENT, "run", "--config", str(self.config_path), "--ready-file", str(ready)]
+        if seed is not None:
+            args += ["--seed", str(seed)]
+        if restore:
+            args += ["--restore", restore]
+        log = open(self.folder / f"job-{self.runs}.log", "wb")
+        began = time.monotonic()
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                        cwd=str(self.folder))
+        while not ready.exists():
+            assert self.process.poll() is None, self.log_tail()
+            assert time.monotonic() - began < timeout, "job not RUNNING in time"
+            time.sleep(0.2)
+        time.sleep(3.0)  # tasks deployed and Kafka sources polling
+        return time.monotonic() - began
+
+    def log_tail(self) -> str:
+        text = (self.folder / f"job-{self.runs}.log").read_text(errors="replace")
+        return text[-4000:]
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGKILL) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)  # the group of the process we started (mini-cluster JVM included)
+            self.process.wait(timeout=60)
+        self.process = None
+
+    def read(self, role: str, idle_s: float = 2.0) -> list[Message]:
+        return read_topic(self.kafka, self.topics[role], idle_s=idle_s, max_s=90)
+
+    def wait_releases(self, count: int, timeout: float = 90) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        releases: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            releases = [m.json() for m in self.read("releases", idle_s=1.0)]
+            if len({r["slot"] for r in releases}) >= count:
+                return releases
+            assert self.alive(), self.log_tail()
+            time.sleep(1.0)
+        raise AssertionError(f"only {len(releases)} releases after {timeout}s\n{self.log_tail()}")
+
+
+@pytest.fixture
+def streaming_job(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Any]:
+    jobs: list[StreamingJob] = []
+
+    def make(mechanism: str, extra: dict[str, Any] | None = None) -> StreamingJob:
+        folder = tmp_path / f"job{len(jobs)}"
+        folder.mkdir()
+        job = StreamingJob(kafka_bootstrap, folder, mechanism, extra)
+        jobs.append(job)
+        return job
+
+    try:
+        yield make
+    finally:
+        for job in jobs:
+            job.stop()
