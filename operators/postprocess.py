@@ -1,21 +1,24 @@
-"""Post-processing of the releases: a causal local-level Kalman filter bank (evaluation.md, "Beyond
-the paper"; privacy by mechanisms.md section 1).
+"""Post-processing of the releases: a causal Kalman filter bank (docs/evaluation.md, "Beyond the
+paper"; privacy by mechanisms.md section 1).
 
 Post-processing reads only what is public: each slot's released counts, its kind and the error
 variance the mechanism itself announced for the publication (the OBS error err2 = threshold^2,
 sections 2-5, or the noise variance of epsilon_publication when no threshold is given), plus the
 registered population. It never sees true counts, so it costs no privacy budget.
 
-Model, per cell j: the true count follows a random walk x_t = x_{t-1} + N(0, Q); a PUBLISH slot
-observes r_t = x_t + N(0, R_t) with R_t the announced variance; SKIP and NULLIFY slots repeat an
-old release and carry no new observation, so the filter only predicts. Q is not known: the bank runs
-one filter per fraction f of the public noise variance (Q = f R, R the variance of the latest
-publication) and outputs the filter whose one-step predictions of the releases have the smallest
-exponentially weighted squared error. Since r_t - x_pred = (x_t - x_pred) + noise and the noise term
-is common to every filter, this ranks the filters by how well they track the truth, from releases only.
+Models, per cell, with R the variance of the latest publication (public):
+- local level: x_t = x_{t-1} + N(0, f R) (a random walk; `levels` holds the fractions f);
+- local linear trend: x_t = x_{t-1} + b_{t-1}, b_t = b_{t-1} + N(0, g R) (a smooth trend whose slope
+  drifts; `trends` holds the fractions g).
+A PUBLISH slot observes r_t = x_t + N(0, R_t); SKIP and NULLIFY slots repeat an old release and carry
+no new observation, so the filters only predict. Which model and fraction fit is not known: the bank
+runs them all and outputs the one with the best exponentially weighted predictive likelihood of the
+releases: each publication adds log S + e^2 / S per cell to a filter's score, e = r_t - x_pred its
+one-step prediction error and S = P_pred + R_t its predictive variance. This is the Gaussian negative
+log-likelihood of the releases, i.e. a discounted maximum-likelihood choice made from releases alone.
 The output is clipped to [0, population] (counts are non-negative and no cell can exceed the number
 of registered users). Everything is per slot and causal; `snapshot`/`restore` carry the state for a
-streaming host.
+streaming host. All cells share R and the model, so each filter keeps one 2 x 2 covariance.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from pwevent.operators.noise import discrete_laplace_variance
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.spend import Kind
 
-DEFAULT_FRACTIONS = (1e-4, 1e-3, 1e-2, 1e-1)
+DEFAULT_LEVELS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
+DEFAULT_TRENDS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,9 @@ class PublicRelease:
 
     def __post_init__(self) -> None:
         if self.kind is Kind.PUBLISH and not (self.variance is not None and self.variance > 0):
-            raise ValueError(f"a publication needs a positive error variance, got {self.variance!r} at slot {self.slot}")
+            raise ValueError(
+                f"a publication needs a positive error variance, got {self.variance!r} at slot {self.slot}"
+            )
 
     @classmethod
     def from_outcome(cls, outcome: SlotOutcome) -> PublicRelease:
@@ -68,29 +74,46 @@ class PublicRelease:
 class FilterConfig:
     """Parameters of the filter bank; all public, none estimated from true counts.
 
-    fractions: candidate process variances as fractions of the publication variance.
-    forgetting: weight of the past in the predictive-error score (0.999 ~ the last 1,000 publications).
-    default: index of the fraction used until the first scored publication.
+    levels: process variances of the local-level filters, as fractions of the publication variance.
+    trends: slope variances of the local-linear-trend filters, as fractions of the publication variance.
+    forgetting: weight of the past in the predictive score (0.999 ~ the last 1,000 publications).
+    default: index (levels first, then trends) of the filter output before the first scored publication.
     """
 
-    fractions: tuple[float, ...] = DEFAULT_FRACTIONS
+    levels: tuple[float, ...] = DEFAULT_LEVELS
+    trends: tuple[float, ...] = DEFAULT_TRENDS
     forgetting: float = 0.999
-    default: int = 2
+    default: int = 4
 
     def __post_init__(self) -> None:
-        if not self.fractions or any(not f > 0 for f in self.fractions):
-            raise ValueError(f"fractions must be positive, got {self.fractions!r}")
+        if not self.levels + self.trends or any(not f > 0 for f in self.levels + self.trends):
+            raise ValueError(f"levels and trends must be positive fractions, got {self.levels!r}, {self.trends!r}")
         if not 0 < self.forgetting <= 1:
             raise ValueError(f"forgetting must be in (0, 1], got {self.forgetting!r}")
-        if not 0 <= self.default < len(self.fractions):
-            raise ValueError(f"default must index fractions, got {self.default!r}")
+        if not 0 <= self.default < len(self.levels) + len(self.trends):
+            raise ValueError(f"default must index a filter, got {self.default!r}")
+
+    def models(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Transition matrices (k, 2, 2), process covariances per unit R (k, 2, 2) and names."""
+        k = len(self.levels) + len(self.trends)
+        transition, process = np.zeros((k, 2, 2)), np.zeros((k, 2, 2))
+        names = []
+        for i, f in enumerate(self.levels):
+            transition[i] = [[1.0, 0.0], [0.0, 0.0]]
+            process[i, 0, 0] = f
+            names.append(f"level {f:g}")
+        for i, g in enumerate(self.trends, len(self.levels)):
+            transition[i] = [[1.0, 1.0], [0.0, 1.0]]
+            process[i, 1, 1] = g
+            names.append(f"trend {g:g}")
+        return transition, process, names
 
 
 @dataclass
 class _BankState:
-    estimate: np.ndarray  # (filters, d)
-    variance: np.ndarray  # (filters,) the posterior variance, the same for every cell
-    score: np.ndarray  # (filters,) exponentially weighted squared one-step prediction error
+    estimate: np.ndarray  # (filters, d, 2): level and slope per cell
+    covariance: np.ndarray  # (filters, 2, 2), the same for every cell
+    score: np.ndarray  # (filters,) exponentially weighted predictive negative log-likelihood
     noise: float | None = None  # R of the latest publication
     scored: int = 0
 
@@ -101,14 +124,14 @@ class KalmanSmoother:
     def __init__(self, d: int, config: FilterConfig | None = None) -> None:
         self.d = d
         self.config = config or FilterConfig()
-        k = len(self.config.fractions)
-        self._fractions = np.asarray(self.config.fractions, dtype=float)
-        self._state = _BankState(np.zeros((k, d)), np.full(k, np.nan), np.zeros(k))
+        self._transition, self._process, self._names = self.config.models()
+        k = len(self._names)
+        self._state = _BankState(np.zeros((k, d, 2)), np.full((k, 2, 2), np.nan), np.zeros(k))
 
     @property
-    def chosen(self) -> float:
-        """The process-variance fraction currently selected."""
-        return float(self._fractions[self._choice()])
+    def chosen(self) -> str:
+        """The filter currently output, e.g. 'level 0.01' or 'trend 1e-06'."""
+        return self._names[self._choice()]
 
     def _choice(self) -> int:
         s = self._state
@@ -120,30 +143,36 @@ class KalmanSmoother:
         counts = np.asarray(release.counts, dtype=float)
         if counts.shape != (self.d,):
             raise ValueError(f"release at slot {release.slot} has {counts.shape} counts, expected ({self.d},)")
-        if np.isnan(s.variance).all():
-            # Prior: mean 0 and the scale of one cell's share of the population (public).
-            s.variance[:] = max(release.population / self.d, 1.0) ** 2
+        if np.isnan(s.covariance).all():
+            # Prior (public scale only): level 0 with sd one cell's share of the population; slope 0
+            # with sd 1% of that share per slot.
+            scale = max(release.population / self.d, 1.0) ** 2
+            s.covariance[:] = np.diag([scale, scale * 1e-4])
         if s.noise is not None:
-            s.variance = s.variance + self._fractions * s.noise
+            f = self._transition
+            s.estimate = np.einsum("kij,kcj->kci", f, s.estimate)
+            s.covariance = f @ s.covariance @ f.transpose(0, 2, 1) + self._process * s.noise
         if release.kind is Kind.PUBLISH:
             assert release.variance is not None
+            predicted = s.estimate[:, :, 0]
+            spread = s.covariance[:, 0, 0] + release.variance  # predictive variance of the release
             if s.noise is not None:
-                error = np.mean((counts[None, :] - s.estimate) ** 2, axis=1)
-                s.score = self.config.forgetting * s.score + error
+                error = np.mean((counts[None, :] - predicted) ** 2, axis=1)
+                s.score = self.config.forgetting * s.score + np.log(spread) + error / spread
                 s.scored += 1
-            gain = s.variance / (s.variance + release.variance)
-            s.estimate = s.estimate + gain[:, None] * (counts[None, :] - s.estimate)
-            s.variance = (1.0 - gain) * s.variance
+            gain = s.covariance[:, :, 0] / spread[:, None]  # (k, 2)
+            s.estimate = s.estimate + gain[:, None, :] * (counts[None, :] - predicted)[:, :, None]
+            s.covariance = s.covariance - gain[:, :, None] * s.covariance[:, None, 0, :]
             s.noise = release.variance
         upper = max(float(release.population), 0.0)
-        return np.clip(s.estimate[self._choice()], 0.0, upper)
+        return np.clip(s.estimate[self._choice(), :, 0], 0.0, upper)
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state as plain JSON-able values."""
         s = self._state
         return {
             "estimate": s.estimate.tolist(),
-            "variance": [None if np.isnan(v) else float(v) for v in s.variance],
+            "covariance": None if np.isnan(s.covariance).all() else s.covariance.tolist(),
             "score": s.score.tolist(),
             "noise": s.noise,
             "scored": s.scored,
@@ -151,10 +180,14 @@ class KalmanSmoother:
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """Continue from a `snapshot` taken with the same d and configuration."""
+        k = len(self._names)
         estimate = np.asarray(snapshot["estimate"], dtype=float)
-        if estimate.shape != (len(self._fractions), self.d):
-            raise ValueError(f"snapshot estimate has shape {estimate.shape}, expected {(len(self._fractions), self.d)}")
-        variance = np.array([np.nan if v is None else v for v in snapshot["variance"]], dtype=float)
+        if estimate.shape != (k, self.d, 2):
+            raise ValueError(f"snapshot estimate has shape {estimate.shape}, expected {(k, self.d, 2)}")
+        covariance = (
+            np.full((k, 2, 2), np.nan) if snapshot["covariance"] is None
+            else np.asarray(snapshot["covariance"], dtype=float)
+        )
         self._state = _BankState(
-            estimate, variance, np.asarray(snapshot["score"], dtype=float), snapshot["noise"], int(snapshot["scored"])
+            estimate, covariance, np.asarray(snapshot["score"], dtype=float), snapshot["noise"], int(snapshot["scored"])
         )

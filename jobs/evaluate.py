@@ -1,0 +1,603 @@
+"""`pwevent evaluate`: the paper's experiments and ours, over a grid, in parallel (docs/evaluation.md).
+
+A grid is three one-factor sweeps around the defaults (E = 0.6, w = 120, the paper's uniform draw of
+personalized levels): E over `epsilons`, w over `windows`, and the share o of users at the strictest
+level over `ratios` (mechanisms.md section 12). One task is one (dataset, sweep point, repetition): it
+draws the data and the requirements once, runs every mechanism on them (so ratios such as PBD/BD
+are paired) and scores each release raw and after Kalman post-processing (operators/postprocess.py)
+with the metrics of section 11. Noise is the explicitly selected fast backend
+`NumpyRandomness()` ("numpy-geometric (fast)", section 10), named in every result row.
+
+Mechanisms: the paper's PBD, PBA, DPBD, DPBA, the baselines Uniform, Sample, BD, BA (global (w, E)
+= the strictest level, which covers every user), and Auto (operators/family.py): a PBD pilot, then
+PBD or PBA chosen from the pilot's public decisions, after a gap of the longest window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import shlex
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pwevent.jobs.csv_loader import Grid
+from pwevent.jobs.datasets import Dataset, RequirementDraw, SlotValues, SyntheticDataset
+from pwevent.jobs.engine import Engine
+from pwevent.jobs.metrics import errors
+from pwevent.jobs.synthetic import STREAMS, SyntheticStream
+from pwevent.operators.family import FamilyRule, FamilySelector, SpendingRule
+from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
+from pwevent.operators.policies import MECHANISMS, mechanism
+from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
+from pwevent.state.spend import Kind
+
+AUTO = "Auto"
+ADAPTIVE = "Adaptive"
+EVALUATED = MECHANISMS + (AUTO, ADAPTIVE)
+DATASETS = STREAMS + ("Foursquare",)
+POSTS = ("none", "kalman")
+T_975 = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+         15: 2.131, 20: 2.086, 30: 2.042}
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """What `pwevent evaluate` runs. Defaults: the paper's (10,000 users x 10,000 slots, 10 repetitions)."""
+
+    datasets: tuple[str, ...] = DATASETS
+    mechanisms: tuple[str, ...] = EVALUATED
+    epsilons: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
+    windows: tuple[int, ...] = (40, 80, 120, 160, 200)
+    ratios: tuple[float, ...] = (0.2, 0.5, 0.8)
+    epsilon: float = 0.6
+    w: int = 120
+    reps: int = 10
+    users: int = 10_000
+    slots: int = 10_000
+    real_slot_minutes: int = 60
+    real_slots: int | None = None
+    real_sweeps: tuple[str, ...] = ("epsilon", "w", "ratio")
+    types: int = 10
+    change_every: int = 500
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        for name in self.datasets:
+            if name not in DATASETS:
+                raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {name!r}")
+        for name in self.mechanisms:
+            if name not in EVALUATED:
+                raise ValueError(f"mechanism must be one of {', '.join(EVALUATED)}, got {name!r}")
+        if self.reps < 1 or self.users < 1 or self.slots < 1 or self.workers < 1:
+            raise ValueError("reps, users, slots and workers must be positive")
+
+    def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
+        """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon'."""
+        sweeps = self.real_sweeps if dataset == "Foursquare" else ("epsilon", "w", "ratio")
+        out: list[tuple[str, float, int, float | None]] = [
+            ("epsilon", e, self.w, None) for e in (self.epsilons if "epsilon" in sweeps else ())
+        ]
+        if all(e != self.epsilon for _, e, _, _ in out):
+            out.append(("epsilon", self.epsilon, self.w, None))
+        if "w" in sweeps:
+            out += [("w", self.epsilon, w, None) for w in self.windows if w != self.w]
+        if "ratio" in sweeps:
+            out += [("ratio", self.epsilon, self.w, o) for o in self.ratios]
+        return out
+
+    def tasks(self) -> list[Task]:
+        return [
+            Task(self, name, sweep, e, w, o, rep)
+            for rep in range(self.reps)
+            for name in self.datasets
+            for sweep, e, w, o in self.points(name)
+        ]
+
+
+@dataclass(frozen=True)
+class Task:
+    grid: GridSpec
+    dataset: str
+    sweep: str
+    epsilon: float
+    w: int
+    ratio: float | None
+    rep: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """One result row: a mechanism (and post-processing) on one task."""
+
+    dataset: str
+    mechanism: str
+    post: str
+    sweep: str
+    epsilon: float
+    w: int
+    ratio: float | None
+    rep: int
+    mse: float
+    mae: float
+    mre: float
+    ajsd: float
+    publications: int
+    seconds: float
+    noise: str
+    note: str = ""
+
+
+@dataclass
+class Released:
+    """A mechanism's releases over the stream, public metadata included."""
+
+    records: list[PublicRelease] = field(default_factory=list)
+    note: str = ""
+
+    def counts(self) -> np.ndarray:
+        return np.array([r.counts for r in self.records], dtype=float)
+
+
+@lru_cache(maxsize=2)
+def _foursquare(slot_minutes: int, slots: int | None) -> Dataset:
+    from dataclasses import replace
+
+    from pwevent.jobs.foursquare import load_foursquare
+
+    slotted = load_foursquare(Grid(10, 10)).slotted(slot_minutes * 60_000)
+    if slots is None or slots >= slotted.slots:
+        return slotted
+    keep = slotted.slot <= slots
+    return replace(slotted, slots=slots, slot=slotted.slot[keep], user=slotted.user[keep], value=slotted.value[keep])
+
+
+def dataset_of(task: Task) -> Dataset:
+    grid = task.grid
+    if task.dataset == "Foursquare":
+        return _foursquare(grid.real_slot_minutes, grid.real_slots)
+    return SyntheticDataset(SyntheticStream(task.dataset, grid.users, grid.slots, seed=task.rep))
+
+
+def _fixed_engine(name: str, task: Task, d: int, users: int) -> Engine:
+    """An Engine running `name` with every user registered at its local slot 1."""
+    draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
+    engine = Engine(mechanism(name, task.w, task.epsilon), d, NumpyRandomness(), task.w)
+    for u, req in enumerate(draw.fixed(users, task.rep)):
+        engine.register(u, req, 1)
+    return engine
+
+
+def _drive(engine: Engine, data: list[SlotValues], first: int, last: int, out: Released, origin: int = 0) -> None:
+    """Global slots first..last through `engine`, whose own slot 1 is global slot `origin` (default first)."""
+    origin = origin or first
+    for t in range(first, last + 1):
+        outcome, _ = engine.step(t - origin + 1, *data[t - 1])
+        record = PublicRelease.from_outcome(outcome)
+        out.records.append(PublicRelease(t, record.kind, record.counts, record.population, record.variance))
+
+
+def run_mechanism(name: str, task: Task, data: list[SlotValues], d: int, users: int) -> Released:
+    """Drive the Engine over the slots; dynamic mechanisms redeclare on the type schedule (section 12)."""
+    spec = mechanism(name, task.w, task.epsilon)
+    out = Released()
+    if not spec.dynamic:
+        _drive(_fixed_engine(name, task, d, users), data, 1, len(data), out)
+        return out
+    draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
+    engine = Engine(spec, d, NumpyRandomness(), task.w)
+    user_type, schedule = draw.dynamic(users, len(data), task.rep)
+    for u in range(users):
+        engine.register(u, schedule[1][user_type[u]], 1)
+    for t, (present, values) in enumerate(data, 1):
+        if t > 1 and t in schedule:
+            for u in range(users):
+                engine.redeclare(u, schedule[t][user_type[u]], t)
+        outcome, _ = engine.step(t, present, values)
+        out.records.append(PublicRelease.from_outcome(outcome))
+    return out
+
+
+def run_auto(task: Task, data: list[SlotValues], d: int, users: int, rule: FamilyRule | None = None) -> Released:
+    """PBD pilot -> FamilySelector -> gap of w slots (repeat, no spend) -> the chosen family afresh."""
+    rule = rule or FamilyRule()
+    pilot = min(rule.pilot, len(data))
+    out = Released()
+    _drive(_fixed_engine("PBD", task, d, users), data, 1, pilot, out)
+    selector = FamilySelector(rule)
+    for record in out.records:
+        selector.observe(record.kind)
+    chosen = selector.choice()
+    out.note = f"chose {chosen} (pilot publication rate {selector.rate:.2f})"
+    last = out.records[-1]
+    gap_end = min(pilot + task.w, len(data))
+    for t in range(pilot + 1, gap_end + 1):
+        out.records.append(PublicRelease(t, Kind.SKIP, last.counts, last.population, None))
+    if gap_end < len(data):
+        engine = _fixed_engine(chosen, task, d, users)
+        engine.last = np.asarray(last.counts, dtype=np.int64)  # the last release is public
+        _drive(engine, data, gap_end + 1, len(data), out)
+    return out
+
+
+def run_adaptive(
+    task: Task, data: list[SlotValues], d: int, users: int, rule: SpendingRule | None = None
+) -> Released:
+    """Sample until slot 2w; from its publications at 1 and w+1 choose Uniform (from 2w+1) or Sample."""
+    rule = rule or SpendingRule()
+    out = Released()
+    sample = _fixed_engine("Sample", task, d, users)
+    decide = min(task.w + 1, len(data))
+    _drive(sample, data, 1, decide, out)
+    if decide == len(data):
+        out.note = "too short to choose: Sample"
+        return out
+    first, second = out.records[0], out.records[task.w]
+    assert first.variance is not None
+    chosen = rule.choose(first.counts, second.counts, first.variance,
+                         float(discrete_laplace_variance(task.epsilon / task.w)), task.w)
+    out.note = f"chose {chosen}"
+    switch = min(2 * task.w, len(data)) if chosen == "Uniform" else len(data)
+    _drive(sample, data, decide + 1, switch, out, origin=1)
+    if switch < len(data):
+        uniform = _fixed_engine("Uniform", task, d, users)
+        uniform.last = np.asarray(out.records[-1].counts, dtype=np.int64)
+        _drive(uniform, data, switch + 1, len(data), out)
+    return out
+
+
+def smooth(released: Released, d: int) -> np.ndarray:
+    """Kalman post-processing, slot by slot (causal)."""
+    smoother = KalmanSmoother(d)
+    return np.array([smoother.step(r) for r in released.records])
+
+
+def run_task(task: Task) -> list[Run]:
+    """Every mechanism of the grid on one task's data, raw and post-processed."""
+    dataset = dataset_of(task)
+    data = [(np.asarray(u), np.asarray(v)) for u, v in dataset.slot_values()]
+    truth = np.array([np.bincount(v, minlength=dataset.d) for _, v in data], dtype=float)
+    rows = []
+    for name in task.grid.mechanisms:
+        start = time.perf_counter()
+        if name == AUTO:
+            released = run_auto(task, data, dataset.d, dataset.users)
+        elif name == ADAPTIVE:
+            released = run_adaptive(task, data, dataset.d, dataset.users)
+        else:
+            released = run_mechanism(name, task, data, dataset.d, dataset.users)
+        seconds = time.perf_counter() - start
+        publications = sum(r.kind is Kind.PUBLISH for r in released.records)
+        for post, counts in (("none", released.counts()), ("kalman", smooth(released, dataset.d))):
+            e = errors(counts, truth)
+            rows.append(Run(task.dataset, name, post, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
+                            e.mse, e.mae, e.mre, e.ajsd, publications, seconds, NumpyRandomness().label,
+                            released.note))
+    return rows
+
+
+def run_grid(grid: GridSpec, progress: Callable[[int, int], None] | None = None) -> Iterator[Run]:
+    """All tasks over `grid.workers` processes (fork), yielding rows as tasks finish."""
+    tasks = grid.tasks()
+    if grid.workers == 1:
+        for i, task in enumerate(tasks, 1):
+            yield from run_task(task)
+            if progress:
+                progress(i, len(tasks))
+        return
+    with get_context("fork").Pool(grid.workers, maxtasksperchild=20) as pool:
+        for i, rows in enumerate(pool.imap_unordered(run_task, tasks), 1):
+            yield from rows
+            if progress:
+                progress(i, len(tasks))
+
+
+def progress_bar(label: str) -> Callable[[int, int], None]:
+    """A one-line progress bar on stderr with elapsed time and a naive ETA."""
+    started = time.monotonic()
+
+    def show(done: int, total: int) -> None:
+        elapsed = time.monotonic() - started
+        eta = elapsed / done * (total - done)
+        bar = "#" * int(30 * done / total)
+        print(f"\r{label} [{bar:<30}] {done}/{total} tasks {elapsed:6.0f}s eta {eta:5.0f}s",
+              end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return show
+
+
+# ---- reporting --------------------------------------------------------------------------------
+
+FIELDS = [f for f in Run.__dataclass_fields__]
+
+
+def write_csv(runs: Iterable[Run], path: Path) -> list[Run]:
+    rows = list(runs)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FIELDS)
+        writer.writeheader()
+        for run in rows:
+            writer.writerow(asdict(run))
+    return rows
+
+
+def read_csv(path: Path) -> list[Run]:
+    types = {"epsilon": float, "w": int, "rep": int, "mse": float, "mae": float, "mre": float, "ajsd": float,
+             "publications": int, "seconds": float}
+    out = []
+    with path.open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            values: dict[str, Any] = {k: (types[k](v) if k in types else v) for k, v in row.items()}
+            values["ratio"] = float(row["ratio"]) if row["ratio"] else None
+            out.append(Run(**values))
+    return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Mean and 95% t-interval half-width over repetitions."""
+
+    mean: float
+    half: float
+    n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> Interval:
+        a = np.asarray(values, dtype=float)
+        if len(a) < 2:
+            return cls(float(a.mean()), math.nan, len(a))
+        df = len(a) - 1
+        t = T_975[max(k for k in T_975 if k <= df)]
+        return cls(float(a.mean()), float(t * a.std(ddof=1) / math.sqrt(len(a))), len(a))
+
+    def render(self, digits: int = 0) -> str:
+        return f"{self.mean:,.{digits}f} ± {self.half:,.{digits}f}"
+
+
+def _key(run: Run) -> tuple[str, str, float, int, float | None]:
+    return run.dataset, run.sweep, run.epsilon, run.w, run.ratio
+
+
+def _label(run: Run) -> str:
+    return run.mechanism if run.post == "none" else f"{run.mechanism}+KF"
+
+
+def default_runs(runs: list[Run], grid: GridSpec) -> dict[str, dict[str, dict[int, Run]]]:
+    """dataset -> label -> rep -> run at the default point (E, w, paper's uniform draw)."""
+    out: dict[str, dict[str, dict[int, Run]]] = defaultdict(lambda: defaultdict(dict))
+    for run in runs:
+        if run.epsilon == grid.epsilon and run.w == grid.w and run.ratio is None:
+            out[run.dataset][_label(run)][run.rep] = run
+    return out
+
+
+def paired_ratio(a: dict[int, Run], b: dict[int, Run]) -> Interval:
+    """Mean over repetitions of MSE(a)/MSE(b) on the same data, with its 95% interval."""
+    reps = sorted(set(a) & set(b))
+    return Interval.of([a[r].mse / b[r].mse for r in reps])
+
+
+def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: float | None) -> str:
+    """Tables of the default point, the paper's ratios, post-processing gains and every sweep."""
+    base = default_runs(runs, grid)
+    lines = ["# Evaluation results", "", f"Regenerate: `{command}`", "",
+             f"Noise: {runs[0].noise if runs else '-'} (fast experimental backend, mechanisms.md section 10). "
+             f"Users {grid.users}, slots {grid.slots} (synthetic); Foursquare slot {grid.real_slot_minutes} min; "
+             f"repetitions {grid.reps}; dynamic: K = {grid.types} types, redraw every S = {grid.change_every} slots. "
+             "Intervals: 95% t-intervals over repetitions.", ""]
+    if seconds is not None:
+        lines += [f"Wall time of the grid: {seconds / 60:.1f} min on {grid.workers} worker processes.", ""]
+    lines += [f"## MSE at the defaults (E = {grid.epsilon}, w = {grid.w}, personalized uniform draw)", ""]
+    datasets = [d for d in grid.datasets if d in base]
+    labels = [m for m in grid.mechanisms] + [f"{m}+KF" for m in grid.mechanisms]
+    lines += ["| mechanism | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
+    for label in labels:
+        cells = [Interval.of([r.mse for r in base[d][label].values()]).render() if base[d].get(label) else "-"
+                 for d in datasets]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "## Paired MSE ratios at the defaults (mean of per-repetition ratios, 95% interval)", ""]
+    pairs = [("PBD", "BD"), ("PBA", "BA"), ("DPBD", "BD"), ("DPBA", "BA")]
+    lines += ["| ratio | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
+    for a, b in pairs:
+        cells = [paired_ratio(base[d][a], base[d][b]).render(3) if base[d].get(a) and base[d].get(b) else "-"
+                 for d in datasets]
+        lines.append(f"| {a}/{b} | " + " | ".join(cells) + " |")
+    lines += ["", "## Post-processing and the best raw mechanism", "",
+              "best raw = the paper mechanism or baseline with the lowest mean MSE at the defaults; "
+              "gain = MSE(best raw) / MSE(X+KF), paired per repetition.", ""]
+    lines += ["| dataset | best raw | its MSE | best +KF | its MSE | gain |", "|---|---|---|---|---|---|"]
+    raw = [m for m in grid.mechanisms if m in MECHANISMS]
+    for d in datasets:
+        means = {m: np.mean([r.mse for r in base[d][m].values()]) for m in raw if base[d].get(m)}
+        kf = {m: np.mean([r.mse for r in base[d][f"{m}+KF"].values()]) for m in grid.mechanisms
+              if base[d].get(f"{m}+KF")}
+        if not means or not kf:
+            continue
+        best, best_kf = min(means, key=means.__getitem__), min(kf, key=kf.__getitem__)
+        gain = paired_ratio(base[d][best], base[d][f"{best_kf}+KF"])
+        lines.append(f"| {d} | {best} | {means[best]:,.1f} | {best_kf}+KF | {kf[best_kf]:,.1f} | {gain.render(2)} |")
+    lines += ["", "## Other metrics at the defaults (means)", "",
+              "| dataset | mechanism | MSE | MAE | MRE | AJSD | publications | s/run | note |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for d in datasets:
+        for label in labels:
+            rs = list(base[d].get(label, {}).values())
+            if rs:
+                lines.append(f"| {d} | {label} | {np.mean([r.mse for r in rs]):,.1f} "
+                             f"| {np.mean([r.mae for r in rs]):.2f} "
+                             f"| {np.mean([r.mre for r in rs]):.4f} | {np.mean([r.ajsd for r in rs]):.2e} "
+                             f"| {np.mean([r.publications for r in rs]):.0f} | {np.mean([r.seconds for r in rs]):.2f} "
+                             f"| {rs[0].note} |")
+    lines += ["", "## Sweeps (mean MSE)", ""]
+    for d in datasets:
+        for sweep, param in (("epsilon", "epsilon"), ("w", "w"), ("ratio", "ratio")):
+            table = _sweep_table(runs, d, sweep, param, labels, grid)
+            if table:
+                lines += [f"### {d}: MSE vs {param}", ""] + table + [""]
+    return "\n".join(lines) + "\n"
+
+
+def _sweep_values(runs: list[Run], dataset: str, sweep: str, param: str, grid: GridSpec) -> dict[str, dict]:
+    out: dict[str, dict] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        if run.dataset != dataset:
+            continue
+        if sweep == "epsilon":
+            on_sweep = run.w == grid.w and run.ratio is None
+        elif sweep == "w":
+            on_sweep = run.epsilon == grid.epsilon and run.ratio is None
+        else:
+            on_sweep = run.sweep == "ratio"
+        if on_sweep:
+            out[_label(run)][getattr(run, param)].append(run.mse)
+    return out
+
+
+def _sweep_table(runs: list[Run], dataset: str, sweep: str, param: str, labels: list[str], grid: GridSpec) -> list[str]:
+    values = _sweep_values(runs, dataset, sweep, param, grid)
+    xs = sorted({x for v in values.values() for x in v})
+    if len(xs) < 2:
+        return []
+    rows = ["| mechanism | " + " | ".join(f"{param}={x}" for x in xs) + " |", "|---" * (len(xs) + 1) + "|"]
+    for label in labels:
+        if label in values:
+            rows.append(f"| {label} | " + " | ".join(
+                f"{np.mean(values[label][x]):,.0f}" if values[label].get(x) else "-" for x in xs) + " |")
+    return rows
+
+
+def plot(runs: list[Run], grid: GridSpec, out: Path) -> list[Path]:
+    """Paper-style plots: MSE (log scale) vs E, vs w, vs o per dataset; dashed = with Kalman."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for dataset in grid.datasets:
+        for sweep, param, xlabel in (("epsilon", "epsilon", "E"), ("w", "w", "w"),
+                                     ("ratio", "ratio", "o (share of users at the strictest level)")):
+            values = _sweep_values(runs, dataset, sweep, param, grid)
+            if not values or len({x for v in values.values() for x in v}) < 2:
+                continue
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for i, name in enumerate(grid.mechanisms):
+                for label, style in ((name, "-"), (f"{name}+KF", "--")):
+                    if label not in values:
+                        continue
+                    xs = sorted(values[label])
+                    ax.plot(xs, [np.mean(values[label][x]) for x in xs], style, marker="os^vDx<>*"[i % 9],
+                            color=f"C{i}", label=label, markersize=4)
+            ax.set_yscale("log")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("MSE (paper's AMRE)")
+            ax.set_title(f"{dataset}: MSE vs {xlabel.split(' ')[0]}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=6, ncol=3)
+            fig.tight_layout()
+            path = out / f"{dataset.lower()}_mse_vs_{param}.png"
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def evaluate(grid: GridSpec, out: Path, command: str, quiet: bool = False) -> tuple[Path, Path, list[Path]]:
+    """Run the grid and write runs.csv, summary.md and the plots into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    runs = write_csv(run_grid(grid, None if quiet else progress_bar("evaluate")), out / "runs.csv")
+    seconds = time.monotonic() - started
+    summary = out / "summary.md"
+    summary.write_text(summary_markdown(runs, grid, command, seconds), encoding="utf-8")
+    return out / "runs.csv", summary, plot(runs, grid, out)
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in text.split(",") if x.strip())
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def grid_command(grid: GridSpec, out: str) -> str:
+    """The full command line that reruns `grid` (every option spelt out)."""
+    options = {
+        "datasets": ",".join(grid.datasets), "mechanisms": ",".join(grid.mechanisms),
+        "epsilons": ",".join(map(str, grid.epsilons)), "windows": ",".join(map(str, grid.windows)),
+        "ratios": ",".join(map(str, grid.ratios)), "reps": grid.reps, "users": grid.users, "slots": grid.slots,
+        "real-slot-minutes": grid.real_slot_minutes, "real-sweeps": ",".join(grid.real_sweeps),
+        "types": grid.types, "change-every": grid.change_every, "workers": grid.workers, "out": out,
+    }
+    if grid.real_slots is not None:
+        options["real-slots"] = grid.real_slots
+    return "pwevent evaluate " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in options.items())
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    grid = GridSpec(
+        datasets=_names(args.datasets), mechanisms=_names(args.mechanisms), epsilons=_floats(args.epsilons),
+        windows=_ints(args.windows), ratios=_floats(args.ratios), reps=args.reps, users=args.users,
+        slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
+        real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
+        workers=args.workers,
+    )
+    command = grid_command(grid, args.out)
+    if args.replot:
+        runs = read_csv(Path(args.out) / "runs.csv")
+        summary = Path(args.out) / "summary.md"
+        summary.write_text(summary_markdown(runs, grid, command, None), encoding="utf-8")
+        plots = plot(runs, grid, Path(args.out))
+    else:
+        _, summary, plots = evaluate(grid, Path(args.out), command, args.quiet)
+    print(f"wrote {summary} and {len(plots)} plots in {args.out}")
+    return 0
+
+
+def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register `pwevent evaluate` on the CLI's subparsers (jobs/cli.py)."""
+    g = GridSpec()
+    p = sub.add_parser(
+        "evaluate", help="run the experiment grid; write runs.csv, summary.md and plots",
+        description="Three one-factor sweeps (E, w, share o of users at the strictest level) around the paper's "
+        "defaults, every mechanism raw and with Kalman post-processing, in parallel. Fast numpy noise "
+        "('numpy-geometric (fast)'), named in the results. See docs/evaluation.md.",
+    )
+    p.add_argument("--datasets", default=",".join(g.datasets), help="comma list of TLNS, Sin, Log, Foursquare")
+    p.add_argument("--mechanisms", default=",".join(g.mechanisms), help="comma list (Auto = adaptive family)")
+    p.add_argument("--epsilons", default=",".join(map(str, g.epsilons)), help="E sweep (lowest personalized budget)")
+    p.add_argument("--windows", default=",".join(map(str, g.windows)), help="w sweep (largest personalized window)")
+    p.add_argument("--ratios", default=",".join(map(str, g.ratios)), help="sweep of the share o of strict users")
+    p.add_argument("--reps", type=int, default=g.reps, help="repetitions (data seed = repetition index)")
+    p.add_argument("--users", type=int, default=g.users, help="synthetic users")
+    p.add_argument("--slots", type=int, default=g.slots, help="synthetic slots")
+    p.add_argument("--real-slot-minutes", type=int, default=g.real_slot_minutes, help="Foursquare slot length")
+    p.add_argument("--real-slots", type=int, help="Foursquare: only the first N slots")
+    p.add_argument("--real-sweeps", default=",".join(g.real_sweeps), help="sweeps run on Foursquare")
+    p.add_argument("--types", type=int, default=g.types, help="dynamic: requirement types K")
+    p.add_argument("--change-every", type=int, default=g.change_every, help="dynamic: slots S between redraws")
+    p.add_argument("--workers", type=int, default=default_workers(), help="worker processes (default: cores)")
+    p.add_argument("--out", default="docs/results", help="output folder")
+    p.add_argument("--replot", action="store_true", help="rebuild summary and plots from OUT/runs.csv")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_evaluate)

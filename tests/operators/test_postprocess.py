@@ -1,0 +1,93 @@
+"""The Kalman post-processing bank (operators/postprocess.py): causal, public inputs only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pwevent.operators.noise import discrete_laplace_variance
+from pwevent.operators.postprocess import FilterConfig, KalmanSmoother, PublicRelease
+from pwevent.state.spend import Kind
+
+
+def publish(slot, counts, variance, population=1000):
+    return PublicRelease(slot, Kind.PUBLISH, np.asarray(counts, dtype=float), population, variance)
+
+
+def test_a_publication_needs_a_variance():
+    with pytest.raises(ValueError, match="variance"):
+        PublicRelease(1, Kind.PUBLISH, np.zeros(2), 10, None)
+
+
+def test_from_record_reads_threshold_or_epsilon():
+    base = {"slot": 3, "kind": "publish", "counts": [1, 2], "population": 5}
+    assert PublicRelease.from_record({**base, "threshold": 3.0}).variance == pytest.approx(9.0)
+    rec = PublicRelease.from_record({**base, "threshold": None, "epsilon_publication": 0.5})
+    assert rec.variance == pytest.approx(discrete_laplace_variance(0.5))
+    skip = PublicRelease.from_record({**base, "kind": "skip", "threshold": None, "epsilon_publication": None})
+    assert skip.kind is Kind.SKIP and skip.variance is None
+
+
+def test_smoothing_a_constant_beats_the_raw_noise():
+    rng = np.random.default_rng(0)
+    truth = np.array([700.0, 300.0])
+    r = 400.0
+    smoother = KalmanSmoother(2)
+    raw, smooth = [], []
+    for t in range(1, 2001):
+        released = truth + rng.normal(0, np.sqrt(r), 2)
+        out = smoother.step(publish(t, released, r))
+        if t > 200:
+            raw.append(np.mean((released - truth) ** 2))
+            smooth.append(np.mean((out - truth) ** 2))
+    assert np.mean(smooth) < np.mean(raw) / 10
+
+
+def test_skips_only_predict_and_output_is_clipped():
+    smoother = KalmanSmoother(2)
+    first = smoother.step(publish(1, [-50, 2000], 1.0, population=1000))
+    assert first[0] == 0.0 and first[1] == 1000.0  # clipped to [0, population]
+    again = smoother.step(PublicRelease(2, Kind.SKIP, np.array([-50.0, 2000.0]), 1000, None))
+    np.testing.assert_allclose(again, first)
+
+
+def test_output_depends_only_on_past_releases():
+    rng = np.random.default_rng(1)
+    releases = [publish(t, rng.normal(100, 20, 3), 400.0) for t in range(1, 60)]
+    a, b = KalmanSmoother(3), KalmanSmoother(3)
+    out_a = [a.step(r) for r in releases]
+    out_b = [b.step(r) for r in releases[:30]]
+    np.testing.assert_allclose(out_a[:30], out_b)
+
+
+def test_snapshot_restore_continues_identically():
+    rng = np.random.default_rng(2)
+    releases = [publish(t, rng.normal(50, 10, 2), 100.0) for t in range(1, 40)]
+    whole = KalmanSmoother(2)
+    expected = [whole.step(r) for r in releases]
+    first = KalmanSmoother(2)
+    for r in releases[:20]:
+        first.step(r)
+    state = json.loads(json.dumps(first.snapshot()))
+    second = KalmanSmoother(2)
+    second.restore(state)
+    np.testing.assert_allclose([second.step(r) for r in releases[20:]], expected[20:])
+
+
+def test_likelihood_prefers_a_trend_filter_on_a_ramp():
+    rng = np.random.default_rng(3)
+    smoother = KalmanSmoother(1)
+    for t in range(1, 3001):
+        smoother.step(publish(t, [t * 2.0 + rng.normal(0, 30)], 900.0, population=100_000))
+    assert smoother.chosen.startswith("trend")
+
+
+def test_config_is_validated():
+    with pytest.raises(ValueError, match="forgetting"):
+        FilterConfig(forgetting=0)
+    with pytest.raises(ValueError, match="positive"):
+        FilterConfig(levels=(0.0,))
+    with pytest.raises(ValueError, match="shape"):
+        KalmanSmoother(2).restore({"estimate": [[0.0]], "covariance": None, "score": [], "noise": None, "scored": 0})
