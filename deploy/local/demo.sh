@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The whole streaming demo on a fresh machine, stopped cleanly at the end (or on Ctrl-C):
+#   set-up (venv, jars) -> Kafka broker (fresh, under .run/demo) -> topics -> the Flink job
+#   (pwevent run, local mini-cluster) -> the producer (pwevent produce, one slot per --pace)
+#   -> a live table of the committed releases (pwevent tail) -> audit of the spend log -> stop.
+#
+#   deploy/local/demo.sh [--users N] [--slots N] [--pace 2s]
+#   deploy/local/demo.sh stop      # stop what an interrupted demo left running
+# Logs: .run/demo/{job,produce}.log, broker: .run/demo/kafka/logs/server.log
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+RUN="$REPO_ROOT/.run/demo"
+CONFIG="$REPO_ROOT/deploy/local/demo.yaml"
+PY="$REPO_ROOT/.venv/bin/python"
+USERS=1000 SLOTS=40 PACE=2s
+
+stop_pid_group() {  # stop a process group we started, by the pid in the given file
+  local file="$1" pid
+  [[ -f "$file" ]] || return 0
+  pid="$(cat "$file")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
+stop_all() {
+  stop_pid_group "$RUN/produce.pid"
+  stop_pid_group "$RUN/job.pid"
+  "$REPO_ROOT/deploy/local/kafka.sh" stop --run-dir "$RUN/kafka" >/dev/null 2>&1 || true
+}
+
+if [[ "${1:-}" == "stop" ]]; then stop_all; echo "demo stopped"; exit 0; fi
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --users) USERS="$2"; shift 2 ;;
+    --slots) SLOTS="$2"; shift 2 ;;
+    --pace) PACE="$2"; shift 2 ;;
+    *) echo "usage: $0 [--users N] [--slots N] [--pace 2s] | stop" >&2; exit 2 ;;
+  esac
+done
+
+echo "== 1/6 set-up (venv, Kafka and connector jars)"
+bash "$REPO_ROOT/deploy/local/setup.sh"
+command -v java >/dev/null || { echo "demo: java (17+) is needed" >&2; exit 1; }
+
+stop_all                       # leftovers of an interrupted run
+rm -rf "$RUN"; mkdir -p "$RUN"
+trap 'echo; echo "== stopping"; stop_all; echo "demo stopped; logs in $RUN"' EXIT
+trap 'exit 130' INT TERM
+
+echo "== 2/6 Kafka broker (KRaft, 127.0.0.1)"
+PWEVENT_BOOTSTRAP="$("$REPO_ROOT/deploy/local/kafka.sh" start --run-dir "$RUN/kafka")"
+export PWEVENT_BOOTSTRAP
+echo "bootstrap $PWEVENT_BOOTSTRAP"
+
+echo "== 3/6 topics"
+"$PY" "$REPO_ROOT/deploy/local/create-topics.py" --bootstrap "$PWEVENT_BOOTSTRAP"
+
+echo "== 4/6 the Flink job (log: $RUN/job.log)"
+setsid "$PY" -m pwevent.jobs.cli run --config "$CONFIG" --ready-file "$RUN/ready" >"$RUN/job.log" 2>&1 &
+echo $! >"$RUN/job.pid"
+for _ in $(seq 600); do
+  [[ -f "$RUN/ready" ]] && break
+  kill -0 "$(cat "$RUN/job.pid")" 2>/dev/null || { tail -n 30 "$RUN/job.log" >&2; exit 1; }
+  sleep 0.2
+done
+[[ -f "$RUN/ready" ]] || { echo "demo: job not running after 120 s" >&2; exit 1; }
+sleep 3
+echo "job $(cat "$RUN/ready") running"
+
+echo "== 5/6 producer: $USERS users, $SLOTS slots, one slot per $PACE (log: $RUN/produce.log)"
+setsid "$PY" -m pwevent.jobs.cli produce --config "$CONFIG" --users "$USERS" --slots "$SLOTS" --pace "$PACE" \
+  --out "$RUN/data" --quiet >"$RUN/produce.log" 2>&1 &
+echo $! >"$RUN/produce.pid"
+
+echo "== 6/6 committed releases (read_committed), live; ends 20 s after the last one"
+"$PY" -m pwevent.jobs.cli tail --config "$CONFIG" --idle-exit 20
+
+echo "== audit of the spend log (audit topic)"
+"$PY" - "$CONFIG" <<'PYEOF'
+import sys
+from pwevent.jobs.audit import audit_records
+from pwevent.jobs.config import load_config
+from pwevent.jobs.flink_config import stream_settings
+from pwevent.jobs.kafka_io import read_topic
+
+settings = stream_settings(load_config(sys.argv[1]))
+records = [m.json() for m in read_topic(settings.kafka, settings.kafka.topics["audit"], idle_s=2)]
+dead = read_topic(settings.kafka, settings.kafka.topics["dead_letters"], idle_s=1)
+print(audit_records(records).render(), f"; dead letters: {len(dead)}")
+PYEOF
