@@ -21,6 +21,7 @@ flink:
   state_backend: hashmap          # hashmap | rocksdb
   out_of_orderness: 0ms           # bounded out-of-orderness of event time
   readback_idleness: 1s           # the release read-back is idle (holds no watermark) after this
+  source_idleness: 5s             # kafka.event_time: kafka only: a quiet partition stops holding event time
   bundle_size: 1000               # process mode: python.fn-execution.bundle.size
   bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
   decisions_kept: 10000           # slots of decisions kept in broadcast state
@@ -84,6 +85,7 @@ class FlinkSettings:
     state_backend: str = "hashmap"
     out_of_orderness_ms: int = 0
     readback_idleness_ms: int = 1000
+    source_idleness_ms: int = 5000
     bundle_size: int = 1000
     bundle_time_ms: int = 100
     decisions_kept: int = 10_000
@@ -164,7 +166,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
-                                   "state_backend", "out_of_orderness", "readback_idleness", "bundle_size",
+                                   "state_backend", "out_of_orderness", "readback_idleness", "source_idleness", "bundle_size",
                                    "bundle_time", "decisions_kept"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
@@ -179,6 +181,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         state_backend=_str(f, "flink", "state_backend", "hashmap", ("hashmap", "rocksdb")),
         out_of_orderness_ms=_duration(f, "flink", "out_of_orderness", 0, allow_zero=True),
         readback_idleness_ms=_duration(f, "flink", "readback_idleness", 1000),
+        source_idleness_ms=_duration(f, "flink", "source_idleness", 5000),
         bundle_size=_int(f, "flink", "bundle_size", 1000),
         bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
         decisions_kept=_int(f, "flink", "decisions_kept", 10_000),

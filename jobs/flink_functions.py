@@ -45,9 +45,7 @@ from pwevent.state.spend_log import ledger_record, member_record, spend_record
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 AUDIT = OutputTag("audit", Types.STRING())
 DECISIONS = MapStateDescriptor("decisions", Types.LONG(), Types.STRING())
-#: Timestamp given to read-back releases: their watermark never holds the ledgers' event time back.
-FAR_FUTURE_MS = 2**62
-#: A watermark at or above this is the end of input (or the read-back's), not a slot end.
+#: A watermark at or above this is the end of a bounded input, not a slot end: no more slot timers.
 END_OF_TIME_MS = 2**61
 #: Field name no record carries: `kafka.event_time: kafka` makes parse_event use the record timestamp.
 _KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
@@ -149,11 +147,6 @@ class EventTime(TimestampAssigner):
         return int(value[2])
 
 
-class FarFuture(TimestampAssigner):
-    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
-        return FAR_FUTURE_MS
-
-
 class UserLedger(KeyedBroadcastProcessFunction):
     """One user's ledger, keyed by user id (docs/streaming.md, UserLedger).
 
@@ -166,15 +159,21 @@ class UserLedger(KeyedBroadcastProcessFunction):
         self.decisions_kept = decisions_kept
 
     def open(self, runtime_context: Any) -> None:
+        # Two states: the small per-user bookkeeping every event touches, and the ledger (its spend
+        # history, up to the window or the configured cap) that only the slot timer reads and writes.
         self.state = runtime_context.get_state(ValueStateDescriptor("user", Types.PICKLED_BYTE_ARRAY()))
+        self.ledger_state = runtime_context.get_state(ValueStateDescriptor("ledger", Types.PICKLED_BYTE_ARRAY()))
         self.clock = self.config.clock
         self.spec = self.config.mechanism_spec()
         # The replay's rules object: requirement checks and ledger construction (no randomness used).
+        # Decoded ledgers of this instance's users, so a timer skips the decode (the state, written on
+        # every timer, stays the source of truth: a restarted operator starts with an empty cache).
+        self._ledgers: dict[str, Any] = {}
         self.rules = Engine(self.spec, self.config.domain.d, None, self.config.caps.max_w)  # type: ignore[arg-type]
 
     def _load(self) -> dict[str, Any]:
         st = self.state.value()
-        return st if st is not None else {"ledger": None, "declared": None, "cells": {}, "orphans": [],
+        return st if st is not None else {"registered": False, "declared": None, "cells": {}, "orphans": [],
                                           "reqs": [], "charged": {}}
 
     def _timer(self, ctx: Any, slot: int) -> None:
@@ -193,7 +192,7 @@ class UserLedger(KeyedBroadcastProcessFunction):
         if kind == "r":
             st["reqs"].append((slot, order, payload, position, original))
             self._timer(ctx, slot)
-        elif st["ledger"] is not None:
+        elif st["registered"]:
             best = st["cells"].get(slot)
             if best is None or order > best[0]:
                 st["cells"][slot] = (order, payload)
@@ -249,7 +248,11 @@ class UserLedger(KeyedBroadcastProcessFunction):
         slot = self.clock.slot_of(timestamp)
         user = ctx.get_current_key()
         st = self._load()
-        ledger = ledger_from_bytes(st["ledger"]) if st["ledger"] is not None else None
+        ledger = None
+        if st["registered"]:
+            ledger = self._ledgers.get(user)
+            if ledger is None:  # first timer of this user since the operator (re)started
+                ledger = ledger_from_bytes(self.ledger_state.value())
         if ledger is not None and st["charged"]:
             decisions = ctx.get_broadcast_state(DECISIONS)
             for done in sorted(st["charged"]):
@@ -289,7 +292,10 @@ class UserLedger(KeyedBroadcastProcessFunction):
             yield slot, user, -1 if best is None else int(best[1]), budget.eps1, budget.eps2, budget.border
             if ctx.timer_service().current_watermark() < END_OF_TIME_MS:
                 self._timer(ctx, slot + 1)
-        st["ledger"] = ledger.to_bytes() if ledger is not None else None
+        if ledger is not None:
+            self._ledgers[user] = ledger
+            self.ledger_state.update(ledger.to_bytes())
+            st["registered"] = True
         self.state.update(st)
 
 

@@ -72,8 +72,9 @@ def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
     return options
 
 
-def source_ddl(name: str, topic: str, role: str, settings: StreamSettings) -> str:
-    """A Kafka source table: the raw value plus partition, offset and record timestamp."""
+def source_ddl(name: str, topic: str, role: str, settings: StreamSettings, watermark_ms: int | None = None) -> str:
+    """A Kafka source table: the raw value plus partition, offset and record timestamp; with
+    `watermark_ms`, the record timestamp is the rowtime with that bounded out-of-orderness."""
     options = _kafka_options(settings, topic)
     options.update({
         "properties.group.id": f"{settings.kafka.group_id}-{role}",
@@ -83,8 +84,9 @@ def source_ddl(name: str, topic: str, role: str, settings: StreamSettings) -> st
     })
     return (
         f"CREATE TEMPORARY TABLE `{name}` (`value` BYTES, `partition` INT METADATA VIRTUAL, "
-        f"`offset` BIGINT METADATA VIRTUAL, `ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL) "
-        f"WITH ({_with(options)})"
+        f"`offset` BIGINT METADATA VIRTUAL, `ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL"
+        + ("" if watermark_ms is None else f", WATERMARK FOR `ts` AS `ts` - INTERVAL '{watermark_ms / 1000:.3f}' SECOND")
+        + f") WITH ({_with(options)})"
     )
 
 
@@ -150,32 +152,40 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     from pwevent.jobs import flink_functions as fn
 
     topics = settings.kafka.topics
+    kafka_time = settings.kafka.event_time == "kafka"
     for role in ("events", "requirements", "releases"):
-        t_env.execute_sql(source_ddl(f"src_{role}", topics[role], role, settings))
+        watermark = settings.flink.out_of_orderness_ms if role != "releases" and kafka_time else None
+        t_env.execute_sql(source_ddl(f"src_{role}", topics[role], role, settings, watermark))
     t_env.execute_sql(sink_ddl("sink_releases", topics["releases"], "releases", True, settings))
     t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", False, settings))
     t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
 
     picked = Types.PICKLED_BYTE_ARRAY()
     kafka_time = settings.kafka.event_time == "kafka"
+    if kafka_time:  # watermarks from the Kafka sources (per partition), idle partitions skipped
+        t_env.get_config().set("table.exec.source.idle-timeout", f"{settings.flink.source_idleness_ms} ms")
     parsed = {}
     for role in ("events", "requirements"):
         rows = t_env.to_data_stream(t_env.from_path(f"src_{role}"))
         parsed[role] = rows.process(fn.ParseRecords(config, role, topics[role], kafka_time), output_type=picked) \
             .uid(f"parse-{role}").name(f"parse {role}")
-    timed = parsed["events"].union(parsed["requirements"]).assign_timestamps_and_watermarks(
-        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(settings.flink.out_of_orderness_ms))
-        .with_timestamp_assigner(fn.EventTime())
-    ).uid("event-time").name("event time")
+    timed = parsed["events"].union(parsed["requirements"])
+    if not kafka_time:  # event time from a JSON field: a Python assigner after parsing (per subtask)
+        timed = timed.assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(settings.flink.out_of_orderness_ms))
+            .with_timestamp_assigner(fn.EventTime())
+        ).uid("event-time").name("event time")
 
     readback_rows = t_env.to_data_stream(t_env.from_path("src_releases"))
     decisions = readback_rows.process(fn.ParseDecision(topics["releases"]), output_type=picked) \
         .uid("parse-decisions").name("parse read-back releases")
+    # The read-back must never hold the ledgers' event time back (there are no releases before the
+    # first slot closes) nor push it forward: no watermarks at all, and idle after a short timeout,
+    # so the two-input UserLedger follows the input watermark alone. It never turns active again:
+    # only an emitted watermark would, and this strategy emits none.
     decisions_timed = decisions.assign_timestamps_and_watermarks(
-        WatermarkStrategy.for_monotonous_timestamps()
-        .with_idleness(Duration.of_millis(settings.flink.readback_idleness_ms))
-        .with_timestamp_assigner(fn.FarFuture())
-    ).uid("readback-time").name("read-back time (never holds the watermark)")
+        WatermarkStrategy.no_watermarks().with_idleness(Duration.of_millis(settings.flink.readback_idleness_ms))
+    ).uid("readback-time").name("read-back (idle, no watermarks)")
 
     ledger_out = timed.key_by(lambda r: r[1], key_type=Types.STRING()) \
         .connect(decisions_timed.broadcast(fn.DECISIONS)) \

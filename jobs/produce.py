@@ -56,8 +56,10 @@ def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[
 def produce_files(
     kafka: KafkaSettings, config: Config, events_path: str, requirements_path: str, pace_s: float,
     on_slot: Callable[[int, float], None] | None = None, first_slot: int = 1, last_slot: int | None = None,
+    before_slot: Callable[[int, float], None] | None = None,
 ) -> int:
-    """Send the files slot by slot; returns the number of messages sent. `on_slot(slot, sent_at)`."""
+    """Send the files slot by slot; returns the number of messages sent. `before_slot(slot, time)` runs
+    before a slot's first message, `on_slot(slot, time)` once its messages are flushed."""
     requirements = _slots(requirements_path, config.requirements.user, config.requirements.time, config)
     events = _slots(events_path, config.events.user, config.events.time, config)
     top = max([*requirements, *events], default=0) if last_slot is None else last_slot
@@ -66,6 +68,8 @@ def produce_files(
     next_at = time.monotonic()
     try:
         for slot in range(first_slot, top + 1):
+            if before_slot:
+                before_slot(slot, time.time())
             for topic, lines in ((kafka.topics["requirements"], requirements.get(slot, [])),
                                  (kafka.topics["events"], events.get(slot, []))):
                 for value, key, stamp in lines:

@@ -82,16 +82,22 @@ def weighted_spend(spend_log: list[dict[str, Any]]) -> dict[int, tuple[float, fl
     return {slot: (a, b) for slot, (a, b) in totals.items()}
 
 
-@pytest.mark.parametrize("mechanism", ["PBD", "PBA", "DPBD", "DPBA"])
-def test_job_equals_replay(streaming_job: Any, tmp_path: Path, mechanism: str) -> None:
+KAFKA_TIME = {"kafka": {"event_time": "kafka"}, "flink": {"source_idleness": "500ms"}}
+
+
+@pytest.mark.parametrize(("mechanism", "extra"), [
+    ("PBD", None), ("PBA", None), ("DPBD", None), ("DPBA", None), ("DPBA", KAFKA_TIME),
+], ids=["PBD", "PBA", "DPBD", "DPBA", "DPBA-kafka-time"])
+def test_job_equals_replay(streaming_job: Any, tmp_path: Path, mechanism: str, extra: Any) -> None:
     """End to end, and the same implementation: the job's releases equal the replay's, slot by slot.
 
     Dynamic mechanisms get requirement changes every 4 slots (3 requirement types) plus one
     infeasible backward requirement: ledgers (spend log) and dead letters must agree with the replay.
+    The last case takes event time from the Kafka record timestamps (source watermarks, idleness).
     """
     dynamic = mechanism.startswith("D")
     slots = 14
-    job: StreamingJob = streaming_job(mechanism)
+    job: StreamingJob = streaming_job(mechanism, extra)
     events, requirements = generate(job.folder, users=40, slots=slots + 2, dynamic=dynamic)
     if dynamic:  # user u0 declares a backward budget below what its window already spent
         with open(requirements, "a") as handle:
