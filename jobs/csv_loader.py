@@ -75,10 +75,13 @@ def _column(header: list[str], name: str) -> int:
     return header.index(name)
 
 
-def read_events(lines: Iterable[str], columns: Columns, name: str, time_format: str | None = None) -> EventTable:
+def read_events(
+    lines: Iterable[str], columns: Columns, name: str, time_format: str | None = None, delimiter: str = ","
+) -> EventTable:
     """Parse CSV text (header first). `time_format`: a strptime pattern for times that are neither
-    ISO-8601 nor epoch ms (for example '%a %b %d %H:%M:%S %z %Y'); without it parse_time_ms is used."""
-    reader = csv.reader(lines)
+    ISO-8601 nor epoch ms (for example '%a %b %d %H:%M:%S %z %Y'); without it parse_time_ms is used.
+    `delimiter`: ',' by default, '\t' for tab-separated files."""
+    reader = csv.reader(lines, delimiter=delimiter)
     header = next(reader)
     iu, it = _column(header, columns.user), _column(header, columns.time)
     spatial = columns.value is None
@@ -118,7 +121,9 @@ def read_events(lines: Iterable[str], columns: Columns, name: str, time_format: 
     )
 
 
-def load_csv(path: str | Path, columns: Columns, time_format: str | None = None) -> EventTable:
+def load_csv(
+    path: str | Path, columns: Columns, time_format: str | None = None, delimiter: str = ","
+) -> EventTable:
     """Read a CSV file into an EventTable named after the file."""
-    with Path(path).open(encoding="utf-8", newline="") as handle:
-        return read_events(handle, columns, Path(path).stem, time_format)
+    with Path(path).open(encoding="utf-8", errors="replace", newline="") as handle:
+        return read_events(handle, columns, Path(path).stem, time_format, delimiter)

@@ -68,15 +68,14 @@ class FamilySelector:
 
 @dataclass(frozen=True)
 class SpendingRule:
-    """Even spending (Uniform: E/w every slot) or bursts (Sample: E every w slots), chosen from the
-    first two Sample publications (slots 1 and w+1).
+    """Even spending (Uniform: E/w every slot) or bursts (Sample: E every w slots), chosen once from
+    the first two Sample publications (slots 1 and w+1).
 
     With the stream drifting by about Q per slot (random-walk scale), Sample's stale releases cost
-    about w Q / 2 per cell on average, and a filtered Uniform about sqrt(Q R_u), with R_u the public
-    noise variance of one Uniform slot. Uniform wins when Q > 4 R_u / w^2. Q is estimated from the
-    two publications alone: Q ~ (mean_j (r_{w+1}[j] - r_1[j])^2 - 2 R_s) / w, R_s their announced
-    variance. Choosing at slot w+1 costs nothing: Sample repeats its release until 2w, and Uniform
-    starts at 2w+1, after the last window holding Sample's spend has closed.
+    about w Q / 2 per cell on average, and a filtered Uniform about sqrt(Q R_u), R_u the public noise
+    variance of one Uniform slot: even spending wins when Q > margin * 4 R_u / w^2 (margin 1 by
+    default). Q is estimated from releases only: from two Sample publications w slots apart,
+    E[(r2 - r1)^2] ~ 2 R_s + w Q per cell (R_s their announced variance).
     """
 
     margin: float = 1.0
@@ -85,13 +84,19 @@ class SpendingRule:
         if not self.margin > 0:
             raise ValueError(f"margin must be positive, got {self.margin}")
 
-    def drift(self, first: np.ndarray, second: np.ndarray, sample_variance: float, w: int) -> float:
-        """Estimated per-slot drift variance Q from two publications w slots apart (clipped at 0)."""
+    @staticmethod
+    def drift(first: np.ndarray, second: np.ndarray, noise: float, w: int) -> float:
+        """Per-slot drift variance Q from two estimates w slots apart whose difference carries
+        `noise` of variance per cell (clipped at 0)."""
         diff = np.asarray(second, dtype=float) - np.asarray(first, dtype=float)
-        return max(float(np.mean(diff**2)) - 2.0 * sample_variance, 0.0) / w
+        return max(float(np.mean(diff**2)) - noise, 0.0) / w
 
-    def choose(self, first: np.ndarray, second: np.ndarray, sample_variance: float, uniform_variance: float,
-               w: int) -> str:
-        """'Uniform' when the estimated drift makes even spending cheaper, else 'Sample'."""
-        q = self.drift(first, second, sample_variance, w)
-        return EVEN if q > self.margin * 4.0 * uniform_variance / w**2 else BURST
+    def choose(self, drift: float, uniform_variance: float, w: int) -> str:
+        """'Uniform' when a drift Q makes even spending cheaper, else 'Sample'."""
+        return EVEN if drift > self.margin * 4.0 * uniform_variance / w**2 else BURST
+
+    def from_publications(
+        self, first: np.ndarray, second: np.ndarray, sample_variance: float, uniform_variance: float, w: int
+    ) -> str:
+        """The choice from two consecutive Sample publications (w slots apart)."""
+        return self.choose(self.drift(first, second, 2.0 * sample_variance, w), uniform_variance, w)

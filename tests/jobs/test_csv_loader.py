@@ -43,6 +43,13 @@ def test_custom_time_format_and_file(tmp_path):
     assert t.name == "e" and t.time_ms[0] == np.datetime64("2024-02-01T10:00", "ms").astype(np.int64)
 
 
+def test_tab_separated_original_foursquare_layout(tmp_path):
+    path = tmp_path / "nyc.tsv"
+    path.write_text("user\tcat\ttime\n470\tBar\tTue Apr 03 18:00:09 +0000 2012\n")
+    t = load_csv(path, Columns("user", "time", value="cat"), time_format="%a %b %d %H:%M:%S %z %Y", delimiter="\t")
+    assert t.time_ms[0] == np.datetime64("2012-04-03T18:00:09", "ms").astype(np.int64)
+
+
 def test_errors_name_the_column_or_line():
     with pytest.raises(ValueError, match="'nope'"):
         read_events(io.StringIO(CSV), Columns("nope", "when", value="kind"), "x")

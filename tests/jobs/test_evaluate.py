@@ -8,7 +8,6 @@ import pytest
 from pwevent.jobs.cli import build_parser, main
 from pwevent.jobs.evaluate import (
     GridSpec,
-    Interval,
     Task,
     dataset_of,
     grid_command,
@@ -18,6 +17,7 @@ from pwevent.jobs.evaluate import (
     run_grid,
     run_mechanism,
 )
+from pwevent.jobs.evaluation_report import Interval
 from pwevent.state.spend import Kind
 
 TINY = GridSpec(datasets=("Sin",), epsilons=(0.6, 1.0), windows=(40, 120), ratios=(0.5,), reps=2, users=300,

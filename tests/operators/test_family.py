@@ -23,12 +23,13 @@ def test_family_selector_uses_the_pilot_publication_rate():
 def test_spending_rule_drift_and_choice():
     rule = SpendingRule()
     first = np.array([1000.0, 0.0])
-    assert rule.drift(first, first, 5.0, 100) == 0.0
+    assert rule.drift(first, first, 10.0, 100) == 0.0
     # uniform variance 80000, w 120: Uniform needs Q > 4 * 80000 / 120^2 ~ 22.2 per slot.
     moved = first + np.array([300.0, -300.0])  # mean square 90000 over 120 slots -> Q ~ 750
-    assert rule.choose(first, moved, 5.0, 80_000.0, 120) == "Uniform"
+    assert rule.from_publications(first, moved, 5.0, 80_000.0, 120) == "Uniform"
     still = first + np.array([2.0, -1.0])
-    assert rule.choose(first, still, 5.0, 80_000.0, 120) == "Sample"
+    assert rule.from_publications(first, still, 5.0, 80_000.0, 120) == "Sample"
+    assert rule.choose(23.0, 80_000.0, 120) == "Uniform" and rule.choose(22.0, 80_000.0, 120) == "Sample"
 
 
 def test_rules_are_validated():
