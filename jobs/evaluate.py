@@ -263,7 +263,8 @@ def smooth(released: Released, d: int) -> np.ndarray:
 def run_task(task: Task) -> list[Run]:
     """Every mechanism of the grid on one task's data, raw and post-processed."""
     dataset = dataset_of(task)
-    data = [(np.asarray(u), np.asarray(v)) for u, v in dataset.slot_values()]
+    cells = np.int8 if dataset.d <= 127 else np.int32  # values are held for all slots: keep them small
+    data = [(np.asarray(u), np.asarray(v, dtype=cells)) for u, v in dataset.slot_values()]
     truth = np.array([np.bincount(v, minlength=dataset.d) for _, v in data], dtype=float)
     rows = []
     for name in task.grid.mechanisms:
@@ -345,6 +346,7 @@ def evaluate(grid: GridSpec, out: Path, command: str, quiet: bool = False) -> tu
     started = time.monotonic()
     runs = write_csv(run_grid(grid, None if quiet else progress_bar("evaluate")), out / "runs.csv")
     seconds = time.monotonic() - started
+    (out / "wall_seconds.txt").write_text(f"{seconds:.1f}\n", encoding="utf-8")
     summary = out / "summary.md"
     summary.write_text(summary_markdown(runs, grid, command, seconds), encoding="utf-8")
     return out / "runs.csv", summary, plot(runs, grid, out)
@@ -391,8 +393,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     command = grid_command(grid, args.out)
     if args.replot:
         runs = read_csv(Path(args.out) / "runs.csv")
+        wall = Path(args.out) / "wall_seconds.txt"
+        seconds = float(wall.read_text()) if wall.is_file() else None
         summary = Path(args.out) / "summary.md"
-        summary.write_text(summary_markdown(runs, grid, command, None), encoding="utf-8")
+        summary.write_text(summary_markdown(runs, grid, command, seconds), encoding="utf-8")
         plots = plot(runs, grid, Path(args.out))
     else:
         _, summary, plots = evaluate(grid, Path(args.out), command, args.quiet)

@@ -16,6 +16,8 @@ from pwevent.operators.policies import MECHANISMS
 if TYPE_CHECKING:
     from pwevent.jobs.evaluate import GridSpec, Run
 
+DEFAULT = "Adaptive+KF"
+FILTERED_PLOTTED = ("Adaptive+KF", "Uniform+KF", "PBA+KF", "BA+KF")
 T_975 = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
          15: 2.131, 20: 2.086, 30: 2.042}
 
@@ -87,8 +89,9 @@ def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: flo
         lines.append(f"| {a}/{b} | " + " | ".join(cells) + " |")
     lines += ["", "## Post-processing and the best raw mechanism", "",
               "best raw = the paper mechanism or baseline with the lowest mean MSE at the defaults; "
-              "gain = MSE(best raw) / MSE(X+KF), paired per repetition.", ""]
-    lines += ["| dataset | best raw | its MSE | best +KF | its MSE | gain |", "|---|---|---|---|---|---|"]
+              f"gain = MSE(best raw) / MSE(X+KF), paired per repetition; the project default is {DEFAULT}.", ""]
+    lines += ["| dataset | best raw | its MSE | best +KF | its MSE | gain | default's MSE | default's gain |",
+              "|---|---|---|---|---|---|---|---|"]
     raw = [m for m in grid.mechanisms if m in MECHANISMS]
     for d in datasets:
         means = {m: np.mean([r.mse for r in base[d][m].values()]) for m in raw if base[d].get(m)}
@@ -98,7 +101,13 @@ def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: flo
             continue
         best, best_kf = min(means, key=means.__getitem__), min(kf, key=kf.__getitem__)
         gain = paired_ratio(base[d][best], base[d][f"{best_kf}+KF"])
-        lines.append(f"| {d} | {best} | {means[best]:,.1f} | {best_kf}+KF | {kf[best_kf]:,.1f} | {gain.render(2)} |")
+        row = f"| {d} | {best} | {means[best]:,.1f} | {best_kf}+KF | {kf[best_kf]:,.1f} | {gain.render(2)} |"
+        if base[d].get(DEFAULT):
+            default = Interval.of([r.mse for r in base[d][DEFAULT].values()])
+            row += f" {default.render(1)} | {paired_ratio(base[d][best], base[d][DEFAULT]).render(2)} |"
+        else:
+            row += " - | - |"
+        lines.append(row)
     lines += ["", "## Other metrics at the defaults (means)", "",
               "| dataset | mechanism | MSE | MAE | MRE | AJSD | publications | s/run | note |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -150,7 +159,8 @@ def _sweep_table(runs: list[Run], dataset: str, sweep: str, param: str, labels: 
 
 
 def plot(runs: list[Run], grid: GridSpec, out: Path) -> list[Path]:
-    """Paper-style plots: MSE (log scale) vs E, vs w, vs o per dataset; dashed = with Kalman."""
+    """Paper-style plots: MSE (log scale) vs E, vs w, vs o per dataset; solid = raw, dashed = with
+    Kalman (only for FILTERED_PLOTTED, to keep the figure readable; every value is in the summary)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -166,6 +176,8 @@ def plot(runs: list[Run], grid: GridSpec, out: Path) -> list[Path]:
             fig, ax = plt.subplots(figsize=(6, 4))
             for i, name in enumerate(grid.mechanisms):
                 for label, style in ((name, "-"), (f"{name}+KF", "--")):
+                    if style == "--" and label not in FILTERED_PLOTTED:
+                        continue
                     if label not in values:
                         continue
                     xs = sorted(values[label])
