@@ -157,7 +157,8 @@ def main() -> int:
                   f"target <= 2 x {interval_s:g}s + 1s = {2 * interval_s + 1:.1f}s")
         print(f"settings: execution mode {args.execution_mode}, parallelism 1, bundle size {args.bundle_size}, "
               f"bundle time {args.bundle_time}, checkpoint interval {args.checkpoint_interval}, state backend "
-              f"{args.state_backend}, event time from {args.event_time}, exactly-once Kafka sinks, read_committed read-back")
+              f"{args.state_backend}, event time from {args.event_time}, exactly-once Kafka sinks, "
+              "read_committed read-back")
     finally:
         stop.set()
         if job.poll() is None:

@@ -142,7 +142,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
     raw_topics = k.get("topics", {}) or {}
     if not isinstance(raw_topics, dict):
         raise ConfigError("kafka.topics must be a mapping")
-    for role, name in raw_topics.items():
+    for role in raw_topics:
         if role not in TOPIC_ROLES:
             raise ConfigError(f"unknown key kafka.topics.{role} (allowed: {', '.join(TOPIC_ROLES)})")
         topics[role] = _str(raw_topics, "kafka.topics", role, "")
@@ -166,7 +166,8 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
-                                   "state_backend", "out_of_orderness", "readback_idleness", "source_idleness", "bundle_size",
+                                   "state_backend", "out_of_orderness", "readback_idleness", "source_idleness",
+                                   "bundle_size",
                                    "bundle_time", "decisions_kept"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:

@@ -86,6 +86,7 @@ class ParseRecords(ProcessFunction):
         position = _position(self.topic, row)
         record_ms = _epoch_ms(row[3])
         config = self.config
+        payload: Any
         try:
             if self.source == "events":
                 event = parse_event(raw, self.fields, config.domain, record_ms)
@@ -233,7 +234,9 @@ class UserLedger(KeyedBroadcastProcessFunction):
                 ))
                 return ledger
         except InvalidRequirementError as err:
-            yield DEAD_LETTERS, _json(reject_record("requirements", position, Reason.INVALID_REQUIREMENT, str(err), original))
+            yield DEAD_LETTERS, _json(
+                reject_record("requirements", position, Reason.INVALID_REQUIREMENT, str(err), original)
+            )
             return ledger
         st["declared"] = requirement
         return ledger

@@ -85,7 +85,8 @@ def source_ddl(name: str, topic: str, role: str, settings: StreamSettings, water
     return (
         f"CREATE TEMPORARY TABLE `{name}` (`value` BYTES, `partition` INT METADATA VIRTUAL, "
         f"`offset` BIGINT METADATA VIRTUAL, `ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL"
-        + ("" if watermark_ms is None else f", WATERMARK FOR `ts` AS `ts` - INTERVAL '{watermark_ms / 1000:.3f}' SECOND")
+        + ("" if watermark_ms is None
+           else f", WATERMARK FOR `ts` AS `ts` - INTERVAL '{watermark_ms / 1000:.3f}' SECOND")
         + f") WITH ({_with(options)})"
     )
 
@@ -271,10 +272,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
 
-    env = StreamExecutionEnvironment.get_execution_environment()
+    conf = Configuration()
+    for key, value in flink_configuration(settings, None).items():
+        if not key.startswith(("python.executable", "python.client.executable", "pipeline.jars")):
+            conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
     t_env = StreamTableEnvironment.create(env)
     build_pipeline(env, t_env, config, settings, None)
     env.execute(f"pwevent {config.mechanism}")

@@ -51,7 +51,9 @@ def consumer(kafka: KafkaSettings, **overrides: Any) -> KafkaConsumer:
     return KafkaConsumer(**options)
 
 
-def follow(kafka: KafkaSettings, topic: str, from_beginning: bool = True, poll_ms: int = 200) -> Iterator[Message | None]:
+def follow(
+    kafka: KafkaSettings, topic: str, from_beginning: bool = True, poll_ms: int = 200
+) -> Iterator[Message | None]:
     """Committed messages of `topic` as they arrive; yields None after each empty poll."""
     client = consumer(kafka)
     try:

@@ -61,7 +61,8 @@ class StreamingJob:
     def __init__(self, bootstrap: str, folder: Path, mechanism: str, extra: dict[str, Any] | None = None) -> None:
         self.folder = folder
         name = f"t{uuid.uuid4().hex[:8]}"
-        self.topics = {role: f"{name}.{role}" for role in ("events", "requirements", "releases", "dead_letters", "audit")}
+        roles = ("events", "requirements", "releases", "dead_letters", "audit")
+        self.topics = {role: f"{name}.{role}" for role in roles}
         raw: dict[str, Any] = {
             "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
             "noise": "numpy-fast", "caps": {"max_w": 200},
@@ -76,8 +77,7 @@ class StreamingJob:
         self.config = load_config(str(self.config_path))
         self.kafka = stream_settings(self.config, str(folder)).kafka
         create = _create_topics_module().create_topics
-        outcome = create(bootstrap, {self.topics["events"]: 2, **{self.topics[r]: 1 for r in
-                                                                   ("requirements", "releases", "dead_letters", "audit")}})
+        outcome = create(bootstrap, {self.topics["events"]: 2, **{self.topics[r]: 1 for r in roles[1:]}})
         assert set(outcome.values()) == {"created"}, outcome
         self.process: subprocess.Popen[bytes] | None = None
         self.runs = 0
