@@ -299,6 +299,9 @@ class UserLedger(KeyedBroadcastProcessFunction):
             self._ledgers[user] = ledger
             self.ledger_state.update(ledger.to_bytes())
             st["registered"] = True
+        elif not st["reqs"] and not st["orphans"]:
+            self.state.clear()  # an unknown user with nothing pending leaves no state behind
+            return
         self.state.update(st)
 
 

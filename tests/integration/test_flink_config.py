@@ -1,0 +1,50 @@
+"""The streaming job's configuration sections and the SQL it derives from them (no broker needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pwevent.jobs.config import ConfigError, parse_config
+from pwevent.jobs.flink_config import stream_settings
+from pwevent.jobs.flink_job import sink_ddl, source_ddl
+
+BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
+
+
+def settings(**sections):
+    return stream_settings(parse_config({**BASE, **sections}), "/tmp/base")
+
+
+def test_defaults_and_relative_checkpoint_dir() -> None:
+    s = settings(kafka={"bootstrap": "127.0.0.1:1"}, flink={"checkpoint_dir": "ck", "checkpoint_interval": "250ms"})
+    assert s.flink.checkpoint_dir == "/tmp/base/ck"
+    assert s.flink.checkpoint_interval_ms == 250
+    assert s.flink.execution_mode == "thread" and s.flink.state_backend == "hashmap"
+    assert s.kafka.topics["releases"] == "pwevent.releases"
+    assert s.kafka.transaction_timeout_ms == 600_000
+
+
+@pytest.mark.parametrize(("sections", "message"), [
+    ({"kafka": {"nope": 1}}, "kafka.nope"),
+    ({"kafka": {"topics": {"evnts": "x"}}}, "kafka.topics.evnts"),
+    ({"kafka": {"event_time": "wall"}}, "kafka.event_time"),
+    ({"kafka": {"transaction_timeout": "20m"}}, "transaction.max.timeout.ms"),
+    ({"flink": {"state_backend": "memory"}}, "flink.state_backend"),
+    ({"flink": {"parallelism": 0}}, "flink.parallelism"),
+    ({"flink": {"checkpoint_interval": "soon"}}, "flink.checkpoint_interval"),
+])
+def test_errors_name_the_key(sections, message) -> None:
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        settings(**sections)
+
+
+def test_security_properties_reach_every_table() -> None:
+    s = settings(kafka={"bootstrap": "127.0.0.1:1", "properties": {"security.protocol": "SASL_SSL",
+                                                                  "sasl.jaas.config": "x password='p';"}})
+    for ddl in (source_ddl("a", "t", "events", s), sink_ddl("b", "t", "releases", True, s)):
+        assert "'properties.security.protocol' = 'SASL_SSL'" in ddl
+        assert "'properties.sasl.jaas.config' = 'x password=''p'';'" in ddl  # quotes escaped
+    assert "'properties.isolation.level' = 'read_committed'" in source_ddl("a", "t", "releases", s)
+    keyed = sink_ddl("b", "t", "releases", True, s)
+    assert "'sink.delivery-guarantee' = 'exactly-once'" in keyed and "'key.fields' = 'k'" in keyed
+    assert "'properties.transaction.timeout.ms' = '600000'" in keyed
