@@ -84,14 +84,34 @@ def follow(
 
 
 def read_topic(kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0) -> list[Message]:
-    """Every committed message of `topic` now, stopping after `idle_s` without a new one."""
+    """Every committed message of `topic` up to its current end (the last stable offset, for
+    read_committed), waiting at most `max_s`; `idle_s` bounds the wait for a topic still being filled."""
+    client = consumer(kafka)
     out: list[Message] = []
-    start = last = time.monotonic()
-    for message in follow(kafka, topic):
-        now = time.monotonic()
-        if message is not None:
-            out.append(message)
-            last = now
-        elif now - last >= idle_s or now - start >= max_s:
-            break
+    try:
+        deadline = time.monotonic() + max_s
+        partitions = client.partitions_for_topic(topic)
+        while not partitions and time.monotonic() < deadline:
+            time.sleep(0.2)
+            partitions = client.partitions_for_topic(topic)
+        if not partitions:
+            raise RuntimeError(f"topic {topic} does not exist")
+        assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+        client.assign(assigned)
+        client.seek_to_beginning(*assigned)
+        end = client.end_offsets(assigned)
+        last = time.monotonic()
+        while time.monotonic() < deadline:
+            if all(client.position(tp) >= end[tp] for tp in assigned):
+                break
+            batch = client.poll(timeout_ms=200)
+            for records in batch.values():
+                for r in records:
+                    out.append(Message(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp))
+            if batch:
+                last = time.monotonic()
+            elif time.monotonic() - last > max(idle_s, 10.0):
+                break  # positions stuck below the end: give up after a long quiet spell
+    finally:
+        client.close()
     return out

@@ -1,13 +1,18 @@
 """Create the pwevent Kafka topics; safe to re-run (existing topics are left as they are).
 
 Usage: .venv/bin/python deploy/local/create-topics.py [--bootstrap HOST:PORT] [--<role>-topic NAME]
-       [--<role>-partitions N] [--replication-factor N]
+       [--<role>-partitions N] [--replication-factor N] [--retention-ms MS] [--config KEY=VALUE ...]
 
 Roles and defaults: events (pwevent.events, 2 partitions), requirements (pwevent.requirements, 1),
 releases (pwevent.releases, 1), dead-letters (pwevent.dead-letters, 1), audit (pwevent.audit, 1).
 The bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to the file written by
 `deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap). Needs kafka-python >= 3.0.
 Exit status: 0 when every topic exists afterwards, 1 otherwise.
+
+Retention: the producer stamps each record with its event time, and Kafka's time retention judges a
+segment by its largest record timestamp, so a replayed dataset from 2024 would be deleted by the
+broker's default 7-day retention within minutes (seen: input records vanished under a running job).
+Local topics therefore default to retention.ms=-1 (keep); set --retention-ms for real deployments.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                             help=f"default {partitions}")
     parser.add_argument("--replication-factor", type=int, default=1, metavar="N", help="default 1")
     parser.add_argument("--timeout-ms", type=int, default=30000, metavar="MS", help="default 30000")
+    parser.add_argument("--retention-ms", type=int, default=-1, metavar="MS",
+                        help="retention.ms of new topics (default -1: keep; see above)")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra topic configuration for new topics (repeatable)")
     args = parser.parse_args(argv)
     args.bootstrap = args.bootstrap or default_bootstrap()
     if not args.bootstrap:
@@ -66,12 +75,14 @@ def wanted_topics(args: argparse.Namespace) -> dict[str, int]:
 
 
 def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: int = 1,
-                  timeout_ms: int = 30000) -> dict[str, str]:
-    """Create the missing topics; returns topic -> 'created' | 'exists' | error text."""
+                  timeout_ms: int = 30000, configs: dict[str, str] | None = None) -> dict[str, str]:
+    """Create the missing topics; returns topic -> 'created' | 'exists' | error text.
+    `configs` (topic configuration of new topics) defaults to {"retention.ms": "-1"} (see above)."""
+    configs = {"retention.ms": "-1"} if configs is None else configs
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pwevent-create-topics",
                              request_timeout_ms=timeout_ms)
     try:
-        request = {name: {"num_partitions": n, "replication_factor": replication_factor}
+        request = {name: {"num_partitions": n, "replication_factor": replication_factor, "configs": dict(configs)}
                    for name, n in topics.items()}
         response = admin.create_topics(request, timeout_ms=timeout_ms, raise_errors=False)
         outcome: dict[str, str] = {}
@@ -94,7 +105,14 @@ def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: in
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     topics = wanted_topics(args)
-    outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms)
+    configs = {"retention.ms": str(args.retention_ms)}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"create-topics: --config needs KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        configs[key] = value
+    outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms, configs)
     ok = True
     for name, partitions in topics.items():
         state = outcome.get(name, "no answer from the broker")
