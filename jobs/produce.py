@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pwevent.jobs.config import Config, load_config
-from pwevent.jobs.files import write_synthetic
+from pwevent.jobs.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.flink_config import KafkaSettings, stream_settings
 from pwevent.jobs.kafka_io import producer
 from pwevent.jobs.slots import parse_duration_ms, parse_time_ms
@@ -94,6 +94,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
             return 2
         events, requirements = args.events, args.requirements
     else:
+        if config.origin_ms != DEMO_ORIGIN_MS:
+            print(f"pwevent produce: generated streams start at {DEMO_ORIGIN}; set origin: {DEMO_ORIGIN} in "
+                  "the config, or every slot before it is empty", file=sys.stderr)
         folder = args.out or tempfile.mkdtemp(prefix="pwevent-produce-")
         stream = SyntheticStream(args.stream, args.users, args.slots, args.seed)
         ev, rq = write_synthetic(stream, folder, args.epsilon, args.window, config.slot_ms, args.dynamic,
