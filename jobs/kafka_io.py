@@ -83,10 +83,13 @@ def follow(
         client.close()
 
 
-def read_topic(kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0) -> list[Message]:
+def read_topic(
+    kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0, committed: bool = True
+) -> list[Message]:
     """Every committed message of `topic` up to its current end (the last stable offset, for
-    read_committed), waiting at most `max_s`; `idle_s` bounds the wait for a topic still being filled."""
-    client = consumer(kafka)
+    read_committed), waiting at most `max_s`; `idle_s` bounds the wait for a topic still being filled.
+    `committed=False` reads uncommitted and aborted messages too (tests of exactly-once only)."""
+    client = consumer(kafka, **({} if committed else {"isolation_level": "read_uncommitted"}))
     out: list[Message] = []
     try:
         deadline = time.monotonic() + max_s

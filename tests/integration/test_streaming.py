@@ -267,3 +267,9 @@ def test_exactly_once_across_kill_and_restore(streaming_job: Any) -> None:
     check_audit(audit)
     restored = [line for line in (job.folder / "job-2.log").read_text().splitlines() if "restoring from" in line]
     assert restored and "chk-" in restored[0], restored
+    from pwevent.jobs.kafka_io import read_topic
+
+    raw = read_topic(job.kafka, job.topics["releases"], committed=False)
+    repeated = sum(n - 1 for n in Counter(json.loads(m.value)["slot"] for m in raw).values())
+    print(f"\nkill/restore: {len(releases)} committed releases; read_uncommitted sees {len(raw)} "
+          f"({repeated} from transactions aborted by the restore)")
