@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
+from pwevent.jobs.records import Reason
 from pwevent.operators.noise import Randomness
 from pwevent.operators.policies import MechanismSpec, charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotOutcome, SlotRelease
@@ -24,6 +26,27 @@ from pwevent.state.requirements import DynamicRequirement, Requirement
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
 SpendSink = Callable[[dict[str, Any]], None]
+
+
+class Action(StrEnum):
+    REGISTER = "register"
+    REDECLARE = "redeclare"
+    IGNORE = "ignore"
+    REJECT = "reject"
+
+
+@dataclass(frozen=True)
+class RequirementAction:
+    """What to do with a requirement record, decided the same way by the replay and the job.
+
+    `requirement` is the one the ledger runs at (the global one for a baseline); a rejection carries
+    its reason and detail for the rejects file / dead-letter topic.
+    """
+
+    action: Action
+    requirement: UserRequirement | None = None
+    reason: Reason | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,13 +77,13 @@ class Engine:
         self.spec = spec
         self.d = d
         self.horizon = horizon
-        self.population = Population(self._new_ledger)
+        self.population = Population(self.new_ledger)
         self.release = SlotRelease(d, rng)
-        initial = None if last_release is None else np.asarray(last_release, dtype=np.int64)
-        self.history = ReleaseHistory(d, initial)
+        self.history = ReleaseHistory.start(d, last_release)
         self._sink = spend_sink
 
-    def _new_ledger(self, requirement: UserRequirement, slot: int) -> Ledger:
+    def new_ledger(self, requirement: UserRequirement, slot: int) -> Ledger:
+        """A fresh ledger for a (checked) requirement from `slot` on."""
         if isinstance(requirement, DynamicRequirement):
             return DynamicLedger(requirement, slot, self.horizon)
         return FixedLedger(requirement, slot)
@@ -86,6 +109,25 @@ class Engine:
             )
         return self.spec.global_requirement
 
+    def requirement_action(self, declared: UserRequirement | None, requested: UserRequirement) -> RequirementAction:
+        """Register a new user, ignore a repeat, take a dynamic change, or reject (formats.md).
+
+        `declared` is what the user declared last (None for a user not registered yet).
+        """
+        try:
+            if declared is None:
+                return RequirementAction(Action.REGISTER, self.ledger_requirement(requested))
+            if requested == declared:
+                return RequirementAction(Action.IGNORE)
+            if not self.spec.dynamic:
+                return RequirementAction(
+                    Action.REJECT, None, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
+                    f"{self.spec.name} keeps each user's first requirement for ever",
+                )
+            return RequirementAction(Action.REDECLARE, self.ledger_requirement(requested))
+        except InvalidRequirementError as err:
+            return RequirementAction(Action.REJECT, None, Reason.INVALID_REQUIREMENT, str(err))
+
     def register(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
         """A new user (dense index `user`, external id `name` for the spend log) from `slot` on."""
         self._check_slot(slot)
@@ -107,7 +149,8 @@ class Engine:
 
     def _check_slot(self, slot: int) -> None:
         if slot != self.history.decided + 1:
-            raise ValueError(f"slot {slot} given but the engine is at slot {self.history.decided + 1}: slots run 1, 2, ...")
+            expected = self.history.decided + 1
+            raise ValueError(f"slot {slot} given but the engine is at slot {expected}: slots run 1, 2, ...")
 
     def _log_new_classes(self) -> None:
         for cls in self.population.drain_created():
@@ -127,7 +170,8 @@ class Engine:
         if len(users):
             classes_of = self.population.class_index(users)
             if (classes_of < 0).any():
-                raise ValueError(f"slot {slot}: values given for unregistered users {users[classes_of < 0][:5].tolist()}")
+                unknown = users[classes_of < 0][:5].tolist()
+                raise ValueError(f"slot {slot}: values given for unregistered users {unknown}")
             row = rows[classes_of]
             present = np.bincount(row * self.d + np.asarray(values, dtype=np.int64), minlength=groups * self.d)
             present = present.reshape(groups, self.d)

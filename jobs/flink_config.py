@@ -25,6 +25,8 @@ flink:
   bundle_size: 1000               # process mode: python.fn-execution.bundle.size
   bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
   decisions_kept: 10000           # slots of decisions kept in broadcast state
+  max_lead: 1d                    # records timed further ahead of the wall clock go to dead letters
+                                  # (one far-future event would otherwise close every slot up to it); 0 = off
 ```
 """
 
@@ -89,6 +91,7 @@ class FlinkSettings:
     bundle_size: int = 1000
     bundle_time_ms: int = 100
     decisions_kept: int = 10_000
+    max_lead_ms: int = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
                                    "state_backend", "out_of_orderness", "readback_idleness", "source_idleness",
                                    "bundle_size",
-                                   "bundle_time", "decisions_kept"})
+                                   "bundle_time", "decisions_kept", "max_lead"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
         raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
@@ -186,6 +189,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         bundle_size=_int(f, "flink", "bundle_size", 1000),
         bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
         decisions_kept=_int(f, "flink", "decisions_kept", 10_000),
+        max_lead_ms=_duration(f, "flink", "max_lead", 86_400_000, allow_zero=True),
     )
     if kafka.transaction_timeout_ms > 900_000:
         raise ConfigError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
+import time
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,12 @@ from pyflink.datastream.functions import KeyedBroadcastProcessFunction, KeyedPro
 from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 from pwevent.jobs.config import Config
-from pwevent.jobs.engine import Engine
+from pwevent.jobs.engine import Action, Engine
 from pwevent.jobs.records import Reason, Rejected, parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.replay import release_record
 from pwevent.operators.noise import NumpyRandomness, make_randomness
 from pwevent.operators.policies import charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotRelease
-from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.ledger import ledger_from_bytes
 from pwevent.state.release_history import ReleaseHistory
 from pwevent.state.spend import Kind
@@ -73,10 +73,11 @@ def _position(topic: str, row: Row) -> dict[str, Any]:
 class ParseRecords(ProcessFunction):
     """Kafka row (value bytes, partition, offset, timestamp) -> parsed input, or a dead letter."""
 
-    def __init__(self, config: Config, source: str, topic: str, kafka_time: bool) -> None:
+    def __init__(self, config: Config, source: str, topic: str, kafka_time: bool, max_lead_ms: int = 0) -> None:
         self.config = config
         self.source = source
         self.topic = topic
+        self.max_lead_ms = max_lead_ms
         self.fields = (
             dataclasses.replace(config.events, time=_KAFKA_TIME_FIELD) if kafka_time else config.events
         )
@@ -101,6 +102,10 @@ class ParseRecords(ProcessFunction):
             yield DEAD_LETTERS, _json(
                 reject_record(self.source, position, Reason.BEFORE_ORIGIN, "time is before the configured origin", raw)
             )
+            return
+        if self.max_lead_ms and time_ms > time.time() * 1000 + self.max_lead_ms:
+            ahead = f"time is more than flink.max_lead ({self.max_lead_ms} ms) ahead of the wall clock"
+            yield DEAD_LETTERS, _json(reject_record(self.source, position, Reason.TOO_FAR_AHEAD, ahead, raw))
             return
         order = (time_ms, position["partition"], position["offset"])
         yield (kind, user, time_ms, payload, order, position, raw.decode("utf-8", errors="replace"))
@@ -212,32 +217,22 @@ class UserLedger(KeyedBroadcastProcessFunction):
         yield  # pragma: no cover - a generator that emits nothing
 
     def _apply_requirement(self, st: dict[str, Any], ledger: Any, user: str, slot: int, req: tuple[Any, ...]):
-        """Register, redeclare or reject, as `jobs.replay.Replay._apply_requirement` does."""
+        """Register, redeclare, ignore or reject: `Engine.requirement_action`, as the replay does."""
         _, _, requirement, position, original = req
-        rules = self.rules
-        try:
-            if ledger is None:
-                checked = rules.ledger_requirement(requirement)
-                ledger = rules._new_ledger(checked, slot)
-                yield AUDIT, _json(ledger_record(user, checked, slot, None))
-                yield AUDIT, _json(member_record(user, user, slot))
-            elif requirement == st["declared"]:
-                return ledger
-            elif rules.spec.dynamic:
-                checked = rules.ledger_requirement(requirement)
-                if checked != ledger.requirement:
-                    ledger.declare(checked)
-            else:
-                yield DEAD_LETTERS, _json(reject_record(
-                    "requirements", position, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
-                    f"{rules.spec.name} keeps each user's first requirement for ever", original,
-                ))
-                return ledger
-        except InvalidRequirementError as err:
-            yield DEAD_LETTERS, _json(
-                reject_record("requirements", position, Reason.INVALID_REQUIREMENT, str(err), original)
-            )
+        decision = self.rules.requirement_action(st["declared"], requirement)
+        checked = decision.requirement
+        if decision.action is Action.REJECT:
+            assert decision.reason is not None
+            rejected = reject_record("requirements", position, decision.reason, decision.detail, original)
+            yield DEAD_LETTERS, _json(rejected)
             return ledger
+        if decision.action is Action.REGISTER:
+            assert checked is not None
+            ledger = self.rules.new_ledger(checked, slot)
+            yield AUDIT, _json(ledger_record(user, checked, slot, None))
+            yield AUDIT, _json(member_record(user, user, slot))
+        elif decision.action is Action.REDECLARE and checked != ledger.requirement:
+            ledger.declare(checked)
         st["declared"] = requirement
         return ledger
 
@@ -331,7 +326,7 @@ class SlotReleaseHost(KeyedProcessFunction):
         slot = self.clock.slot_of(timestamp)
         d = self.config.domain.d
         meta = self.meta.value() or {"history": None, "rng": None}
-        history = ReleaseHistory.from_bytes(meta["history"]) if meta["history"] else ReleaseHistory(d)
+        history = ReleaseHistory.from_bytes(meta["history"]) if meta["history"] else ReleaseHistory.start(d)
         if not self._restored:
             self._restored = True
             if meta["rng"] is not None and isinstance(self.rng, NumpyRandomness):

@@ -168,7 +168,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     parsed = {}
     for role in ("events", "requirements"):
         rows = t_env.to_data_stream(t_env.from_path(f"src_{role}"))
-        parsed[role] = rows.process(fn.ParseRecords(config, role, topics[role], kafka_time), output_type=picked) \
+        parse = fn.ParseRecords(config, role, topics[role], kafka_time, settings.flink.max_lead_ms)
+        parsed[role] = rows.process(parse, output_type=picked) \
             .uid(f"parse-{role}").name(f"parse {role}")
     timed = parsed["events"].union(parsed["requirements"])
     if not kafka_time:  # event time from a JSON field: a Python assigner after parsing (per subtask)

@@ -27,6 +27,7 @@ class Reason(StrEnum):
     OUT_OF_DOMAIN = "out_of_domain"
     BEFORE_ORIGIN = "before_origin"
     LATE = "late"
+    TOO_FAR_AHEAD = "too_far_ahead"
     INVALID_REQUIREMENT = "invalid_requirement"
     REQUIREMENT_CHANGE_UNDER_FIXED = "requirement_change_under_fixed_mechanism"
     INFEASIBLE_BACKWARD = "infeasible_backward_requirement_projected"

@@ -18,7 +18,7 @@ from typing import IO, Any
 import numpy as np
 
 from pwevent.jobs.config import Config
-from pwevent.jobs.engine import Engine
+from pwevent.jobs.engine import Action, Engine
 from pwevent.jobs.records import (
     Event,
     Reason,
@@ -31,7 +31,6 @@ from pwevent.jobs.records import (
 from pwevent.jobs.slots import iso
 from pwevent.operators.noise import Randomness, make_randomness
 from pwevent.operators.slot_release import SlotOutcome
-from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
 
@@ -117,26 +116,18 @@ class Replay:
     def _apply_requirement(
         self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: str
     ) -> None:
-        index = self._index.get(update.user)
-        try:
-            if index is None:
-                index = len(self._names)
-                engine.register(index, update.requirement, slot, update.user)
-                self._names.append(update.user)
-                self._index[update.user] = index
-            elif update.requirement == self._declared[update.user]:
-                return
-            elif engine.spec.dynamic:
-                engine.redeclare(index, update.requirement, slot, update.user)
-            else:
-                self._reject(
-                    "requirements", position, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
-                    f"{engine.spec.name} keeps each user's first requirement for ever", line,
-                )
-                return
-        except InvalidRequirementError as err:
-            self._reject("requirements", position, Reason.INVALID_REQUIREMENT, str(err), line)
+        decision = engine.requirement_action(self._declared.get(update.user), update.requirement)
+        if decision.action is Action.REJECT:
+            assert decision.reason is not None
+            self._reject("requirements", position, decision.reason, decision.detail, line)
             return
+        if decision.action is Action.REGISTER:
+            index = len(self._names)
+            engine.register(index, update.requirement, slot, update.user)
+            self._names.append(update.user)
+            self._index[update.user] = index
+        elif decision.action is Action.REDECLARE:
+            engine.redeclare(self._index[update.user], update.requirement, slot, update.user)
         self._declared[update.user] = update.requirement
 
     def run(

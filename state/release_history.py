@@ -8,7 +8,7 @@ the last release is also r_l, the last non-null publication that the dissimilari
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,14 +17,14 @@ from pwevent.state.spend import Kind
 
 @dataclass
 class ReleaseHistory:
-    d: int
-    last: np.ndarray = field(default=None)  # type: ignore[assignment]
+    last: np.ndarray
     last_publication: int | None = None
     decided: int = 0
 
-    def __post_init__(self) -> None:
-        if self.last is None:
-            self.last = np.zeros(self.d, dtype=np.int64)
+    @classmethod
+    def start(cls, d: int, first: np.ndarray | None = None) -> ReleaseHistory:
+        """Nothing decided yet; r_0 is zeros unless a public earlier release is given."""
+        return cls(np.zeros(d, dtype=np.int64) if first is None else np.asarray(first, dtype=np.int64))
 
     def record(self, slot: int, kind: Kind, counts: np.ndarray) -> None:
         """Remember slot `slot`'s decision; refuses a slot out of order."""
@@ -37,10 +37,10 @@ class ReleaseHistory:
 
     def to_bytes(self) -> bytes:
         return json.dumps(
-            {"d": self.d, "last": self.last.tolist(), "publication": self.last_publication, "decided": self.decided}
+            {"last": self.last.tolist(), "publication": self.last_publication, "decided": self.decided}
         ).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ReleaseHistory:
         obj = json.loads(data)
-        return cls(int(obj["d"]), np.asarray(obj["last"], dtype=np.int64), obj["publication"], int(obj["decided"]))
+        return cls(np.asarray(obj["last"], dtype=np.int64), obj["publication"], int(obj["decided"]))

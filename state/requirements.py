@@ -79,9 +79,13 @@ class DynamicRequirement:
 
 @dataclass(frozen=True)
 class RequirementCaps:
-    """Operator-configured limits on what a user may declare (streaming.md, invalid requirement)."""
+    """Operator-configured limits on what a user may declare (streaming.md, invalid requirement).
 
-    max_w: int = 100_000
+    `max_w` is also how many slots of history a dynamic ledger keeps (state.ledger.DynamicLedger),
+    so it bounds per-user state: raise it deliberately.
+    """
+
+    max_w: int = 1_000
     max_epsilon: float = 100.0
 
     def check(self, requirement: Requirement | DynamicRequirement) -> None:

@@ -129,7 +129,7 @@ def test_codec_round_trip_keeps_behaviour(make):
 def test_release_history_keeps_the_last_publication_and_order():
     from pwevent.state.release_history import ReleaseHistory
 
-    history = ReleaseHistory(2)
+    history = ReleaseHistory.start(2)
     assert history.last.tolist() == [0, 0]
     history.record(1, Kind.PUBLISH, [3, 4])
     history.record(2, Kind.SKIP, [9, 9])
