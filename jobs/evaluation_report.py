@@ -145,6 +145,11 @@ def _sweep_values(runs: list[Run], dataset: str, sweep: str, param: str, grid: G
     return out
 
 
+def _number(value: float) -> str:
+    """Whole numbers with separators from 100 up, three significant digits below."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _sweep_table(runs: list[Run], dataset: str, sweep: str, param: str, labels: list[str], grid: GridSpec) -> list[str]:
     values = _sweep_values(runs, dataset, sweep, param, grid)
     xs = sorted({x for v in values.values() for x in v})
@@ -154,7 +159,7 @@ def _sweep_table(runs: list[Run], dataset: str, sweep: str, param: str, labels: 
     for label in labels:
         if label in values:
             rows.append(f"| {label} | " + " | ".join(
-                f"{np.mean(values[label][x]):,.0f}" if values[label].get(x) else "-" for x in xs) + " |")
+                _number(float(np.mean(values[label][x]))) if values[label].get(x) else "-" for x in xs) + " |")
     return rows
 
 
