@@ -60,6 +60,7 @@ class GridSpec:
     epsilon: float = 0.6
     w: int = 120
     reps: int = 10
+    first_rep: int = 0
     users: int = 10_000
     slots: int = 10_000
     real_slot_minutes: int = 60
@@ -78,6 +79,8 @@ class GridSpec:
                 raise ValueError(f"mechanism must be one of {', '.join(EVALUATED)}, got {name!r}")
         if self.reps < 1 or self.users < 1 or self.slots < 1 or self.workers < 1:
             raise ValueError("reps, users, slots and workers must be positive")
+        if self.first_rep < 0:
+            raise ValueError(f"first_rep must be >= 0, got {self.first_rep}")
 
     def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
         """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon'."""
@@ -96,7 +99,7 @@ class GridSpec:
     def tasks(self) -> list[Task]:
         return [
             Task(self, name, sweep, e, w, o, rep)
-            for rep in range(self.reps)
+            for rep in range(self.first_rep, self.first_rep + self.reps)
             for name in self.datasets
             for sweep, e, w, o in self.points(name)
         ]
@@ -379,13 +382,16 @@ def grid_command(grid: GridSpec, out: str) -> str:
     }
     if grid.real_slots is not None:
         options["real-slots"] = grid.real_slots
+    if grid.first_rep:
+        options["first-rep"] = grid.first_rep
     return "pwevent evaluate " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in options.items())
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     grid = GridSpec(
         datasets=_names(args.datasets), mechanisms=_names(args.mechanisms), epsilons=_floats(args.epsilons),
-        windows=_ints(args.windows), ratios=_floats(args.ratios), reps=args.reps, users=args.users,
+        windows=_ints(args.windows), ratios=_floats(args.ratios), reps=args.reps, first_rep=args.first_rep,
+        users=args.users,
         slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
         real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
         workers=args.workers,
@@ -419,6 +425,8 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--windows", default=",".join(map(str, g.windows)), help="w sweep (largest personalized window)")
     p.add_argument("--ratios", default=",".join(map(str, g.ratios)), help="sweep of the share o of strict users")
     p.add_argument("--reps", type=int, default=g.reps, help="repetitions (data seed = repetition index)")
+    p.add_argument("--first-rep", type=int, default=0, help="index of the first repetition (to split a grid "
+                   "into runs whose runs.csv files concatenate)")
     p.add_argument("--users", type=int, default=g.users, help="synthetic users")
     p.add_argument("--slots", type=int, default=g.slots, help="synthetic slots")
     p.add_argument("--real-slot-minutes", type=int, default=g.real_slot_minutes, help="Foursquare slot length")
