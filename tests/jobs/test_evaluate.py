@@ -31,6 +31,16 @@ def test_points_are_three_one_factor_sweeps_with_the_default_once():
     assert len(TINY.tasks()) == 2 * len(points)
 
 
+def test_first_rep_offsets_the_repetitions():
+    from dataclasses import replace
+
+    grid = replace(TINY, first_rep=3, reps=2)
+    assert {t.rep for t in grid.tasks()} == {3, 4}
+    assert "--first-rep 3" in grid_command(grid, "out")
+    with pytest.raises(ValueError, match="first_rep"):
+        replace(TINY, first_rep=-1)
+
+
 def test_grid_rows_cover_every_mechanism_raw_and_filtered():
     grid = GridSpec(datasets=("Sin",), epsilons=(0.6,), windows=(40,), ratios=(), reps=1, users=200, slots=150,
                     workers=1, w=40)
