@@ -8,6 +8,7 @@ domain: {type: grid, rows: 10, cols: 10, bbox: {min_lat: .., max_lat: .., min_lo
 window: 120               # baselines only: the global w ...
 epsilon: 0.6              # ... and E (every user's requirement must be at least as loose)
 noise: opendp             # opendp (production) | numpy-fast (experiments; named in results)
+postprocess: kalman       # kalman: releases also carry `smoothed` (a causal filter of the releases) | none
 caps: {max_w: 1000, max_epsilon: 100}   # largest window / budget a user may declare
 events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
 requirements: {user: user, time: time}
@@ -23,6 +24,7 @@ import yaml
 
 from pwevent.jobs.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
+from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mechanism
 from pwevent.state.requirements import RequirementCaps
 
@@ -57,6 +59,7 @@ class Config:
     window: int | None = None
     epsilon: float | None = None
     noise: str = "opendp"
+    postprocess: str = "kalman"
     caps: RequirementCaps = field(default_factory=RequirementCaps)
     events: EventFields = field(default_factory=EventFields)
     requirements: RequirementFields = field(default_factory=RequirementFields)
@@ -66,11 +69,18 @@ class Config:
     def clock(self) -> SlotClock:
         return SlotClock(self.origin_ms, self.slot_ms)
 
+    def smoother(self) -> KalmanSmoother | None:
+        """The configured post-processing of the releases, fresh (None when `postprocess: none`)."""
+        return KalmanSmoother(self.domain.d) if self.postprocess == "kalman" else None
+
     def mechanism_spec(self) -> MechanismSpec:
         return mechanism(self.mechanism, self.window, self.epsilon)
 
 
-TOP_KEYS = {"mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "caps", "events", "requirements"}
+TOP_KEYS = {
+    "mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "postprocess", "caps", "events",
+    "requirements",
+}
 #: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
 EXTRA_SECTIONS: set[str] = {"kafka", "flink"}  # validated by jobs/flink_config.stream_settings
 
@@ -142,6 +152,9 @@ def parse_config(raw: Any) -> Config:
     noise = raw.get("noise", "opendp")
     if noise not in ("opendp", "numpy-fast"):
         raise ConfigError(f"noise must be opendp or numpy-fast, got {noise!r}")
+    postprocess = raw.get("postprocess", "kalman")
+    if postprocess not in ("kalman", "none"):
+        raise ConfigError(f"postprocess must be kalman or none, got {postprocess!r}")
     caps_raw = _only("caps", raw.get("caps", {}), {"max_w", "max_epsilon"})
     caps = RequirementCaps(**caps_raw)
     if isinstance(caps.max_w, bool) or not isinstance(caps.max_w, int) or caps.max_w < 1:
@@ -155,7 +168,7 @@ def parse_config(raw: Any) -> Config:
     extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
     return Config(
         name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,
-        None if epsilon is None else float(epsilon), noise, caps, events, requirements, extra,
+        None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra,
     )
 
 

@@ -314,6 +314,7 @@ class SlotReleaseHost(KeyedProcessFunction):
         self.core = SlotRelease(self.config.domain.d, self.rng)
         self.spec = self.config.mechanism_spec()
         self.clock = self.config.clock
+        self.smoother = self.config.smoother()
         self._restored = False
 
     def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
@@ -325,12 +326,14 @@ class SlotReleaseHost(KeyedProcessFunction):
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
         slot = self.clock.slot_of(timestamp)
         d = self.config.domain.d
-        meta = self.meta.value() or {"history": None, "rng": None}
+        meta = self.meta.value() or {"history": None, "rng": None, "smoother": None}
         history = ReleaseHistory.from_bytes(meta["history"]) if meta["history"] else ReleaseHistory.start(d)
         if not self._restored:
             self._restored = True
             if meta["rng"] is not None and isinstance(self.rng, NumpyRandomness):
                 self.rng.rng.bit_generator.state = pickle.loads(meta["rng"])  # seeded test runs only
+            if self.smoother is not None and meta.get("smoother") is not None:
+                self.smoother.restore(meta["smoother"])
         rows = list(self.rows.get() or [])
         due: dict[int, list[Any]] = {}
         rest = []
@@ -358,8 +361,9 @@ class SlotReleaseHost(KeyedProcessFunction):
                 self.spec.policy.scheduled_kind(t),
             )
             history.record(t, outcome.kind, outcome.counts)
-            yield Row(str(t), _json(release_record(outcome, self.config, self.rng.label)))
+            yield Row(str(t), _json(release_record(outcome, self.config, self.rng.label, self.smoother)))
         meta["history"] = history.to_bytes()
+        meta["smoother"] = self.smoother.snapshot() if self.smoother is not None else None
         if isinstance(self.rng, NumpyRandomness) and self.seed is not None:
             meta["rng"] = pickle.dumps(self.rng.rng.bit_generator.state)
         self.meta.update(meta)

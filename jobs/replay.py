@@ -30,6 +30,7 @@ from pwevent.jobs.records import (
 )
 from pwevent.jobs.slots import iso
 from pwevent.operators.noise import Randomness, make_randomness
+from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
@@ -51,10 +52,16 @@ class ReplaySummary:
         return "\n".join(lines)
 
 
-def release_record(outcome: SlotOutcome, config: Config, noise: str) -> dict[str, Any]:
-    """The release line/message (docs/schemas/release.schema.json)."""
+def release_record(
+    outcome: SlotOutcome, config: Config, noise: str, smoother: KalmanSmoother | None = None
+) -> dict[str, Any]:
+    """The release line/message (docs/schemas/release.schema.json).
+
+    With a smoother, the slot's release also goes through the post-processing (one causal step, so
+    call this exactly once per slot, in order) and the record carries its output as `smoothed`.
+    """
     clock = config.clock
-    return {
+    record = {
         "slot": outcome.slot,
         "start": iso(clock.start_ms(outcome.slot)),
         "end": iso(clock.end_ms(outcome.slot)),
@@ -68,6 +75,10 @@ def release_record(outcome: SlotOutcome, config: Config, noise: str) -> dict[str
         "dissimilarity": outcome.dissimilarity,
         "noise": noise,
     }
+    if smoother is not None:
+        smoothed = smoother.step(PublicRelease.from_outcome(outcome))
+        record["smoothed"] = [round(float(x), 3) for x in smoothed]
+    return record
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
@@ -150,6 +161,7 @@ class Replay:
             config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink
         )
         last_slot = max([*requirements, *events], default=0)
+        smoother = config.smoother()
         for slot in range(1, last_slot + 1):
             for number, (update, line) in requirements.get(slot, []):
                 self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
@@ -176,7 +188,7 @@ class Replay:
                     json.dumps({"ledger": projection.ledger, "slot": slot}),
                 )
             self.summary.kinds[outcome.kind.value] += 1
-            on_release(release_record(outcome, config, self.rng.label))
+            on_release(release_record(outcome, config, self.rng.label, smoother))
             if on_truth:
                 truth = np.bincount(values, minlength=d) if len(values) else np.zeros(d, dtype=np.int64)
                 on_truth({"slot": slot, "counts": [int(c) for c in truth], "present": len(values)})

@@ -21,6 +21,7 @@ BASE = {"mechanism": "PBD", "slot": "15m", "origin": "2024-01-01T00:00:00Z", "do
     ({"mechanism": "BD"}, "window and epsilon"),
     ({"mechanism": "BD", "window": 0, "epsilon": 1}, "window"),
     ({"noise": "gauss"}, "noise"),
+    ({"postprocess": "median"}, "postprocess"),
     ({"caps": {"max_w": -1}}, "caps.max_w"),
     ({"caps": {"maxw": 3}}, "unknown key caps.maxw"),
     ({"events": {"lat": "la"}}, "events.lat"),

@@ -187,3 +187,22 @@ def test_truth_matches_the_generated_values(tmp_path):
                str(tmp_path / "r.jsonl"), str(tmp_path / "s.jsonl"), str(tmp_path / "t.jsonl"), seed=1)
     expected = [np.bincount(v, minlength=2).tolist() for v in stream.values()]
     assert [t["counts"] for t in read(tmp_path / "t.jsonl")] == expected
+
+
+def test_releases_carry_the_causal_smoothing_unless_turned_off(streams, tmp_path):
+    from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
+
+    folder = streams[False]
+    paths = {}
+    for mode in ("kalman", "none"):
+        paths[mode] = str(tmp_path / f"{mode}.jsonl")
+        run_replay(config_for("PBD", postprocess=mode), str(folder / "events.jsonl"),
+                   str(folder / "requirements.jsonl"), paths[mode], str(tmp_path / f"s-{mode}.jsonl"), seed=4)
+    smoothed, raw = read(paths["kalman"]), read(paths["none"])
+    assert all("smoothed" not in r for r in raw)
+    assert [r["counts"] for r in smoothed] == [r["counts"] for r in raw]  # smoothing never feeds back
+    again = KalmanSmoother(2)
+    for record in smoothed:
+        assert len(record["smoothed"]) == 2 and all(0 <= x <= record["population"] for x in record["smoothed"])
+        # a consumer of the release topic recomputes it from the public records alone
+        assert again.step(PublicRelease.from_record(record)) == pytest.approx(record["smoothed"], abs=2e-3)
