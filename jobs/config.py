@@ -24,8 +24,8 @@ import yaml
 
 from pwevent.jobs.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
-from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mechanism
+from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.state.requirements import RequirementCaps
 
 
