@@ -34,7 +34,7 @@ CASES = [
 
 def run_case(mechanism: str, users: int, slots: int, d: int, noise: str) -> dict[str, float]:
     from pwevent.jobs.engine import Engine
-    from pwevent.jobs.synthetic import SyntheticStream
+    from pwevent.jobs.synthetic import RequirementDraw, SyntheticStream
     from pwevent.operators.noise import make_randomness
     from pwevent.operators.policies import mechanism as make_mechanism
 
@@ -43,11 +43,11 @@ def run_case(mechanism: str, users: int, slots: int, d: int, noise: str) -> dict
     engine = Engine(spec, d, make_randomness(noise, None), horizon=1000)
     start = time.perf_counter()
     if spec.dynamic:
-        user_type, schedule = stream.dynamic_requirements(0.6, 120, types=10, change_every=500)
+        user_type, schedule = RequirementDraw(0.6, 120, types=10, change_every=500).dynamic(users, slots, 1)
         for user in range(users):
             engine.register(user, schedule[1][int(user_type[user])], 1)
     else:
-        for user, requirement in enumerate(stream.fixed_requirements(0.6, 120)):
+        for user, requirement in enumerate(RequirementDraw(0.6, 120).fixed(users, 1)):
             engine.register(user, requirement, 1)
     setup = time.perf_counter() - start
     everyone = np.arange(users)

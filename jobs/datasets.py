@@ -17,8 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from pwevent.jobs.slots import iso
-from pwevent.jobs.synthetic import SyntheticStream, levels, window_levels
-from pwevent.state.requirements import DynamicRequirement, Requirement
+from pwevent.jobs.synthetic import SyntheticStream
 
 SlotValues = tuple[np.ndarray, np.ndarray]
 
@@ -26,10 +25,17 @@ SlotValues = tuple[np.ndarray, np.ndarray]
 class Dataset(Protocol):
     """What the evaluator needs: domain size, population, horizon and each slot's (users, values)."""
 
-    name: str
-    d: int
-    users: int
-    slots: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def d(self) -> int: ...
+
+    @property
+    def users(self) -> int: ...
+
+    @property
+    def slots(self) -> int: ...
 
     def slot_values(self) -> Iterator[SlotValues]:
         """For t = 1..slots: (dense indices of the users present, their values), one value per user."""
@@ -139,61 +145,3 @@ class SyntheticDataset:
         everybody = np.arange(self.stream.users)
         for values in self.stream.values():
             yield everybody, values
-
-
-@dataclass(frozen=True)
-class RequirementDraw:
-    """How personalized requirements are drawn (section 12).
-
-    Budgets come from {epsilon, epsilon+0.2, ..., 1.0} and windows from {40, 80, ..., w}. With
-    `strict_ratio` None every user draws both uniformly (the paper's default); with a ratio o, a
-    fraction o of the users gets the strictest level (epsilon, w) and the others draw uniformly
-    from the remaining budget levels and windows (the paper's "ratio of users at a level").
-    Dynamic users form `types` groups that share one forward requirement sequence, redrawn every
-    `change_every` slots: EF from {E_i, ..., 1.0}, wF from {40, ..., w_i}; backward (1, 10).
-    """
-
-    epsilon: float
-    w: int
-    strict_ratio: float | None = None
-    types: int = 10
-    change_every: int = 500
-
-    def __post_init__(self) -> None:
-        if not 0 < self.epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
-        if self.w < 1:
-            raise ValueError(f"w must be a positive window, got {self.w}")
-        if self.strict_ratio is not None and not 0 <= self.strict_ratio <= 1:
-            raise ValueError(f"strict_ratio must be in [0, 1], got {self.strict_ratio}")
-
-    def fixed(self, users: int, seed: int) -> list[Requirement]:
-        rng = np.random.default_rng([seed, 3])
-        budgets, windows = levels(self.epsilon), window_levels(self.w)
-        if self.strict_ratio is None:
-            eps, win = rng.choice(budgets, users), rng.choice(windows, users)
-        else:
-            strict = rng.random(users) < self.strict_ratio
-            loose_b = budgets[1:] if len(budgets) > 1 else budgets
-            loose_w = windows[:-1] if len(windows) > 1 else windows
-            eps = np.where(strict, budgets[0], rng.choice(loose_b, users))
-            win = np.where(strict, windows[-1], rng.choice(loose_w, users))
-        return [Requirement(int(wi), float(ei)) for wi, ei in zip(win, eps, strict=True)]
-
-    def dynamic(self, users: int, slots: int, seed: int) -> tuple[np.ndarray, dict[int, list[DynamicRequirement]]]:
-        """(type of each user, {slot: each type's requirement from that slot on})."""
-        rng = np.random.default_rng([seed, 4])
-        user_type = rng.integers(0, self.types, users)
-        base = self.fixed(users, seed)
-        first = [np.flatnonzero(user_type == k) for k in range(self.types)]
-        type_base = [base[int(f[0])] if len(f) else base[0] for f in first]
-        schedule: dict[int, list[DynamicRequirement]] = {}
-        for slot in range(1, slots + 1, self.change_every):
-            schedule[slot] = [
-                DynamicRequirement(
-                    Requirement(1, 10.0),
-                    Requirement(int(rng.choice(window_levels(b.w))), float(rng.choice(levels(b.epsilon)))),
-                )
-                for b in type_base
-            ]
-        return user_type, schedule

@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from pwevent.jobs.csv_loader import Grid
-from pwevent.jobs.datasets import Dataset, RequirementDraw, SlotValues, SyntheticDataset
+from pwevent.jobs.datasets import Dataset, SlotValues, SyntheticDataset
 from pwevent.jobs.engine import Engine
 from pwevent.jobs.evaluation_report import plot, summary_markdown
 from pwevent.jobs.metrics import errors
-from pwevent.jobs.synthetic import STREAMS, SyntheticStream
+from pwevent.jobs.synthetic import STREAMS, RequirementDraw, SyntheticStream
 from pwevent.operators.family import BURST, EVEN, FamilyRule, FamilySelector, SpendingRule
 from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
 from pwevent.operators.policies import MECHANISMS, mechanism

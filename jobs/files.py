@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from pwevent.jobs.slots import iso
-from pwevent.jobs.synthetic import SyntheticStream
+from pwevent.jobs.synthetic import RequirementDraw, SyntheticStream
 
 DEMO_ORIGIN = "2024-01-01T00:00:00Z"
 DEMO_ORIGIN_MS = 1_704_067_200_000
@@ -25,7 +25,8 @@ def write_synthetic(
     events, requirements = out / "events.jsonl", out / "requirements.jsonl"
     with requirements.open("w", encoding="utf-8") as handle:
         if dynamic:
-            user_type, schedule = stream.dynamic_requirements(epsilon, w, types, change_every)
+            draw = RequirementDraw(epsilon, w, types=types, change_every=change_every)
+            user_type, schedule = draw.dynamic(stream.users, stream.slots, stream.seed)
             for slot, per_type in schedule.items():
                 time = iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
                 for user in range(stream.users):
@@ -33,7 +34,7 @@ def write_synthetic(
                     record: dict[str, Any] = {"user": f"u{user}", "time": time, **requirement}
                     handle.write(json.dumps(record) + "\n")
         else:
-            for user, req in enumerate(stream.fixed_requirements(epsilon, w)):
+            for user, req in enumerate(RequirementDraw(epsilon, w).fixed(stream.users, stream.seed)):
                 handle.write(json.dumps({"user": f"u{user}", "time": DEMO_ORIGIN, **req.to_json()}) + "\n")
     with events.open("w", encoding="utf-8") as handle:
         for slot, values in enumerate(stream.values(), 1):

@@ -71,24 +71,55 @@ class SyntheticStream:
         for p in self.probabilities():
             yield (rng.random(self.users) < p).astype(np.int64)
 
-    def fixed_requirements(self, epsilon: float, w: int) -> list[Requirement]:
-        rng = np.random.default_rng([self.seed, 3])
-        budgets = rng.choice(levels(epsilon), self.users)
-        windows = rng.choice(window_levels(w), self.users)
-        return [Requirement(int(wi), float(ei)) for wi, ei in zip(windows, budgets, strict=True)]
 
-    def dynamic_requirements(
-        self, epsilon: float, w: int, types: int = 10, change_every: int = 500
-    ) -> tuple[np.ndarray, dict[int, list[DynamicRequirement]]]:
-        """(type of each user, {slot: requirement of each type from that slot on})."""
-        rng = np.random.default_rng([self.seed, 4])
-        user_type = rng.integers(0, types, self.users)
-        base = self.fixed_requirements(epsilon, w)
-        type_base = [
-            base[int(np.flatnonzero(user_type == k)[0])] if (user_type == k).any() else base[0] for k in range(types)
-        ]
+@dataclass(frozen=True)
+class RequirementDraw:
+    """How personalized requirements are drawn (section 12).
+
+    Budgets come from {epsilon, epsilon+0.2, ..., 1.0} and windows from {40, 80, ..., w}. With
+    `strict_ratio` None every user draws both uniformly (the paper's default); with a ratio o, a
+    fraction o of the users gets the strictest level (epsilon, w) and the others draw uniformly
+    from the remaining budget levels and windows (the paper's "ratio of users at a level").
+    Dynamic users form `types` groups that share one forward requirement sequence, redrawn every
+    `change_every` slots: EF from {E_i, ..., 1.0}, wF from {40, ..., w_i}; backward (1, 10).
+    """
+
+    epsilon: float
+    w: int
+    strict_ratio: float | None = None
+    types: int = 10
+    change_every: int = 500
+
+    def __post_init__(self) -> None:
+        if not 0 < self.epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
+        if self.w < 1:
+            raise ValueError(f"w must be a positive window, got {self.w}")
+        if self.strict_ratio is not None and not 0 <= self.strict_ratio <= 1:
+            raise ValueError(f"strict_ratio must be in [0, 1], got {self.strict_ratio}")
+
+    def fixed(self, users: int, seed: int) -> list[Requirement]:
+        rng = np.random.default_rng([seed, 3])
+        budgets, windows = levels(self.epsilon), window_levels(self.w)
+        if self.strict_ratio is None:
+            eps, win = rng.choice(budgets, users), rng.choice(windows, users)
+        else:
+            strict = rng.random(users) < self.strict_ratio
+            loose_b = budgets[1:] if len(budgets) > 1 else budgets
+            loose_w = windows[:-1] if len(windows) > 1 else windows
+            eps = np.where(strict, budgets[0], rng.choice(loose_b, users))
+            win = np.where(strict, windows[-1], rng.choice(loose_w, users))
+        return [Requirement(int(wi), float(ei)) for wi, ei in zip(win, eps, strict=True)]
+
+    def dynamic(self, users: int, slots: int, seed: int) -> tuple[np.ndarray, dict[int, list[DynamicRequirement]]]:
+        """(type of each user, {slot: each type's requirement from that slot on})."""
+        rng = np.random.default_rng([seed, 4])
+        user_type = rng.integers(0, self.types, users)
+        base = self.fixed(users, seed)
+        first = [np.flatnonzero(user_type == k) for k in range(self.types)]
+        type_base = [base[int(f[0])] if len(f) else base[0] for f in first]
         schedule: dict[int, list[DynamicRequirement]] = {}
-        for slot in range(1, self.slots + 1, change_every):
+        for slot in range(1, slots + 1, self.change_every):
             schedule[slot] = [
                 DynamicRequirement(
                     Requirement(1, 10.0),

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pwevent.jobs.datasets import EventTable, RequirementDraw, SyntheticDataset
-from pwevent.jobs.synthetic import SyntheticStream
+from pwevent.jobs.datasets import EventTable, SyntheticDataset
+from pwevent.jobs.synthetic import RequirementDraw, SyntheticStream
 
 
 def table():
