@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 import numpy as np
+import orjson
 from pyflink.common import Row
 from pyflink.common.typeinfo import Types
 from pyflink.common.watermark_strategy import TimestampAssigner
@@ -52,7 +53,7 @@ _KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
 
 
 def _json(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"))
+    return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
 def _epoch_ms(ts: Any) -> int | None:

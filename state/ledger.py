@@ -9,11 +9,12 @@ them to what the decision really cost. A policy always sees the pessimistic view
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from pwevent.state.errors import BudgetExceededError
 from pwevent.state.requirements import TOLERANCE, DynamicRequirement, Requirement
@@ -131,7 +132,7 @@ class FixedLedger:
         total = s1 + s2 + eps1 + eps2
         if total > bound + TOLERANCE:
             raise BudgetExceededError(slot, f"w={w}", total, bound)
-        self._history.append(SpendEntry(slot, eps1, eps2))
+        self._history.append(SpendEntry(slot, float(eps1), float(eps2)))
 
     def settle(self, slot: int, kind: Kind) -> SpendEntry:
         entry = self._history.settle(slot, kind)
@@ -149,20 +150,19 @@ class FixedLedger:
 
     def to_bytes(self) -> bytes:
         pub = self._settled_publication
-        return json.dumps(
+        return orjson.dumps(
             {
                 "type": "fixed",
                 "requirement": self.requirement.to_json(),
                 "since": self.since,
                 "entries": self._history.to_json(),
                 "publication": [pub.slot, pub.spend2] if pub else None,
-            },
-            separators=(",", ":"),
-        ).encode()
+            }
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes) -> FixedLedger:
-        obj = json.loads(data)
+        obj = orjson.loads(data)
         ledger = cls(Requirement.from_json(obj["requirement"]), int(obj["since"]))
         ledger._history = _SpendHistory(ledger.requirement.w, _SpendHistory.entries_from_json(obj["entries"]))
         pub = obj["publication"]
@@ -247,7 +247,7 @@ class DynamicLedger:
                 raise BudgetExceededError(
                     slot, f"forward from slot {window.tau} (w={window.requirement.w})", used, window.requirement.epsilon
                 )
-        self._history.append(SpendEntry(slot, eps1, eps2))
+        self._history.append(SpendEntry(slot, float(eps1), float(eps2)))
 
     def settle(self, slot: int, kind: Kind) -> SpendEntry:
         return self._history.settle(slot, kind)
@@ -259,7 +259,7 @@ class DynamicLedger:
         return DynamicLedger.from_bytes(self.to_bytes())
 
     def to_bytes(self) -> bytes:
-        return json.dumps(
+        return orjson.dumps(
             {
                 "type": "dynamic",
                 "requirement": self.requirement.to_json(),
@@ -268,13 +268,12 @@ class DynamicLedger:
                 "open": self._open,
                 "entries": self._history.to_json(),
                 "forward": [[f.tau, f.requirement.w, f.requirement.epsilon] for f in self._forward],
-            },
-            separators=(",", ":"),
-        ).encode()
+            }
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes) -> DynamicLedger:
-        obj = json.loads(data)
+        obj = orjson.loads(data)
         ledger = cls(DynamicRequirement.from_json(obj["requirement"]), int(obj["since"]), int(obj["horizon"]))
         ledger._history = _SpendHistory(ledger.horizon, _SpendHistory.entries_from_json(obj["entries"]))
         ledger._forward = deque(ForwardWindow(int(t), Requirement(int(w), float(e))) for t, w, e in obj["forward"])
@@ -287,7 +286,7 @@ Ledger = FixedLedger | DynamicLedger
 
 def ledger_from_bytes(data: bytes) -> Ledger:
     """Decode either ledger type from its checkpoint bytes."""
-    kind = json.loads(data)["type"]
+    kind = orjson.loads(data)["type"]
     return FixedLedger.from_bytes(data) if kind == "fixed" else DynamicLedger.from_bytes(data)
 
 
