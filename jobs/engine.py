@@ -9,44 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from pwevent.jobs.records import Reason
+from pwevent.jobs.requirement_rules import RequirementRules
 from pwevent.operators.noise import Randomness
 from pwevent.operators.policies import MechanismSpec, charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotOutcome, SlotRelease
-from pwevent.state.errors import InvalidRequirementError
-from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
 from pwevent.state.population import Population, UserRequirement
 from pwevent.state.release_history import ReleaseHistory
-from pwevent.state.requirements import DynamicRequirement, Requirement
+from pwevent.state.requirements import DynamicRequirement
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
 SpendSink = Callable[[dict[str, Any]], None]
-
-
-class Action(StrEnum):
-    REGISTER = "register"
-    REDECLARE = "redeclare"
-    IGNORE = "ignore"
-    REJECT = "reject"
-
-
-@dataclass(frozen=True)
-class RequirementAction:
-    """What to do with a requirement record, decided the same way by the replay and the job.
-
-    `requirement` is the one the ledger runs at (the global one for a baseline); a rejection carries
-    its reason and detail for the rejects file / dead-letter topic.
-    """
-
-    action: Action
-    requirement: UserRequirement | None = None
-    reason: Reason | None = None
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,61 +53,16 @@ class Engine:
         self.spec = spec
         self.d = d
         self.horizon = horizon
-        self.population = Population(self.new_ledger)
+        self.rules = RequirementRules(spec, horizon)
+        self.population = Population(self.rules.new_ledger)
         self.release = SlotRelease(d, rng)
         self.history = ReleaseHistory.start(d, last_release)
         self._sink = spend_sink
 
-    def new_ledger(self, requirement: UserRequirement, slot: int) -> Ledger:
-        """A fresh ledger for a (checked) requirement from `slot` on."""
-        if isinstance(requirement, DynamicRequirement):
-            return DynamicLedger(requirement, slot, self.horizon)
-        return FixedLedger(requirement, slot)
-
-    def ledger_requirement(self, requirement: UserRequirement) -> UserRequirement:
-        """The requirement a user's ledger runs at; raises InvalidRequirementError if it cannot serve it."""
-        if self.spec.dynamic != isinstance(requirement, DynamicRequirement):
-            want = "backward/forward" if self.spec.dynamic else "w/epsilon"
-            raise InvalidRequirementError(f"mechanism {self.spec.name} takes {want} requirements")
-        if isinstance(requirement, DynamicRequirement):
-            longest = max(requirement.backward.w, requirement.forward.w)
-            if longest > self.horizon:
-                raise InvalidRequirementError(f"window {longest} is over the configured cap {self.horizon}")
-            return requirement
-        if self.spec.global_requirement is None:
-            return requirement
-        assert isinstance(requirement, Requirement)
-        if not self.spec.global_requirement.covers(requirement):
-            raise InvalidRequirementError(
-                f"requirement (w={requirement.w}, epsilon={requirement.epsilon}) is stricter than "
-                f"{self.spec.name}'s global (w={self.spec.global_requirement.w}, "
-                f"epsilon={self.spec.global_requirement.epsilon})"
-            )
-        return self.spec.global_requirement
-
-    def requirement_action(self, declared: UserRequirement | None, requested: UserRequirement) -> RequirementAction:
-        """Register a new user, ignore a repeat, take a dynamic change, or reject (formats.md).
-
-        `declared` is what the user declared last (None for a user not registered yet).
-        """
-        try:
-            if declared is None:
-                return RequirementAction(Action.REGISTER, self.ledger_requirement(requested))
-            if requested == declared:
-                return RequirementAction(Action.IGNORE)
-            if not self.spec.dynamic:
-                return RequirementAction(
-                    Action.REJECT, None, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
-                    f"{self.spec.name} keeps each user's first requirement for ever",
-                )
-            return RequirementAction(Action.REDECLARE, self.ledger_requirement(requested))
-        except InvalidRequirementError as err:
-            return RequirementAction(Action.REJECT, None, Reason.INVALID_REQUIREMENT, str(err))
-
     def register(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
         """A new user (dense index `user`, external id `name` for the spend log) from `slot` on."""
         self._check_slot(slot)
-        cls = self.population.register(user, self.ledger_requirement(requirement), slot)
+        cls = self.population.register(user, self.rules.ledger_requirement(requirement), slot)
         self._log_new_classes()
         if self._sink:
             self._sink(member_record(name or str(user), str(cls.id), slot))
@@ -139,7 +70,7 @@ class Engine:
     def redeclare(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
         """A registered user's new requirement from `slot` on (dynamic mechanisms only)."""
         self._check_slot(slot)
-        checked = self.ledger_requirement(requirement)
+        checked = self.rules.ledger_requirement(requirement)
         assert isinstance(checked, DynamicRequirement)
         before = self.population.class_of(user)
         cls = self.population.redeclare(user, checked, slot)

@@ -32,9 +32,9 @@ from pyflink.datastream.functions import KeyedBroadcastProcessFunction, KeyedPro
 from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 from pwevent.jobs.config import Config
-from pwevent.jobs.engine import Action, Engine
 from pwevent.jobs.records import Reason, Rejected, parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.replay import release_record
+from pwevent.jobs.requirement_rules import Action, RequirementRules
 from pwevent.operators.noise import NumpyRandomness, make_randomness
 from pwevent.operators.policies import charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotRelease
@@ -172,11 +172,11 @@ class UserLedger(KeyedBroadcastProcessFunction):
         self.ledger_state = runtime_context.get_state(ValueStateDescriptor("ledger", Types.PICKLED_BYTE_ARRAY()))
         self.clock = self.config.clock
         self.spec = self.config.mechanism_spec()
-        # The replay's rules object: requirement checks and ledger construction (no randomness used).
+        # The replay's requirement rules: checks, register/redeclare/reject, ledger construction.
         # Decoded ledgers of this instance's users, so a timer skips the decode (the state, written on
         # every timer, stays the source of truth: a restarted operator starts with an empty cache).
         self._ledgers: dict[str, Any] = {}
-        self.rules = Engine(self.spec, self.config.domain.d, None, self.config.caps.max_w)  # type: ignore[arg-type]
+        self.rules = RequirementRules(self.spec, self.config.caps.max_w)
 
     def _load(self) -> dict[str, Any]:
         st = self.state.value()
@@ -218,7 +218,7 @@ class UserLedger(KeyedBroadcastProcessFunction):
         yield  # pragma: no cover - a generator that emits nothing
 
     def _apply_requirement(self, st: dict[str, Any], ledger: Any, user: str, slot: int, req: tuple[Any, ...]):
-        """Register, redeclare, ignore or reject: `Engine.requirement_action`, as the replay does."""
+        """Register, redeclare, ignore or reject: `RequirementRules.requirement_action`, as the replay does."""
         _, _, requirement, position, original = req
         decision = self.rules.requirement_action(st["declared"], requirement)
         checked = decision.requirement

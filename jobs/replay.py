@@ -18,7 +18,7 @@ from typing import IO, Any
 import numpy as np
 
 from pwevent.jobs.config import Config
-from pwevent.jobs.engine import Action, Engine
+from pwevent.jobs.engine import Engine
 from pwevent.jobs.records import (
     Event,
     Reason,
@@ -28,6 +28,7 @@ from pwevent.jobs.records import (
     parse_requirement_update,
     reject_record,
 )
+from pwevent.jobs.requirement_rules import Action
 from pwevent.jobs.slots import iso
 from pwevent.operators.noise import Randomness, make_randomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
@@ -127,7 +128,7 @@ class Replay:
     def _apply_requirement(
         self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: str
     ) -> None:
-        decision = engine.requirement_action(self._declared.get(update.user), update.requirement)
+        decision = engine.rules.requirement_action(self._declared.get(update.user), update.requirement)
         if decision.action is Action.REJECT:
             assert decision.reason is not None
             self._reject("requirements", position, decision.reason, decision.detail, line)
