@@ -211,6 +211,10 @@ class UserLedger(KeyedBroadcastProcessFunction):
     def process_broadcast_element(self, value: Any, ctx: Any):  # type: ignore[override]
         slot, kind = value
         decisions = ctx.get_broadcast_state(DECISIONS)
+        if decisions.contains(slot):
+            # The job writes one release per slot; a second one can only be foreign. The first
+            # committed decision stands, so a later record cannot lower an already-known spend.
+            return
         decisions.put(slot, kind)
         if slot > self.decisions_kept:
             decisions.remove(slot - self.decisions_kept)
