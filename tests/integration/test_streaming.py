@@ -63,6 +63,20 @@ def check_releases(releases: list[dict[str, Any]], slots: int) -> dict[int, dict
     return {r["slot"]: r for r in releases}
 
 
+def check_against_replay(
+    job: StreamingJob, events: str, requirements: str, slots: int
+) -> tuple[list[dict], list[dict]]:
+    """Every slot released once and equal to the replay's release; returns the replay's spend log and
+    rejects for further checks."""
+    releases = job.wait_releases(slots)
+    assert job.alive(), job.log_tail()
+    by_slot = check_releases(releases, slots)
+    expected, expected_spend, expected_rejects = replay(job, events, requirements)
+    for slot in range(1, slots + 1):
+        assert by_slot[slot] == expected[slot - 1], f"slot {slot} differs from the replay"
+    return expected_spend, expected_rejects
+
+
 def check_audit(records: list[dict[str, Any]]) -> None:
     validator = schema("spend")
     for record in records:
@@ -108,12 +122,7 @@ def test_job_equals_replay(streaming_job: Any, tmp_path: Path, mechanism: str, e
     started = job.start(seed=SEED)
     t0 = time.monotonic()
     produce_files(job.kafka, job.config, events, requirements, PACE_S)
-    releases = job.wait_releases(slots)
-    assert job.alive(), job.log_tail()
-    by_slot = check_releases(releases, slots)
-    expected, expected_spend, expected_rejects = replay(job, events, requirements)
-    for slot in range(1, slots + 1):
-        assert by_slot[slot] == expected[slot - 1], f"slot {slot} differs from the replay"
+    expected_spend, expected_rejects = check_against_replay(job, events, requirements, slots)
 
     audit = [m.json() for m in job.read("audit")]
     check_audit(audit)
@@ -192,12 +201,7 @@ def test_bad_input_goes_to_dead_letters(streaming_job: Any) -> None:
 
     produce_files(job.kafka, job.config, events, requirements, PACE_S, on_slot)
     assert late_sent.is_set()
-    releases = job.wait_releases(slots)
-    assert job.alive(), job.log_tail()
-    by_slot = check_releases(releases, slots)
-    expected, _, expected_rejects = replay(job, events, requirements)
-    for slot in range(1, slots + 1):
-        assert by_slot[slot] == expected[slot - 1], f"slot {slot} differs from the replay"
+    _, expected_rejects = check_against_replay(job, events, requirements, slots)
     check_audit([m.json() for m in job.read("audit")])
 
     dead_messages = job.read("dead_letters", idle_s=1.5)
