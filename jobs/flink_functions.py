@@ -6,11 +6,17 @@ the release step in `operators.slot_release.SlotRelease`, the decision's cost in
 `settle` (`state.spend.actual_spend`), the message formats in `jobs.replay.release_record`,
 `jobs.records.reject_record` and `state.spend_log`. These classes only move records, state and time.
 
-Records between the operators (pickled tuples):
-- parsed input: ("e", user, time_ms, cell, order, position, original) or
-  ("r", user, time_ms, requirement, order, position, original); `order` = (time_ms, partition, offset)
-  decides which of several events of a user in one slot counts (the latest, ties by Kafka position).
-- UserSlot: (slot, user, cell or -1, eps1, eps2, border), one per registered user per slot.
+Records between the operators. Every Python operator costs a Java-Python crossing per record in
+thread mode (PyFlink chains Python operators only in process mode), so the records are shaped for
+the Java operators between them: event time, keying and the split of UserLedger's output run in Java
+(jobs/flink_job.py).
+- parsed input (`PARSED`): (Row(user, record), time_ms), record = ("e", user, time_ms, cell, order,
+  position, original) or ("r", user, time_ms, requirement, order, position, original) pickled;
+  `order` = (time_ms, partition, offset) decides which of several events of a user in one slot counts
+  (the latest, ties by Kafka position).
+- UserLedger output (`LEDGER_OUTPUT`): Row(route, text), route "slot" (text = the UserSlot as a JSON
+  array [slot, user, cell or -1, eps1, eps2, border], one per registered user per slot), "audit" (a
+  spend log record) or "dead" (a dead letter).
 - decision (read back from the release topic): (slot, kind).
 """
 
@@ -26,7 +32,6 @@ import numpy as np
 import orjson
 from pyflink.common import Row
 from pyflink.common.typeinfo import Types
-from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import OutputTag
 from pyflink.datastream.functions import KeyedBroadcastProcessFunction, KeyedProcessFunction, ProcessFunction
 from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
@@ -44,7 +49,9 @@ from pwevent.state.spend import Kind
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
-AUDIT = OutputTag("audit", Types.STRING())
+PARSED = Types.TUPLE([Types.ROW([Types.STRING(), Types.PICKLED_BYTE_ARRAY()]), Types.LONG()])
+LEDGER_OUTPUT = Types.ROW_NAMED(["route", "v"], [Types.STRING(), Types.STRING()])
+SLOT_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "slot", "audit", "dead"
 DECISIONS = MapStateDescriptor("decisions", Types.LONG(), Types.STRING())
 #: A watermark at or above this is the end of a bounded input, not a slot end: no more slot timers.
 END_OF_TIME_MS = 2**61
@@ -52,7 +59,7 @@ END_OF_TIME_MS = 2**61
 _KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
 
 
-def _json(record: dict[str, Any]) -> str:
+def _json(record: dict[str, Any] | list[Any]) -> str:
     return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
@@ -72,7 +79,8 @@ def _position(topic: str, row: Row) -> dict[str, Any]:
 
 
 class ParseRecords(ProcessFunction):
-    """Kafka row (value bytes, partition, offset, timestamp) -> parsed input, or a dead letter."""
+    """Kafka row (value bytes, partition, offset, timestamp) -> parsed input keyed by user with its
+    event time (`PARSED`), or a dead letter (side output)."""
 
     def __init__(self, config: Config, source: str, topic: str, kafka_time: bool, max_lead_ms: int = 0) -> None:
         self.config = config
@@ -109,7 +117,7 @@ class ParseRecords(ProcessFunction):
             yield DEAD_LETTERS, _json(reject_record(self.source, position, Reason.TOO_FAR_AHEAD, ahead, raw))
             return
         order = (time_ms, position["partition"], position["offset"])
-        yield (kind, user, time_ms, payload, order, position, raw.decode("utf-8", errors="replace"))
+        yield Row(user, (kind, user, time_ms, payload, order, position, raw.decode("utf-8", errors="replace"))), time_ms
 
 
 class ParseDecision(ProcessFunction):
@@ -129,36 +137,14 @@ class ParseDecision(ProcessFunction):
             )
 
 
-def _tagged(items: Any):  # type: ignore[no-untyped-def]
-    """Side outputs as tagged main-output items: PyFlink 2.2's thread mode drops the side-output
-    routing of a KeyedBroadcastProcessFunction's on_timer (embedded/operations.py), so `Route` splits."""
-    for item in items:
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], OutputTag):
-            yield ("side", item[0].tag_id, item[1])
-        else:
-            yield ("main", item)
-
-
-class Route(ProcessFunction):
-    """Splits UserLedger's tagged output into UserSlot records and the dead-letter/audit side outputs."""
-
-    def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
-        if value[0] == "main":
-            yield value[1]
-        else:
-            yield (DEAD_LETTERS if value[1] == DEAD_LETTERS.tag_id else AUDIT), value[2]
-
-
-class EventTime(TimestampAssigner):
-    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
-        return int(value[2])
-
-
 class UserLedger(KeyedBroadcastProcessFunction):
     """One user's ledger, keyed by user id (docs/streaming.md, UserLedger).
 
     At each slot end (event-time timer) it settles the slots whose decisions came back, applies the
     requirement updates of the slot, charges the slot through `charge_slot` and emits one UserSlot.
+    Everything it emits is a `LEDGER_OUTPUT` row on the main output, split in Java: PyFlink 2.2's
+    thread mode drops the side-output routing of a KeyedBroadcastProcessFunction's on_timer
+    (embedded/operations.py), and a Python splitter would cost a crossing per record.
     """
 
     def __init__(self, config: Config, decisions_kept: int) -> None:
@@ -186,14 +172,14 @@ class UserLedger(KeyedBroadcastProcessFunction):
     def _timer(self, ctx: Any, slot: int) -> None:
         ctx.timer_service().register_event_time_timer(self.clock.end_ms(slot) - 1)
 
-    def _process_element(self, value: Any, ctx: Any):  # type: ignore[no-untyped-def]
+    def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
         kind, user, time_ms, payload, order, position, original = value
         slot = self.clock.slot_of(time_ms)
         if self.clock.end_ms(slot) - 1 <= ctx.timer_service().current_watermark():
-            yield DEAD_LETTERS, _json(reject_record(
+            yield Row(DEAD_ROUTE, _json(reject_record(
                 "events" if kind == "e" else "requirements", position, Reason.LATE,
                 f"slot {slot} had closed when the record arrived", original,
-            ))
+            )))
             return
         st = self._load()
         if kind == "r":
@@ -229,25 +215,19 @@ class UserLedger(KeyedBroadcastProcessFunction):
         if decision.action is Action.REJECT:
             assert decision.reason is not None
             rejected = reject_record("requirements", position, decision.reason, decision.detail, original)
-            yield DEAD_LETTERS, _json(rejected)
+            yield Row(DEAD_ROUTE, _json(rejected))
             return ledger
         if decision.action is Action.REGISTER:
             assert checked is not None
             ledger = self.rules.new_ledger(checked, slot)
-            yield AUDIT, _json(ledger_record(user, checked, slot, None))
-            yield AUDIT, _json(member_record(user, user, slot))
+            yield Row(AUDIT_ROUTE, _json(ledger_record(user, checked, slot, None)))
+            yield Row(AUDIT_ROUTE, _json(member_record(user, user, slot)))
         elif decision.action is Action.REDECLARE and checked != ledger.requirement:
             ledger.declare(checked)
         st["declared"] = requirement
         return ledger
 
-    def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
-        yield from _tagged(self._process_element(value, ctx))
-
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
-        yield from _tagged(self._on_timer(timestamp, ctx))
-
-    def _on_timer(self, timestamp: int, ctx: Any):  # type: ignore[no-untyped-def]
         slot = self.clock.slot_of(timestamp)
         user = ctx.get_current_key()
         st = self._load()
@@ -262,7 +242,7 @@ class UserLedger(KeyedBroadcastProcessFunction):
                 if decisions.contains(done):
                     entry = ledger.settle(done, Kind(decisions.get(done)))
                     requirement, projected = st["charged"].pop(done)
-                    yield AUDIT, _json(spend_record(user, entry, requirement, 1, projected))
+                    yield Row(AUDIT_ROUTE, _json(spend_record(user, entry, requirement, 1, projected)))
         due = sorted((r for r in st["reqs"] if r[0] <= slot), key=lambda r: r[1])
         st["reqs"] = [r for r in st["reqs"] if r[0] > slot]
         for req in due:
@@ -275,10 +255,10 @@ class UserLedger(KeyedBroadcastProcessFunction):
                 if best is None or order > best[0]:
                     best = (order, cell)
             else:
-                yield DEAD_LETTERS, _json(reject_record(
+                yield Row(DEAD_ROUTE, _json(reject_record(
                     "events", position, Reason.UNKNOWN_USER,
                     f"user {user!r} has no requirement in force at slot {o_slot}", original,
-                ))
+                )))
         for stale in [s for s in st["cells"] if s < slot]:  # cannot happen: timers fire in slot order
             del st["cells"][stale]
         if ledger is not None and ledger.since <= slot:
@@ -286,13 +266,14 @@ class UserLedger(KeyedBroadcastProcessFunction):
             st["charged"][slot] = (ledger.requirement, budget.projected_backward)
             if budget.projected_backward is not None:
                 requested = ledger.requirement.backward.epsilon  # type: ignore[union-attr]
-                yield DEAD_LETTERS, _json(reject_record(
+                yield Row(DEAD_ROUTE, _json(reject_record(
                     "requirements", f"slot {slot}", Reason.INFEASIBLE_BACKWARD,
                     f"user {user}: backward epsilon {requested} is below the {budget.projected_backward:.6g} "
                     "its window already spent; projected, the user spends 0 now",
                     _json({"ledger": user, "slot": slot}),
-                ))
-            yield slot, user, -1 if best is None else int(best[1]), budget.eps1, budget.eps2, budget.border
+                )))
+            cell = -1 if best is None else int(best[1])
+            yield Row(SLOT_ROUTE, _json([slot, user, cell, budget.eps1, budget.eps2, budget.border]))
             if ctx.timer_service().current_watermark() < END_OF_TIME_MS:
                 self._timer(ctx, slot + 1)
         if ledger is not None:
@@ -306,14 +287,16 @@ class UserLedger(KeyedBroadcastProcessFunction):
 
 
 class SlotReleaseHost(KeyedProcessFunction):
-    """The global release step (one key, parallelism 1): decides every slot once, in slot order."""
+    """The global release step (one key, parallelism 1): decides every slot once, in slot order.
+
+    Input: the UserSlot texts of UserLedger's "slot" route, keyed by a constant."""
 
     def __init__(self, config: Config, seed: int | None) -> None:
         self.config = config
         self.seed = seed
 
     def open(self, runtime_context: Any) -> None:
-        self.rows = runtime_context.get_list_state(ListStateDescriptor("slot-rows", Types.PICKLED_BYTE_ARRAY()))
+        self.rows = runtime_context.get_list_state(ListStateDescriptor("slot-rows", Types.STRING()))
         self.meta = runtime_context.get_state(ValueStateDescriptor("release", Types.PICKLED_BYTE_ARRAY()))
         self.rng = make_randomness(self.config.noise, self.seed)
         self.core = SlotRelease(self.config.domain.d, self.rng)
@@ -321,10 +304,14 @@ class SlotReleaseHost(KeyedProcessFunction):
         self.clock = self.config.clock
         self.smoother = self.config.smoother()
         self._restored = False
+        self._timer_slot = 0  # the slot whose timer was registered last (timers are deduplicated anyway)
 
-    def process_element(self, value: Any, ctx: Any):  # type: ignore[override]
+    def process_element(self, value: str, ctx: Any):  # type: ignore[override]
         self.rows.add(value)
-        ctx.timer_service().register_event_time_timer(self.clock.end_ms(value[0]) - 1)
+        slot = orjson.loads(value)[0]
+        if slot != self._timer_slot:
+            ctx.timer_service().register_event_time_timer(self.clock.end_ms(slot) - 1)
+            self._timer_slot = slot
         return
         yield  # pragma: no cover
 
@@ -339,14 +326,14 @@ class SlotReleaseHost(KeyedProcessFunction):
                 self.rng.rng.bit_generator.state = pickle.loads(meta["rng"])  # seeded test runs only
             if self.smoother is not None and meta.get("smoother") is not None:
                 self.smoother.restore(meta["smoother"])
-        rows = list(self.rows.get() or [])
         due: dict[int, list[Any]] = {}
         rest = []
-        for row in rows:
+        for text in self.rows.get() or []:
+            row = orjson.loads(text)
             if row[0] <= slot:
                 due.setdefault(row[0], []).append(row)
             else:
-                rest.append(row)
+                rest.append(text)
         for t in range(history.decided + 1, slot + 1):
             group = sorted(due.pop(t, []), key=lambda r: r[1])
             cells = np.array([r[2] for r in group], dtype=np.int64)

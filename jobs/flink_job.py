@@ -146,9 +146,59 @@ def latest_checkpoint(checkpoint_dir: str) -> str | None:
     return os.path.dirname(max(found, key=os.path.getmtime))
 
 
+def _timestamped(stream, value_type, strategy):  # type: ignore[no-untyped-def]
+    """(value, time_ms) records -> values carrying `time_ms` as their Flink timestamp, with watermarks
+    from `strategy` (None: keep the timestamps and watermarks the stream already has).
+
+    PyFlink's `assign_timestamps_and_watermarks` with a Python TimestampAssigner runs one more Python
+    operator per record; the record already carries its time, so the Java operators PyFlink uses
+    behind that assigner (CustomTimestampAssigner, RemoveTimestampMapFunction) do it alone."""
+    from pyflink.datastream import DataStream
+    from pyflink.java_gateway import get_gateway
+
+    eventtime = get_gateway().jvm.org.apache.flink.streaming.api.functions.python.eventtime
+    j_stream = stream._j_data_stream
+    if strategy is not None:
+        j_stream = j_stream.assignTimestampsAndWatermarks(
+            strategy._j_watermark_strategy.withTimestampAssigner(eventtime.CustomTimestampAssigner()))
+    return DataStream(j_stream.map(eventtime.RemoveTimestampMapFunction(), value_type.get_java_type_info()))
+
+
+def _keyed_by_first_field(stream, key_type, value_type, names=None):  # type: ignore[no-untyped-def]
+    """A stream of Row(key, value) keyed by its first field, in Java.
+
+    PyFlink's `key_by` runs a Python operator per record to compute the key and builds this same
+    Row(key, value) shape; the records here already have it, so only the Java key selector remains.
+    A stream from `to_data_stream` (rows named `names`) is re-declared as the RowTypeInfo that
+    PyFlink's keyed operators require (same Row objects, another serializer)."""
+    from pyflink.common import Types
+    from pyflink.datastream import KeyedStream
+    from pyflink.java_gateway import get_gateway
+
+    if names is not None:
+        row_type = Types.ROW_NAMED(names, [key_type, value_type])
+        stream._j_data_stream.getTransformation().setOutputType(row_type.get_java_type_info())
+    j_keyed = stream._j_data_stream.keyBy(get_gateway().jvm.KeyByKeySelector(),
+                                          Types.ROW([key_type]).get_java_type_info())
+    return KeyedStream(j_keyed, value_type, stream)
+
+
+def _side_output(stream, tag):  # type: ignore[no-untyped-def]
+    """A side output as a DataStream, without the Python identity map `DataStream.get_side_output` adds."""
+    from pyflink.datastream import DataStream
+
+    return DataStream(stream._j_data_stream.getSideOutput(tag.get_java_output_tag()))
+
+
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None) -> None:  # type: ignore[no-untyped-def]
-    """Sources, operators and sinks of the job, added to `env` (executed by the caller)."""
+    """Sources, operators and sinks of the job, added to `env` (executed by the caller).
+
+    Four Python operators: ParseRecords (events, requirements), ParseDecision, UserLedger and
+    SlotReleaseHost. Event time, keying and the split of UserLedger's output are Java operators, so
+    an input event crosses into Python twice and a user's slot twice (docs/streaming.md)."""
     from pyflink.common import Duration, Types, WatermarkStrategy
+    from pyflink.table import Schema
+    from pyflink.table.expressions import col, lit
 
     from pwevent.jobs import flink_functions as fn
 
@@ -162,21 +212,19 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
 
     picked = Types.PICKLED_BYTE_ARRAY()
-    kafka_time = settings.kafka.event_time == "kafka"
     if kafka_time:  # watermarks from the Kafka sources (per partition), idle partitions skipped
         t_env.get_config().set("table.exec.source.idle-timeout", f"{settings.flink.source_idleness_ms} ms")
     parsed = {}
     for role in ("events", "requirements"):
         rows = t_env.to_data_stream(t_env.from_path(f"src_{role}"))
         parse = fn.ParseRecords(config, role, topics[role], kafka_time, settings.flink.max_lead_ms)
-        parsed[role] = rows.process(parse, output_type=picked) \
-            .uid(f"parse-{role}").name(f"parse {role}")
-    timed = parsed["events"].union(parsed["requirements"])
-    if not kafka_time:  # event time from a JSON field: a Python assigner after parsing (per subtask)
-        timed = timed.assign_timestamps_and_watermarks(
-            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(settings.flink.out_of_orderness_ms))
-            .with_timestamp_assigner(fn.EventTime())
-        ).uid("event-time").name("event time")
+        parsed[role] = rows.process(parse, output_type=fn.PARSED).uid(f"parse-{role}").name(f"parse {role}")
+    # Event time from a JSON field: watermarks after parsing (per subtask); from Kafka: the sources'.
+    strategy = None if kafka_time else WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(settings.flink.out_of_orderness_ms))
+    keyed_input = Types.ROW([Types.STRING(), picked])
+    timed = _timestamped(parsed["events"].union(parsed["requirements"]), keyed_input, strategy) \
+        .uid("event-time").name("event time")
 
     readback_rows = t_env.to_data_stream(t_env.from_path("src_releases"))
     decisions = readback_rows.process(fn.ParseDecision(topics["releases"]), output_type=picked) \
@@ -189,26 +237,35 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         WatermarkStrategy.no_watermarks().with_idleness(Duration.of_millis(settings.flink.readback_idleness_ms))
     ).uid("readback-time").name("read-back (idle, no watermarks)")
 
-    ledger_out = timed.key_by(lambda r: r[1], key_type=Types.STRING()) \
+    ledger_out = _keyed_by_first_field(timed, Types.STRING(), picked) \
         .connect(decisions_timed.broadcast(fn.DECISIONS)) \
-        .process(fn.UserLedger(config, settings.flink.decisions_kept), output_type=picked) \
+        .process(fn.UserLedger(config, settings.flink.decisions_kept), output_type=fn.LEDGER_OUTPUT) \
         .uid("user-ledger").name("UserLedger")
-    user_slots = ledger_out.process(fn.Route(), output_type=picked).uid("route").name("route UserLedger output")
-    releases = user_slots.key_by(lambda r: 0, key_type=Types.INT()) \
+    # UserLedger's output split by route in Java (Table filters); watermarks carried through.
+    ledger_table = t_env.from_data_stream(
+        ledger_out,
+        Schema.new_builder().column_by_metadata("rowtime", "TIMESTAMP_LTZ(3)")
+        .watermark("rowtime", "SOURCE_WATERMARK()").build(),
+    )
+
+    def routed(route: str):  # type: ignore[no-untyped-def]
+        return ledger_table.where(col("route") == route).select(col("v"))
+
+    slot_rows = t_env.to_data_stream(
+        ledger_table.where(col("route") == fn.SLOT_ROUTE).select(lit(0).alias("k"), col("v")))
+    releases = _keyed_by_first_field(slot_rows, Types.INT(), Types.STRING(), ["k", "v"]) \
         .process(fn.SlotReleaseHost(config, seed),
                  output_type=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.STRING()])) \
         .uid("slot-release").name("SlotRelease").set_parallelism(1).set_max_parallelism(1)
 
-    dead = parsed["events"].get_side_output(fn.DEAD_LETTERS) \
-        .union(parsed["requirements"].get_side_output(fn.DEAD_LETTERS),
-               decisions.get_side_output(fn.DEAD_LETTERS),
-               user_slots.get_side_output(fn.DEAD_LETTERS))
-    audit = user_slots.get_side_output(fn.AUDIT)
+    parse_dead = _side_output(parsed["events"], fn.DEAD_LETTERS) \
+        .union(_side_output(parsed["requirements"], fn.DEAD_LETTERS), _side_output(decisions, fn.DEAD_LETTERS))
+    dead = t_env.from_data_stream(parse_dead).select(col("f0").alias("v")).union_all(routed(fn.DEAD_ROUTE))
 
     statements = t_env.create_statement_set()
     statements.add_insert("sink_releases", t_env.from_data_stream(releases))
-    statements.add_insert("sink_dead_letters", t_env.from_data_stream(dead))
-    statements.add_insert("sink_audit", t_env.from_data_stream(audit))
+    statements.add_insert("sink_dead_letters", dead)
+    statements.add_insert("sink_audit", routed(fn.AUDIT_ROUTE))
     statements.attach_as_datastream()
 
 

@@ -18,9 +18,10 @@ def parse(raw: bytes, max_lead_ms: int = 86_400_000):
         Row(raw, 0, 7, None), None))
 
 
-def test_a_valid_event_passes_with_its_kafka_position():
-    [(kind, user, time_ms, cell, order, position, _)] = parse(b'{"user": "a", "time": 120000, "value": 1}')
-    assert (kind, user, time_ms, cell) == ("e", "a", 120000, 1)
+def test_a_valid_event_passes_keyed_by_user_with_its_event_time_and_kafka_position():
+    [(keyed, event_time)] = parse(b'{"user": "a", "time": 120000, "value": 1}')
+    key, (kind, user, time_ms, cell, order, position, _) = keyed
+    assert (key, kind, user, time_ms, cell, event_time) == ("a", "e", "a", 120000, 1, 120000)
     assert order == (120000, 0, 7) and position == {"topic": "pwevent.events", "partition": 0, "offset": 7}
 
 
@@ -32,4 +33,4 @@ def test_far_future_and_bad_records_go_to_dead_letters():
         [(tag, text)] = parse(raw)
         record = json.loads(text)
         assert tag is DEAD_LETTERS and record["reason"] == reason and record["position"]["offset"] == 7
-    assert parse(f'{{"user": "a", "time": {future}, "value": 1}}'.encode(), max_lead_ms=0)[0][0] == "e"
+    assert parse(f'{{"user": "a", "time": {future}, "value": 1}}'.encode(), max_lead_ms=0)[0][0][1][0] == "e"
