@@ -94,12 +94,11 @@ class ParseRecords(ProcessFunction):
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         raw: bytes = row[0] if row[0] is not None else b""
         position = _position(self.topic, row)
-        record_ms = _epoch_ms(row[3])
         config = self.config
         payload: Any
         try:
             if self.source == "events":
-                event = parse_event(raw, self.fields, config.domain, record_ms)
+                event = parse_event(raw, self.fields, config.domain, lambda: _epoch_ms(row[3]))
                 kind, user, time_ms, payload = "e", event.user, event.time_ms, event.cell
             else:
                 update = parse_requirement_update(raw, config.requirements, config.caps)
@@ -162,12 +161,25 @@ class UserLedger(KeyedBroadcastProcessFunction):
         # Decoded ledgers of this instance's users, so a timer skips the decode (the state, written on
         # every timer, stays the source of truth: a restarted operator starts with an empty cache).
         self._ledgers: dict[str, Any] = {}
+        # Decisions known to this instance. A decision never changes once known (the first one
+        # stands), so a copy saves the calls into the broadcast state, which stays the source of
+        # truth after a restore (looked up on a miss).
+        self._decisions: dict[int, str] = {}
         self.rules = RequirementRules(self.spec, self.config.caps.max_w)
 
     def _load(self) -> dict[str, Any]:
         st = self.state.value()
         return st if st is not None else {"registered": False, "declared": None, "cells": {}, "orphans": [],
                                           "reqs": [], "charged": {}}
+
+    def _decision(self, ctx: Any, slot: int) -> str | None:
+        """The kind of the committed release of `slot`, or None while it has not been read back."""
+        kind = self._decisions.get(slot)
+        if kind is None:
+            decisions = ctx.get_broadcast_state(DECISIONS)
+            if decisions.contains(slot):
+                kind = self._decisions[slot] = decisions.get(slot)
+        return kind
 
     def _timer(self, ctx: Any, slot: int) -> None:
         ctx.timer_service().register_event_time_timer(self.clock.end_ms(slot) - 1)
@@ -202,8 +214,10 @@ class UserLedger(KeyedBroadcastProcessFunction):
             # committed decision stands, so a later record cannot lower an already-known spend.
             return
         decisions.put(slot, kind)
+        self._decisions[slot] = kind
         if slot > self.decisions_kept:
             decisions.remove(slot - self.decisions_kept)
+            self._decisions.pop(slot - self.decisions_kept, None)
         return
         yield  # pragma: no cover - a generator that emits nothing
 
@@ -237,10 +251,10 @@ class UserLedger(KeyedBroadcastProcessFunction):
             if ledger is None:  # first timer of this user since the operator (re)started
                 ledger = ledger_from_bytes(self.ledger_state.value())
         if ledger is not None and st["charged"]:
-            decisions = ctx.get_broadcast_state(DECISIONS)
             for done in sorted(st["charged"]):
-                if decisions.contains(done):
-                    entry = ledger.settle(done, Kind(decisions.get(done)))
+                decision = self._decision(ctx, done)
+                if decision is not None:
+                    entry = ledger.settle(done, Kind(decision))
                     requirement, projected = st["charged"].pop(done)
                     yield Row(AUDIT_ROUTE, _json(spend_record(user, entry, requirement, 1, projected)))
         due = sorted((r for r in st["reqs"] if r[0] <= slot), key=lambda r: r[1])
