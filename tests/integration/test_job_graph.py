@@ -1,0 +1,62 @@
+"""The job's operator graph: which operators run Python (docs/streaming.md, Topology).
+
+In thread mode every Python operator costs a Java-Python crossing per record, and PyFlink does not
+chain Python operators there; event time, keying and the split of UserLedger's output are Java
+operators on purpose. This test fails when a change brings a Python operator back on the per-record
+path (a key selector lambda, a Python timestamp assigner, `get_side_output`'s identity map).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Builds the pipeline (no broker needed: nothing connects before execution) and lists each stream
+# node's operator class; run in a child process, so the gateway JVM and PYTHONPATH stay out of pytest.
+GRAPH = """
+import json, os, sys
+from pwevent.jobs.config import load_config
+from pwevent.jobs.flink_config import stream_settings
+from pwevent.jobs.flink_job import build_pipeline, make_environment
+config = load_config(sys.argv[1])
+settings = stream_settings(config, os.path.dirname(sys.argv[1]))
+env, t_env = make_environment(settings, None)
+build_pipeline(env, t_env, config, settings, None)
+nodes = []
+for node in env._generate_stream_graph(False).getStreamNodes().toArray():
+    factory = node.getOperatorFactory()
+    try:
+        name = factory.getOperator().getClass().getName()
+    except Exception:  # a factory that is not a SimpleOperatorFactory: not a Python operator
+        name = factory.getClass().getName()
+    nodes.append([node.getOperatorName(), name])
+print("GRAPH " + json.dumps(nodes))
+"""
+
+PYTHON_OPERATORS = {"parse events", "parse requirements", "parse read-back releases", "UserLedger", "SlotRelease"}
+
+
+@pytest.mark.flink
+@pytest.mark.parametrize("event_time", ["field", "kafka"])
+def test_only_the_hosts_of_the_core_run_python(tmp_path: Path, event_time: str) -> None:
+    config = yaml.safe_load((REPO / "deploy" / "local" / "demo.yaml").read_text())
+    config["kafka"].update({"bootstrap": "127.0.0.1:1", "event_time": event_time})
+    config["flink"]["checkpoint_dir"] = str(tmp_path / "checkpoints")
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = subprocess.run([sys.executable, "-c", GRAPH, str(path)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""})
+    lines = [line for line in done.stdout.splitlines() if line.startswith("GRAPH ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    nodes = json.loads(lines[0].removeprefix("GRAPH "))
+    python = {name for name, cls in nodes if ".python." in cls}
+    assert python == PYTHON_OPERATORS
+    assert any(name == "event time" for name, _ in nodes)
