@@ -37,14 +37,6 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
-    from pwevent.jobs.config import load_config
-    from pwevent.jobs.files import write_synthetic
-    from pwevent.jobs.flink_config import stream_settings
-    from pwevent.jobs.kafka_io import follow
-    from pwevent.jobs.produce import produce_files
-    from pwevent.jobs.slots import parse_duration_ms
-    from pwevent.jobs.synthetic import SyntheticStream
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=10_000)
     parser.add_argument("--backlog-slots", type=int, default=10)
@@ -62,14 +54,32 @@ def main() -> int:
                         "watermark after this")
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
     args = parser.parse_args()
+    # SIGTERM (e.g. `timeout`) unwinds like Ctrl-C, so the `finally` below stops the job and the broker.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     work = Path(tempfile.mkdtemp(prefix="pwevent-bench-"))
+    print(f"work folder: {work}")
+    if args.bootstrap:
+        return measure(args, args.bootstrap, work)
     kafka_run = work / "kafka"
-    bootstrap = args.bootstrap
-    if not bootstrap:
-        started = subprocess.run([str(REPO / "deploy/local/kafka.sh"), "start", "--run-dir", str(kafka_run)],
-                                 capture_output=True, text=True, check=True)
-        bootstrap = started.stdout.strip().splitlines()[-1]
+    started = subprocess.run([str(REPO / "deploy/local/kafka.sh"), "start", "--run-dir", str(kafka_run)],
+                             capture_output=True, text=True, check=True)
+    try:
+        return measure(args, started.stdout.strip().splitlines()[-1], work)
+    finally:
+        subprocess.run([str(REPO / "deploy/local/kafka.sh"), "stop", "--run-dir", str(kafka_run)], capture_output=True)
+
+
+def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
+    """Both phases on one job run against `bootstrap`; the job is killed (its process group) at the end."""
+    from pwevent.jobs.config import load_config
+    from pwevent.jobs.files import write_synthetic
+    from pwevent.jobs.flink_config import stream_settings
+    from pwevent.jobs.kafka_io import follow
+    from pwevent.jobs.produce import produce_files
+    from pwevent.jobs.slots import parse_duration_ms
+    from pwevent.jobs.synthetic import SyntheticStream
+
     name = f"bench{uuid.uuid4().hex[:6]}"
     topics = {r: f"{name}.{r}" for r in ("events", "requirements", "releases", "dead_letters", "audit")}
     raw = {
@@ -170,10 +180,6 @@ def main() -> int:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
-        if not args.bootstrap:
-            subprocess.run([str(REPO / "deploy/local/kafka.sh"), "stop", "--run-dir", str(kafka_run)],
-                           capture_output=True)
-        print(f"work folder: {work}")
     return 0
 
 

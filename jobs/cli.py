@@ -16,7 +16,7 @@ from pwevent.jobs.config import ConfigError, load_config, parse_config
 from pwevent.jobs.evaluate import add_evaluate_parser
 from pwevent.jobs.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.replay import run_replay
-from pwevent.jobs.slots import parse_duration_ms
+from pwevent.jobs.slots import duration_arg
 from pwevent.jobs.synthetic import STREAMS, SyntheticStream
 from pwevent.operators.policies import MECHANISMS
 
@@ -58,7 +58,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     stream = SyntheticStream(args.stream, args.users, args.slots, args.seed)
     events, requirements = write_synthetic(
-        stream, args.out, args.epsilon, args.window, parse_duration_ms(args.slot), args.dynamic,
+        stream, args.out, args.epsilon, args.window, args.slot, args.dynamic,
         args.types, args.change_every,
     )
     print(f"wrote {events} and {requirements}")
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--slots", type=int, default=1000)
     generate.add_argument("--epsilon", type=float, default=0.6, help="lowest personalized budget E")
     generate.add_argument("--window", type=int, default=120, help="largest personalized window w")
-    generate.add_argument("--slot", default="60s", help="slot length used for the event times")
+    generate.add_argument("--slot", default="60s", type=duration_arg, help="slot length used for the event times")
     generate.add_argument("--dynamic", action="store_true", help="dynamic backward/forward requirements")
     generate.add_argument("--types", type=int, default=10, help="dynamic: requirement types sharing one sequence")
     generate.add_argument("--change-every", type=int, default=500, help="dynamic: slots between forward redraws")

@@ -287,14 +287,20 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
     return env, StreamTableEnvironment.create(env)
 
 
-def submit_command(config_path: str) -> str:
-    """The command that submits this job to a running Flink cluster instead of the mini-cluster."""
+def submit_command(config_path: str, jobmanager: str | None = None) -> str:
+    """The command that submits this job, detached, to a running Flink session cluster (the one at
+    `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
+
+    The cluster's TaskManagers need the venv's site-packages on their PYTHONPATH (thread mode) and
+    the same paths as this machine: the interpreter, the configuration, the checkpoint directory
+    (docs/deploy-notes.md, "Submitting to a cluster")."""
     import pyflink
 
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
+    target = f"-m {jobmanager} " if jobmanager else ""
     return (
-        f"FLINK_HOME={flink_home} PYTHONPATH={python_root()} {flink_home}/bin/flink run "
+        f"FLINK_HOME={flink_home} PYTHONPATH={python_root()} {flink_home}/bin/flink run -d {target}"
         f"--jarfile {connector_jar()} -pyclientexec {py} -pyexec {py} -pyfs {python_root()} "
         f"-py {Path(__file__).resolve()} --config {Path(config_path).resolve()}"
     )
@@ -351,7 +357,7 @@ if __name__ == "__main__":
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.print_submit:
-        print(submit_command(args.config))
+        print(submit_command(args.config, args.jobmanager))
         return 0
     return run_job(args.config, args.seed, args.restore, args.ready_file)
 
@@ -369,5 +375,7 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
                    "default")
     p.add_argument("--ready-file", help="write the job id to this file once the job is RUNNING")
     p.add_argument("--print-submit", action="store_true",
-                   help="print the command that submits the job to a Flink cluster, and exit")
+                   help="print the command that submits the job (detached) to a Flink session cluster, and exit")
+    p.add_argument("--jobmanager", metavar="HOST:PORT",
+                   help="with --print-submit: the cluster's REST address (else the flink CLI's configuration)")
     p.set_defaults(func=cmd_run)

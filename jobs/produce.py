@@ -24,7 +24,7 @@ from pwevent.jobs.config import Config, load_config
 from pwevent.jobs.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.flink_config import KafkaSettings, stream_settings
 from pwevent.jobs.kafka_io import producer
-from pwevent.jobs.slots import parse_duration_ms, parse_time_ms
+from pwevent.jobs.slots import duration_arg, parse_time_ms
 from pwevent.jobs.synthetic import STREAMS, SyntheticStream
 
 Line = tuple[bytes, bytes | None, int | None]  # value, key, timestamp
@@ -104,7 +104,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         events, requirements = str(ev), str(rq)
         print(f"pwevent produce: generated {args.stream} ({args.users} users, {args.slots} slots) in {folder}",
               file=sys.stderr)
-    pace = parse_duration_ms(args.pace, "--pace") / 1000
+    pace = args.pace / 1000
 
     def show(slot: int, _: float) -> None:
         if not args.quiet:
@@ -124,7 +124,7 @@ def register(sub: Any) -> None:
     p.add_argument("--config", required=True, help="YAML configuration (kafka: section for topics/bootstrap)")
     p.add_argument("--events", help="events JSON-lines file (default: generate a synthetic stream)")
     p.add_argument("--requirements", help="requirements JSON-lines file")
-    p.add_argument("--pace", default="1s", help="wall time per slot (default 1s)")
+    p.add_argument("--pace", default="1s", type=duration_arg, help="wall time per slot, e.g. 500ms, 2s (default 1s)")
     p.add_argument("--stream", choices=STREAMS, default="Sin", help="synthetic stream to generate")
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--slots", type=int, default=120)

@@ -19,6 +19,16 @@ def parse_duration_ms(text: Any, field: str = "slot") -> int:
     return int(match.group(1)) * _UNITS_MS[match.group(2)]
 
 
+def duration_arg(text: str) -> int:
+    """`parse_duration_ms` as an argparse type: a bad value becomes a usage error, not a traceback."""
+    import argparse
+
+    try:
+        return parse_duration_ms(text, "the value")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def parse_time_ms(value: Any, field: str = "time") -> int:
     """ISO-8601 (a time without an offset is UTC) or epoch milliseconds -> epoch milliseconds."""
     if isinstance(value, bool):

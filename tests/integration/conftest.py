@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from pwevent.jobs.audit import audit_records
 from pwevent.jobs.config import load_config
 from pwevent.jobs.flink_config import stream_settings
 from pwevent.jobs.kafka_io import Message, read_topic
@@ -32,6 +34,28 @@ SCHEMAS = REPO / "docs" / "schemas"
 
 def schema(name: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads((SCHEMAS / f"{name}.schema.json").read_text()))
+
+
+def check_releases(releases: list[dict[str, Any]], slots: int) -> dict[int, dict[str, Any]]:
+    """Exactly one release per slot, integer counts, valid kinds, valid against the schema."""
+    validator = schema("release")
+    per_slot = Counter(r["slot"] for r in releases)
+    assert all(n == 1 for n in per_slot.values()), {s: n for s, n in per_slot.items() if n > 1}
+    assert set(range(1, slots + 1)) <= set(per_slot), sorted(per_slot)
+    for release in releases:
+        validator.validate(release)
+        assert release["kind"] in ("publish", "skip", "nullify")
+        assert all(isinstance(c, int) for c in release["counts"])
+    return {r["slot"]: r for r in releases}
+
+
+def check_audit(records: list[dict[str, Any]]) -> None:
+    validator = schema("spend")
+    for record in records:
+        validator.validate(record)
+    report = audit_records(records)
+    assert report.ok, report.render()
+    assert report.spend_lines > 0
 
 
 def _create_topics_module() -> Any:

@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.audit import audit_records
 from pwevent.jobs.files import DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.produce import produce_files
 from pwevent.jobs.replay import run_replay
 from pwevent.jobs.synthetic import SyntheticStream
-from tests.integration.conftest import StreamingJob, schema
+from tests.integration.conftest import StreamingJob, check_audit, check_releases, schema
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -50,19 +49,6 @@ def replay(job: StreamingJob, events: str, requirements: str) -> tuple[list[dict
     return load("releases.jsonl"), load("spend.jsonl"), load("rejects.jsonl")
 
 
-def check_releases(releases: list[dict[str, Any]], slots: int) -> dict[int, dict[str, Any]]:
-    """Exactly one release per slot, integer counts, valid kinds, valid against the schema."""
-    validator = schema("release")
-    per_slot = Counter(r["slot"] for r in releases)
-    assert all(n == 1 for n in per_slot.values()), {s: n for s, n in per_slot.items() if n > 1}
-    assert set(range(1, slots + 1)) <= set(per_slot), sorted(per_slot)
-    for release in releases:
-        validator.validate(release)
-        assert release["kind"] in ("publish", "skip", "nullify")
-        assert all(isinstance(c, int) for c in release["counts"])
-    return {r["slot"]: r for r in releases}
-
-
 def check_against_replay(
     job: StreamingJob, events: str, requirements: str, slots: int
 ) -> tuple[list[dict], list[dict]]:
@@ -75,15 +61,6 @@ def check_against_replay(
     for slot in range(1, slots + 1):
         assert by_slot[slot] == expected[slot - 1], f"slot {slot} differs from the replay"
     return expected_spend, expected_rejects
-
-
-def check_audit(records: list[dict[str, Any]]) -> None:
-    validator = schema("spend")
-    for record in records:
-        validator.validate(record)
-    report = audit_records(records)
-    assert report.ok, report.render()
-    assert report.spend_lines > 0
 
 
 def weighted_spend(spend_log: list[dict[str, Any]]) -> dict[int, tuple[float, float]]:

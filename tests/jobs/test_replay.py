@@ -206,3 +206,12 @@ def test_releases_carry_the_causal_smoothing_unless_turned_off(streams, tmp_path
         assert len(record["smoothed"]) == 2 and all(0 <= x <= record["population"] for x in record["smoothed"])
         # a consumer of the release topic recomputes it from the public records alone
         assert again.step(PublicRelease.from_record(record)) == pytest.approx(record["smoothed"], abs=2e-3)
+
+
+@pytest.mark.parametrize("argv", [["generate", "--out", "x", "--slot", "0s"],
+                                  ["produce", "--config", "c.yaml", "--pace", "1.5s"]])
+def test_a_bad_duration_argument_is_a_usage_error_naming_it(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert f"argument {argv[-2]}: the value must be a positive duration" in capsys.readouterr().err
