@@ -14,9 +14,11 @@ the Java operators between them: event time, keying and the split of UserLedger'
   position, original) or ("r", user, time_ms, requirement, order, position, original) pickled;
   `order` = (time_ms, partition, offset) decides which of several events of a user in one slot counts
   (the latest, ties by Kafka position).
-- UserLedger output (`LEDGER_OUTPUT`): Row(route, text), route "slot" (text = the UserSlot as a JSON
-  array [slot, user, cell or -1, eps1, eps2, border], one per registered user per slot), "audit" (a
-  spend log record) or "dead" (a dead letter).
+- UserLedger output (`LEDGER_OUTPUT`): Row(route, text, slot, cell, eps1, eps2, border), route "slot"
+  (a UserSlot: one per registered user per slot, cell -1 when absent, no text), "audit" (a spend log
+  record as text) or "dead" (a dead letter as text).
+- slot group (`SLOT_GROUP`, made in Java from the UserSlots of one slot, docs/streaming.md):
+  Row(slot, cell, eps1, eps2, border, members), the users of the slot that share all five values.
 - decision (read back from the release topic): (slot, kind).
 """
 
@@ -50,7 +52,14 @@ from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 PARSED = Types.TUPLE([Types.ROW([Types.STRING(), Types.PICKLED_BYTE_ARRAY()]), Types.LONG()])
-LEDGER_OUTPUT = Types.ROW_NAMED(["route", "v"], [Types.STRING(), Types.STRING()])
+LEDGER_OUTPUT = Types.ROW_NAMED(
+    ["route", "v", "slot", "cell", "eps1", "eps2", "border"],
+    [Types.STRING(), Types.STRING(), Types.LONG(), Types.INT(), Types.DOUBLE(), Types.DOUBLE(), Types.DOUBLE()],
+)
+SLOT_GROUP = Types.ROW_NAMED(
+    ["slot", "cell", "eps1", "eps2", "border", "members"],
+    [Types.LONG(), Types.INT(), Types.DOUBLE(), Types.DOUBLE(), Types.DOUBLE(), Types.LONG()],
+)
 SLOT_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "slot", "audit", "dead"
 DECISIONS = MapStateDescriptor("decisions", Types.LONG(), Types.STRING())
 #: A watermark at or above this is the end of a bounded input, not a slot end: no more slot timers.
@@ -72,6 +81,11 @@ def _epoch_ms(ts: Any) -> int | None:
     if hasattr(ts, "toEpochMilli"):  # java.time.Instant proxy (thread mode)
         return int(ts.toEpochMilli())
     return int(round(ts.timestamp() * 1000))
+
+
+def _text(route: str, text: str) -> Row:
+    """A spend record or dead letter on UserLedger's output."""
+    return Row(route, text, None, None, None, None, None)
 
 
 def _position(topic: str, row: Row) -> dict[str, Any]:
@@ -188,7 +202,7 @@ class UserLedger(KeyedBroadcastProcessFunction):
         kind, user, time_ms, payload, order, position, original = value
         slot = self.clock.slot_of(time_ms)
         if self.clock.end_ms(slot) - 1 <= ctx.timer_service().current_watermark():
-            yield Row(DEAD_ROUTE, _json(reject_record(
+            yield _text(DEAD_ROUTE, _json(reject_record(
                 "events" if kind == "e" else "requirements", position, Reason.LATE,
                 f"slot {slot} had closed when the record arrived", original,
             )))
@@ -229,13 +243,13 @@ class UserLedger(KeyedBroadcastProcessFunction):
         if decision.action is Action.REJECT:
             assert decision.reason is not None
             rejected = reject_record("requirements", position, decision.reason, decision.detail, original)
-            yield Row(DEAD_ROUTE, _json(rejected))
+            yield _text(DEAD_ROUTE, _json(rejected))
             return ledger
         if decision.action is Action.REGISTER:
             assert checked is not None
             ledger = self.rules.new_ledger(checked, slot)
-            yield Row(AUDIT_ROUTE, _json(ledger_record(user, checked, slot, None)))
-            yield Row(AUDIT_ROUTE, _json(member_record(user, user, slot)))
+            yield _text(AUDIT_ROUTE, _json(ledger_record(user, checked, slot, None)))
+            yield _text(AUDIT_ROUTE, _json(member_record(user, user, slot)))
         elif decision.action is Action.REDECLARE and checked != ledger.requirement:
             ledger.declare(checked)
         st["declared"] = requirement
@@ -256,7 +270,7 @@ class UserLedger(KeyedBroadcastProcessFunction):
                 if decision is not None:
                     entry = ledger.settle(done, Kind(decision))
                     requirement, projected = st["charged"].pop(done)
-                    yield Row(AUDIT_ROUTE, _json(spend_record(user, entry, requirement, 1, projected)))
+                    yield _text(AUDIT_ROUTE, _json(spend_record(user, entry, requirement, 1, projected)))
         due = sorted((r for r in st["reqs"] if r[0] <= slot), key=lambda r: r[1])
         st["reqs"] = [r for r in st["reqs"] if r[0] > slot]
         for req in due:
@@ -269,7 +283,7 @@ class UserLedger(KeyedBroadcastProcessFunction):
                 if best is None or order > best[0]:
                     best = (order, cell)
             else:
-                yield Row(DEAD_ROUTE, _json(reject_record(
+                yield _text(DEAD_ROUTE, _json(reject_record(
                     "events", position, Reason.UNKNOWN_USER,
                     f"user {user!r} has no requirement in force at slot {o_slot}", original,
                 )))
@@ -280,14 +294,14 @@ class UserLedger(KeyedBroadcastProcessFunction):
             st["charged"][slot] = (ledger.requirement, budget.projected_backward)
             if budget.projected_backward is not None:
                 requested = ledger.requirement.backward.epsilon  # type: ignore[union-attr]
-                yield Row(DEAD_ROUTE, _json(reject_record(
+                yield _text(DEAD_ROUTE, _json(reject_record(
                     "requirements", f"slot {slot}", Reason.INFEASIBLE_BACKWARD,
                     f"user {user}: backward epsilon {requested} is below the {budget.projected_backward:.6g} "
                     "its window already spent; projected, the user spends 0 now",
                     _json({"ledger": user, "slot": slot}),
                 )))
             cell = -1 if best is None else int(best[1])
-            yield Row(SLOT_ROUTE, _json([slot, user, cell, budget.eps1, budget.eps2, budget.border]))
+            yield Row(SLOT_ROUTE, None, slot, cell, float(budget.eps1), float(budget.eps2), float(budget.border))
             if ctx.timer_service().current_watermark() < END_OF_TIME_MS:
                 self._timer(ctx, slot + 1)
         if ledger is not None:
@@ -300,17 +314,37 @@ class UserLedger(KeyedBroadcastProcessFunction):
         self.state.update(st)
 
 
+def slot_groups(rows: list[tuple[int, int, float, float, float, int]], d: int) -> SlotGroups:
+    """One slot's groups, (slot, cell or -1, eps1, eps2, border, members) each, as `SlotGroups`.
+
+    A group holds users with the same budgets and cell; `SlotRelease.decide` aggregates by budget
+    level anyway, so grouping changes nothing in the release (tests/jobs/test_flink_functions.py)."""
+    cells = np.array([r[1] for r in rows], dtype=np.int64)
+    members = np.array([r[5] for r in rows], dtype=np.int64)
+    present = np.zeros((len(rows), d), dtype=np.int64)
+    seen = np.flatnonzero(cells >= 0)
+    present[seen, cells[seen]] = members[seen]
+    return SlotGroups(
+        eps1=np.array([r[2] for r in rows], dtype=float),
+        eps2=np.array([r[3] for r in rows], dtype=float),
+        border=np.array([r[4] for r in rows], dtype=float),
+        members=members,
+        present=present,
+    )
+
+
 class SlotReleaseHost(KeyedProcessFunction):
     """The global release step (one key, parallelism 1): decides every slot once, in slot order.
 
-    Input: the UserSlot texts of UserLedger's "slot" route, keyed by a constant."""
+    Input: the slot groups (`SLOT_GROUP`) the Java window aggregation makes of UserLedger's UserSlots,
+    keyed by a constant; all groups of a slot arrive before the watermark that passes its end."""
 
     def __init__(self, config: Config, seed: int | None) -> None:
         self.config = config
         self.seed = seed
 
     def open(self, runtime_context: Any) -> None:
-        self.rows = runtime_context.get_list_state(ListStateDescriptor("slot-rows", Types.STRING()))
+        self.rows = runtime_context.get_list_state(ListStateDescriptor("slot-groups", Types.PICKLED_BYTE_ARRAY()))
         self.meta = runtime_context.get_state(ValueStateDescriptor("release", Types.PICKLED_BYTE_ARRAY()))
         self.rng = make_randomness(self.config.noise, self.seed)
         self.core = SlotRelease(self.config.domain.d, self.rng)
@@ -320,12 +354,12 @@ class SlotReleaseHost(KeyedProcessFunction):
         self._restored = False
         self._timer_slot = 0  # the slot whose timer was registered last (timers are deduplicated anyway)
 
-    def process_element(self, value: str, ctx: Any):  # type: ignore[override]
-        self.rows.add(value)
-        slot = orjson.loads(value)[0]
-        if slot != self._timer_slot:
-            ctx.timer_service().register_event_time_timer(self.clock.end_ms(slot) - 1)
-            self._timer_slot = slot
+    def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
+        group = tuple(value)
+        self.rows.add(group)
+        if group[0] != self._timer_slot:
+            ctx.timer_service().register_event_time_timer(self.clock.end_ms(group[0]) - 1)
+            self._timer_slot = group[0]
         return
         yield  # pragma: no cover
 
@@ -342,29 +376,14 @@ class SlotReleaseHost(KeyedProcessFunction):
                 self.smoother.restore(meta["smoother"])
         due: dict[int, list[Any]] = {}
         rest = []
-        for text in self.rows.get() or []:
-            row = orjson.loads(text)
+        for row in self.rows.get() or []:
             if row[0] <= slot:
                 due.setdefault(row[0], []).append(row)
             else:
-                rest.append(text)
+                rest.append(row)
         for t in range(history.decided + 1, slot + 1):
-            group = sorted(due.pop(t, []), key=lambda r: r[1])
-            cells = np.array([r[2] for r in group], dtype=np.int64)
-            present = np.zeros((len(group), d), dtype=np.int64)
-            seen = np.flatnonzero(cells >= 0)
-            present[seen, cells[seen]] = 1
             outcome = self.core.decide(
-                t,
-                SlotGroups(
-                    eps1=np.array([r[3] for r in group], dtype=float),
-                    eps2=np.array([r[4] for r in group], dtype=float),
-                    border=np.array([r[5] for r in group], dtype=float),
-                    members=np.ones(len(group), dtype=np.int64),
-                    present=present,
-                ),
-                history.last,
-                self.spec.policy.scheduled_kind(t),
+                t, slot_groups(due.pop(t, []), d), history.last, self.spec.policy.scheduled_kind(t),
             )
             history.record(t, outcome.kind, outcome.counts)
             yield Row(str(t), _json(release_record(outcome, self.config, self.rng.label, self.smoother)))
@@ -373,5 +392,5 @@ class SlotReleaseHost(KeyedProcessFunction):
         if isinstance(self.rng, NumpyRandomness) and self.seed is not None:
             meta["rng"] = pickle.dumps(self.rng.rng.bit_generator.state)
         self.meta.update(meta)
-        # rows of slots already decided cannot arrive (timers fire before watermarks); drop none silently
+        # groups of slots already decided cannot arrive (timers fire before watermarks); drop none silently
         self.rows.update(rest)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pwevent.jobs.config import Config, load_config
 from pwevent.jobs.flink_config import REPO_ROOT, StreamSettings, stream_settings
+from pwevent.jobs.slots import SlotClock
 
 CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
 PYROOT = REPO_ROOT / ".run" / "pyroot"
@@ -146,6 +147,31 @@ def latest_checkpoint(checkpoint_dir: str) -> str | None:
     return os.path.dirname(max(found, key=os.path.getmtime))
 
 
+def _interval(ms: int) -> str:
+    """A SQL day-time interval literal of `ms` milliseconds."""
+    days, rest = divmod(ms, 86_400_000)
+    hours, rest = divmod(rest, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    return f"INTERVAL '{days} {hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}' DAY(9) TO SECOND(3)"
+
+
+def slot_groups_sql(view: str, clock: SlotClock, route: str) -> str:
+    """The UserSlots of `view` (UserLedger's output) grouped per slot: users with the same cell and
+    budgets form one row with their count. A tumbling event-time window per slot (aligned to the
+    origin) emits a slot's groups when the watermark passes the slot's end, the watermark that fires
+    the UserLedger timers that made them, so no UserSlot is late for its window."""
+    offset = clock.origin_ms % clock.length_ms
+    return (
+        "SELECT 0 AS k, ROW(slot, cell, eps1, eps2, border, members) AS g FROM ("
+        " SELECT slot, cell, eps1, eps2, border, COUNT(*) AS members"
+        f" FROM TABLE(TUMBLE(TABLE `{view}`, DESCRIPTOR(rowtime), {_interval(clock.length_ms)},"
+        f" {_interval(offset)}))"
+        f" WHERE route = '{route}'"
+        " GROUP BY window_start, window_end, slot, cell, eps1, eps2, border)"
+    )
+
+
 def _timestamped(stream, value_type, strategy):  # type: ignore[no-untyped-def]
     """(value, time_ms) records -> values carrying `time_ms` as their Flink timestamp, with watermarks
     from `strategy` (None: keep the timestamps and watermarks the stream already has).
@@ -198,7 +224,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     an input event crosses into Python twice and a user's slot twice (docs/streaming.md)."""
     from pyflink.common import Duration, Types, WatermarkStrategy
     from pyflink.table import Schema
-    from pyflink.table.expressions import col, lit
+    from pyflink.table.expressions import col
 
     from pwevent.jobs import flink_functions as fn
 
@@ -241,19 +267,19 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         .connect(decisions_timed.broadcast(fn.DECISIONS)) \
         .process(fn.UserLedger(config, settings.flink.decisions_kept), output_type=fn.LEDGER_OUTPUT) \
         .uid("user-ledger").name("UserLedger")
-    # UserLedger's output split by route in Java (Table filters); watermarks carried through.
+    # UserLedger's output split by route in Java (Table API); watermarks carried through.
     ledger_table = t_env.from_data_stream(
         ledger_out,
         Schema.new_builder().column_by_metadata("rowtime", "TIMESTAMP_LTZ(3)")
         .watermark("rowtime", "SOURCE_WATERMARK()").build(),
     )
+    t_env.create_temporary_view("user_ledger_out", ledger_table)
 
     def routed(route: str):  # type: ignore[no-untyped-def]
         return ledger_table.where(col("route") == route).select(col("v"))
 
-    slot_rows = t_env.to_data_stream(
-        ledger_table.where(col("route") == fn.SLOT_ROUTE).select(lit(0).alias("k"), col("v")))
-    releases = _keyed_by_first_field(slot_rows, Types.INT(), Types.STRING(), ["k", "v"]) \
+    groups = t_env.to_data_stream(t_env.sql_query(slot_groups_sql("user_ledger_out", config.clock, fn.SLOT_ROUTE)))
+    releases = _keyed_by_first_field(groups, Types.INT(), fn.SLOT_GROUP, ["k", "g"]) \
         .process(fn.SlotReleaseHost(config, seed),
                  output_type=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.STRING()])) \
         .uid("slot-release").name("SlotRelease").set_parallelism(1).set_max_parallelism(1)
@@ -293,7 +319,7 @@ def submit_command(config_path: str, jobmanager: str | None = None) -> str:
 
     The cluster's TaskManagers need the venv's site-packages on their PYTHONPATH (thread mode) and
     the same paths as this machine: the interpreter, the configuration, the checkpoint directory
-    (docs/deploy-notes.md, "Submitting to a cluster")."""
+    (docs/streaming.md, "Submitting to a cluster")."""
     import pyflink
 
     flink_home = Path(pyflink.__file__).parent

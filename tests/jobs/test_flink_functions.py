@@ -1,14 +1,20 @@
-"""The Flink hosts' record-level rules, called directly (no cluster): ParseRecords."""
+"""The Flink hosts' record-level rules, called directly (no cluster): ParseRecords, slot groups."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 
+import numpy as np
 from pyflink.common import Row
 
 from pwevent.jobs.config import parse_config
-from pwevent.jobs.flink_functions import DEAD_LETTERS, ParseRecords
+from pwevent.jobs.flink_functions import DEAD_LETTERS, ParseRecords, slot_groups
+from pwevent.operators.noise import NumpyRandomness
+from pwevent.operators.policies import NO_BORDER
+from pwevent.operators.slot_release import SlotRelease
+from pwevent.state.spend import Kind
 
 CONFIG = parse_config({"mechanism": "PBD", "slot": "60s", "origin": 0, "domain": {"type": "binary"}})
 
@@ -34,3 +40,25 @@ def test_far_future_and_bad_records_go_to_dead_letters():
         record = json.loads(text)
         assert tag is DEAD_LETTERS and record["reason"] == reason and record["position"]["offset"] == 7
     assert parse(f'{{"user": "a", "time": {future}, "value": 1}}'.encode(), max_lead_ms=0)[0][0][1][0] == "e"
+
+
+def test_grouped_users_release_exactly_what_one_row_per_user_releases():
+    """The job hands SlotRelease one row per (slot, cell, budgets) group with its member count (a Java
+    window aggregate); the release must equal the one from one row per user, seed for seed."""
+    d, users = 4, 300
+    rng = np.random.default_rng(7)
+    levels = [(0.01, 0.02, NO_BORDER), (0.01, 0.05, NO_BORDER), (0.03, 0.02, 2.0), (0.005, 0.01, NO_BORDER)]
+    per_user = []
+    for _ in range(users):
+        eps1, eps2, border = levels[rng.integers(len(levels))]
+        per_user.append((3, int(rng.integers(-1, d)), eps1, eps2, border, 1))
+    grouped = Counter(row[:5] for row in per_user)
+    groups = [(*key, n) for key, n in sorted(grouped.items(), key=lambda item: -item[1])]
+    assert len(groups) < users / 10
+    last = np.array([20, 30, 40, 50])
+    for scheduled in (None, Kind.PUBLISH):
+        one = SlotRelease(d, NumpyRandomness(11)).decide(3, slot_groups(per_user, d), last, scheduled)
+        many = SlotRelease(d, NumpyRandomness(11)).decide(3, slot_groups(groups, d), last, scheduled)
+        assert (one.kind, one.population, one.dissimilarity) == (many.kind, many.population, many.dissimilarity)
+        assert one.counts.tolist() == many.counts.tolist()
+    assert slot_groups(groups, d).present.sum() == sum(1 for row in per_user if row[1] >= 0)
