@@ -1,12 +1,16 @@
 """Create the pwevent Kafka topics; safe to re-run (existing topics are left as they are).
 
-Usage: .venv/bin/python deploy/local/create-topics.py [--bootstrap HOST:PORT] [--<role>-topic NAME]
-       [--<role>-partitions N] [--replication-factor N] [--retention-ms MS] [--config KEY=VALUE ...]
+Usage: .venv/bin/python deploy/local/create-topics.py [--job-config FILE] [--bootstrap HOST:PORT]
+       [--<role>-topic NAME] [--<role>-partitions N] [--replication-factor N] [--retention-ms MS]
+       [--config KEY=VALUE ...]
 
 Roles and defaults: events (pwevent.events, 2 partitions), requirements (pwevent.requirements, 1),
 releases (pwevent.releases, 1), dead-letters (pwevent.dead-letters, 1), audit (pwevent.audit, 1).
-The bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to the file written by
-`deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap). Needs kafka-python >= 3.0.
+With --job-config (the job's YAML), the bootstrap address, the topic names and the client settings
+(`kafka.client`: security_protocol, sasl_mechanism, ssl_cafile, ...) come from that file; flags
+given explicitly still win. Without it the bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to
+the file written by `deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap) and the client
+connects in plaintext. Needs kafka-python >= 3.0.
 Exit status: 0 when every topic exists afterwards, 1 otherwise.
 
 Retention: the producer stamps each record with its event time, and Kafka's time retention judges a
@@ -48,9 +52,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="create-topics.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--job-config", metavar="FILE",
+                        help="the job's YAML: bootstrap, topic names and kafka.client settings from it")
     parser.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers, host:port[,host:port]")
     for role, (name, partitions) in TOPICS.items():
-        parser.add_argument(f"--{role}-topic", default=name, metavar="NAME", help=f"default {name}")
+        parser.add_argument(f"--{role}-topic", metavar="NAME", help=f"default {name} (or the job config's)")
         parser.add_argument(f"--{role}-partitions", type=int, default=partitions, metavar="N",
                             help=f"default {partitions}")
     parser.add_argument("--replication-factor", type=int, default=1, metavar="N", help="default 1")
@@ -60,6 +66,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="extra topic configuration for new topics (repeatable)")
     args = parser.parse_args(argv)
+    args.client = {}
+    if args.job_config:
+        from pwevent.jobs.config import ConfigError, load_config
+        from pwevent.jobs.flink_config import stream_settings
+
+        try:
+            kafka = stream_settings(load_config(args.job_config), str(Path(args.job_config).resolve().parent)).kafka
+        except (ConfigError, OSError) as err:
+            parser.error(f"--job-config {args.job_config}: {err}")
+        args.bootstrap = args.bootstrap or kafka.bootstrap
+        args.client = dict(kafka.client)
+        for role in TOPICS:
+            attr = f"{role.replace('-', '_')}_topic"
+            if getattr(args, attr) is None:
+                setattr(args, attr, kafka.topics[role.replace("-", "_")])
+    for role, (name, _) in TOPICS.items():
+        attr = f"{role.replace('-', '_')}_topic"
+        if getattr(args, attr) is None:
+            setattr(args, attr, name)
     args.bootstrap = args.bootstrap or default_bootstrap()
     if not args.bootstrap:
         parser.error("no bootstrap address: pass --bootstrap, set PWEVENT_BOOTSTRAP or run kafka.sh start")
@@ -75,12 +100,14 @@ def wanted_topics(args: argparse.Namespace) -> dict[str, int]:
 
 
 def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: int = 1,
-                  timeout_ms: int = 30000, configs: dict[str, str] | None = None) -> dict[str, str]:
+                  timeout_ms: int = 30000, configs: dict[str, str] | None = None,
+                  client: dict[str, object] | None = None) -> dict[str, str]:
     """Create the missing topics; returns topic -> 'created' | 'exists' | error text.
-    `configs` (topic configuration of new topics) defaults to {"retention.ms": "-1"} (see above)."""
+    `configs` (topic configuration of new topics) defaults to {"retention.ms": "-1"} (see above);
+    `client`: kafka-python keyword arguments (security settings) for the admin client."""
     configs = {"retention.ms": "-1"} if configs is None else configs
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pwevent-create-topics",
-                             request_timeout_ms=timeout_ms)
+                             request_timeout_ms=timeout_ms, **(client or {}))
     try:
         request = {name: {"num_partitions": n, "replication_factor": replication_factor, "configs": dict(configs)}
                    for name, n in topics.items()}
@@ -112,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"create-topics: --config needs KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
         configs[key] = value
-    outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms, configs)
+    outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms, configs, args.client)
     ok = True
     for name, partitions in topics.items():
         state = outcome.get(name, "no answer from the broker")

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # A standalone Flink session cluster (one JobManager, one TaskManager) on 127.0.0.1, from the Flink
 # distribution inside the venv's apache-flink package: the target for `pwevent run --print-submit`
-# when no real cluster is at hand (docs/deploy-notes.md, "Submitting to a cluster").
+# when no real cluster is at hand (docs/streaming.md, "Submitting to a cluster").
 #   flink-cluster.sh start|stop|status [--run-dir DIR] [--slots N]
 # `start` prints the REST address (host:port), also written to <run-dir>/rest; the configuration is
 # <run-dir>/conf (export FLINK_CONF_DIR=<run-dir>/conf for the `flink` CLI), logs <run-dir>/logs.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=deploy/local/pids.sh
+source "$SCRIPT_DIR/pids.sh"
 REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 PYTHON="${PWEVENT_PYTHON:-$REPO_ROOT/.venv/bin/python}"
 READY_TIMEOUT=90
@@ -31,20 +33,12 @@ mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 REST_FILE="$RUN_DIR/rest"
 
-# Prints the pid in <run-dir>/<role>.pid if it names a live Flink process of that role, or its start
-# script before that execs the JVM (a guard against pid reuse).
-running_pid() {
-  local role="$1" class="$2" pid
-  [[ -f "$RUN_DIR/$role.pid" ]] || return 1
-  pid="$(cat "$RUN_DIR/$role.pid")"
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -e "$class" -e "bin/$role.sh" -e "bin/flink-console.sh" || return 1
-  echo "$pid"
-}
+# The pid in <run-dir>/<role>.pid if it is the Flink process of that role, or its start script
+# before that execs the JVM.
+running_pid() { live_pid "$RUN_DIR/$1.pid" "$2" "bin/$1.sh" "bin/flink-console.sh"; }
 JM_CLASS=org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint
 TM_CLASS=org.apache.flink.runtime.taskexecutor.TaskManagerRunner
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 write_config() {
   local flink_home="$1" rpc="$2" rest="$3"
@@ -118,10 +112,7 @@ start_cluster() {
 stop_one() {
   local role="$1" class="$2" pid
   pid="$(running_pid "$role" "$class")" || { rm -f "$RUN_DIR/$role.pid"; return; }
-  kill -TERM "$pid"
-  local deadline=$((SECONDS + STOP_TIMEOUT))
-  while kill -0 "$pid" 2>/dev/null && (( SECONDS < deadline )); do sleep 0.2; done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  stop_pid "$pid" "$STOP_TIMEOUT"
   rm -f "$RUN_DIR/$role.pid"
 }
 

@@ -5,6 +5,8 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=deploy/local/pids.sh
+source "$SCRIPT_DIR/pids.sh"
 REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 KAFKA_JARS="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}/kafka"
 READY_TIMEOUT=60
@@ -29,21 +31,12 @@ RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 PID_FILE="$RUN_DIR/kafka.pid"
 BOOTSTRAP_FILE="$RUN_DIR/bootstrap"
 
-# Prints the broker pid if the pid file names a live kafka.Kafka process (guards against pid reuse).
-running_pid() {
-  local pid
-  [[ -f "$PID_FILE" ]] || return 1
-  pid="$(cat "$PID_FILE")"
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
-  echo "$pid"
-}
+running_pid() { live_pid "$PID_FILE" 'kafka\.Kafka'; }
 
 # SO_REUSEADDR like the broker's own listener, so TIME_WAIT leftovers of a previous run do not count as taken.
 port_free() {
   python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()' "$1" 2>/dev/null
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 cluster_id() {
@@ -141,13 +134,7 @@ stop_broker() {
   if ! pid="$(running_pid)"; then
     rm -f "$PID_FILE" "$BOOTSTRAP_FILE"; echo "not running"; return
   fi
-  kill -TERM "$pid"
-  local deadline=$((SECONDS + STOP_TIMEOUT))
-  while kill -0 "$pid" 2>/dev/null && (( SECONDS < deadline )); do sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "kafka.sh: no exit ${STOP_TIMEOUT}s after SIGTERM, sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
+  stop_pid "$pid" "$STOP_TIMEOUT"
   rm -f "$PID_FILE" "$BOOTSTRAP_FILE"
   echo "stopped"
 }

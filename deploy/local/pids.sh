@@ -1,0 +1,29 @@
+# Sourced by kafka.sh and flink-cluster.sh: free loopback ports, and the processes they start, found
+# and stopped through the pid files they write (never by name).
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# live_pid FILE PATTERN...: prints the pid in FILE if that process is alive and its command line
+# matches one of the patterns (a guard against a stale file naming a reused pid).
+live_pid() {
+  local file="$1" pid pattern
+  shift
+  [[ -f "$file" ]] || return 1
+  pid="$(cat "$file")"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
+  local grep_args=()
+  for pattern in "$@"; do grep_args+=(-e "$pattern"); done
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "${grep_args[@]}" || return 1
+  echo "$pid"
+}
+
+# stop_pid PID SECONDS: SIGTERM, and SIGKILL if the process is still there after SECONDS.
+stop_pid() {
+  local pid="$1" deadline=$((SECONDS + $2))
+  kill -TERM "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null && (( SECONDS < deadline )); do sleep 0.2; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "$(basename "$0"): pid $pid still there $2 s after SIGTERM, sending SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+}
