@@ -72,17 +72,6 @@ def _json(record: dict[str, Any] | list[Any]) -> str:
     return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
-def _epoch_ms(ts: Any) -> int | None:
-    """The Kafka record timestamp as delivered by the table source (Instant or datetime)."""
-    if ts is None:
-        return None
-    if hasattr(ts, "to_epoch_milli"):  # pyflink Instant (process mode)
-        return int(ts.to_epoch_milli())
-    if hasattr(ts, "toEpochMilli"):  # java.time.Instant proxy (thread mode)
-        return int(ts.toEpochMilli())
-    return int(round(ts.timestamp() * 1000))
-
-
 def _text(route: str, text: str) -> Row:
     """A spend record or dead letter on UserLedger's output."""
     return Row(route, text, None, None, None, None, None)
@@ -93,8 +82,8 @@ def _position(topic: str, row: Row) -> dict[str, Any]:
 
 
 class ParseRecords(ProcessFunction):
-    """Kafka row (value bytes, partition, offset, timestamp) -> parsed input keyed by user with its
-    event time (`PARSED`), or a dead letter (side output)."""
+    """Kafka row (value bytes, partition, offset, record timestamp in epoch ms) -> parsed input keyed
+    by user with its event time (`PARSED`), or a dead letter (side output)."""
 
     def __init__(self, config: Config, source: str, topic: str, kafka_time: bool, max_lead_ms: int = 0) -> None:
         self.config = config
@@ -112,7 +101,7 @@ class ParseRecords(ProcessFunction):
         payload: Any
         try:
             if self.source == "events":
-                event = parse_event(raw, self.fields, config.domain, lambda: _epoch_ms(row[3]))
+                event = parse_event(raw, self.fields, config.domain, row[3])
                 kind, user, time_ms, payload = "e", event.user, event.time_ms, event.cell
             else:
                 update = parse_requirement_update(raw, config.requirements, config.caps)

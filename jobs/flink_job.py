@@ -74,8 +74,10 @@ def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
 
 
 def source_ddl(name: str, topic: str, role: str, settings: StreamSettings, watermark_ms: int | None = None) -> str:
-    """A Kafka source table: the raw value plus partition, offset and record timestamp; with
-    `watermark_ms`, the record timestamp is the rowtime with that bounded out-of-orderness."""
+    """A Kafka source table: the raw value plus partition, offset and record timestamp (`ts`, and as
+    epoch milliseconds `ts_ms`: computed in Java, a Python worker would call into Java per record for
+    it); with `watermark_ms`, `ts` is the rowtime with that bounded out-of-orderness. `ts_ms` is right
+    only with the session time zone UTC (`build_pipeline` pins it)."""
     options = _kafka_options(settings, topic)
     options.update({
         "properties.group.id": f"{settings.kafka.group_id}-{role}",
@@ -85,7 +87,8 @@ def source_ddl(name: str, topic: str, role: str, settings: StreamSettings, water
     })
     return (
         f"CREATE TEMPORARY TABLE `{name}` (`value` BYTES, `partition` INT METADATA VIRTUAL, "
-        f"`offset` BIGINT METADATA VIRTUAL, `ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL"
+        f"`offset` BIGINT METADATA VIRTUAL, `ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL, "
+        "`ts_ms` AS EXTRACT(EPOCH FROM `ts`) * 1000 + EXTRACT(MILLISECOND FROM `ts`)"
         + ("" if watermark_ms is None
            else f", WATERMARK FOR `ts` AS `ts` - INTERVAL '{watermark_ms / 1000:.3f}' SECOND")
         + f") WITH ({_with(options)})"
@@ -230,6 +233,9 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
     topics = settings.kafka.topics
     kafka_time = settings.kafka.event_time == "kafka"
+    # Slot windows (tumbling windows on TIMESTAMP_LTZ align to the session time zone) and `ts_ms`
+    # assume UTC; the default is the JVM's zone.
+    t_env.get_config().set("table.local-time-zone", "UTC")
     for role in ("events", "requirements", "releases"):
         watermark = settings.flink.out_of_orderness_ms if role != "releases" and kafka_time else None
         t_env.execute_sql(source_ddl(f"src_{role}", topics[role], role, settings, watermark))
@@ -242,7 +248,9 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         t_env.get_config().set("table.exec.source.idle-timeout", f"{settings.flink.source_idleness_ms} ms")
     parsed = {}
     for role in ("events", "requirements"):
-        rows = t_env.to_data_stream(t_env.from_path(f"src_{role}"))
+        # `ts` only where it is the rowtime (it sets the records' timestamps); Python reads `ts_ms`.
+        columns = [col("value"), col("partition"), col("offset"), col("ts_ms")] + ([col("ts")] if kafka_time else [])
+        rows = t_env.to_data_stream(t_env.from_path(f"src_{role}").select(*columns))
         parse = fn.ParseRecords(config, role, topics[role], kafka_time, settings.flink.max_lead_ms)
         parsed[role] = rows.process(parse, output_type=fn.PARSED).uid(f"parse-{role}").name(f"parse {role}")
     # Event time from a JSON field: watermarks after parsing (per subtask); from Kafka: the sources'.
@@ -252,7 +260,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     timed = _timestamped(parsed["events"].union(parsed["requirements"]), keyed_input, strategy) \
         .uid("event-time").name("event time")
 
-    readback_rows = t_env.to_data_stream(t_env.from_path("src_releases"))
+    readback_rows = t_env.to_data_stream(t_env.from_path("src_releases").select(col("value"), col("partition"),
+                                                                              col("offset")))
     decisions = readback_rows.process(fn.ParseDecision(topics["releases"]), output_type=picked) \
         .uid("parse-decisions").name("parse read-back releases")
     # The read-back must never hold the ledgers' event time back (there are no releases before the

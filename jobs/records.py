@@ -8,7 +8,6 @@ where it came from. Formats: docs/formats.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -78,11 +77,9 @@ def _user(obj: dict[str, Any], name: str) -> str:
     return str(user)
 
 
-def _time(obj: dict[str, Any], name: str, fallback_ms: Callable[[], int | None] | None) -> int:
+def _time(obj: dict[str, Any], name: str, fallback_ms: int | None) -> int:
     if name not in obj and fallback_ms is not None:
-        fallback = fallback_ms()
-        if fallback is not None:
-            return fallback
+        return fallback_ms
     try:
         return parse_time_ms(_field(obj, name), name)
     except ValueError as err:
@@ -91,10 +88,9 @@ def _time(obj: dict[str, Any], name: str, fallback_ms: Callable[[], int | None] 
         raise Rejected(Reason.MISTYPED_FIELD, str(err)) from None
 
 
-def parse_event(text: str | bytes, fields: EventFields, domain: Domain,
-                record_time_ms: Callable[[], int | None] | None = None) -> Event:
-    """An event record -> (user, time, cell). `record_time_ms`: returns the Kafka timestamp, used
-    when the configured time field is absent (a callable: reading it can cost a call into Java)."""
+def parse_event(text: str | bytes, fields: EventFields, domain: Domain, record_time_ms: int | None = None) -> Event:
+    """An event record -> (user, time, cell). `record_time_ms`: the Kafka timestamp, used when the
+    configured time field is absent."""
     obj = _object(text)
     user = _user(obj, fields.user)
     time_ms = _time(obj, fields.time, record_time_ms)

@@ -39,6 +39,7 @@ for node in env._generate_stream_graph(False).getStreamNodes().toArray():
         name = factory.getClass().getName()
     nodes.append([node.getOperatorName(), name])
 print("GRAPH " + json.dumps(nodes))
+print("ZONE " + t_env.get_config().get_local_timezone())
 """
 
 PYTHON_OPERATORS = {"parse events", "parse requirements", "parse read-back releases", "UserLedger", "SlotRelease"}
@@ -46,17 +47,19 @@ PYTHON_OPERATORS = {"parse events", "parse requirements", "parse read-back relea
 
 @pytest.mark.flink
 @pytest.mark.parametrize("event_time", ["field", "kafka"])
-def test_only_the_hosts_of_the_core_run_python(tmp_path: Path, event_time: str) -> None:
+def test_only_the_hosts_of_the_core_run_python_and_time_is_utc(tmp_path: Path, event_time: str) -> None:
     config = yaml.safe_load((REPO / "deploy" / "local" / "demo.yaml").read_text())
     config["kafka"].update({"bootstrap": "127.0.0.1:1", "event_time": event_time})
     config["flink"]["checkpoint_dir"] = str(tmp_path / "checkpoints")
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(config))
     done = subprocess.run([sys.executable, "-c", GRAPH, str(path)], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""})
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": "", "TZ": "Asia/Kolkata"})
     lines = [line for line in done.stdout.splitlines() if line.startswith("GRAPH ")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
     nodes = json.loads(lines[0].removeprefix("GRAPH "))
     python = {name for name, cls in nodes if ".python." in cls}
     assert python == PYTHON_OPERATORS
     assert any(name == "event time" for name, _ in nodes)
+    # Slot windows and the Kafka timestamp in epoch ms assume UTC, whatever the JVM's zone (TZ above).
+    assert "ZONE UTC" in done.stdout.splitlines()
