@@ -104,7 +104,9 @@ def main() -> int:
             "2-core machine, one process per case. `mechanism s` is the target's measure (ledgers, OBS, "
             "sampling, noise, release; data generation excluded and shown apart); `setup s` registers the users; "
             "peak MB is the process's max RSS, data included.\n\n" + header + "\n|" + "---|" * 11 + "\n"
-            + "\n".join(rows) + "\n"
+            + "\n".join(rows) + "\n\n"
+            "The streaming job's benchmark (sustained input rate and slot latency with exactly-once on,\n"
+            "`benchmarks/bench_stream.py`) is in docs/streaming.md, \"Tests and benchmark\".\n"
         )
     return 0
 
