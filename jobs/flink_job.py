@@ -4,8 +4,9 @@ Topology (docs/streaming.md):
 
     events, requirements (Kafka, with partition/offset/timestamp) -> ParseRecords -> event time
       -> key by user -> UserLedger  <- broadcast <- ParseDecision <- releases (read_committed)
-      -> UserSlot -> key by slot stream -> SlotReleaseHost -> releases (exactly once, key = slot)
-    dead letters and the spend log (audit) are side outputs, both written exactly once.
+      -> split by route: UserSlots -> per-slot groups (window aggregate) -> SlotReleaseHost
+         -> releases (exactly once, key = slot); spend records (audit) and dead letters, both
+         written exactly once.
 
 Sources and sinks are Flink SQL Kafka tables (the DataStream KafkaSource in Python only offers
 value-only deserialisers, and the dead letters need each record's partition and offset; the sinks
@@ -222,9 +223,10 @@ def _side_output(stream, tag):  # type: ignore[no-untyped-def]
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None) -> None:  # type: ignore[no-untyped-def]
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
 
-    Four Python operators: ParseRecords (events, requirements), ParseDecision, UserLedger and
-    SlotReleaseHost. Event time, keying and the split of UserLedger's output are Java operators, so
-    an input event crosses into Python twice and a user's slot twice (docs/streaming.md)."""
+    The Python operators: ParseRecords (events, requirements), ParseDecision, UserLedger and
+    SlotReleaseHost. Event time, keying, the split of UserLedger's output and the slot groups are
+    Java operators, so an input event crosses into Python twice, a user's slot once and a slot's
+    group once (docs/streaming.md, Topology)."""
     from pyflink.common import Duration, Types, WatermarkStrategy
     from pyflink.table import Schema
     from pyflink.table.expressions import col
