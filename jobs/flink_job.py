@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -325,22 +326,22 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
 
 
 def submit_command(config_path: str, jobmanager: str | None = None) -> str:
-    """The command that submits this job, detached, to a running Flink session cluster (the one at
-    `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
+    """The shell command that submits this job, detached, to a running Flink session cluster (the
+    one at `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
+    Every path and argument is shell-quoted.
 
-    The cluster's TaskManagers need the venv's site-packages on their PYTHONPATH (thread mode) and
-    the same paths as this machine: the interpreter, the configuration, the checkpoint directory
+    The client reads the configuration; the cluster's TaskManagers need the interpreter at the same
+    path, its site-packages on their PYTHONPATH (thread mode) and a checkpoint directory they reach
     (docs/streaming.md, "Submitting to a cluster")."""
     import pyflink
 
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
-    target = f"-m {jobmanager} " if jobmanager else ""
-    return (
-        f"FLINK_HOME={flink_home} PYTHONPATH={python_root()} {flink_home}/bin/flink run -d {target}"
-        f"--jarfile {connector_jar()} -pyclientexec {py} -pyexec {py} -pyfs {python_root()} "
-        f"-py {Path(__file__).resolve()} --config {Path(config_path).resolve()}"
-    )
+    argv = [str(flink_home / "bin" / "flink"), "run", "-d", *(["-m", jobmanager] if jobmanager else []),
+            "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(python_root()),
+            "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve())]
+    env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(python_root()))}"
+    return f"{env} {shlex.join(argv)}"
 
 
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,

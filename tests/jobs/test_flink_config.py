@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from pwevent.jobs.config import ConfigError, parse_config
 from pwevent.jobs.flink_config import stream_settings
-from pwevent.jobs.flink_job import sink_ddl, source_ddl
+from pwevent.jobs.flink_job import sink_ddl, source_ddl, submit_command
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 
@@ -48,3 +50,14 @@ def test_security_properties_reach_every_table() -> None:
     keyed = sink_ddl("b", "t", "releases", True, s)
     assert "'sink.delivery-guarantee' = 'exactly-once'" in keyed and "'key.fields' = 'k'" in keyed
     assert "'properties.transaction.timeout.ms' = '600000'" in keyed
+
+
+def test_the_submit_command_quotes_paths_for_the_shell(tmp_path, monkeypatch):
+    jar = tmp_path / "connector jar.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setenv("PWEVENT_KAFKA_CONNECTOR_JAR", str(jar))
+    config = tmp_path / "my job" / "job's.yaml"
+    words = shlex.split(submit_command(str(config), "127.0.0.1:8081"))
+    assert words[words.index("--config") + 1] == str(config)
+    assert words[words.index("--jarfile") + 1] == str(jar)
+    assert words[words.index("-m") + 1] == "127.0.0.1:8081" and words[words.index("run") + 1] == "-d"
