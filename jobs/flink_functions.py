@@ -381,5 +381,7 @@ class SlotReleaseHost(KeyedProcessFunction):
         if isinstance(self.rng, NumpyRandomness) and self.seed is not None:
             meta["rng"] = pickle.dumps(self.rng.rng.bit_generator.state)
         self.meta.update(meta)
-        # groups of slots already decided cannot arrive (timers fire before watermarks); drop none silently
+        # Groups of an already decided slot cannot arrive (timers fire before watermarks). Were one to,
+        # it would be left out of `due` here: its users' ledgers charged the slot, so nothing spent
+        # goes unrecorded (they are counted as spending, not as present).
         self.rows.update(rest)
