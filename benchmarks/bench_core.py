@@ -33,8 +33,8 @@ CASES = [
 
 
 def run_case(mechanism: str, users: int, slots: int, d: int, noise: str) -> dict[str, float]:
-    from pwevent.jobs.engine import Engine
-    from pwevent.jobs.synthetic import RequirementDraw, SyntheticStream
+    from pwevent.jobs.common.engine import Engine
+    from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
     from pwevent.operators.noise import make_randomness
     from pwevent.operators.policies import mechanism as make_mechanism
 

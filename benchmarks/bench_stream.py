@@ -72,13 +72,13 @@ def main() -> int:
 
 def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     """Both phases on one job run against `bootstrap`; the job is killed (its process group) at the end."""
-    from pwevent.jobs.config import load_config
-    from pwevent.jobs.files import write_synthetic
-    from pwevent.jobs.flink_config import stream_settings
-    from pwevent.jobs.kafka_io import follow
-    from pwevent.jobs.produce import produce_files
-    from pwevent.jobs.slots import parse_duration_ms
-    from pwevent.jobs.synthetic import SyntheticStream
+    from pwevent.jobs.common.config import load_config
+    from pwevent.jobs.common.files import write_synthetic
+    from pwevent.jobs.common.slots import parse_duration_ms
+    from pwevent.jobs.common.synthetic import SyntheticStream
+    from pwevent.jobs.streaming.kafka_io import follow
+    from pwevent.jobs.streaming.produce import produce_files
+    from pwevent.jobs.streaming.settings import stream_settings
 
     name = f"bench{uuid.uuid4().hex[:6]}"
     topics = {r: f"{name}.{r}" for r in ("events", "requirements", "releases", "dead_letters", "audit")}
@@ -126,7 +126,7 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     watcher.start()
     ready = work / "ready"
     log = open(work / "job.log", "wb")
-    job = subprocess.Popen([sys.executable, "-m", "pwevent.jobs.cli", "run", "--config", str(config_path),
+    job = subprocess.Popen([sys.executable, "-m", "pwevent.jobs.cli.main", "run", "--config", str(config_path),
                             "--ready-file", str(ready)], stdout=log, stderr=subprocess.STDOUT,
                            start_new_session=True)
     try:

@@ -68,8 +68,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.client = {}
     if args.job_config:
-        from pwevent.jobs.config import ConfigError, load_config
-        from pwevent.jobs.flink_config import stream_settings
+        from pwevent.jobs.common.config import ConfigError, load_config
+        from pwevent.jobs.streaming.settings import stream_settings
 
         try:
             kafka = stream_settings(load_config(args.job_config), str(Path(args.job_config).resolve().parent)).kafka

@@ -61,7 +61,7 @@ echo "== 3/6 topics"
 "$PY" "$REPO_ROOT/deploy/local/create-topics.py" --bootstrap "$PWEVENT_BOOTSTRAP"
 
 echo "== 4/6 the Flink job (log: $RUN/job.log)"
-setsid "$PY" -m pwevent.jobs.cli run --config "$CONFIG" --ready-file "$RUN/ready" >"$RUN/job.log" 2>&1 &
+setsid "$PY" -m pwevent.jobs.cli.main run --config "$CONFIG" --ready-file "$RUN/ready" >"$RUN/job.log" 2>&1 &
 echo $! >"$RUN/job.pid"
 for _ in $(seq 600); do
   [[ -f "$RUN/ready" ]] && break
@@ -73,20 +73,20 @@ sleep 3
 echo "job $(cat "$RUN/ready") running"
 
 echo "== 5/6 producer: $USERS users, $SLOTS slots, one slot per $PACE (log: $RUN/produce.log)"
-setsid "$PY" -m pwevent.jobs.cli produce --config "$CONFIG" --users "$USERS" --slots "$SLOTS" --pace "$PACE" \
+setsid "$PY" -m pwevent.jobs.cli.main produce --config "$CONFIG" --users "$USERS" --slots "$SLOTS" --pace "$PACE" \
   --out "$RUN/data" --quiet >"$RUN/produce.log" 2>&1 &
 echo $! >"$RUN/produce.pid"
 
 echo "== 6/6 committed releases (read_committed), live; ends 20 s after the last one"
-"$PY" -m pwevent.jobs.cli tail --config "$CONFIG" --idle-exit 20
+"$PY" -m pwevent.jobs.cli.main tail --config "$CONFIG" --idle-exit 20
 
 echo "== audit of the spend log (audit topic)"
 "$PY" - "$CONFIG" <<'PYEOF'
 import sys
-from pwevent.jobs.audit import audit_records
-from pwevent.jobs.config import load_config
-from pwevent.jobs.flink_config import stream_settings
-from pwevent.jobs.kafka_io import read_topic
+from pwevent.jobs.offline.audit import audit_records
+from pwevent.jobs.common.config import load_config
+from pwevent.jobs.streaming.settings import stream_settings
+from pwevent.jobs.streaming.kafka_io import read_topic
 
 settings = stream_settings(load_config(sys.argv[1]))
 records = [m.json() for m in read_topic(settings.kafka, settings.kafka.topics["audit"], idle_s=2)]

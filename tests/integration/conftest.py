@@ -21,14 +21,14 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pwevent.jobs.audit import audit_records
-from pwevent.jobs.config import load_config
-from pwevent.jobs.flink_config import stream_settings
-from pwevent.jobs.kafka_io import Message, read_topic
+from pwevent.jobs.common.config import load_config
+from pwevent.jobs.offline.audit import audit_records
+from pwevent.jobs.streaming.kafka_io import Message, read_topic
+from pwevent.jobs.streaming.settings import stream_settings
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
-PWEVENT = [sys.executable, "-m", "pwevent.jobs.cli"]
+PWEVENT = [sys.executable, "-m", "pwevent.jobs.cli.main"]
 SCHEMAS = REPO / "docs" / "schemas"
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.files import write_synthetic
-from pwevent.jobs.produce import produce_files
-from pwevent.jobs.synthetic import SyntheticStream
+from pwevent.jobs.common.files import write_synthetic
+from pwevent.jobs.common.synthetic import SyntheticStream
+from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import PWEVENT, REPO, StreamingJob, check_audit, check_releases
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]

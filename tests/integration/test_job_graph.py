@@ -23,9 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 # node's operator class; run in a child process, so the gateway JVM and PYTHONPATH stay out of pytest.
 GRAPH = """
 import json, os, sys
-from pwevent.jobs.config import load_config
-from pwevent.jobs.flink_config import stream_settings
-from pwevent.jobs.flink_job import build_pipeline, make_environment
+from pwevent.jobs.common.config import load_config
+from pwevent.jobs.streaming.settings import stream_settings
+from pwevent.jobs.streaming.job import build_pipeline, make_environment
 config = load_config(sys.argv[1])
 settings = stream_settings(config, os.path.dirname(sys.argv[1]))
 env, t_env = make_environment(settings, None)

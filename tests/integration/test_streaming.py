@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.files import DEMO_ORIGIN_MS, write_synthetic
-from pwevent.jobs.produce import produce_files
-from pwevent.jobs.replay import run_replay
-from pwevent.jobs.synthetic import SyntheticStream
+from pwevent.jobs.common.files import DEMO_ORIGIN_MS, write_synthetic
+from pwevent.jobs.common.synthetic import SyntheticStream
+from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import StreamingJob, check_audit, check_releases, schema
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
@@ -132,7 +132,7 @@ def test_job_equals_replay(streaming_job: Any, tmp_path: Path, mechanism: str, e
 
 
 def _slot_of_time(value: Any) -> int:
-    from pwevent.jobs.slots import parse_time_ms
+    from pwevent.jobs.common.slots import parse_time_ms
 
     return (parse_time_ms(value) - DEMO_ORIGIN_MS) // SLOT_MS + 1
 
@@ -167,7 +167,7 @@ def test_bad_input_goes_to_dead_letters(streaming_job: Any) -> None:
 
     def on_slot(slot: int, _: float) -> None:
         if slot == 7:  # slot 2 closed long ago: a late event
-            from pwevent.jobs.kafka_io import producer
+            from pwevent.jobs.streaming.kafka_io import producer
 
             client = producer(job.kafka)
             client.send(job.topics["events"], json.dumps(_with_time({"user": "u6", "value": 1}, 2)).encode(),
@@ -207,7 +207,7 @@ def _insert(path: str, lines: list[tuple[int, bytes]]) -> None:
     # order within the file only matters for the untimed ones: keep them after a line of their slot
     text = Path(path).read_bytes().splitlines()
     body, tail = text[: len(text) - len(lines)], text[len(text) - len(lines):]
-    from pwevent.jobs.slots import parse_time_ms
+    from pwevent.jobs.common.slots import parse_time_ms
 
     def slot_of(raw: bytes) -> int:
         try:
@@ -237,7 +237,7 @@ def test_exactly_once_across_kill_and_restore(streaming_job: Any) -> None:
     producer.start()
     job.wait_releases(7)
     job.stop()  # SIGKILL: no savepoint, open transactions left behind
-    restore = __import__("pwevent.jobs.flink_job", fromlist=["latest_checkpoint"]).latest_checkpoint(
+    restore = __import__("pwevent.jobs.streaming.job", fromlist=["latest_checkpoint"]).latest_checkpoint(
         str(job.folder / "checkpoints"))
     assert restore is not None
     job.start(seed=SEED, restore="latest")
@@ -248,7 +248,7 @@ def test_exactly_once_across_kill_and_restore(streaming_job: Any) -> None:
     check_audit(audit)
     restored = [line for line in (job.folder / "job-2.log").read_text().splitlines() if "restoring from" in line]
     assert restored and "chk-" in restored[0], restored
-    from pwevent.jobs.kafka_io import read_topic
+    from pwevent.jobs.streaming.kafka_io import read_topic
 
     raw = read_topic(job.kafka, job.topics["releases"], committed=False)
     repeated = sum(n - 1 for n in Counter(json.loads(m.value)["slot"] for m in raw).values())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pwevent.jobs.audit import audit_file, audit_records
+from pwevent.jobs.offline.audit import audit_file, audit_records
 
 FIXED = {"w": 3, "epsilon": 1.0}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pwevent.jobs.config import ConfigError, load_config, parse_config
+from pwevent.jobs.common.config import ConfigError, load_config, parse_config
 from pwevent.operators.domain import GridDomain
 
 BASE = {"mechanism": "PBD", "slot": "15m", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}

@@ -1,4 +1,4 @@
-"""The generic CSV loader (jobs/csv_loader.py)."""
+"""The generic CSV loader (jobs/evaluation/csv_loader.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from pwevent.jobs.csv_loader import Columns, Grid, load_csv, read_events
+from pwevent.jobs.evaluation.csv_loader import Columns, Grid, load_csv, read_events
 
 CSV = """uid,when,kind,lat,lon
 u1,2024-01-01T00:00:00Z,cafe,0.0,0.0

@@ -1,4 +1,4 @@
-"""Slotted event tables and personalized requirement draws (jobs/datasets.py)."""
+"""Slotted event tables and personalized requirement draws (jobs/evaluation/datasets.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pwevent.jobs.datasets import EventTable, SyntheticDataset
-from pwevent.jobs.synthetic import RequirementDraw, SyntheticStream
+from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
+from pwevent.jobs.evaluation.datasets import EventTable, SyntheticDataset
 
 
 def table():

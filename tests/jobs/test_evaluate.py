@@ -1,12 +1,12 @@
-"""`pwevent evaluate` on a tiny grid (jobs/evaluate.py)."""
+"""`pwevent evaluate` on a tiny grid (jobs/evaluation/evaluate.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pwevent.jobs.cli import build_parser, main
-from pwevent.jobs.evaluate import (
+from pwevent.jobs.cli.main import build_parser, main
+from pwevent.jobs.evaluation.evaluate import (
     GridSpec,
     Task,
     dataset_of,
@@ -17,7 +17,7 @@ from pwevent.jobs.evaluate import (
     run_grid,
     run_mechanism,
 )
-from pwevent.jobs.evaluation_report import Interval
+from pwevent.jobs.evaluation.report import Interval
 from pwevent.state.spend import Kind
 
 TINY = GridSpec(datasets=("Sin",), epsilons=(0.6, 1.0), windows=(40, 120), ratios=(0.5,), reps=2, users=300,

@@ -6,9 +6,9 @@ import shlex
 
 import pytest
 
-from pwevent.jobs.config import ConfigError, parse_config
-from pwevent.jobs.flink_config import stream_settings
-from pwevent.jobs.flink_job import sink_ddl, source_ddl, submit_command
+from pwevent.jobs.common.config import ConfigError, parse_config
+from pwevent.jobs.streaming.job import sink_ddl, source_ddl, submit_command
+from pwevent.jobs.streaming.settings import stream_settings
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 

@@ -9,8 +9,8 @@ from collections import Counter
 import numpy as np
 from pyflink.common import Row
 
-from pwevent.jobs.config import parse_config
-from pwevent.jobs.flink_functions import DEAD_LETTERS, ParseRecords, slot_groups
+from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.streaming.hosts import DEAD_LETTERS, ParseRecords, slot_groups
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.policies import NO_BORDER
 from pwevent.operators.slot_release import SlotRelease

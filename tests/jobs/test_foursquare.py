@@ -1,11 +1,11 @@
-"""The Foursquare NYC loader (jobs/foursquare.py); skipped where the shared data is absent."""
+"""The Foursquare NYC loader (jobs/evaluation/foursquare.py); skipped where the shared data is absent."""
 
 from __future__ import annotations
 
 import pytest
 
-from pwevent.jobs.csv_loader import Grid
-from pwevent.jobs.foursquare import DataMissingError, archive_path, load_foursquare
+from pwevent.jobs.evaluation.csv_loader import Grid
+from pwevent.jobs.evaluation.foursquare import DataMissingError, archive_path, load_foursquare
 
 
 def data_or_skip():
@@ -17,7 +17,7 @@ def data_or_skip():
 
 def test_missing_data_names_where_it_looked(tmp_path, monkeypatch):
     monkeypatch.setenv("PWEVENT_DATA", str(tmp_path))
-    monkeypatch.setattr("pwevent.jobs.foursquare.REPO", tmp_path / "repo")
+    monkeypatch.setattr("pwevent.jobs.evaluation.foursquare.REPO", tmp_path / "repo")
     with pytest.raises(DataMissingError, match="TSMC"):
         archive_path()
 

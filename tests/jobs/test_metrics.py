@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from pwevent.jobs.metrics import MRE_FLOOR_FRACTION, ajsd, errors, mae, mre, mse
+from pwevent.jobs.evaluation.metrics import MRE_FLOOR_FRACTION, ajsd, errors, mae, mre, mse
 
 
 def test_mse_and_mae_by_hand():

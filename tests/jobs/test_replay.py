@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from pwevent.jobs.audit import audit_file
-from pwevent.jobs.cli import main
-from pwevent.jobs.config import parse_config
-from pwevent.jobs.files import DEMO_ORIGIN, write_synthetic
-from pwevent.jobs.replay import run_replay
-from pwevent.jobs.synthetic import SyntheticStream
+from pwevent.jobs.cli.main import main
+from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
+from pwevent.jobs.common.synthetic import SyntheticStream
+from pwevent.jobs.offline.audit import audit_file
+from pwevent.jobs.offline.replay import run_replay
 from pwevent.operators.policies import MECHANISMS
 
 

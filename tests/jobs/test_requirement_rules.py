@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pwevent.jobs.records import Reason
-from pwevent.jobs.requirement_rules import Action, RequirementRules
+from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.requirement_rules import Action, RequirementRules
 from pwevent.operators.policies import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
 

@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pwevent.jobs.audit import audit_records
-from pwevent.jobs.engine import Engine
+from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.offline.audit import audit_records
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, charge_slot, mechanism
 from pwevent.state.ledger import DynamicLedger, FixedLedger

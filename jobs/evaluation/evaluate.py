@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from pwevent.jobs.csv_loader import Grid
-from pwevent.jobs.datasets import Dataset, SlotValues, SyntheticDataset
-from pwevent.jobs.engine import Engine
-from pwevent.jobs.evaluation_report import plot, summary_markdown
-from pwevent.jobs.metrics import errors
-from pwevent.jobs.synthetic import STREAMS, RequirementDraw, SyntheticStream
+from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStream
+from pwevent.jobs.evaluation.csv_loader import Grid
+from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
+from pwevent.jobs.evaluation.metrics import errors
+from pwevent.jobs.evaluation.report import plot, summary_markdown
 from pwevent.operators.family import BURST, EVEN, FamilyRule, FamilySelector, SpendingRule
 from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
 from pwevent.operators.policies import MECHANISMS, mechanism
@@ -153,7 +153,7 @@ class Released:
 def _foursquare(slot_minutes: int, slots: int | None) -> Dataset:
     from dataclasses import replace
 
-    from pwevent.jobs.foursquare import load_foursquare
+    from pwevent.jobs.evaluation.foursquare import load_foursquare
 
     slotted = load_foursquare(Grid(10, 10)).slotted(slot_minutes * 60_000)
     if slots is None or slots >= slotted.slots:
@@ -411,7 +411,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register `pwevent evaluate` on the CLI's subparsers (jobs/cli.py)."""
+    """Register `pwevent evaluate` on the CLI's subparsers (jobs/cli/main.py)."""
     g = GridSpec()
     p = sub.add_parser(
         "evaluate", help="run the experiment grid; write runs.csv, summary.md and plots",

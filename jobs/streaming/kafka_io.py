@@ -16,7 +16,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from pwevent.jobs.flink_config import KafkaSettings
+from pwevent.jobs.streaming.settings import KafkaSettings
 
 
 @dataclass(frozen=True)

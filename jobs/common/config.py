@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from pwevent.jobs.slots import SlotClock, parse_duration_ms, parse_time_ms
+from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
 from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mechanism
 from pwevent.operators.postprocess import KalmanSmoother

@@ -20,12 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.config import Config, load_config
-from pwevent.jobs.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
-from pwevent.jobs.flink_config import KafkaSettings, stream_settings
-from pwevent.jobs.kafka_io import producer
-from pwevent.jobs.slots import duration_arg, parse_time_ms
-from pwevent.jobs.synthetic import STREAMS, SyntheticStream
+from pwevent.jobs.common.config import Config, load_config
+from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
+from pwevent.jobs.common.slots import duration_arg, parse_time_ms
+from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
+from pwevent.jobs.streaming.kafka_io import producer
+from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
 
 Line = tuple[bytes, bytes | None, int | None]  # value, key, timestamp
 

@@ -1,9 +1,9 @@
-"""Generic CSV loader: real event data -> `EventTable` (jobs/datasets.py, mechanisms.md section 1).
+"""Generic CSV loader: real event data -> `EventTable` (jobs/evaluation/datasets.py, mechanisms.md section 1).
 
 The caller names the user-id column, the time column and either a value column (categorical: each
 distinct value becomes a cell, in sorted order) or a lat/lon pair (the cell of an nx x ny grid over
 the data's bounding box, row-major from the south-west corner). Times are ISO-8601 or epoch
-milliseconds (jobs/slots.py); a time without an offset is UTC.
+milliseconds (jobs/common/slots.py); a time without an offset is UTC.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pwevent.jobs.datasets import EventTable
-from pwevent.jobs.slots import parse_time_ms
+from pwevent.jobs.common.slots import parse_time_ms
+from pwevent.jobs.evaluation.datasets import EventTable
 
 
 @dataclass(frozen=True)

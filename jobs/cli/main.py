@@ -10,14 +10,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pwevent.jobs import flink_job, produce, tail
-from pwevent.jobs.audit import audit_file
-from pwevent.jobs.config import ConfigError, load_config, parse_config
-from pwevent.jobs.evaluate import add_evaluate_parser
-from pwevent.jobs.files import DEMO_ORIGIN, write_synthetic
-from pwevent.jobs.replay import run_replay
-from pwevent.jobs.slots import duration_arg
-from pwevent.jobs.synthetic import STREAMS, SyntheticStream
+from pwevent.jobs.common.config import ConfigError, load_config, parse_config
+from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
+from pwevent.jobs.common.slots import duration_arg
+from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
+from pwevent.jobs.evaluation.evaluate import add_evaluate_parser
+from pwevent.jobs.offline.audit import audit_file
+from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.streaming import job as flink_job
+from pwevent.jobs.streaming import produce, tail
 from pwevent.operators.policies import MECHANISMS
 
 

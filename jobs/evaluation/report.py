@@ -1,5 +1,5 @@
 """Reporting of `pwevent evaluate` (docs/evaluation.md): the Markdown summary with 95% intervals and
-paired ratios, and the paper-style plots, from the result rows of jobs/evaluate.py."""
+paired ratios, and the paper-style plots, from the result rows of jobs/evaluation/evaluate.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from pwevent.operators.policies import MECHANISMS
 
 if TYPE_CHECKING:
-    from pwevent.jobs.evaluate import GridSpec, Run
+    from pwevent.jobs.evaluation.evaluate import GridSpec, Run
 
 DEFAULT = "Adaptive+KF"
 FILTERED_PLOTTED = ("Adaptive+KF", "Uniform+KF", "PBA+KF", "BA+KF")

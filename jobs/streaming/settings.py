@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.config import Config, ConfigError
-from pwevent.jobs.slots import parse_duration_ms
+from pwevent.jobs.common.config import Config, ConfigError
+from pwevent.jobs.common.slots import parse_duration_ms
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BOOTSTRAP_FILE = REPO_ROOT / ".run" / "kafka" / "bootstrap"
 TOPIC_ROLES = ("events", "requirements", "releases", "dead_letters", "audit")
 DEFAULT_TOPICS = {

@@ -17,9 +17,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from pwevent.jobs.config import Config
-from pwevent.jobs.engine import Engine
-from pwevent.jobs.records import (
+from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.records import (
     Event,
     Reason,
     Rejected,
@@ -28,8 +28,8 @@ from pwevent.jobs.records import (
     parse_requirement_update,
     reject_record,
 )
-from pwevent.jobs.requirement_rules import Action
-from pwevent.jobs.slots import iso
+from pwevent.jobs.common.requirement_rules import Action
+from pwevent.jobs.common.slots import iso
 from pwevent.operators.noise import Randomness, make_randomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.slot_release import SlotOutcome

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pwevent.jobs.config import EventFields, RequirementFields
-from pwevent.jobs.slots import parse_time_ms
+from pwevent.jobs.common.config import EventFields, RequirementFields
+from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement

@@ -30,9 +30,9 @@ import sysconfig
 import time
 from pathlib import Path
 
-from pwevent.jobs.config import Config, load_config
-from pwevent.jobs.flink_config import REPO_ROOT, StreamSettings, stream_settings
-from pwevent.jobs.slots import SlotClock
+from pwevent.jobs.common.config import Config, load_config
+from pwevent.jobs.common.slots import SlotClock
+from pwevent.jobs.streaming.settings import REPO_ROOT, StreamSettings, stream_settings
 
 CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
 PYROOT = REPO_ROOT / ".run" / "pyroot"
@@ -232,7 +232,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     from pyflink.table import Schema
     from pyflink.table.expressions import col
 
-    from pwevent.jobs import flink_functions as fn
+    from pwevent.jobs.streaming import hosts as fn
 
     topics = settings.kafka.topics
     kafka_time = settings.kafka.event_time == "kafka"
@@ -368,7 +368,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point for `flink run -py jobs/flink_job.py --config FILE` (cluster submission)."""
+    """Entry point for `flink run -py jobs/streaming/job.py --config FILE` (cluster submission)."""
     parser = argparse.ArgumentParser(prog="flink_job.py")
     parser.add_argument("--config", required=True)
     args = parser.parse_args(argv)

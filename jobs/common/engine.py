@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pwevent.jobs.requirement_rules import RequirementRules
+from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.noise import Randomness
 from pwevent.operators.policies import MechanismSpec, charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotOutcome, SlotRelease

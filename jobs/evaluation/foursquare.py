@@ -14,12 +14,12 @@ import os
 import tarfile
 from pathlib import Path
 
-from pwevent.jobs.csv_loader import Columns, Grid, read_events
-from pwevent.jobs.datasets import EventTable
+from pwevent.jobs.evaluation.csv_loader import Columns, Grid, read_events
+from pwevent.jobs.evaluation.datasets import EventTable
 
 ARCHIVE = Path("foursquare_nyc") / "checkins_nyc.tar.xz"
 MEMBER = "checkins_nyc.csv"
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 class DataMissingError(FileNotFoundError):

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from pwevent.jobs.slots import iso
-from pwevent.jobs.synthetic import RequirementDraw, SyntheticStream
+from pwevent.jobs.common.slots import iso
+from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
 
 DEMO_ORIGIN = "2024-01-01T00:00:00Z"
 DEMO_ORIGIN_MS = 1_704_067_200_000

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.config import load_config
-from pwevent.jobs.flink_config import stream_settings
-from pwevent.jobs.kafka_io import follow
+from pwevent.jobs.common.config import load_config
+from pwevent.jobs.streaming.kafka_io import follow
+from pwevent.jobs.streaming.settings import stream_settings
 
 
 def row(release: dict[str, Any], cells: int) -> str:

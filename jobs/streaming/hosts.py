@@ -9,7 +9,7 @@ the release step in `operators.slot_release.SlotRelease`, the decision's cost in
 Records between the operators. Every Python operator costs a Java-Python crossing per record in
 thread mode (PyFlink chains Python operators only in process mode), so the records are shaped for
 the Java operators between them: event time, keying and the split of UserLedger's output run in Java
-(jobs/flink_job.py).
+(jobs/streaming/job.py).
 - parsed input (`PARSED`): (Row(user, record), time_ms), record = ("e", user, time_ms, cell, order,
   position, original) or ("r", user, time_ms, requirement, order, position, original) pickled;
   `order` = (time_ms, partition, offset) decides which of several events of a user in one slot counts
@@ -38,10 +38,10 @@ from pyflink.datastream import OutputTag
 from pyflink.datastream.functions import KeyedBroadcastProcessFunction, KeyedProcessFunction, ProcessFunction
 from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
-from pwevent.jobs.config import Config
-from pwevent.jobs.records import Reason, Rejected, parse_event, parse_requirement_update, reject_record
-from pwevent.jobs.replay import release_record
-from pwevent.jobs.requirement_rules import Action, RequirementRules
+from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.records import Reason, Rejected, parse_event, parse_requirement_update, reject_record
+from pwevent.jobs.common.requirement_rules import Action, RequirementRules
+from pwevent.jobs.offline.replay import release_record
 from pwevent.operators.noise import NumpyRandomness, make_randomness
 from pwevent.operators.policies import charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotRelease

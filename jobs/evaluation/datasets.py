@@ -1,9 +1,9 @@
 """Evaluation datasets in memory: slotted event tables, synthetic streams, personalized requirements.
 
-The evaluator (jobs/evaluate.py) drives the Engine from a `Dataset`: for each slot the registered
+The evaluator (jobs/evaluation/evaluate.py) drives the Engine from a `Dataset`: for each slot the registered
 users present in it and one value each (mechanisms.md section 1: several events of one user in one
-slot collapse to the last). Real data comes in as an `EventTable` (jobs/csv_loader.py,
-jobs/foursquare.py); synthetic streams are the paper's (section 12, jobs/synthetic.py).
+slot collapse to the last). Real data comes in as an `EventTable` (jobs/evaluation/csv_loader.py,
+jobs/evaluation/foursquare.py); synthetic streams are the paper's (section 12, jobs/common/synthetic.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
-from pwevent.jobs.slots import iso
-from pwevent.jobs.synthetic import SyntheticStream
+from pwevent.jobs.common.slots import iso
+from pwevent.jobs.common.synthetic import SyntheticStream
 
 SlotValues = tuple[np.ndarray, np.ndarray]
 

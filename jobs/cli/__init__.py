@@ -1,0 +1,1 @@
+"""The `pwevent` command line."""

@@ -1,0 +1,1 @@
+"""The utility evaluation: datasets, metrics, the grid runner and its report."""

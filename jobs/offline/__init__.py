@@ -1,0 +1,1 @@
+"""Runs over files without Flink or Kafka: the replay and the spend-log auditor."""
