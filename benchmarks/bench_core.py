@@ -68,7 +68,7 @@ def run_case(mechanism: str, users: int, slots: int, d: int, noise: str) -> dict
         kinds[outcome.kind.value] = kinds.get(outcome.kind.value, 0) + 1
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"setup_s": setup, "mechanism_s": mech_time, "generate_s": gen_time, "peak_mb": peak_mb,
-            "classes": len(list(engine.population.classes())), "kinds": kinds}
+            "classes": len(engine.population), "kinds": kinds}
 
 
 def main() -> int:

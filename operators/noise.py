@@ -44,6 +44,7 @@ class NumpyRandomness:
 
     def __init__(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
+        self.seeded = seed is not None  # only a seeded generator's state is worth a checkpoint
         self.label = "numpy-geometric (seeded, not for production)" if seed is not None else "numpy-geometric (fast)"
 
     def discrete_laplace(self, epsilon: float, size: int) -> np.ndarray:

@@ -1,132 +1,164 @@
 """Ledger classes: users with identical requirement histories share one ledger.
 
-Budgets depend only on requirements and on the global decisions, so two users who registered at
-the same slot with the same requirement, and changed it identically since, spend identically. A
-class is identified by (parent class, slot, requirement): a root class by (None, registration
-slot, requirement), a class forked when some of its members change their requirement at a slot by
-(old class, slot, new requirement). Members of one class who make the same change at the same
-slot land in the same new class, which starts as a copy of the old ledger. A population of
-millions with a handful of requirement levels therefore costs a handful of ledgers.
+Budgets depend only on requirements and on the global decisions, so users whose requirement
+histories agree spend identically and can share one ledger (docs/architecture.md, "Ledger classes").
+A class is named deterministically, so whoever knows a user's history can name the user's class
+without asking anyone (the streaming job's keyed Membership operator does exactly that):
+- a **root** class per requirement, `class_id(None, None, requirement)`. A registration joins the
+  root class of its requirement, even one created at an earlier slot: the user's windows then sum
+  over a subset of the class's slots, each spend at most the class's, so every bound the class keeps
+  holds for the user too (docs/architecture.md gives the whole argument);
+- a **fork**, `class_id(parent, slot, requirement)`, when members of `parent` change their (dynamic)
+  requirement at `slot`: it starts as a copy of the parent's ledger. Members making the same change
+  at the same slot land in the same fork.
+
+The class count is therefore bounded by the distinct requirement histories, not by users or by
+registration times. A class without members is not charged: a fork without members is dropped (its
+name, which holds its slot, can never be used again), a root without members sleeps until a user
+joins it again (its ledger simply has no entries for the slots it slept through).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TypeAlias
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, TypeAlias
 
-import numpy as np
+import orjson
 
-from pwevent.state.ledger import DynamicLedger, Ledger
+from pwevent.state.ledger import DynamicLedger, Ledger, ledger_from_bytes
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
 UserRequirement: TypeAlias = Requirement | DynamicRequirement
-ClassKey: TypeAlias = tuple[int | None, int, UserRequirement]
+ClassId: TypeAlias = str
+
+
+@lru_cache(maxsize=65_536)
+def class_id(parent: ClassId | None, since: int | None, requirement: UserRequirement) -> ClassId:
+    """The name of a root class (`parent` and `since` None) or of a fork of `parent` at `since`."""
+    if (parent is None) != (since is None):
+        raise ValueError("a root class has neither parent nor since; a fork has both")
+    text = orjson.dumps([parent, since, requirement.to_json()], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(text).hexdigest()[:20]
+
+
+def requirement_from_json(obj: dict[str, Any]) -> UserRequirement:
+    return DynamicRequirement.from_json(obj) if "backward" in obj else Requirement.from_json(obj)
+
+
+@dataclass(frozen=True)
+class MembershipChange:
+    """User `user` is represented by class `target` from `slot` on.
+
+    `previous` is the user's class before (None for a registration); a registration's target is the
+    root class of `requirement`, a change's target the fork (`previous`, `slot`, `requirement`).
+    """
+
+    slot: int
+    user: str
+    target: ClassId
+    previous: ClassId | None
+    requirement: UserRequirement
+
+    def __post_init__(self) -> None:
+        expected = class_id(self.previous, None if self.previous is None else self.slot, self.requirement)
+        if self.target != expected:
+            raise ValueError(f"class {self.target!r} is not the class of this change ({expected!r})")
+
+    @classmethod
+    def of(cls, slot: int, user: str, previous: ClassId | None, requirement: UserRequirement) -> MembershipChange:
+        target = class_id(previous, None if previous is None else slot, requirement)
+        return cls(slot, user, target, previous, requirement)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"slot": self.slot, "user": self.user, "target": self.target, "previous": self.previous,
+                "requirement": self.requirement.to_json()}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> MembershipChange:
+        return cls(int(obj["slot"]), str(obj["user"]), str(obj["target"]),
+                   None if obj["previous"] is None else str(obj["previous"]), requirement_from_json(obj["requirement"]))
 
 
 @dataclass
 class LedgerClass:
     """One ledger and how many users it currently stands for."""
 
-    id: int
+    id: ClassId
     ledger: Ledger
     requirement: UserRequirement
-    parent: int | None
+    parent: ClassId | None
     since: int
     members: int = 0
-    user_sample: list[int] = field(default_factory=list)
 
 
 class Population:
-    """Registered users (dense indices 0..n-1) mapped to ledger classes."""
+    """The ledger classes and their member counts; users themselves are tracked by the caller."""
 
     def __init__(self, new_ledger: Callable[[UserRequirement, int], Ledger]) -> None:
         self._new_ledger = new_ledger
-        self._class_of = np.full(0, -1, dtype=np.int64)
-        self._classes: dict[int, LedgerClass] = {}
-        self._by_key: dict[ClassKey, int] = {}
-        self._next_id = 0
-        self.created: list[LedgerClass] = []  # classes created since the caller last drained it
+        self._classes: dict[ClassId, LedgerClass] = {}
 
-    def _grow(self, user: int) -> None:
-        if user >= len(self._class_of):
-            grown = np.full(max(user + 1, 2 * len(self._class_of), 1024), -1, dtype=np.int64)
-            grown[: len(self._class_of)] = self._class_of
-            self._class_of = grown
+    def get(self, cid: ClassId) -> LedgerClass | None:
+        return self._classes.get(cid)
 
-    def class_of(self, user: int) -> LedgerClass | None:
-        if user >= len(self._class_of) or self._class_of[user] < 0:
-            return None
-        return self._classes[int(self._class_of[user])]
-
-    def requirement_of(self, user: int) -> UserRequirement | None:
-        cls = self.class_of(user)
-        return cls.requirement if cls else None
-
-    def _class_for(self, key: ClassKey, ledger: Callable[[], Ledger]) -> LedgerClass:
-        cid = self._by_key.get(key)
-        if cid is None:
-            parent, slot, requirement = key
-            cid = self._next_id
-            self._next_id += 1
-            self._classes[cid] = LedgerClass(cid, ledger(), requirement, parent, slot)
-            self._by_key[key] = cid
-            self.created.append(self._classes[cid])
-        return self._classes[cid]
-
-    def _move(self, user: int, target: LedgerClass) -> None:
-        old = self.class_of(user)
-        if old is not None:
+    def apply(self, change: MembershipChange) -> LedgerClass | None:
+        """Move one user; returns the class if this change created it."""
+        created = None
+        target = self._classes.get(change.target)
+        if target is None:
+            target = created = self._create(change)
+        if change.previous is not None:
+            old = self._classes.get(change.previous)
+            if old is None or old.members < 1:
+                raise ValueError(f"slot {change.slot}: user {change.user!r} leaves class {change.previous!r}, "
+                                 "which has no member")
             old.members -= 1
-            if old.members == 0:
-                del self._classes[old.id]
-                self._by_key = {k: v for k, v in self._by_key.items() if v != old.id}
-        self._class_of[user] = target.id
         target.members += 1
-        if len(target.user_sample) < 3:
-            target.user_sample.append(user)
-
-    def register(self, user: int, requirement: UserRequirement, slot: int) -> LedgerClass:
-        """A new user, whose requirement holds from `slot` on."""
-        self._grow(user)
-        if self._class_of[user] >= 0:
-            raise ValueError(f"user {user} is already registered")
-        target = self._class_for((None, slot, requirement), lambda: self._new_ledger(requirement, slot))
-        self._move(user, target)
-        return target
-
-    def redeclare(self, user: int, requirement: DynamicRequirement, slot: int) -> LedgerClass:
-        """A registered user's new dynamic requirement, in force from `slot` on (section 7)."""
-        old = self.class_of(user)
-        if old is None:
-            raise ValueError(f"user {user} is not registered")
-        if old.requirement == requirement:
-            return old
-        ledger = old.ledger
-        if not isinstance(ledger, DynamicLedger):
-            raise ValueError("only dynamic ledgers take a new requirement")
-
-        def fork() -> Ledger:
-            copy = ledger.copy()
-            copy.declare(requirement)
-            return copy
-
-        target = self._class_for((old.id, slot, requirement), fork)
-        self._move(user, target)
-        return target
-
-    def classes(self) -> Iterator[LedgerClass]:
-        """The classes that currently have members, in creation order."""
-        return iter(list(self._classes.values()))
-
-    def class_index(self, users: np.ndarray) -> np.ndarray:
-        """Class id of each given registered user (vectorised; -1 for unregistered)."""
-        users = np.asarray(users, dtype=np.int64)
-        out = np.full(len(users), -1, dtype=np.int64)
-        inside = users < len(self._class_of)
-        out[inside] = self._class_of[users[inside]]
-        return out
-
-    def drain_created(self) -> list[LedgerClass]:
-        created, self.created = self.created, []
         return created
+
+    def _create(self, change: MembershipChange) -> LedgerClass:
+        if change.previous is None:
+            ledger = self._new_ledger(change.requirement, change.slot)
+            return self._add(LedgerClass(change.target, ledger, change.requirement, None, change.slot))
+        parent = self._classes.get(change.previous)
+        if parent is None:
+            raise ValueError(f"slot {change.slot}: fork of unknown class {change.previous!r}")
+        ledger = parent.ledger.copy()
+        if not isinstance(ledger, DynamicLedger) or not isinstance(change.requirement, DynamicRequirement):
+            raise ValueError("only dynamic ledgers take a new requirement")
+        ledger.declare(change.requirement)
+        return self._add(LedgerClass(change.target, ledger, change.requirement, change.previous, change.slot))
+
+    def _add(self, cls: LedgerClass) -> LedgerClass:
+        self._classes[cls.id] = cls
+        return cls
+
+    def drop_empty_forks(self) -> None:
+        """Forget forks without members (root classes without members sleep instead)."""
+        for cid in [c.id for c in self._classes.values() if c.members == 0 and c.parent is not None]:
+            del self._classes[cid]
+
+    def live(self) -> list[LedgerClass]:
+        """Classes with members, by id (an order that does not depend on arrival order)."""
+        return sorted((c for c in self._classes.values() if c.members > 0), key=lambda c: c.id)
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [
+            {"id": c.id, "ledger": c.ledger.to_bytes().decode(), "requirement": c.requirement.to_json(),
+             "parent": c.parent, "since": c.since, "members": c.members}
+            for c in self._classes.values()
+        ]
+
+    def restore(self, rows: list[dict[str, Any]]) -> None:
+        self._classes = {
+            row["id"]: LedgerClass(row["id"], ledger_from_bytes(row["ledger"].encode()),
+                                   requirement_from_json(row["requirement"]), row["parent"], int(row["since"]),
+                                   int(row["members"]))
+            for row in rows
+        }

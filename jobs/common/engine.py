@@ -1,23 +1,31 @@
 """The population-level driver: ledger classes + a budget policy + the per-slot release.
 
-Used by `pwevent replay` (from files) and by the evaluator (in memory). One slot at a time: every
-class is charged through `operators.policies.charge_slot`, the release step decides, every class is
-settled, and the spend log hears about it.
+One class for every host: `pwevent replay` (from files), the evaluator (in memory) and the
+streaming job's global Population operator (jobs/streaming/hosts.py). A slot is decided in one call:
+every class with members is charged through `operators.policies.charge_slot`, the release step
+decides, every class is settled at once, and the spend log hears about it. Membership changes
+(`state.population.MembershipChange`) come either from the replay's own users (`declare`, the
+same `Membership` rule the job's keyed operator applies) or from the job's Membership operator
+(`apply`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import pickle
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
-from pwevent.jobs.common.requirement_rules import RequirementRules
-from pwevent.operators.noise import Randomness
+from pwevent.jobs.common.membership import Membership, UserState
+from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
+from pwevent.operators.noise import NumpyRandomness, Randomness
 from pwevent.operators.policies import MechanismSpec, charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotOutcome, SlotRelease
-from pwevent.state.population import Population, UserRequirement
+from pwevent.state.errors import InvalidRequirementError
+from pwevent.state.population import ClassId, MembershipChange, Population, UserRequirement
 from pwevent.state.release_history import ReleaseHistory
 from pwevent.state.requirements import DynamicRequirement
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
@@ -30,14 +38,14 @@ class Projection:
     """A backward requirement that was below what its window had already spent (section 7)."""
 
     slot: int
-    ledger: int
+    ledger: str
     members: int
     requested: float
     projected: float
 
 
 class Engine:
-    """Runs one mechanism over a population of dense user indices, slot by slot."""
+    """Runs one mechanism over a population, slot by slot."""
 
     def __init__(
         self,
@@ -53,59 +61,143 @@ class Engine:
         self.spec = spec
         self.d = d
         self.horizon = horizon
+        self.rng = rng
         self.rules = RequirementRules(spec, horizon)
+        self.membership = Membership(self.rules)
         self.population = Population(self.rules.new_ledger)
         self.release = SlotRelease(d, rng)
         self.history = ReleaseHistory.start(d, last_release)
         self._sink = spend_sink
+        # Users the engine tracks itself (replay, evaluation): dense index -> class code, name, declared.
+        self._class_code = np.full(0, -1, dtype=np.int64)
+        self._codes: dict[ClassId, int] = {}
+        self._code_ids: list[ClassId] = []
+        self._names: dict[int, str] = {}
+        self._declared: dict[int, UserRequirement] = {}
+        self._index: dict[str, int] = {}
+
+    # -- membership -------------------------------------------------------------------------------
+
+    def apply(self, change: MembershipChange) -> None:
+        """A membership change decided elsewhere (the job's Membership operator) for the next slot."""
+        self._check_slot(change.slot)
+        created = self.population.apply(change)
+        if self._sink:
+            if created is not None:
+                self._sink(ledger_record(created.id, created.requirement, created.since, created.parent))
+            self._sink(member_record(change.user, change.target, change.slot))
+
+    def declare(self, name: str, slot: int, requested: UserRequirement) -> RequirementAction:
+        """A requirement record of user `name` in force from `slot` on: register, change, ignore or
+        reject, by the same `Membership` rule as the streaming job."""
+        index = self._index.get(name)
+        applied = self.membership.apply(name, self._user_state(index), slot, requested)
+        if applied.action.action not in (Action.REJECT, Action.IGNORE):
+            if index is None:
+                index = self._index[name] = len(self._index)
+                self._names[index] = name
+            self._declared[index] = requested
+            if applied.change is not None:
+                self._check_slot(slot)
+                self.apply(applied.change)
+                self._set_class(index, applied.change.target)
+        return applied.action
 
     def register(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
-        """A new user (dense index `user`, external id `name` for the spend log) from `slot` on."""
-        self._check_slot(slot)
-        cls = self.population.register(user, self.rules.ledger_requirement(requirement), slot)
-        self._log_new_classes()
-        if self._sink:
-            self._sink(member_record(name or str(user), str(cls.id), slot))
+        """A new user (dense index `user`) from `slot` on; raises on a requirement the rules refuse."""
+        if user in self._declared:
+            raise ValueError(f"user {user} is already registered")
+        self._declare_index(user, requirement, slot, name)
 
     def redeclare(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
         """A registered user's new requirement from `slot` on (dynamic mechanisms only)."""
-        self._check_slot(slot)
-        checked = self.rules.ledger_requirement(requirement)
-        assert isinstance(checked, DynamicRequirement)
-        before = self.population.class_of(user)
-        cls = self.population.redeclare(user, checked, slot)
-        self._log_new_classes()
-        if self._sink and (before is None or cls.id != before.id):
-            self._sink(member_record(name or str(user), str(cls.id), slot))
+        if user not in self._declared:
+            raise ValueError(f"user {user} is not registered")
+        self._declare_index(user, requirement, slot, name)
+
+    def _declare_index(self, user: int, requirement: UserRequirement, slot: int, name: str | None) -> None:
+        label = name or self._names.get(user) or str(user)
+        if self._index.get(label, user) != user:
+            raise ValueError(f"name {label!r} belongs to user {self._index[label]}")
+        self._index[label] = user
+        self._names[user] = label
+        action = self.declare(label, slot, requirement)
+        if action.action is Action.REJECT:
+            raise InvalidRequirementError(action.detail)
+
+    def _user_state(self, index: int | None) -> UserState:
+        if index is None or index not in self._declared:
+            return UserState()
+        cid = self._code_ids[self._class_code[index]]
+        cls = self.population.get(cid)
+        assert cls is not None
+        return UserState(self._declared[index], cid, cls.requirement)
+
+    def _set_class(self, user: int, cid: ClassId) -> None:
+        if user >= len(self._class_code):
+            grown = np.full(max(user + 1, 2 * len(self._class_code), 1024), -1, dtype=np.int64)
+            grown[: len(self._class_code)] = self._class_code
+            self._class_code = grown
+        code = self._codes.get(cid)
+        if code is None:
+            code = self._codes[cid] = len(self._code_ids)
+            self._code_ids.append(cid)
+        self._class_code[user] = code
+
+    def class_of(self, user: int) -> ClassId | None:
+        """The class of a user the engine tracks (None if not registered)."""
+        if user >= len(self._class_code) or self._class_code[user] < 0:
+            return None
+        return self._code_ids[self._class_code[user]]
+
+    def index_of(self, name: str) -> int | None:
+        """The dense index of a registered user the engine tracks."""
+        index = self._index.get(name)
+        return index if index is not None and index in self._declared else None
+
+    @property
+    def users(self) -> int:
+        return len(self._declared)
 
     def _check_slot(self, slot: int) -> None:
         if slot != self.history.decided + 1:
             expected = self.history.decided + 1
             raise ValueError(f"slot {slot} given but the engine is at slot {expected}: slots run 1, 2, ...")
 
-    def _log_new_classes(self) -> None:
-        for cls in self.population.drain_created():
-            if self._sink:
-                parent = None if cls.parent is None else str(cls.parent)
-                self._sink(ledger_record(str(cls.id), cls.requirement, cls.since, parent))
+    # -- slots ------------------------------------------------------------------------------------
 
     def step(self, slot: int, users: np.ndarray, values: np.ndarray) -> tuple[SlotOutcome, list[Projection]]:
-        """Decide `slot`: users/values are the registered users present in it, one value each."""
-        self._check_slot(slot)
-        classes = list(self.population.classes())
-        budgets = [charge_slot(self.spec.policy, cls.ledger, slot) for cls in classes]
-        rows = np.full(max((c.id for c in classes), default=-1) + 1, -1, dtype=np.int64)
-        rows[[c.id for c in classes]] = np.arange(len(classes))
-        groups = len(classes)
-        present = np.zeros((groups, self.d), dtype=np.int64)
+        """Decide `slot`: users/values are the tracked users present in it (dense indices), one value each."""
+        present: dict[ClassId, np.ndarray] = {}
         if len(users):
-            classes_of = self.population.class_index(users)
-            if (classes_of < 0).any():
-                unknown = users[classes_of < 0][:5].tolist()
+            users = np.asarray(users, dtype=np.int64)
+            inside = users < len(self._class_code)
+            codes = np.full(len(users), -1, dtype=np.int64)
+            codes[inside] = self._class_code[users[inside]]
+            if (codes < 0).any():
+                unknown = users[codes < 0][:5].tolist()
                 raise ValueError(f"slot {slot}: values given for unregistered users {unknown}")
-            row = rows[classes_of]
-            present = np.bincount(row * self.d + np.asarray(values, dtype=np.int64), minlength=groups * self.d)
-            present = present.reshape(groups, self.d)
+            n = len(self._code_ids)
+            counts = np.bincount(codes * self.d + np.asarray(values, dtype=np.int64), minlength=n * self.d)
+            counts = counts.reshape(n, self.d)
+            for code in np.flatnonzero(counts.any(axis=1)):
+                present[self._code_ids[code]] = counts[code]
+        return self.decide(slot, present)
+
+    def decide(self, slot: int, present: Mapping[ClassId, np.ndarray]) -> tuple[SlotOutcome, list[Projection]]:
+        """Decide `slot` from the count of present users per class and cell (classes with members)."""
+        self._check_slot(slot)
+        self.population.drop_empty_forks()
+        classes = self.population.live()
+        rows = {c.id: i for i, c in enumerate(classes)}
+        counts = np.zeros((len(classes), self.d), dtype=np.int64)
+        for cid, row in present.items():
+            if cid not in rows:
+                raise ValueError(f"slot {slot}: present users counted for class {cid!r}, which has no member")
+            counts[rows[cid]] = row
+        if (counts.sum(axis=1) > np.array([c.members for c in classes], dtype=np.int64)).any():
+            raise ValueError(f"slot {slot}: more users present in a class than it has members")
+        budgets = [charge_slot(self.spec.policy, cls.ledger, slot) for cls in classes]
         outcome = self.release.decide(
             slot,
             SlotGroups(
@@ -113,7 +205,7 @@ class Engine:
                 eps2=np.array([b.eps2 for b in budgets], dtype=float),
                 border=np.array([b.border for b in budgets], dtype=float),
                 members=np.array([c.members for c in classes], dtype=np.int64),
-                present=present,
+                present=counts,
             ),
             self.history.last,
             self.spec.policy.scheduled_kind(slot),
@@ -127,6 +219,27 @@ class Engine:
                     Projection(slot, cls.id, cls.members, cls.requirement.backward.epsilon, budget.projected_backward)
                 )
             if self._sink:
-                self._sink(spend_record(str(cls.id), entry, cls.requirement, cls.members, budget.projected_backward))
+                self._sink(spend_record(cls.id, entry, cls.requirement, cls.members, budget.projected_backward))
         self.history.record(slot, outcome.kind, outcome.counts)
         return outcome, projections
+
+    # -- checkpoint -------------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The engine's class-level state (classes, release history, a seeded generator's state);
+        users tracked by the engine itself are not included (the job tracks them in Membership)."""
+        rng_state = None
+        if isinstance(self.rng, NumpyRandomness) and self.rng.seeded:
+            rng_state = pickle.dumps(self.rng.rng.bit_generator.state).hex()
+        return orjson.dumps({
+            "classes": self.population.to_json(),
+            "history": self.history.to_bytes().decode(),
+            "rng": rng_state,
+        })
+
+    def restore(self, data: bytes) -> None:
+        obj = orjson.loads(data)
+        self.population.restore(obj["classes"])
+        self.history = ReleaseHistory.from_bytes(obj["history"].encode())
+        if obj["rng"] is not None and isinstance(self.rng, NumpyRandomness):
+            self.rng.rng.bit_generator.state = pickle.loads(bytes.fromhex(obj["rng"]))  # seeded test runs only

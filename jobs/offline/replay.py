@@ -33,7 +33,6 @@ from pwevent.jobs.common.slots import iso
 from pwevent.operators.noise import Randomness, make_randomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.slot_release import SlotOutcome
-from pwevent.state.requirements import DynamicRequirement, Requirement
 
 
 @dataclass
@@ -97,9 +96,6 @@ class Replay:
         self.rng = rng
         self.summary = ReplaySummary(noise=rng.label)
         self._reject_sink = reject
-        self._names: list[str] = []
-        self._index: dict[str, int] = {}
-        self._declared: dict[str, Requirement | DynamicRequirement] = {}
 
     def _reject(self, source: str, position: Any, reason: Reason, detail: str, original: str) -> None:
         self.summary.rejects[reason.value] += 1
@@ -128,19 +124,10 @@ class Replay:
     def _apply_requirement(
         self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: str
     ) -> None:
-        decision = engine.rules.requirement_action(self._declared.get(update.user), update.requirement)
+        decision = engine.declare(update.user, slot, update.requirement)
         if decision.action is Action.REJECT:
             assert decision.reason is not None
             self._reject("requirements", position, decision.reason, decision.detail, line)
-            return
-        if decision.action is Action.REGISTER:
-            index = len(self._names)
-            engine.register(index, update.requirement, slot, update.user)
-            self._names.append(update.user)
-            self._index[update.user] = index
-        elif decision.action is Action.REDECLARE:
-            engine.redeclare(self._index[update.user], update.requirement, slot, update.user)
-        self._declared[update.user] = update.requirement
 
     def run(
         self,
@@ -169,7 +156,7 @@ class Replay:
             present: dict[int, int] = {}
             for number, (event, line) in events.get(slot, []):
                 assert isinstance(event, Event)
-                index = self._index.get(event.user)
+                index = engine.index_of(event.user)
                 if index is None:
                     self._reject(
                         "events", f"{events_path}:{number}", Reason.UNKNOWN_USER,
@@ -196,7 +183,7 @@ class Replay:
             if progress:
                 progress(slot, last_slot)
         self.summary.slots = last_slot
-        self.summary.users = len(self._names)
+        self.summary.users = engine.users
         return self.summary
 
 

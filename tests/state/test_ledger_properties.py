@@ -83,7 +83,7 @@ def test_engine_with_random_presence_passes_the_audit(data, name):
             else:
                 loose = data.draw(st.builds(Requirement, st.integers(1, 8), st.sampled_from([0.3, 1.0, 3.0])))
                 engine.register(user, loose, slot)
-        registered = [u for u in range(users) if engine.population.class_of(u) is not None]
+        registered = [u for u in range(users) if engine.class_of(u) is not None]
         if spec.dynamic and registered and data.draw(st.booleans()):
             engine.redeclare(registered[0], data.draw(dynamic_req), slot)
         present = [u for u in registered if data.draw(st.booleans())]

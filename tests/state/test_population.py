@@ -2,41 +2,87 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from pwevent.state.ledger import DynamicLedger, FixedLedger
-from pwevent.state.population import Population
+from pwevent.state.population import MembershipChange, Population, class_id
 from pwevent.state.requirements import DynamicRequirement, Requirement
+from pwevent.state.spend import Kind
+
+FIRST = DynamicRequirement(Requirement(1, 10.0), Requirement(40, 0.6))
+SECOND = DynamicRequirement(Requirement(1, 10.0), Requirement(80, 0.8))
 
 
-def fixed_population():
-    return Population(lambda req, slot: FixedLedger(req, slot))
+def dynamic_population() -> Population:
+    return Population(lambda req, slot: DynamicLedger(req, slot, 100))
 
 
-def test_same_requirement_same_slot_share_a_class():
-    pop = fixed_population()
-    a = pop.register(0, Requirement(40, 0.6), 1)
-    b = pop.register(1, Requirement(40, 0.6), 1)
-    c = pop.register(2, Requirement(80, 0.6), 1)
-    d = pop.register(3, Requirement(40, 0.6), 2)
-    assert a is b and a is not c and a is not d
-    assert a.members == 2
-    assert pop.class_index(np.array([0, 1, 2, 3, 9])).tolist() == [a.id, a.id, c.id, d.id, -1]
-    with pytest.raises(ValueError, match="already registered"):
-        pop.register(0, Requirement(40, 0.6), 3)
+def test_class_ids_are_deterministic_names_of_the_history():
+    root = class_id(None, None, Requirement(40, 0.6))
+    assert root == class_id(None, None, Requirement(40, 0.6))
+    assert root != class_id(None, None, Requirement(40, 0.8))
+    assert class_id(root, 5, FIRST) != class_id(root, 6, FIRST)
+    with pytest.raises(ValueError, match="root class"):
+        class_id(root, None, FIRST)
 
 
-def test_redeclare_forks_once_per_change_and_drops_empty_classes():
-    pop = Population(lambda req, slot: DynamicLedger(req, slot, 100))
-    first = DynamicRequirement(Requirement(1, 10.0), Requirement(40, 0.6))
-    second = DynamicRequirement(Requirement(1, 10.0), Requirement(80, 0.8))
-    root = pop.register(0, first, 1)
-    pop.register(1, first, 1)
-    pop.drain_created()
-    fork_a = pop.redeclare(0, second, 5)
-    fork_b = pop.redeclare(1, second, 5)
-    assert fork_a is fork_b and fork_a.parent == root.id and fork_a.since == 5
-    assert [c.id for c in pop.classes()] == [fork_a.id]
-    assert pop.redeclare(0, second, 6) is fork_a  # the same requirement again changes nothing
-    assert len(pop.drain_created()) == 1
+def test_registrations_join_the_root_class_of_their_requirement_whenever_they_come():
+    pop = Population(lambda req, slot: FixedLedger(req, slot))
+    a = MembershipChange.of(1, "a", None, Requirement(40, 0.6))
+    late = MembershipChange.of(7, "b", None, Requirement(40, 0.6))
+    other = MembershipChange.of(1, "c", None, Requirement(80, 0.6))
+    assert pop.apply(a) is not None and pop.apply(other) is not None
+    assert pop.apply(late) is None  # joins the existing root class, created at slot 1
+    assert a.target == late.target and pop.get(a.target).members == 2 and pop.get(a.target).since == 1
+    assert [c.id for c in pop.live()] == sorted([a.target, other.target])
+
+
+def test_a_change_forks_once_per_slot_and_requirement_and_empty_forks_go():
+    pop = dynamic_population()
+    root = MembershipChange.of(1, "a", None, FIRST).target
+    pop.apply(MembershipChange.of(1, "a", None, FIRST))
+    pop.apply(MembershipChange.of(1, "b", None, FIRST))
+    fork_a = MembershipChange.of(5, "a", root, SECOND)
+    fork_b = MembershipChange.of(5, "b", root, SECOND)
+    created = pop.apply(fork_a)
+    assert created is not None and created.parent == root and created.since == 5
+    assert pop.apply(fork_b) is None and fork_a.target == fork_b.target
+    assert [c.id for c in pop.live()] == [fork_a.target]
+    assert pop.get(root).members == 0  # the root sleeps, it is not dropped
+    pop.apply(MembershipChange.of(9, "a", fork_a.target, FIRST))
+    pop.apply(MembershipChange.of(9, "b", fork_a.target, FIRST))
+    pop.drop_empty_forks()
+    assert pop.get(fork_a.target) is None and pop.get(root) is not None
+
+
+def test_a_fork_copies_the_parents_spend():
+    pop = dynamic_population()
+    first = MembershipChange.of(1, "a", None, FIRST)
+    pop.apply(first)
+    ledger = pop.get(first.target).ledger
+    ledger.open_slot(1)
+    ledger.charge(1, 0.1, 0.2)
+    ledger.settle(1, Kind.PUBLISH)
+    fork = pop.apply(MembershipChange.of(2, "a", first.target, SECOND))
+    assert fork.ledger.spent(1, 1) == (0.1, 0.2) and fork.ledger.requirement == SECOND
+
+
+def test_changes_that_do_not_add_up_are_refused():
+    pop = dynamic_population()
+    with pytest.raises(ValueError, match="fork of unknown class"):
+        pop.apply(MembershipChange.of(2, "a", "nope", SECOND))
+    with pytest.raises(ValueError, match="is not the class of this change"):
+        MembershipChange(1, "a", "forged", None, FIRST)
+    first = MembershipChange.of(1, "a", None, FIRST)
+    pop.apply(first)
+    pop.apply(MembershipChange.of(2, "a", first.target, SECOND))
+    with pytest.raises(ValueError, match="has no member"):
+        pop.apply(MembershipChange.of(3, "b", first.target, SECOND))
+
+
+def test_snapshot_round_trip():
+    pop = dynamic_population()
+    pop.apply(MembershipChange.of(1, "a", None, FIRST))
+    again = dynamic_population()
+    again.restore(pop.to_json())
+    assert again.to_json() == pop.to_json()

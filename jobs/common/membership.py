@@ -1,0 +1,138 @@
+"""Which ledger class represents a user, decided from the user's requirement records alone.
+
+`Membership.apply` is the one rule, used by the replay (through `Engine.declare`) and by the
+streaming job's keyed Membership operator (through `UserMembership`): a requirement record registers
+the user in the root class of its requirement, a dynamic change forks the user's class, a repeat or
+a change to the requirement the class already runs at changes nothing, and anything the
+requirement rules refuse is a reject (docs/architecture.md, "Ledger classes").
+
+`UserMembership` is what the keyed operator keeps per user: the state above plus the requirement
+records of slots that have not closed yet. A record counts from its own slot if it arrives before
+that slot closes (the watermark passes the slot's end); later it is `late`. Records of one slot are
+applied in (time, partition, offset) order when the slot closes, so the outcome does not depend on
+the order in which Kafka delivered them. Pure Python, tested without Flink with an injected
+watermark (tests/jobs/test_membership.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
+from pwevent.jobs.common.slots import SlotClock
+from pwevent.state.population import ClassId, MembershipChange, UserRequirement, requirement_from_json
+
+
+@dataclass(frozen=True)
+class UserState:
+    """A user's last declared requirement, and the class (and its requirement) that represents it."""
+
+    declared: UserRequirement | None = None
+    class_id: ClassId | None = None
+    requirement: UserRequirement | None = None
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one requirement record did: the new state, the class change if any, the rules' action."""
+
+    state: UserState
+    change: MembershipChange | None
+    action: RequirementAction
+
+
+@dataclass(frozen=True)
+class Membership:
+    """The membership rule over `RequirementRules` (one instance per mechanism)."""
+
+    rules: RequirementRules
+
+    def apply(self, user: str, state: UserState, slot: int, requested: UserRequirement) -> Applied:
+        action = self.rules.requirement_action(state.declared, requested)
+        if action.action in (Action.REJECT, Action.IGNORE):
+            return Applied(state, None, action)
+        checked = action.requirement
+        assert checked is not None
+        if action.action is Action.REDECLARE and checked == state.requirement:
+            return Applied(UserState(requested, state.class_id, checked), None, action)
+        previous = state.class_id if action.action is Action.REDECLARE else None
+        change = MembershipChange.of(slot, user, previous, checked)
+        return Applied(UserState(requested, change.target, checked), change, action)
+
+
+@dataclass(frozen=True)
+class PendingRequirement:
+    """A requirement record waiting for its slot to close; `order` = (time ms, partition, offset)."""
+
+    slot: int
+    order: tuple[int, int, int]
+    requested: UserRequirement
+    position: Any
+    original: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A requirement record that did not apply: why, and what to put in the dead letter."""
+
+    reason: Reason
+    detail: str
+    position: Any
+    original: str
+
+
+@dataclass
+class UserMembership:
+    """Everything the keyed Membership operator keeps for one user (snapshot: `to_json`)."""
+
+    state: UserState = field(default_factory=UserState)
+    pending: list[PendingRequirement] = field(default_factory=list)
+
+    def receive(self, record: PendingRequirement, watermark_ms: int, clock: SlotClock) -> Rejection | None:
+        """Buffer a record until its slot closes, or reject it as late if the slot has closed."""
+        if clock.end_ms(record.slot) - 1 <= watermark_ms:
+            return Rejection(Reason.LATE, f"slot {record.slot} had closed when the requirement arrived",
+                             record.position, record.original)
+        self.pending.append(record)
+        return None
+
+    def close(self, slot: int, user: str, membership: Membership) -> list[MembershipChange | Rejection]:
+        """Apply the buffered records of slots up to `slot`, in slot and (time, partition, offset) order."""
+        due = sorted((p for p in self.pending if p.slot <= slot), key=lambda p: (p.slot, p.order))
+        self.pending = [p for p in self.pending if p.slot > slot]
+        out: list[MembershipChange | Rejection] = []
+        for record in due:
+            applied = membership.apply(user, self.state, record.slot, record.requested)
+            self.state = applied.state
+            if applied.change is not None:
+                out.append(applied.change)
+            if applied.action.action is Action.REJECT:
+                assert applied.action.reason is not None
+                out.append(Rejection(applied.action.reason, applied.action.detail, record.position, record.original))
+        return out
+
+    @property
+    def empty(self) -> bool:
+        return self.state.declared is None and not self.pending
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.state
+        return {
+            "declared": s.declared.to_json() if s.declared else None,
+            "class": s.class_id,
+            "requirement": s.requirement.to_json() if s.requirement else None,
+            "pending": [[p.slot, list(p.order), p.requested.to_json(), p.position, p.original] for p in self.pending],
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> UserMembership:
+        state = UserState(
+            requirement_from_json(obj["declared"]) if obj["declared"] else None,
+            obj["class"],
+            requirement_from_json(obj["requirement"]) if obj["requirement"] else None,
+        )
+        pending = [PendingRequirement(int(s), (int(o[0]), int(o[1]), int(o[2])), requirement_from_json(r), pos, orig)
+                   for s, o, r, pos, orig in obj["pending"]]
+        return cls(state, pending)
