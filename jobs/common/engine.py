@@ -19,7 +19,7 @@ from pwevent.operators.policies import MechanismSpec, charge_slot
 from pwevent.operators.slot_release import SlotGroups, SlotOutcome, SlotRelease
 from pwevent.state.population import Population, UserRequirement
 from pwevent.state.release_history import ReleaseHistory
-from pwevent.state.requirements import DynamicRequirement
+from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, DynamicRequirement
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
 SpendSink = Callable[[dict[str, Any]], None]
@@ -47,12 +47,15 @@ class Engine:
         horizon: int,
         spend_sink: SpendSink | None = None,
         last_release: np.ndarray | None = None,
+        floor: float = DEFAULT_MIN_SLOT_EPSILON,
     ) -> None:
         """`last_release`: r_0, the histogram the first dissimilarity compares with (zeros by
-        default; a public earlier release when a run continues another)."""
+        default; a public earlier release when a run continues another). `floor`: the per-slot
+        budget floor, caps.min_slot_epsilon (docs/mechanisms.md, Budget floor)."""
         self.spec = spec
         self.d = d
         self.horizon = horizon
+        self.floor = floor
         self.rules = RequirementRules(spec, horizon)
         self.population = Population(self.rules.new_ledger)
         self.release = SlotRelease(d, rng)
@@ -93,7 +96,7 @@ class Engine:
         """Decide `slot`: users/values are the registered users present in it, one value each."""
         self._check_slot(slot)
         classes = list(self.population.classes())
-        budgets = [charge_slot(self.spec.policy, cls.ledger, slot) for cls in classes]
+        budgets = [charge_slot(self.spec.policy, cls.ledger, slot, self.floor) for cls in classes]
         rows = np.full(max((c.id for c in classes), default=-1) + 1, -1, dtype=np.int64)
         rows[[c.id for c in classes]] = np.arange(len(classes))
         groups = len(classes)
