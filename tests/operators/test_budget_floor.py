@@ -42,6 +42,8 @@ def test_default_floor_keeps_the_noise_within_the_sampler_range():
 @settings(max_examples=200, deadline=None)
 @given(st.floats(min_value=SMALLEST, max_value=1e3, allow_subnormal=True))
 def test_every_epsilon_is_refused_or_within_the_sampler_range(epsilon):
+    floored = SlotBudget(epsilon, epsilon).floored(DEFAULT_MIN_SLOT_EPSILON).eps1  # what charge_slot passes on
+    assert floored == 0.0 or (floored == epsilon and floored >= SAMPLER_MIN_EPSILON)
     for rng in (NumpyRandomness(1), SecureRandomness()):
         try:
             draws = rng.discrete_laplace(epsilon, 4)
