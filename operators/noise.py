@@ -6,14 +6,42 @@ Two sources, chosen explicitly:
 - `NumpyRandomness`: numpy's two-sided geometric (exact in distribution up to the float in its
   parameter). With a seed it is the test/reproduction option; without one it is the fast backend
   for experiments. Its `label` says which, and results name it.
+
+Both refuse an epsilon whose noise could leave the sampler's range (`check_noise_range`,
+docs/mechanisms.md, Budget floor): such noise is never drawn, so nothing is released with it.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
+
+#: Noise is kept below 2^52 in magnitude: releases stay exact integers for JSON readers that parse
+#: numbers as doubles (2^53), and int64 sums of them keep their headroom (docs/mechanisms.md, Budget floor).
+NOISE_BOUND = 2**52
+#: The smallest epsilon with P(|noise| >= NOISE_BOUND) = 2 alpha^k / (1 + alpha) <= ~2^-64, alpha = e^-epsilon,
+#: k = NOISE_BOUND: alpha^k = 2^-64 gives epsilon = 64 ln 2 / 2^52 ~ 9.85e-15 (docs/mechanisms.md, Budget floor).
+SAMPLER_MIN_EPSILON = 64 * math.log(2) / NOISE_BOUND
+
+
+class NoiseRangeError(ValueError):
+    """An epsilon whose noise could leave the sampler's range; nothing is drawn, nothing is released."""
+
+
+def check_noise_range(epsilon: float) -> None:
+    """Refuse an epsilon below SAMPLER_MIN_EPSILON (or not finite): its noise could clip or degenerate.
+
+    docs/mechanisms.md, Budget floor: the configured floor keeps every budget that reaches a sampler
+    at or above this limit, so this is the last line, never the rule that shapes budgets.
+    """
+    if not SAMPLER_MIN_EPSILON <= epsilon < math.inf:
+        raise NoiseRangeError(
+            f"noise needs a finite epsilon >= {SAMPLER_MIN_EPSILON:.4g} (scale within the sampler's range), "
+            f"got {epsilon!r}"
+        )
 
 
 def discrete_laplace_variance(epsilon: float | np.ndarray) -> float | np.ndarray:
@@ -48,8 +76,7 @@ class NumpyRandomness:
         self.label = "numpy-geometric (seeded, not for production)" if seed is not None else "numpy-geometric (fast)"
 
     def discrete_laplace(self, epsilon: float, size: int) -> np.ndarray:
-        if not epsilon > 0:
-            raise ValueError(f"noise needs epsilon > 0, got {epsilon}")
+        check_noise_range(epsilon)
         p = -np.expm1(-epsilon)  # success probability 1 - alpha
         return self.rng.geometric(p, size).astype(np.int64) - self.rng.geometric(p, size).astype(np.int64)
 
@@ -71,12 +98,13 @@ class SecureRandomness:
 
     @lru_cache(maxsize=256)  # noqa: B019 - a handful of (scale, size) pairs per run
     def _measurement(self, scale: float, size: int):  # type: ignore[no-untyped-def]
+        """On 64-bit integers: OpenDP's `int` is i32, whose bound 2^31 - 1 clipped noise of scale >~ 1e8."""
         dp = self._dp
-        return dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int), size=size), dp.l1_distance(T=int), scale=scale)
+        domain = dp.vector_domain(dp.atom_domain(T="i64"), size=size)
+        return dp.m.make_laplace(domain, dp.l1_distance(T="i64"), scale=scale)
 
     def discrete_laplace(self, epsilon: float, size: int) -> np.ndarray:
-        if not epsilon > 0:
-            raise ValueError(f"noise needs epsilon > 0, got {epsilon}")
+        check_noise_range(epsilon)
         return np.asarray(self._measurement(1.0 / epsilon, size)([0] * size), dtype=np.int64)
 
     def binomial(self, n: np.ndarray, p: float | np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,10 +11,18 @@ import numpy as np
 
 @dataclass(frozen=True)
 class BudgetChoice:
-    """The threshold OBS picked and the error it expects there (sampling + noise)."""
+    """The threshold OBS picked and the error it expects there (sampling + noise); both finite.
+
+    The error's square root is a release's public threshold: a NaN or infinity would make every
+    later slot a skip and its record invalid JSON (docs/mechanisms.md, Budget floor).
+    """
 
     epsilon: float
     error: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.epsilon) and self.epsilon > 0 and math.isfinite(self.error)):
+            raise ValueError(f"OBS choice must be finite with epsilon > 0, got ({self.epsilon!r}, {self.error!r})")
 
 
 def keep_probabilities(levels: np.ndarray, theta: float) -> np.ndarray:
@@ -31,7 +40,10 @@ def optimal_budget(
     err_s(theta) = sum_{eps<theta} p(1-p) + (sum_{eps<theta} (1-p))^2 with p = q/Q, q = e^eps - 1,
     Q = e^theta - 1; with the levels sorted, every candidate's terms are prefix sums of n, n q and
     n q^2. Users at budget 0 are never kept and count as bias for every candidate. Ties go to the
-    smallest theta. Returns None when no budget is positive (nothing can be released).
+    smallest theta. A candidate whose error is not finite (a budget so small that Q^2 underflows or
+    the noise variance overflows) is never chosen. Returns None when no candidate remains (nothing
+    can be released). docs/mechanisms.md, Budget floor: the floor keeps such budgets out; this
+    keeps OBS finite on any input.
     """
     levels = np.asarray(levels, dtype=float)
     counts = np.asarray(counts, dtype=float)
@@ -50,11 +62,15 @@ def optimal_budget(
     below_q2 = np.concatenate(([0.0], np.cumsum(counts * q * q)))[:-1]
     cand = np.flatnonzero(positive)
     big_q = q[cand]
-    kept = below_q[cand] / big_q  # sum of p over users below theta
-    variance = kept - below_q2[cand] / big_q**2  # sum of p (1 - p)
-    bias = below_n[cand] - kept  # sum of (1 - p)
-    errors = variance + bias**2 + noise_variance(levels[cand])
-    best = int(np.argmin(errors))
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+        kept = below_q[cand] / big_q  # sum of p over users below theta
+        variance = kept - below_q2[cand] / big_q**2  # sum of p (1 - p)
+        bias = below_n[cand] - kept  # sum of (1 - p)
+        errors = variance + bias**2 + noise_variance(levels[cand])
+    finite = np.isfinite(errors)
+    if not finite.any():
+        return None
+    best = int(np.argmin(np.where(finite, errors, np.inf)))
     return BudgetChoice(float(levels[cand][best]), float(errors[best]))
 
 

@@ -8,11 +8,11 @@ never writes: the host charges the ledger with the result and settles it once th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
-from pwevent.state.requirements import TOLERANCE, Requirement
+from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, TOLERANCE, Requirement
 from pwevent.state.spend import Kind
 
 NO_BORDER = -math.inf
@@ -30,6 +30,14 @@ class SlotBudget:
     eps2: float
     border: float = NO_BORDER
     projected_backward: float | None = None
+
+    def floored(self, floor: float) -> SlotBudget:
+        """Budgets below the per-slot floor become exactly 0 (docs/mechanisms.md, Budget floor).
+
+        Only ever lowers a budget: this also snaps float residues such as 0.1/2 - 0.3/6 = 6.9e-18.
+        """
+        eps1, eps2 = (value if value >= floor else 0.0 for value in (self.eps1, self.eps2))
+        return replace(self, eps1=eps1, eps2=eps2)
 
 
 class BudgetPolicy(Protocol):
@@ -229,13 +237,17 @@ def mechanism(name: str, window: int | None = None, epsilon: float | None = None
     return MechanismSpec(name, baseline[name], requirement)
 
 
-def charge_slot(policy: BudgetPolicy, ledger: Ledger, slot: int) -> SlotBudget:
+def charge_slot(
+    policy: BudgetPolicy, ledger: Ledger, slot: int, floor: float = DEFAULT_MIN_SLOT_EPSILON
+) -> SlotBudget:
     """Open `slot` on a ledger, compute its budgets and book them as pending spend.
 
     The one path by which budgets reach a ledger, shared by the replay (per class) and the
-    streaming job (per user); the ledger refuses budgets that would break an invariant.
+    streaming job (per user); the ledger refuses budgets that would break an invariant. Budgets
+    below `floor` (the configured caps.min_slot_epsilon) are 0: not spent, never an OBS candidate,
+    their users sampled with p = 0 (docs/mechanisms.md, Budget floor).
     """
     ledger.open_slot(slot)
-    budget = policy.budgets(ledger, slot)
+    budget = policy.budgets(ledger, slot).floored(floor)
     ledger.charge(slot, budget.eps1, budget.eps2)
     return budget

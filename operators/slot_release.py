@@ -96,8 +96,9 @@ class SlotRelease:
             calculation, levels1, cells1 = self._choose(groups.eps1, groups)
             if calculation is not None:
                 # Section 4: sum |c~ - r_l| is an integer of sensitivity 1, so it takes the integer noise.
+                # Summed as Python ints: noisy releases near the noise bound must not wrap int64.
                 sampled = sample_levels(cells1, levels1, calculation.epsilon, self.rng)
-                distance = int(np.abs(sampled - repeat).sum())
+                distance = int(np.abs(sampled - repeat).sum(dtype=object))
                 noisy = distance + int(self.rng.discrete_laplace(calculation.epsilon, 1)[0])
                 dissimilarity = noisy / self.d
         if scheduled is Kind.SKIP or (scheduled is None and dissimilarity is None):

@@ -15,6 +15,11 @@ from pwevent.state.errors import InvalidRequirementError
 #: Tolerance used by every budget comparison (mechanisms.md section 9).
 TOLERANCE = 1e-9
 
+#: Default per-slot budget floor (docs/mechanisms.md, Budget floor): a budget below it is 0. At least
+#: the noise sampler's range limit 64 ln 2 / 2^52 ~ 9.85e-15 (operators.noise.SAMPLER_MIN_EPSILON),
+#: rounded up; with it P(|noise| >= 2^52) ~ e^-45 ~ 2^-65 per draw.
+DEFAULT_MIN_SLOT_EPSILON = 1e-14
+
 
 @dataclass(frozen=True)
 class Requirement:
@@ -82,11 +87,24 @@ class RequirementCaps:
     """Operator-configured limits on what a user may declare (streaming.md, invalid requirement).
 
     `max_w` is also how many slots of history a dynamic ledger keeps (state.ledger.DynamicLedger),
-    so it bounds per-user state: raise it deliberately.
+    so it bounds per-user state: raise it deliberately. `min_slot_epsilon` is the per-slot budget
+    floor (docs/mechanisms.md, Budget floor): budgets below it are 0, and a requirement whose share
+    E / (2 w) is below it could never be served, so it is refused.
     """
 
     max_w: int = 1_000
     max_epsilon: float = 100.0
+    min_slot_epsilon: float = DEFAULT_MIN_SLOT_EPSILON
+
+    def check_floor(self, requirement: Requirement, name: str = "") -> None:
+        """Refuse a requirement whose per-slot share E / (2 w) is below the floor (PBD/PBA's eps1,
+        half of Uniform's E / w, the steady-state eps1 a dynamic backward or forward side allows)."""
+        if requirement.share < self.min_slot_epsilon:
+            raise InvalidRequirementError(
+                f"{name}epsilon/(2 w) = {requirement.epsilon:.6g}/(2*{requirement.w}) = {requirement.share:.3g} is "
+                f"below the per-slot budget floor caps.min_slot_epsilon = {self.min_slot_epsilon:g}: noise for a "
+                "budget that small cannot be sampled safely, so the requirement could never be served"
+            )
 
     def check(self, requirement: Requirement | DynamicRequirement) -> None:
         parts = (
@@ -101,6 +119,7 @@ class RequirementCaps:
                 raise InvalidRequirementError(
                     f"{name}epsilon {part.epsilon} is over the configured cap {self.max_epsilon}"
                 )
+            self.check_floor(part, name)
 
 
 def parse_requirement(obj: dict[str, Any]) -> Requirement | DynamicRequirement:

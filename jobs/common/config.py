@@ -9,7 +9,8 @@ window: 120               # baselines only: the global w ...
 epsilon: 0.6              # ... and E (every user's requirement must be at least as loose)
 noise: opendp             # opendp (production) | numpy-fast (experiments; named in results)
 postprocess: kalman       # kalman: releases also carry `smoothed` (a causal filter of the releases) | none
-caps: {max_w: 1000, max_epsilon: 100}   # largest window / budget a user may declare
+caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may declare
+       min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
 events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
 requirements: {user: user, time: time}
 ```
@@ -17,6 +18,7 @@ requirements: {user: user, time: time}
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +26,11 @@ import yaml
 
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
+from pwevent.operators.noise import SAMPLER_MIN_EPSILON
 from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mechanism
 from pwevent.operators.postprocess import KalmanSmoother
-from pwevent.state.requirements import RequirementCaps
+from pwevent.state.errors import InvalidRequirementError
+from pwevent.state.requirements import Requirement, RequirementCaps
 
 
 class ConfigError(ValueError):
@@ -132,6 +136,23 @@ def _domain(obj: Any) -> Domain:
     raise ConfigError(f"domain.type must be binary, cells, categories or grid, got {kind!r}")
 
 
+def _check_floor(caps: RequirementCaps, name: str, window: int | None, epsilon: float | None) -> None:
+    """caps.min_slot_epsilon: a number within the noise sampler's range that a baseline's global
+    requirement can reach (docs/mechanisms.md, Budget floor)."""
+    floor = caps.min_slot_epsilon
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
+        raise ConfigError(f"caps.min_slot_epsilon must be a finite number, got {floor!r}")
+    if floor < SAMPLER_MIN_EPSILON:
+        raise ConfigError(
+            f"caps.min_slot_epsilon {floor!r} is below the noise sampler's range limit {SAMPLER_MIN_EPSILON:.4g}"
+        )
+    if name in BASELINES and window is not None and epsilon is not None:
+        try:
+            caps.check_floor(Requirement(window, epsilon))
+        except InvalidRequirementError as err:
+            raise ConfigError(f"window and epsilon (the global requirement): {err}") from None
+
+
 def parse_config(raw: Any) -> Config:
     raw = _only("config", raw, TOP_KEYS | EXTRA_SECTIONS)
     name = _need(raw, "mechanism", "")
@@ -155,12 +176,13 @@ def parse_config(raw: Any) -> Config:
     postprocess = raw.get("postprocess", "kalman")
     if postprocess not in ("kalman", "none"):
         raise ConfigError(f"postprocess must be kalman or none, got {postprocess!r}")
-    caps_raw = _only("caps", raw.get("caps", {}), {"max_w", "max_epsilon"})
+    caps_raw = _only("caps", raw.get("caps", {}), {"max_w", "max_epsilon", "min_slot_epsilon"})
     caps = RequirementCaps(**caps_raw)
     if isinstance(caps.max_w, bool) or not isinstance(caps.max_w, int) or caps.max_w < 1:
         raise ConfigError(f"caps.max_w must be an integer >= 1, got {caps.max_w!r}")
     if not isinstance(caps.max_epsilon, (int, float)) or not caps.max_epsilon > 0:
         raise ConfigError(f"caps.max_epsilon must be a number > 0, got {caps.max_epsilon!r}")
+    _check_floor(caps, name, window, epsilon)
     events = EventFields(**_only("events", raw.get("events", {}), {"user", "time", "value", "lat", "lon"}))
     if (events.lat is None) != (events.lon is None):
         raise ConfigError("events.lat and events.lon go together")

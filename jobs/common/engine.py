@@ -27,7 +27,7 @@ from pwevent.operators.slot_release import SlotGroups, SlotOutcome, SlotRelease
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.population import ClassId, MembershipChange, Population, UserRequirement
 from pwevent.state.release_history import ReleaseHistory
-from pwevent.state.requirements import DynamicRequirement
+from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, DynamicRequirement
 from pwevent.state.spend_log import ledger_record, member_record, spend_record
 
 SpendSink = Callable[[dict[str, Any]], None]
@@ -55,13 +55,16 @@ class Engine:
         horizon: int,
         spend_sink: SpendSink | None = None,
         last_release: np.ndarray | None = None,
+        floor: float = DEFAULT_MIN_SLOT_EPSILON,
     ) -> None:
         """`last_release`: r_0, the histogram the first dissimilarity compares with (zeros by
-        default; a public earlier release when a run continues another)."""
+        default; a public earlier release when a run continues another). `floor`: the per-slot
+        budget floor, caps.min_slot_epsilon (docs/mechanisms.md, Budget floor)."""
         self.spec = spec
         self.d = d
         self.horizon = horizon
         self.rng = rng
+        self.floor = floor
         self.rules = RequirementRules(spec, horizon)
         self.membership = Membership(self.rules)
         self.population = Population(self.rules.new_ledger)
@@ -197,7 +200,7 @@ class Engine:
             counts[rows[cid]] = row
         if (counts.sum(axis=1) > np.array([c.members for c in classes], dtype=np.int64)).any():
             raise ValueError(f"slot {slot}: more users present in a class than it has members")
-        budgets = [charge_slot(self.spec.policy, cls.ledger, slot) for cls in classes]
+        budgets = [charge_slot(self.spec.policy, cls.ledger, slot, self.floor) for cls in classes]
         outcome = self.release.decide(
             slot,
             SlotGroups(

@@ -146,7 +146,7 @@ class Replay:
         )
         events = self._read(events_path, "events", lambda line: parse_event(line, config.events, config.domain))
         engine = Engine(
-            config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink
+            config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon
         )
         last_slot = max([*requirements, *events], default=0)
         smoother = config.smoother()

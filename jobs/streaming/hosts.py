@@ -279,7 +279,7 @@ class UserLedger(KeyedBroadcastProcessFunction):
         for stale in [s for s in st["cells"] if s < slot]:  # cannot happen: timers fire in slot order
             del st["cells"][stale]
         if ledger is not None and ledger.since <= slot:
-            budget = charge_slot(self.spec.policy, ledger, slot)
+            budget = charge_slot(self.spec.policy, ledger, slot, self.config.caps.min_slot_epsilon)
             st["charged"][slot] = (ledger.requirement, budget.projected_backward)
             if budget.projected_backward is not None:
                 requested = ledger.requirement.backward.epsilon  # type: ignore[union-attr]
