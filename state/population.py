@@ -104,12 +104,13 @@ class Population:
     def get(self, cid: ClassId) -> LedgerClass | None:
         return self._classes.get(cid)
 
-    def apply(self, change: MembershipChange) -> LedgerClass | None:
-        """Move one user; returns the class if this change created it."""
+    def apply(self, change: MembershipChange, since: int | None = None) -> LedgerClass | None:
+        """Move one user; returns the class if this change created it (with `since`, default the
+        change's slot, as its first slot)."""
         created = None
         target = self._classes.get(change.target)
         if target is None:
-            target = created = self._create(change)
+            target = created = self._create(change, change.slot if since is None else since)
         if change.previous is not None:
             old = self._classes.get(change.previous)
             if old is None or old.members < 1:
@@ -119,10 +120,10 @@ class Population:
         target.members += 1
         return created
 
-    def _create(self, change: MembershipChange) -> LedgerClass:
+    def _create(self, change: MembershipChange, since: int) -> LedgerClass:
         if change.previous is None:
-            ledger = self._new_ledger(change.requirement, change.slot)
-            return self._add(LedgerClass(change.target, ledger, change.requirement, None, change.slot))
+            ledger = self._new_ledger(change.requirement, since)
+            return self._add(LedgerClass(change.target, ledger, change.requirement, None, since))
         parent = self._classes.get(change.previous)
         if parent is None:
             raise ValueError(f"slot {change.slot}: fork of unknown class {change.previous!r}")
@@ -130,7 +131,7 @@ class Population:
         if not isinstance(ledger, DynamicLedger) or not isinstance(change.requirement, DynamicRequirement):
             raise ValueError("only dynamic ledgers take a new requirement")
         ledger.declare(change.requirement)
-        return self._add(LedgerClass(change.target, ledger, change.requirement, change.previous, change.slot))
+        return self._add(LedgerClass(change.target, ledger, change.requirement, change.previous, since))
 
     def _add(self, cls: LedgerClass) -> LedgerClass:
         self._classes[cls.id] = cls

@@ -22,4 +22,5 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "$want" >"$stamp"
 fi
 bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
+bash "$REPO_ROOT/deploy/local/build-jvm.sh" >/dev/null
 echo "setup: ready ($VENV)" >&2

@@ -20,6 +20,7 @@ import numpy as np
 import orjson
 
 from pwevent.jobs.common.membership import Membership, UserState
+from pwevent.jobs.common.records import Reason, reject_record
 from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
 from pwevent.operators.noise import NumpyRandomness, Randomness
 from pwevent.operators.policies import MechanismSpec, charge_slot
@@ -42,6 +43,13 @@ class Projection:
     members: int
     requested: float
     projected: float
+
+    def reject(self) -> dict[str, Any]:
+        """The reject / dead-letter record that reports the projection."""
+        detail = (f"ledger {self.ledger} ({self.members} users): backward epsilon {self.requested} is below the "
+                  f"{self.projected:.6g} its window already spent; projected, the users spend 0 now")
+        original = orjson.dumps({"ledger": self.ledger, "slot": self.slot}).decode()
+        return reject_record("requirements", f"slot {self.slot}", Reason.INFEASIBLE_BACKWARD, detail, original)
 
 
 class Engine:
@@ -82,13 +90,16 @@ class Engine:
     # -- membership -------------------------------------------------------------------------------
 
     def apply(self, change: MembershipChange) -> None:
-        """A membership change decided elsewhere (the job's Membership operator) for the next slot."""
-        self._check_slot(change.slot)
-        created = self.population.apply(change)
+        """A membership change for the next slot to decide. A change of a slot already decided (only
+        after a job resumed without state, docs/streaming.md) is in force from the next slot."""
+        since = self.history.decided + 1
+        if change.slot > since:
+            raise ValueError(f"change of slot {change.slot} given but the engine is at slot {since}")
+        created = self.population.apply(change, since)
         if self._sink:
             if created is not None:
                 self._sink(ledger_record(created.id, created.requirement, created.since, created.parent))
-            self._sink(member_record(change.user, change.target, change.slot))
+            self._sink(member_record(change.user, change.target, since))
 
     def declare(self, name: str, slot: int, requested: UserRequirement) -> RequirementAction:
         """A requirement record of user `name` in force from `slot` on: register, change, ignore or

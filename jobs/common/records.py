@@ -121,3 +121,10 @@ def reject_record(source: str, position: Any, reason: Reason, detail: str, origi
     """The dead-letter / rejects line: where it came from, why, and the original bytes as text."""
     text = original.decode("utf-8", errors="replace") if isinstance(original, bytes) else original
     return {"source": source, "position": position, "reason": reason.value, "detail": detail, "original": text}
+
+
+def unknown_user(user: str, slot: int) -> str:
+    """The detail of an `unknown_user` reject: one per user and slot, for the user's latest event there
+    (its earlier events in the slot collapse into that one before the user is looked up)."""
+    return (f"user {user!r} has no requirement in force at slot {slot} (its latest event in the slot; "
+            "earlier ones collapse into it)")

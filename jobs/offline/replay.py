@@ -27,6 +27,7 @@ from pwevent.jobs.common.records import (
     parse_event,
     parse_requirement_update,
     reject_record,
+    unknown_user,
 )
 from pwevent.jobs.common.requirement_rules import Action
 from pwevent.jobs.common.slots import iso
@@ -98,8 +99,11 @@ class Replay:
         self._reject_sink = reject
 
     def _reject(self, source: str, position: Any, reason: Reason, detail: str, original: str) -> None:
-        self.summary.rejects[reason.value] += 1
-        self._reject_sink(reject_record(source, position, reason, detail, original))
+        self._count_reject(reject_record(source, position, reason, detail, original))
+
+    def _count_reject(self, record: dict[str, Any]) -> None:
+        self.summary.rejects[record["reason"]] += 1
+        self._reject_sink(record)
 
     def _read(self, path: str, source: str, parse: Callable[[str], Any]) -> dict[int, list[Any]]:
         clock = self.config.clock
@@ -153,28 +157,23 @@ class Replay:
         for slot in range(1, last_slot + 1):
             for number, (update, line) in requirements.get(slot, []):
                 self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
-            present: dict[int, int] = {}
+            latest: dict[str, tuple[int, Event, str]] = {}
             for number, (event, line) in events.get(slot, []):
                 assert isinstance(event, Event)
-                index = engine.index_of(event.user)
+                latest[event.user] = (number, event, line)  # the last event of a user in a slot wins (section 1)
+            present: dict[int, int] = {}
+            for name, (number, event, line) in latest.items():
+                index = engine.index_of(name)
                 if index is None:
-                    self._reject(
-                        "events", f"{events_path}:{number}", Reason.UNKNOWN_USER,
-                        f"user {event.user!r} has no requirement in force at slot {slot}", line,
-                    )
+                    where = f"{events_path}:{number}"
+                    self._reject("events", where, Reason.UNKNOWN_USER, unknown_user(name, slot), line)
                     continue
-                present[index] = event.cell  # the last event of a user in a slot wins (section 1)
+                present[index] = event.cell
             users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
             values = np.fromiter(present.values(), dtype=np.int64, count=len(present))
             outcome, projections = engine.step(slot, users, values)
             for projection in projections:
-                self._reject(
-                    "requirements", f"slot {slot}", Reason.INFEASIBLE_BACKWARD,
-                    f"ledger {projection.ledger} ({projection.members} users): backward epsilon "
-                    f"{projection.requested} is below the {projection.projected:.6g} its window already spent; "
-                    "projected, the users spend 0 now",
-                    json.dumps({"ledger": projection.ledger, "slot": slot}),
-                )
+                self._count_reject(projection.reject())
             self.summary.kinds[outcome.kind.value] += 1
             on_release(release_record(outcome, config, self.rng.label, smoother))
             if on_truth:

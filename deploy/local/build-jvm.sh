@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Compile the job's JVM pieces (jobs/streaming/jvm: the Kafka record reader and the per-partition
+# slot watermarks) against the venv's Flink and the Kafka connector jar, into
+#   <cache>/pwevent-jvm-<digest of the sources>.jar
+# and print that path. Quick when the sources did not change. Needs javac (Java 17).
+#   PWEVENT_CACHE  cache dir (default <repo>/.cache/jars)
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}"
+SRC="$REPO_ROOT/jobs/streaming/jvm"
+PY="${PWEVENT_VENV_PYTHON:-$REPO_ROOT/.venv/bin/python}"
+command -v javac >/dev/null || { echo "build-jvm: javac not found on PATH" >&2; exit 1; }
+
+digest="$(cd "$SRC" && find . -name '*.java' | sort | xargs sha256sum | sha256sum | cut -c1-16)"
+jar="$CACHE/pwevent-jvm-$digest.jar"
+if [[ ! -f "$jar" ]]; then
+  flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
+  connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  javac -nowarn --release 17 -d "$work/classes" -cp "$flink_lib/*:$connector" $(find "$SRC" -name '*.java')
+  mkdir -p "$CACHE"
+  jar --create --file "$work/out.jar" -C "$work/classes" .
+  mv "$work/out.jar" "$jar"
+fi
+echo "$jar"

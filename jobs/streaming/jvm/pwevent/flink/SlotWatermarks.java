@@ -1,0 +1,135 @@
+package pwevent.flink;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.flink.api.common.eventtime.TimestampAssigner;
+import org.apache.flink.api.common.eventtime.TimestampAssignerSupplier;
+import org.apache.flink.api.common.eventtime.Watermark;
+import org.apache.flink.api.common.eventtime.WatermarkGenerator;
+import org.apache.flink.api.common.eventtime.WatermarkGeneratorSupplier;
+import org.apache.flink.api.common.eventtime.WatermarkOutput;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.clock.RelativeClock;
+
+/**
+ * Event time of the Kafka sources, per partition (docs/streaming.md, "Time"):
+ * <ul>
+ *   <li>a record's timestamp is its jtime ({@link PositionedRecords}), unless it lies more than
+ *       maxLead ahead of the latest time already seen in its partition and no second record
+ *       confirms the jump: then, like a record without a time, it keeps that latest time and
+ *       cannot move the watermark (the job sends it to the dead letters as too_far_ahead);
+ *   <li>the watermark trails the latest time by the out-of-orderness bound;
+ *   <li>a partition quiet for closeAfter (input-activity time, which pauses under backpressure)
+ *       closes the slot of its latest record, so the last slot of a quiet stream is released;
+ *   <li>a partition quiet for idleAfter stops holding the watermark back.
+ * </ul>
+ */
+public final class SlotWatermarks implements WatermarkStrategy<Row> {
+    private static final long serialVersionUID = 1L;
+    private final long outOfOrdernessMs;
+    private final long maxLeadMs;
+    private final long closeAfterMs;
+    private final long idleAfterMs;
+    private final long originMs;
+    private final long slotMs;
+
+    public SlotWatermarks(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs,
+                          long originMs, long slotMs) {
+        this.outOfOrdernessMs = outOfOrdernessMs;
+        this.maxLeadMs = maxLeadMs;
+        this.closeAfterMs = closeAfterMs;
+        this.idleAfterMs = idleAfterMs;
+        this.originMs = originMs;
+        this.slotMs = slotMs;
+    }
+
+    @Override
+    public TimestampAssigner<Row> createTimestampAssigner(TimestampAssignerSupplier.Context context) {
+        return new LeadGuard(maxLeadMs);
+    }
+
+    @Override
+    public WatermarkGenerator<Row> createWatermarkGenerator(WatermarkGeneratorSupplier.Context context) {
+        return new Generator(context.getInputActivityClock());
+    }
+
+    /** The last millisecond of the slot holding {@code time}. */
+    long slotLastMs(long time) {
+        return originMs + (Math.floorDiv(time - originMs, slotMs) + 1) * slotMs - 1;
+    }
+
+    static final class LeadGuard implements TimestampAssigner<Row> {
+        private final long maxLeadMs;
+        private final Map<Integer, Long> latest = new HashMap<>();
+        private final Map<Integer, Long> jump = new HashMap<>();
+
+        LeadGuard(long maxLeadMs) {
+            this.maxLeadMs = maxLeadMs;
+        }
+
+        /** A jump of more than maxLead is believed once a second record confirms it (within maxLead of
+         *  the first): a stream that really moved on is followed, a lone far-future record is not. */
+        @Override
+        public long extractTimestamp(Row row, long recordTimestamp) {
+            Long time = (Long) row.getField(4);
+            Integer partition = (Integer) row.getField(1);
+            Long seen = latest.get(partition);
+            if (time == null) {
+                return seen == null ? 0L : seen;
+            }
+            if (seen != null && maxLeadMs > 0 && time > seen + maxLeadMs) {
+                Long first = jump.get(partition);
+                if (first == null || Math.abs(time - first) > maxLeadMs) {
+                    jump.put(partition, time);
+                    return seen;
+                }
+            }
+            jump.remove(partition);
+            if (seen == null || time > seen) {
+                latest.put(partition, time);
+            }
+            return time;
+        }
+    }
+
+    final class Generator implements WatermarkGenerator<Row> {
+        private final RelativeClock clock;
+        private final long start;
+        private long latest = Long.MIN_VALUE;
+        private long lastActivity;
+        private boolean idle;
+
+        Generator(RelativeClock clock) {
+            this.clock = clock;
+            this.start = clock.relativeTimeMillis();
+            this.lastActivity = start;
+        }
+
+        @Override
+        public void onEvent(Row event, long timestamp, WatermarkOutput output) {
+            latest = Math.max(latest, timestamp);
+            lastActivity = clock.relativeTimeMillis();
+            idle = false;
+        }
+
+        @Override
+        public void onPeriodicEmit(WatermarkOutput output) {
+            if (idle) {
+                return;  // until the next record: emitting would mark the partition active again
+            }
+            long quiet = clock.relativeTimeMillis() - lastActivity;
+            if (latest != Long.MIN_VALUE) {
+                long mark = latest - outOfOrdernessMs - 1;
+                if (closeAfterMs > 0 && quiet >= closeAfterMs) {
+                    mark = Math.max(mark, slotLastMs(latest));
+                }
+                output.emitWatermark(new Watermark(mark));
+            }
+            if (idleAfterMs > 0 && quiet >= idleAfterMs) {
+                output.markIdle();
+                idle = true;
+            }
+        }
+    }
+}
