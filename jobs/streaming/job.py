@@ -1,17 +1,16 @@
-"""`pwevent run`: the streaming job on Flink (Kafka in, keyed ledgers, global release, Kafka out).
+"""`pwevent run`: the streaming job on Flink (Kafka in, Kafka out; docs/streaming.md, "Topology").
 
-Topology (docs/streaming.md):
+    events (Kafka) -> PositionedRecords + SlotWatermarks (JVM, per partition)
+      -> SQL fast path | ParseEvents (the reference parser, Python) -> lateness vs the watermark
+      -> latest event per (user, slot) -> temporal join with Membership's changelog: the user's class
+      -> count per (slot, class, cell)                                          [all JVM but ParseEvents]
+    requirements (Kafka) -> ParseRequirements -> MembershipHost (keyed by user, also fed the events'
+      watermark) -> membership changes (changelog for the join; and to the Population)
+    counts + changes -> PopulationHost (one key: the Engine of the replay) -> releases (exactly once,
+      key = slot), audit (the spend log), dead letters (from every stage)
 
-    events, requirements (Kafka, with partition/offset/timestamp) -> ParseRecords -> event time
-      -> key by user -> UserLedger  <- broadcast <- ParseDecision <- releases (read_committed)
-      -> split by route: UserSlots -> per-slot groups (window aggregate) -> SlotReleaseHost
-         -> releases (exactly once, key = slot); spend records (audit) and dead letters, both
-         written exactly once.
-
-Sources and sinks are Flink SQL Kafka tables (the DataStream KafkaSource in Python only offers
-value-only deserialisers, and the dead letters need each record's partition and offset; the sinks
-need the slot as the message key). The tables are bridged to the DataStream operators with
-`to_data_stream`/`from_data_stream` and the inserts attached to the same pipeline.
+Sources are the Java KafkaSource with the job's own reader and watermarks (jobs/streaming/jvm, built by
+deploy/local/build-jvm.sh), bridged to Flink SQL with `from_data_stream`; sinks are SQL Kafka tables.
 
 Python workers import `pwevent.*` from a generated folder (`.run/pyroot/pwevent/{jobs,operators,state}`
 linking to the repository's folders): the editable install's meta-path finder is only installed by
@@ -46,6 +45,13 @@ def connector_jar() -> Path:
     return jar
 
 
+def jvm_jar() -> Path:
+    """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use."""
+    built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-jvm.sh")], check=True,
+                           capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
+    return Path(built.stdout.strip().splitlines()[-1])
+
+
 def python_root() -> Path:
     """A folder holding `pwevent/` (links to jobs/, operators/, state/) for Flink's Python workers."""
     package = PYROOT / "pwevent"
@@ -75,28 +81,6 @@ def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
     return options
 
 
-def source_ddl(name: str, topic: str, role: str, settings: StreamSettings, watermark_ms: int | None = None) -> str:
-    """A Kafka source table: the raw value plus partition, offset and record timestamp (`ts`, and as
-    epoch milliseconds `ts_ms`: computed in Java, a Python worker would call into Java per record for
-    it); with `watermark_ms`, `ts` is the rowtime with that bounded out-of-orderness. `ts_ms` is right
-    only with the session time zone UTC (`build_pipeline` pins it)."""
-    options = _kafka_options(settings, topic)
-    options.update({
-        "properties.group.id": f"{settings.kafka.group_id}-{role}",
-        "properties.isolation.level": "read_committed",
-        "scan.startup.mode": "earliest-offset",
-        "format": "raw",
-    })
-    return (
-        f"CREATE TEMPORARY TABLE `{name}` (`value` BYTES, `partition` INT METADATA VIRTUAL, "
-        f"`offset` BIGINT METADATA VIRTUAL, `ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL, "
-        "`ts_ms` AS EXTRACT(EPOCH FROM `ts`) * 1000 + EXTRACT(MILLISECOND FROM `ts`)"
-        + ("" if watermark_ms is None
-           else f", WATERMARK FOR `ts` AS `ts` - INTERVAL '{watermark_ms / 1000:.3f}' SECOND")
-        + f") WITH ({_with(options)})"
-    )
-
-
 def sink_ddl(name: str, topic: str, role: str, keyed: bool, settings: StreamSettings) -> str:
     """An exactly-once Kafka sink table; keyed sinks take the first column as the message key."""
     kafka = settings.kafka
@@ -124,7 +108,6 @@ def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[s
         "python.client.executable": sys.executable,
         "python.fn-execution.bundle.size": str(f.bundle_size),
         "python.fn-execution.bundle.time": str(f.bundle_time_ms),
-        "pipeline.jars": connector_jar().resolve().as_uri(),
         "pipeline.auto-watermark-interval": "100 ms",
         "parallelism.default": str(f.parallelism),
         "execution.checkpointing.interval": f"{f.checkpoint_interval_ms} ms",
@@ -177,133 +160,148 @@ def slot_groups_sql(view: str, clock: SlotClock, route: str) -> str:
     )
 
 
-def _timestamped(stream, value_type, strategy):  # type: ignore[no-untyped-def]
-    """(value, time_ms) records -> values carrying `time_ms` as their Flink timestamp, with watermarks
-    from `strategy` (None: keep the timestamps and watermarks the stream already has).
-
-    PyFlink's `assign_timestamps_and_watermarks` with a Python TimestampAssigner runs one more Python
-    operator per record; the record already carries its time, so the Java operators PyFlink uses
-    behind that assigner (CustomTimestampAssigner, RemoveTimestampMapFunction) do it alone."""
-    from pyflink.datastream import DataStream
-    from pyflink.java_gateway import get_gateway
-
-    eventtime = get_gateway().jvm.org.apache.flink.streaming.api.functions.python.eventtime
-    j_stream = stream._j_data_stream
-    if strategy is not None:
-        j_stream = j_stream.assignTimestampsAndWatermarks(
-            strategy._j_watermark_strategy.withTimestampAssigner(eventtime.CustomTimestampAssigner()))
-    return DataStream(j_stream.map(eventtime.RemoveTimestampMapFunction(), value_type.get_java_type_info()))
+def _slot_sql(time_ms: str, clock: SlotClock) -> str:
+    """The slot of epoch milliseconds `time_ms` (>= origin), in BIGINT arithmetic."""
+    since = f"({time_ms} - {clock.origin_ms})"
+    return f"CAST(({since} - MOD({since}, {clock.length_ms})) / {clock.length_ms} AS BIGINT) + 1"
 
 
-def _keyed_by_first_field(stream, key_type, value_type, names=None):  # type: ignore[no-untyped-def]
-    """A stream of Row(key, value) keyed by its first field, in Java.
-
-    PyFlink's `key_by` runs a Python operator per record to compute the key and builds this same
-    Row(key, value) shape; the records here already have it, so only the Java key selector remains.
-    A stream from `to_data_stream` (rows named `names`) is re-declared as the RowTypeInfo that
-    PyFlink's keyed operators require (same Row objects, another serializer)."""
-    from pyflink.common import Types
-    from pyflink.datastream import KeyedStream
-    from pyflink.java_gateway import get_gateway
-
-    if names is not None:
-        row_type = Types.ROW_NAMED(names, [key_type, value_type])
-        stream._j_data_stream.getTransformation().setOutputType(row_type.get_java_type_info())
-    j_keyed = stream._j_data_stream.keyBy(get_gateway().jvm.KeyByKeySelector(),
-                                          Types.ROW([key_type]).get_java_type_info())
-    return KeyedStream(j_keyed, value_type, stream)
+def _tumble(table: str, column: str, clock: SlotClock) -> str:
+    """Tumbling windows of one slot, aligned to the origin."""
+    offset = clock.origin_ms % clock.length_ms
+    return (f"TABLE(TUMBLE(TABLE `{table}`, DESCRIPTOR(`{column}`), {_interval(clock.length_ms)}, "
+            f"{_interval(offset)}))")
 
 
-def _side_output(stream, tag):  # type: ignore[no-untyped-def]
-    """A side output as a DataStream, without the Python identity map `DataStream.get_side_output` adds."""
-    from pyflink.datastream import DataStream
+def fast_event_sql(config: Config) -> tuple[str, str]:
+    """(predicate, select list) of the SQL fast path over `raw_events`: the events SQL is certain the
+    reference parser accepts, with exactly its (user, time_ms, cell). Everything else goes to the
+    reference parser (`hosts.ParseEvents`)."""
+    return "FALSE", "CAST(NULL AS STRING) AS `user`, jtime AS time_ms, CAST(NULL AS INT) AS cell"
 
-    return DataStream(stream._j_data_stream.getSideOutput(tag.get_java_output_tag()))
 
-
-def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None) -> None:  # type: ignore[no-untyped-def]
+def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
+                   resume: tuple[int, list[int], int | None] | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
 
-    The Python operators: ParseRecords (events, requirements), ParseDecision, UserLedger and
-    SlotReleaseHost. Event time, keying, the split of UserLedger's output and the slot groups are
-    Java operators, so an input event crosses into Python twice, a user's slot once and a slot's
-    group once (docs/streaming.md, Topology)."""
-    from pyflink.common import Duration, Types, WatermarkStrategy
-    from pyflink.table import Schema
+    docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
+    parser), judged late against the watermark, collapsed to the latest per user and slot, given
+    their user's class by an event-time temporal join with the Membership changelog, and counted
+    per (slot, class, cell), all in the JVM; Python sees the requirement records (ParseRequirements,
+    MembershipHost), the events the fast path does not take (ParseEvents), the dead letters
+    (FormatDeadLetter) and one call per slot (PopulationHost)."""
+    from pyflink.common import Types
+    from pyflink.table import ChangelogMode, Schema
     from pyflink.table.expressions import col
 
     from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import pyflink_internals as internals
 
-    topics = settings.kafka.topics
-    kafka_time = settings.kafka.event_time == "kafka"
-    # Slot windows (tumbling windows on TIMESTAMP_LTZ align to the session time zone) and `ts_ms`
-    # assume UTC; the default is the JVM's zone.
+    kafka, flink, clock = settings.kafka, settings.flink, config.clock
+    topics = kafka.topics
+    kafka_time = kafka.event_time == "kafka"
+    # Slot windows (tumbling windows on TIMESTAMP_LTZ align to the session time zone) assume UTC.
     t_env.get_config().set("table.local-time-zone", "UTC")
-    for role in ("events", "requirements", "releases"):
-        watermark = settings.flink.out_of_orderness_ms if role != "releases" and kafka_time else None
-        t_env.execute_sql(source_ddl(f"src_{role}", topics[role], role, settings, watermark))
     t_env.execute_sql(sink_ddl("sink_releases", topics["releases"], "releases", True, settings))
     t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", False, settings))
     t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
 
-    picked = Types.PICKLED_BYTE_ARRAY()
-    if kafka_time:  # watermarks from the Kafka sources (per partition), idle partitions skipped
-        t_env.get_config().set("table.exec.source.idle-timeout", f"{settings.flink.source_idleness_ms} ms")
-    parsed = {}
-    for role in ("events", "requirements"):
-        # `ts` only where it is the rowtime (it sets the records' timestamps); Python reads `ts_ms`.
-        columns = [col("value"), col("partition"), col("offset"), col("ts_ms")] + ([col("ts")] if kafka_time else [])
-        rows = t_env.to_data_stream(t_env.from_path(f"src_{role}").select(*columns))
-        parse = fn.ParseRecords(config, role, topics[role], kafka_time, settings.flink.max_lead_ms)
-        parsed[role] = rows.process(parse, output_type=fn.PARSED).uid(f"parse-{role}").name(f"parse {role}")
-    # Event time from a JSON field: watermarks after parsing (per subtask); from Kafka: the sources'.
-    strategy = None if kafka_time else WatermarkStrategy.for_bounded_out_of_orderness(
-        Duration.of_millis(settings.flink.out_of_orderness_ms))
-    keyed_input = Types.ROW([Types.STRING(), picked])
-    timed = _timestamped(parsed["events"].union(parsed["requirements"]), keyed_input, strategy) \
-        .uid("event-time").name("event time")
+    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
+                "close_after_ms": flink.close_after_ms, "idle_after_ms": flink.source_idleness_ms,
+                "origin_ms": clock.origin_ms, "slot_ms": clock.length_ms}
+    rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
+        .watermark("rt", "SOURCE_WATERMARK()").build()
+    for role, time_field in (("events", None if kafka_time else config.events.time),
+                             ("requirements", config.requirements.time)):
+        stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
+                                        f"{kafka.group_id}-{role}", kafka.properties, time_field,
+                                        flink.max_record_bytes, strategy).uid(f"source-{role}")
+        t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
-    readback_rows = t_env.to_data_stream(t_env.from_path("src_releases").select(col("value"), col("partition"),
-                                                                              col("offset")))
-    decisions = readback_rows.process(fn.ParseDecision(topics["releases"]), output_type=picked) \
-        .uid("parse-decisions").name("parse read-back releases")
-    # The read-back must never hold the ledgers' event time back (there are no releases before the
-    # first slot closes) nor push it forward: no watermarks at all, and idle after a short timeout,
-    # so the two-input UserLedger follows the input watermark alone. It never turns active again:
-    # only an emitted watermark would, and this strategy emits none.
-    decisions_timed = decisions.assign_timestamps_and_watermarks(
-        WatermarkStrategy.no_watermarks().with_idleness(Duration.of_millis(settings.flink.readback_idleness_ms))
-    ).uid("readback-time").name("read-back (idle, no watermarks)")
+    # Events: the fast path in SQL, the rest through the reference parser; both rejoin with their rowtime.
+    fast, columns = fast_event_sql(config)
+    t_env.create_temporary_view("fast_events", t_env.sql_query(
+        f"SELECT {columns}, `partition`, `offset`, `value` AS original, rt FROM raw_events WHERE {fast}"))
+    slow = t_env.to_data_stream(t_env.sql_query(
+        f"SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_events WHERE NOT ({fast})"))
+    parsed = slow.process(fn.ParseEvents(config, topics["events"], kafka_time), output_type=fn.PARSED_EVENT) \
+        .uid("parse-events").name("parse events (reference parser)")
+    t_env.create_temporary_view("slow_events", t_env.from_data_stream(
+        parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(time_ms, 3)")
+        .watermark("rt", "SOURCE_WATERMARK()").build()))
+    t_env.create_temporary_view("events", t_env.sql_query(
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM fast_events UNION ALL "
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM slow_events"))
+    # A record is late when the watermark has passed its slot's end (the windows below would drop it).
+    t_env.create_temporary_view("events_judged", t_env.sql_query(
+        f"SELECT *, {_slot_sql('time_ms', clock)} AS slot, "
+        f"COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms}) "
+        f"+ {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE) AS late FROM events"))
+    t_env.create_temporary_view("latest", t_env.sql_query(
+        "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time FROM ("
+        " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
+        "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
+        f" FROM {_tumble('events_judged', 'rt', clock)}"
+        " WHERE NOT late) WHERE rn = 1"))
 
-    ledger_out = _keyed_by_first_field(timed, Types.STRING(), picked) \
-        .connect(decisions_timed.broadcast(fn.DECISIONS)) \
-        .process(fn.UserLedger(config, settings.flink.decisions_kept), output_type=fn.LEDGER_OUTPUT) \
-        .uid("user-ledger").name("UserLedger")
-    # UserLedger's output split by route in Java (Table API); watermarks carried through.
-    ledger_table = t_env.from_data_stream(
-        ledger_out,
-        Schema.new_builder().column_by_metadata("rowtime", "TIMESTAMP_LTZ(3)")
-        .watermark("rowtime", "SOURCE_WATERMARK()").build(),
-    )
-    t_env.create_temporary_view("user_ledger_out", ledger_table)
+    # Requirements -> Membership (keyed by user; also fed the events' watermark, no records).
+    requirement_rows = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
+    requirements = requirement_rows.process(fn.ParseRequirements(config, topics["requirements"]),
+                                            output_type=fn.KEYED_REQUIREMENT) \
+        .uid("parse-requirements").name("parse requirements")
+    carrier = internals.set_output_type(t_env.to_data_stream(t_env.sql_query(
+        "SELECT CAST(NULL AS STRING) AS k, CAST(NULL AS BYTES) AS v FROM raw_events WHERE `offset` < 0")),
+        Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.PICKLED_BYTE_ARRAY()]))
+    membership = internals.keyed_by_first_field(requirements, Types.STRING(), Types.PICKLED_BYTE_ARRAY()) \
+        .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.PICKLED_BYTE_ARRAY())) \
+        .process(fn.MembershipHost(config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
+    t_env.create_temporary_view("membership_out", t_env.from_data_stream(membership, rowtime))
+    changes = t_env.to_data_stream(t_env.sql_query(
+        f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"))
+    t_env.create_temporary_view("membership", t_env.from_changelog_stream(
+        changes, Schema.new_builder().column("user", "STRING NOT NULL").column("cls", "STRING")
+        .column("vms", "BIGINT").column_by_expression("vt", "TO_TIMESTAMP_LTZ(vms, 3)")
+        .watermark("vt", "SOURCE_WATERMARK()").primary_key("user").build(), ChangelogMode.upsert()))
+    t_env.create_temporary_view("joined", t_env.sql_query(
+        "SELECT l.`user`, l.slot, l.cell, l.`partition`, l.`offset`, l.original, l.window_time AS wt, m.cls"
+        " FROM latest AS l LEFT JOIN membership FOR SYSTEM_TIME AS OF l.window_time AS m ON l.`user` = m.`user`"))
 
-    def routed(route: str):  # type: ignore[no-untyped-def]
-        return ledger_table.where(col("route") == route).select(col("v"))
+    # The population: counts per (slot, class, cell) and membership changes, one key.
+    population_in = t_env.to_data_stream(t_env.sql_query(
+        "SELECT 0 AS k, ROW(slot, cls, cell, n, change) AS g FROM ("
+        " SELECT slot, cls, cell, COUNT(*) AS n, CAST(NULL AS STRING) AS change"
+        f" FROM {_tumble('joined', 'wt', clock)} WHERE cls IS NOT NULL"
+        " GROUP BY window_start, window_end, slot, cls, cell"
+        " UNION ALL"
+        " SELECT slot, cls, CAST(NULL AS INT) AS cell, CAST(NULL AS BIGINT) AS n, text AS change"
+        f" FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}')"))
+    internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), fn.POPULATION_IN]))
+    population = internals.keyed_by_first_field(population_in, Types.INT(), fn.POPULATION_IN) \
+        .process(fn.PopulationHost(config, seed, resume), output_type=fn.POPULATION_OUT) \
+        .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
+    t_env.create_temporary_view("population_out", t_env.from_data_stream(population))
 
-    groups = t_env.to_data_stream(t_env.sql_query(slot_groups_sql("user_ledger_out", config.clock, fn.SLOT_ROUTE)))
-    releases = _keyed_by_first_field(groups, Types.INT(), fn.SLOT_GROUP, ["k", "g"]) \
-        .process(fn.SlotReleaseHost(config, seed),
-                 output_type=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.STRING()])) \
-        .uid("slot-release").name("SlotRelease").set_parallelism(1).set_max_parallelism(1)
-
-    parse_dead = _side_output(parsed["events"], fn.DEAD_LETTERS) \
-        .union(_side_output(parsed["requirements"], fn.DEAD_LETTERS), _side_output(decisions, fn.DEAD_LETTERS))
-    dead = t_env.from_data_stream(parse_dead).select(col("f0").alias("v")).union_all(routed(fn.DEAD_ROUTE))
+    # Dead letters: the parsers' side outputs, Membership's and Population's, and those found in SQL.
+    sql_dead = t_env.to_data_stream(t_env.sql_query(
+        f"SELECT 'events' AS source, '{topics['events']}' AS topic, `partition`, `offset`, 'late' AS reason,"
+        " `user`, slot, original FROM events_judged WHERE late UNION ALL"
+        f" SELECT 'events', '{topics['events']}', `partition`, `offset`, 'unknown_user', `user`, slot, original"
+        " FROM joined WHERE cls IS NULL"))
+    formatted = sql_dead.process(fn.FormatDeadLetter(), output_type=Types.STRING()) \
+        .uid("format-dead-letters").name("format dead letters")
+    dead_text = internals.side_output(parsed, fn.DEAD_LETTERS) \
+        .union(internals.side_output(requirements, fn.DEAD_LETTERS), formatted)
+    dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
+        .union_all(t_env.sql_query(f"SELECT text AS v FROM membership_out WHERE route = '{fn.DEAD_ROUTE}'")) \
+        .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{fn.DEAD_ROUTE}'"))
 
     statements = t_env.create_statement_set()
-    statements.add_insert("sink_releases", t_env.from_data_stream(releases))
+    statements.add_insert("sink_releases", t_env.sql_query(
+        f"SELECT k, v FROM population_out WHERE route = '{fn.RELEASE_ROUTE}'"))
     statements.add_insert("sink_dead_letters", dead)
-    statements.add_insert("sink_audit", routed(fn.AUDIT_ROUTE))
+    statements.add_insert("sink_audit", t_env.sql_query(
+        f"SELECT v FROM population_out WHERE route = '{fn.AUDIT_ROUTE}'"))
     statements.attach_as_datastream()
 
 
@@ -321,6 +319,7 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
     for key, value in flink_configuration(settings, restore).items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.add_jars(connector_jar().resolve().as_uri(), jvm_jar().resolve().as_uri())
     env.add_python_file(root)
     return env, StreamTableEnvironment.create(env)
 
@@ -344,8 +343,35 @@ def submit_command(config_path: str, jobmanager: str | None = None) -> str:
     return f"{env} {shlex.join(argv)}"
 
 
+class AlreadyReleasedError(RuntimeError):
+    """The release topic holds releases but the job would start without their state."""
+
+
+def resume_point(settings: StreamSettings, resume: bool) -> tuple[int, list[int], int | None] | None:
+    """For a job starting without state: None if the release topic holds no release; else refuse
+    (AlreadyReleasedError), or with `resume` the last committed slot, its counts and the last
+    publication slot, to continue after (docs/streaming.md, "Starting twice")."""
+    from pwevent.jobs.streaming.kafka_io import read_topic
+
+    topic = settings.kafka.topics["releases"]
+    releases = [m.json() for m in read_topic(settings.kafka, topic, idle_s=1.0, max_s=30.0)]
+    releases = [r for r in releases if isinstance(r, dict) and isinstance(r.get("slot"), int)]
+    if not releases:
+        return None
+    last = max(releases, key=lambda r: r["slot"])
+    if not resume:
+        raise AlreadyReleasedError(
+            f"topic {topic} already holds releases up to slot {last['slot']}, and this job starts without "
+            "their state: a fresh population would spend every user's budget a second time. Restore the "
+            "job's state (--restore latest, or a checkpoint/savepoint path), or pass "
+            "--resume-after-last-release to continue after slot "
+            f"{last['slot']} with fresh ledgers (docs/streaming.md, 'Starting twice', states what that costs).")
+    published = [r["slot"] for r in releases if r.get("kind") == "publish"]
+    return int(last["slot"]), [int(c) for c in last["counts"]], max(published) if published else None
+
+
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
-            ready_file: str | None = None) -> int:
+            ready_file: str | None = None, resume: bool = False) -> int:
     """Build and run the job on the local mini-cluster until it is cancelled or killed."""
     config = load_config(config_path)
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
@@ -353,8 +379,17 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
+    start = None
+    if restore is None:
+        try:
+            start = resume_point(settings, resume)
+        except AlreadyReleasedError as err:
+            print(f"pwevent run: refusing to start: {err}", file=sys.stderr)
+            return 2
+        if start is not None:
+            print(f"pwevent run: resuming after slot {start[0]} with fresh ledgers", file=sys.stderr)
     env, t_env = make_environment(settings, restore)
-    build_pipeline(env, t_env, config, settings, seed)
+    build_pipeline(env, t_env, config, settings, seed, start)
     client = env.execute_async(f"pwevent {config.mechanism}")
     job_id = client.get_job_id()
     print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
@@ -383,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         if not key.startswith(("python.executable", "python.client.executable", "pipeline.jars")):
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.add_jars(jvm_jar().resolve().as_uri())
     t_env = StreamTableEnvironment.create(env)
     build_pipeline(env, t_env, config, settings, None)
     env.execute(f"pwevent {config.mechanism}")
@@ -397,18 +433,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.print_submit:
         print(submit_command(args.config, args.jobmanager))
         return 0
-    return run_job(args.config, args.seed, args.restore, args.ready_file)
+    return run_job(args.config, args.seed, args.restore, args.ready_file, args.resume_after_last_release)
 
 
 def register(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser(
         "run", help="run the streaming job (Kafka in and out) on Flink's local mini-cluster",
-        description="Build the Flink job (Kafka sources, keyed UserLedger, global SlotRelease, release "
-        "read-back, dead-letter and audit outputs; exactly once) and run it on the local mini-cluster "
-        "until killed. See docs/streaming.md.",
+        description="Build the Flink job (Kafka sources with per-partition slot watermarks, SQL parsing and "
+        "per-slot counts, keyed Membership, the global Population; releases, dead letters and the audit "
+        "log written exactly once) and run it on the local mini-cluster until killed. See docs/streaming.md.",
     )
     p.add_argument("--config", required=True, help="YAML configuration with kafka: and flink: sections")
     p.add_argument("--restore", help="checkpoint/savepoint path to restore from, or 'latest'")
+    p.add_argument("--resume-after-last-release", action="store_true",
+                   help="when the release topic already holds releases and no state is restored: continue "
+                   "after the last committed slot with fresh ledgers (users' budgets in windows spanning the "
+                   "restart can be spent twice; docs/streaming.md, 'Starting twice'); without it the job refuses")
     p.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise instead of the secure "
                    "default")
     p.add_argument("--ready-file", help="write the job id to this file once the job is RUNNING")

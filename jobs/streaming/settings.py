@@ -19,14 +19,15 @@ flink:
   checkpoint_interval: 1s
   checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder
   state_backend: hashmap          # hashmap | rocksdb
-  out_of_orderness: 0ms           # bounded out-of-orderness of event time
-  readback_idleness: 1s           # the release read-back is idle (holds no watermark) after this
-  source_idleness: 5s             # kafka.event_time: kafka only: a quiet partition stops holding event time
+  out_of_orderness: 0ms           # bounded out-of-orderness of event time, per partition
+  close_after: 5s                 # a partition quiet this long closes the slot of its latest record
+                                  # (so a quiet stream's last slot is released); 0 = never
+  source_idleness: 10s            # a partition quiet this long stops holding event time back
   bundle_size: 1000               # process mode: python.fn-execution.bundle.size
   bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
-  decisions_kept: 10000           # slots of decisions kept in broadcast state
-  max_lead: 1d                    # records timed further ahead of the wall clock go to dead letters
-                                  # (one far-future event would otherwise close every slot up to it); 0 = off
+  max_lead: 1h                    # a record timed further ahead of its partition's event time goes to
+                                  # the dead letters (unless the next record confirms the jump); 0 = off
+  max_record_bytes: 65536         # larger records are not read for event time (the parser rejects them)
 ```
 """
 
@@ -86,12 +87,12 @@ class FlinkSettings:
     checkpoint_dir: str = str(REPO_ROOT / ".run" / "checkpoints")
     state_backend: str = "hashmap"
     out_of_orderness_ms: int = 0
-    readback_idleness_ms: int = 1000
-    source_idleness_ms: int = 5000
+    close_after_ms: int = 5000
+    source_idleness_ms: int = 10_000
     bundle_size: int = 1000
     bundle_time_ms: int = 100
-    decisions_kept: int = 10_000
-    max_lead_ms: int = 86_400_000
+    max_lead_ms: int = 3_600_000
+    max_record_bytes: int = 65_536
 
 
 @dataclass(frozen=True)
@@ -169,9 +170,8 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
-                                   "state_backend", "out_of_orderness", "readback_idleness", "source_idleness",
-                                   "bundle_size",
-                                   "bundle_time", "decisions_kept", "max_lead"})
+                                   "state_backend", "out_of_orderness", "close_after", "source_idleness",
+                                   "bundle_size", "bundle_time", "max_lead", "max_record_bytes"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
         raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
@@ -184,12 +184,12 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         checkpoint_dir=checkpoint_dir,
         state_backend=_str(f, "flink", "state_backend", "hashmap", ("hashmap", "rocksdb")),
         out_of_orderness_ms=_duration(f, "flink", "out_of_orderness", 0, allow_zero=True),
-        readback_idleness_ms=_duration(f, "flink", "readback_idleness", 1000),
-        source_idleness_ms=_duration(f, "flink", "source_idleness", 5000),
+        close_after_ms=_duration(f, "flink", "close_after", 5000, allow_zero=True),
+        source_idleness_ms=_duration(f, "flink", "source_idleness", 10_000),
         bundle_size=_int(f, "flink", "bundle_size", 1000),
         bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
-        decisions_kept=_int(f, "flink", "decisions_kept", 10_000),
-        max_lead_ms=_duration(f, "flink", "max_lead", 86_400_000, allow_zero=True),
+        max_lead_ms=_duration(f, "flink", "max_lead", 3_600_000, allow_zero=True),
+        max_record_bytes=_int(f, "flink", "max_record_bytes", 65_536),
     )
     if kafka.transaction_timeout_ms > 900_000:
         raise ConfigError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "
