@@ -14,8 +14,8 @@ Records between the operators:
 - keyed requirement: Row(user, PendingRequirement) (pickled), keyed by user in Java.
 - `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
   slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
-- `POPULATION_IN`: Row(k, slot, cls, cell, n, change): the count `n` of present users of class `cls`
-  in `cell` at `slot`, or (cls, cell, n null) a membership change as JSON; k is the constant key.
+- `POPULATION_IN`: Row(slot, cls, cell, n, change): the count `n` of present users of class `cls` in
+  `cell` at `slot`, or (cell and n null) a membership change as JSON; keyed by a constant in Java.
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """
 
@@ -55,8 +55,7 @@ MEMBERSHIP_OUT = Types.ROW_NAMED(
     [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
 )
 POPULATION_IN = Types.ROW_NAMED(
-    ["k", "slot", "cls", "cell", "n", "change"],
-    [Types.INT(), Types.LONG(), Types.STRING(), Types.INT(), Types.LONG(), Types.STRING()],
+    ["slot", "cls", "cell", "n", "change"], [Types.LONG(), Types.STRING(), Types.INT(), Types.LONG(), Types.STRING()],
 )
 POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
 CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
@@ -169,7 +168,7 @@ class MembershipHost(KeyedCoProcessFunction):
             self.state.update(orjson.dumps(user.to_json()))
 
     def process_element1(self, value: Row, ctx: Any):  # type: ignore[override]
-        pending: PendingRequirement = value[1]
+        pending: PendingRequirement = value  # the keyed stream hands over the value of Row(user, value)
         user = self._load()
         rejection = user.receive(pending, ctx.timer_service().current_watermark(), self.clock)
         if rejection is not None:
@@ -249,11 +248,11 @@ class PopulationHost(KeyedProcessFunction):
 
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
         self._load()
-        slot = int(value[1])
+        slot = int(value[0])
         decided = self.engine.history.decided
         if slot <= decided:
-            if value[5] is not None:  # a change of a slot decided before a resume: in force from the next
-                self.engine.apply(MembershipChange.from_json(orjson.loads(value[5])))
+            if value[4] is not None:  # a change of a slot decided before a resume: in force from the next
+                self.engine.apply(MembershipChange.from_json(orjson.loads(value[4])))
                 yield from self._flush_lines()
                 self._save()
             return
@@ -279,13 +278,13 @@ class PopulationHost(KeyedProcessFunction):
         counts: dict[int, dict[str, np.ndarray]] = defaultdict(dict)
         rest = []
         for row in self.pending.get() or []:
-            t = int(row[1])
+            t = int(row[0])
             if t > slot:
                 rest.append(row)
-            elif row[5] is not None:
-                changes[t].append(MembershipChange.from_json(orjson.loads(row[5])))
+            elif row[4] is not None:
+                changes[t].append(MembershipChange.from_json(orjson.loads(row[4])))
             else:
-                cls, cell, n = row[2], int(row[3]), int(row[4])
+                cls, cell, n = row[1], int(row[2]), int(row[3])
                 counts[t].setdefault(cls, np.zeros(self.config.domain.d, dtype=np.int64))[cell] += n
         last = slot
         if ctx.timer_service().current_watermark() >= END_OF_TIME_MS:  # a bounded input ended
