@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from pwevent.jobs.offline.audit import audit_file, audit_records
+import pytest
+
+from pwevent.jobs.offline.audit import AuditInputError, audit_file, audit_records
 
 FIXED = {"w": 3, "epsilon": 1.0}
 
@@ -38,7 +40,7 @@ def test_backward_projection_allows_only_zero_spend():
     ok = [spend("a", 1, 0.3, 0.3, loose), spend("a", 2, 0.0, 0.0, tight, "skip")]
     assert audit_records(ok).ok
     bad = [spend("a", 1, 0.3, 0.3, loose), spend("a", 2, 0.01, 0.0, tight, "skip")]
-    assert [v.rule for v in audit_records(bad).violations] == ["backward w=3"]
+    assert [v.rule for v in audit_records(bad).violations] == ["ledger_backward_window"]
 
 
 def test_forward_window_from_an_earlier_declaration_binds():
@@ -46,7 +48,7 @@ def test_forward_window_from_an_earlier_declaration_binds():
     later = {"backward": {"w": 1, "epsilon": 9.0}, "forward": {"w": 1, "epsilon": 9.0}}
     log = [spend("a", 1, 0.2, 0.5, first), spend("a", 2, 0.2, 0.5, later)]
     report = audit_records(log)
-    assert [v.rule for v in report.violations] == ["forward w=3"]
+    assert [v.rule for v in report.violations] == ["ledger_forward_window"]
 
 
 def test_forked_ledger_inherits_parent_history():
@@ -69,15 +71,11 @@ def test_line_level_rules():
         spend("d", 1, 0.1, 0.0, FIXED),
     ]
     rules = sorted(v.rule for v in audit_records(log).violations)
-    assert rules == ["bad spend", "duplicate", "nullify spent", "skip spent"]
+    assert rules == ["bad_spend", "duplicate_line", "nullify_spent", "skip_spent"]
 
 
 def test_audit_file_reports_bad_json(tmp_path):
     path = tmp_path / "log.jsonl"
     path.write_text(json.dumps(spend("a", 1, 0.1, 0.1, FIXED)) + "\n{oops\n")
-    try:
+    with pytest.raises(AuditInputError, match="log.jsonl:2"):
         audit_file(str(path))
-    except ValueError as err:
-        assert "log.jsonl:2" in str(err)
-    else:
-        raise AssertionError("bad JSON accepted")
