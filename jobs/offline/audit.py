@@ -90,11 +90,10 @@ class Violation:
     user: str | None = None
 
     def __str__(self) -> str:
-        who = " ".join(part for part in (
-            f"ledger {self.ledger}" if self.ledger is not None else "",
-            f"user {self.user}" if self.user is not None else "",
-        ) if part)
-        return f"slot {self.slot} {who}: {self.rule}: {self.detail}".replace("  ", " ")
+        where = [f"slot {self.slot}"]
+        where += [f"ledger {self.ledger}"] if self.ledger is not None else []
+        where += [f"user {self.user}"] if self.user is not None else []
+        return f"{' '.join(where)}: {self.rule}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -135,9 +134,9 @@ class AuditReport:
 
 @dataclass(frozen=True)
 class Declared:
-    """A user's declared requirement timeline from the input: `updates[0]` is the registration."""
+    """A user's declared requirement timeline from the input, (slot, requirement in force from
+    there on); `updates[0]` is the registration."""
 
-    user: str
     updates: tuple[tuple[int, AnyRequirement], ...]
 
     @property
@@ -240,7 +239,7 @@ def declared_requirements(lines: Iterable[tuple[str, str]], rules: InputRules) -
                 timeline.pop()
             if not timeline or requirement != timeline[-1][1]:
                 timeline.append((slot, requirement))
-    return {user: Declared(user, tuple(timeline)) for user, timeline in timelines.items() if timeline}
+    return {user: Declared(tuple(timeline)) for user, timeline in timelines.items() if timeline}
 
 
 # ----------------------------------------------------------------------------------------- the log
