@@ -40,6 +40,8 @@ DYNAMIC_MECHANISMS = ("DPBD", "DPBA")
 BASELINE_MECHANISMS = ("Uniform", "Sample", "BD", "BA")
 
 AnyRequirement: TypeAlias = Requirement | DynamicRequirement
+#: Slots first..last (inclusive) that hold one requirement.
+Run: TypeAlias = tuple[int, int, AnyRequirement]
 
 #: Every rule a finding can carry, with what it means (docs/mechanisms.md, "What the auditor proves").
 RULES = {
@@ -143,21 +145,17 @@ class Declared:
     def registered(self) -> int:
         return self.updates[0][0]
 
-    def at(self, slot: int) -> AnyRequirement | None:
-        """The requirement in force at `slot` (None before the registration)."""
-        current = None
-        for since, requirement in self.updates:
-            if since > slot:
-                break
-            current = requirement
-        return current
+    def runs(self, last: int) -> list[Run]:
+        """The declared requirements as runs of slots, from the registration up to slot `last`."""
+        ends = [since - 1 for since, _ in self.updates[1:]] + [last]
+        return [(since, min(end, last), req) for (since, req), end in zip(self.updates, ends, strict=True)
+                if since <= min(end, last)]
 
 
 @dataclass(frozen=True)
 class Release:
     """What the auditor needs of one release line."""
 
-    slot: int
     kind: str
     dissimilarity_ran: bool
 
@@ -291,14 +289,18 @@ def _need(rec: dict[str, Any], key: str, where: str, kind: type | tuple[type, ..
     return value
 
 
-def _requirement(rec: dict[str, Any], where: str) -> AnyRequirement:
+def _requirement(rec: dict[str, Any], where: str, seen: dict[str, AnyRequirement]) -> AnyRequirement:
+    """A record's requirement; `seen` caches them by their text (a log repeats a handful millions of times)."""
     obj = rec.get("requirement")
     if not isinstance(obj, dict):
         raise AuditInputError(f"{where}: field 'requirement' must be an object")
-    try:
-        return parse_requirement(obj)
-    except InvalidRequirementError as err:
-        raise AuditInputError(f"{where}: {err}") from None
+    key = repr(obj)
+    if key not in seen:
+        try:
+            seen[key] = parse_requirement(obj)
+        except InvalidRequirementError as err:
+            raise AuditInputError(f"{where}: {err}") from None
+    return seen[key]
 
 
 def _amount(value: Any) -> float | None:
@@ -312,6 +314,7 @@ def _read_log(records: Iterable[tuple[str, Any]], found: list[Violation]) -> _Lo
     ledgers: dict[str, _Ledger] = {}
     members: list[_Member] = []
     spends: dict[str, dict[int, _Spend]] = defaultdict(dict)
+    seen: dict[str, AnyRequirement] = {}
     lines = 0
     for where, rec in records:
         if not isinstance(rec, dict):
@@ -321,7 +324,7 @@ def _read_log(records: Iterable[tuple[str, Any]], found: list[Violation]) -> _Lo
         if kind == "ledger":
             parent = rec.get("parent")
             entry = _Ledger(ledger, None if parent is None else str(parent), _need(rec, "since", where),
-                            _requirement(rec, where))
+                            _requirement(rec, where, seen))
             if ledger in ledgers and ledgers[ledger] != entry:
                 found.append(Violation("duplicate_ledger", entry.since, "two different ledger lines", ledger))
             ledgers.setdefault(ledger, entry)
@@ -339,7 +342,7 @@ def _read_log(records: Iterable[tuple[str, Any]], found: list[Violation]) -> _Lo
                 if amount is None:
                     found.append(Violation("bad_spend", slot, f"{label}={rec.get(label)!r}", ledger))
             spend = _Spend(ledger, slot, _need(rec, "members", where), amounts[0] or 0.0, amounts[1] or 0.0,
-                           str(line_kind), _requirement(rec, where))
+                           str(line_kind), _requirement(rec, where, seen))
             if slot in spends[ledger]:
                 found.append(Violation("duplicate_line", slot, "two spend lines for one slot", ledger))
             else:
@@ -357,37 +360,47 @@ def _window_sums(spend: np.ndarray, w: int) -> np.ndarray:
     return np.convolve(spend, np.ones(w))[: len(spend)]
 
 
-def _window_findings(
-    spend: np.ndarray, first: int, bounds: Iterable[tuple[int, AnyRequirement]], prefix: str,
-    ledger: str | None, user: str | None,
-) -> tuple[int, list[Violation]]:
-    """Every window the requirements in `bounds` (slot, requirement in force there) impose on a
-    series (`spend[i]` = slot `first + i`, zeros outside): the fixed window ending at the slot, the
-    backward window ending there (an infeasible EB is projected up to what the window had already
-    spent, so the slot itself must spend 0) and the forward window starting there."""
-    by_window: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)
-    for slot, requirement in bounds:
-        if isinstance(requirement, Requirement):
-            by_window[("fixed", requirement.w)].append((slot, requirement.epsilon))
+def _runs(items: Iterable[tuple[int, AnyRequirement]]) -> list[Run]:
+    """(slot, requirement) pairs, sorted by slot, merged into runs of consecutive slots with one requirement."""
+    runs: list[Run] = []
+    for slot, requirement in items:
+        if runs and runs[-1][1] == slot - 1 and runs[-1][2] == requirement:
+            runs[-1] = (runs[-1][0], slot, requirement)
         else:
-            by_window[("backward", requirement.backward.w)].append((slot, requirement.backward.epsilon))
-            by_window[("forward", requirement.forward.w)].append((slot, requirement.forward.epsilon))
+            runs.append((slot, slot, requirement))
+    return runs
+
+
+def _window_findings(
+    spend: np.ndarray, first: int, runs: Iterable[Run], prefix: str, ledger: str | None, user: str | None,
+) -> tuple[int, list[Violation]]:
+    """Every window the requirements in `runs` impose on a series (`spend[i]` = slot `first + i`,
+    zeros outside), at every slot of every run: the fixed window ending at the slot, the backward
+    window ending there (an infeasible EB is projected up to what the window had already spent, so
+    the slot itself must spend 0) and the forward window starting there."""
+    by_window: dict[tuple[str, int], list[tuple[int, int, float]]] = defaultdict(list)
+    for start, end, requirement in runs:
+        if isinstance(requirement, Requirement):
+            by_window[("fixed", requirement.w)].append((start, end, requirement.epsilon))
+        else:
+            by_window[("backward", requirement.backward.w)].append((start, end, requirement.backward.epsilon))
+            by_window[("forward", requirement.forward.w)].append((start, end, requirement.forward.epsilon))
     if not by_window:
         return 0, []
     padded = np.concatenate([spend, np.zeros(max(w for _, w in by_window))])
     checked, found = 0, []
     for (side, w), items in sorted(by_window.items()):
         sums = _window_sums(padded, w)
-        index = np.array([slot - first for slot, _ in items])
-        bound = np.array([epsilon for _, epsilon in items])
-        checked += len(items)
+        index = np.concatenate([np.arange(start, end + 1) - first for start, end, _ in items])
+        bound = np.concatenate([np.full(end - start + 1, epsilon) for start, end, epsilon in items])
+        checked += len(index)
         if side == "forward":
             total, limit = sums[index + w - 1], bound
         else:
             total = sums[index]
             limit = bound if side == "fixed" else np.maximum(bound, total - padded[index])
         for i in np.flatnonzero(total > limit + TOLERANCE):
-            slot = items[i][0]
+            slot = int(index[i]) + first
             span = f"{slot}..{slot + w - 1}" if side == "forward" else f"{slot - w + 1}..{slot}"
             found.append(Violation(f"{prefix}_{side}_window", slot,
                                    f"{side} window {span} (w={w}) spent {total[i]:.12g} > {limit[i]:.12g}",
@@ -436,8 +449,8 @@ def _ledger_checks(log: _Log, found: list[Violation]) -> int:
         spend = np.zeros(last - first + 1)
         for slot, line in lines.items():
             spend[slot - first] = line.total
-        n, more = _window_findings(spend, first, ((s, line.requirement) for s, line in lines.items()),
-                                   "ledger", name, None)
+        runs = _runs((slot, lines[slot].requirement) for slot in sorted(lines))
+        n, more = _window_findings(spend, first, runs, "ledger", name, None)
         checked += n
         found += more
     return checked
@@ -471,7 +484,7 @@ def _releases(records: Iterable[dict[str, Any]], found: list[Violation]) -> dict
         if slot in out:
             found.append(Violation("release_duplicate", slot, "two releases for one slot"))
             continue
-        out[slot] = Release(slot, str(kind), rec.get("dissimilarity") is not None)
+        out[slot] = Release(str(kind), rec.get("dissimilarity") is not None)
     for slot in range(1, max(out, default=0) + 1):
         if slot not in out:
             found.append(Violation("release_missing", slot, "no release for this slot"))
@@ -528,6 +541,21 @@ def _serves(ledger: AnyRequirement, user: AnyRequirement, global_requirement: Re
     return ledger == global_requirement and isinstance(user, Requirement) and global_requirement.covers(user)
 
 
+@dataclass(frozen=True)
+class _LedgerSeries:
+    """A ledger's own lines as arrays (slots ascending, their total spends) and its requirement runs."""
+
+    slots: np.ndarray
+    totals: np.ndarray
+    runs: list[Run]
+
+    @classmethod
+    def of(cls, lines: Mapping[int, _Spend]) -> _LedgerSeries:
+        slots = sorted(lines)
+        totals = np.array([lines[slot].total for slot in slots], dtype=float)
+        return cls(np.array(slots, dtype=np.int64), totals, _runs((slot, lines[slot].requirement) for slot in slots))
+
+
 def _user_checks(
     log: _Log, inputs: AuditInputs, users: dict[str, tuple[tuple[str, int], ...]], horizon: int,
     found: list[Violation],
@@ -546,6 +574,8 @@ def _user_checks(
             found.append(Violation("missing_member", declared.registered, "registered but in no ledger", None, user))
             continue
         groups[(segments, declared.updates)].append(user)
+    series = {name: _LedgerSeries.of(lines) for name, lines in log.spends.items()}
+    empty = _LedgerSeries.of({})
     checked = 0
     for (segments, _), names in groups.items():
         declared = inputs.declared[names[0]]
@@ -559,36 +589,35 @@ def _user_checks(
                                    f"in no ledger before slot {first_member}", None, who))
         start = min(first_member, declared.registered)
         spend = np.zeros(horizon - start + 1)
-        bounds: list[tuple[int, AnyRequirement]] = []
-        mismatched: set[str] = set()
+        wanted = declared.runs(horizon)
         for i, (ledger, since) in enumerate(segments):
-            end = segments[i + 1][1] - 1 if i + 1 < len(segments) else horizon
+            end = min(segments[i + 1][1] - 1 if i + 1 < len(segments) else horizon, horizon)
+            own = series.get(ledger, empty)
+            lo, hi = np.searchsorted(own.slots, since), np.searchsorted(own.slots, end, side="right")
+            spend[own.slots[lo:hi] - start] = own.totals[lo:hi]
             entry = log.ledgers.get(ledger)
-            wanted = declared.at(since)
-            if (entry is not None and wanted is not None
-                    and not _serves(entry.requirement, wanted, inputs.global_requirement)):
-                found.append(Violation("requirement_mismatch", since, f"ledger line {entry.requirement.to_json()}, "
-                                       f"declared {wanted.to_json()}", ledger, who))
-            lines = log.spends.get(ledger, {})
-            for slot in range(since, end + 1):
-                line, wanted = lines.get(slot), declared.at(slot)
-                if line is None:
-                    continue
-                spend[slot - start] = line.total
-                if wanted is not None and ledger not in mismatched and not _serves(
-                    line.requirement, wanted, inputs.global_requirement
-                ):
-                    mismatched.add(ledger)
-                    found.append(Violation("requirement_mismatch", slot, f"spend line {line.requirement.to_json()}, "
-                                           f"declared {wanted.to_json()}", ledger, who))
-        for slot in range(declared.registered, horizon + 1):
-            requirement = declared.at(slot)
-            assert requirement is not None
-            bounds.append((slot, requirement))
-        n, more = _window_findings(spend, start, bounds, "user", None, who)
+            joined = [(since, since, entry.requirement)] if entry is not None else []
+            for label, runs in (("ledger line", joined), ("spend line", own.runs)):
+                clash = _first_mismatch(runs, wanted, since, end, inputs.global_requirement)
+                if clash is not None:
+                    slot, have, want = clash
+                    found.append(Violation("requirement_mismatch", slot, f"{label} {have.to_json()}, "
+                                           f"declared {want.to_json()}", ledger, who))
+        n, more = _window_findings(spend, start, wanted, "user", None, who)
         checked += n
         found += more
     return checked
+
+
+def _first_mismatch(
+    have: list[Run], want: list[Run], start: int, end: int, global_requirement: Requirement | None
+) -> tuple[int, AnyRequirement, AnyRequirement] | None:
+    """The earliest slot in start..end where a ledger's requirement run does not serve the declared one."""
+    clashes = [
+        (max(a, c, start), ledger, user) for a, b, ledger in have for c, d, user in want
+        if max(a, c, start) <= min(b, d, end) and not _serves(ledger, user, global_requirement)
+    ]
+    return min(clashes, key=lambda clash: clash[0], default=None)
 
 
 def audit_records(records: Iterable[Any], inputs: AuditInputs | None = None) -> AuditReport:
