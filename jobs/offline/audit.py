@@ -281,10 +281,12 @@ class _Log:
     spend_lines: int
 
 
-def _need(rec: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...] = int) -> Any:
-    """A field of a record, of the given type(s) (never a boolean), or AuditInputError."""
+def _need(rec: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...] = int, minimum: int = 1) -> Any:
+    """A field of a record, of the given type(s) and never a boolean, or AuditInputError. An integer
+    field is a slot (slots start at 1) unless another `minimum` is given."""
     value = rec.get(key)
-    if isinstance(value, bool) or not isinstance(value, kind):
+    too_small = kind is int and isinstance(value, int) and value < minimum
+    if isinstance(value, bool) or not isinstance(value, kind) or too_small:
         raise AuditInputError(f"{where}: field {key!r} is missing or mistyped ({value!r})")
     return value
 
@@ -341,7 +343,7 @@ def _read_log(records: Iterable[tuple[str, Any]], found: list[Violation]) -> _Lo
             for label, amount in zip(("spend1", "spend2"), amounts, strict=True):
                 if amount is None:
                     found.append(Violation("bad_spend", slot, f"{label}={rec.get(label)!r}", ledger))
-            spend = _Spend(ledger, slot, _need(rec, "members", where), amounts[0] or 0.0, amounts[1] or 0.0,
+            spend = _Spend(ledger, slot, _need(rec, "members", where, int, 0), amounts[0] or 0.0, amounts[1] or 0.0,
                            str(line_kind), _requirement(rec, where, seen))
             if slot in spends[ledger]:
                 found.append(Violation("duplicate_line", slot, "two spend lines for one slot", ledger))

@@ -190,3 +190,17 @@ def test_the_auditor_stays_independent():
     assert not {m for m in imported if m and m.endswith(("state.ledger", "operators.policies", "common.engine"))}
     assert set(audit.BASELINE_MECHANISMS) == set(BASELINES)
     assert set(audit.DYNAMIC_MECHANISMS) == {name for name in MECHANISMS if mechanism(name, 1, 1.0).dynamic}
+
+
+@pytest.mark.parametrize("broken", [
+    {"record": "spend", "ledger": "a", "slot": 0, "members": 1, "spend1": 0.0, "spend2": 0.0, "kind": "skip",
+     "requirement": FIXED},
+    {"record": "member", "user": "u", "ledger": "a"},
+    {"record": "spend", "ledger": "a", "slot": 1, "members": 1, "spend1": 0.0, "spend2": 0.0, "kind": "skip",
+     "requirement": {"w": 0, "epsilon": 1.0}},
+    {"record": "budget", "ledger": "a"},
+    ["not", "an", "object"],
+])
+def test_corrupt_records_are_input_errors(broken):
+    with pytest.raises(AuditInputError, match="record 1"):
+        audit_records([broken])
