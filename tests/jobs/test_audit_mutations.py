@@ -225,11 +225,12 @@ def repoint_user(run: Run) -> Run:
 
 
 def shared_ledger(run: Run) -> Run:
-    """Every member of a ledger is moved into a ledger of another requirement, its lines dropped and
-    the counts of the target made to add up: only the requirements can tell."""
+    """Every member of a ledger is moved into a ledger (a fork, where there is one) of another
+    requirement, the victim's own lines dropped and the target's member counts raised by as many."""
     ledgers = {r["ledger"]: r for r in run.log if r["record"] == "ledger"}
     members = [r for r in run.log if r["record"] == "member"]
-    target = next(ledgers[m["ledger"]] for m in members if m["since"] == 1)
+    forks = [ledgers[m["ledger"]] for m in members if ledgers[m["ledger"]]["parent"] is not None]
+    target = forks[0] if forks else next(ledgers[m["ledger"]] for m in members if m["since"] == 1)
     victims = [ledgers[m["ledger"]] for m in members
                if m["since"] == 1 and ledgers[m["ledger"]]["requirement"] != target["requirement"]]
     if not victims:
@@ -249,7 +250,19 @@ def shared_ledger(run: Run) -> Run:
 
 
 def fork_parent_missing(run: Run) -> Run:
-    return _edit(run, lambda r: r["record"] == "ledger", lambda r: r.update(parent="no-such-ledger"))
+    """A fork names a parent that is not in the log (under a fixed mechanism, with no fork, a root does)."""
+    forks = [r["ledger"] for r in run.log if r["record"] == "ledger" and r["parent"] is not None]
+    chosen = forks[0] if forks else _busiest(run)
+    return _edit(run, lambda r: r["record"] == "ledger" and r["ledger"] == chosen,
+                 lambda r: r.update(parent="no-such-ledger"))
+
+
+def drop_fork_member_line(run: Run) -> Run:
+    """A user's move into a fork is dropped: the log keeps it in the old class after its change."""
+    forks = {r["ledger"] for r in run.log if r["record"] == "ledger" and r["parent"] is not None}
+    if not forks:
+        pytest.skip("a fixed mechanism never forks")
+    return _log(run, [r for r in run.log if not (r["record"] == "member" and r["ledger"] in forks)])
 
 
 def drop_ledger_line(run: Run) -> Run:
@@ -346,6 +359,7 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "repoint_user": (repoint_user, "members_mismatch"),
     "shared_ledger": (shared_ledger, "requirement_mismatch"),
     "fork_parent_missing": (fork_parent_missing, "missing_parent"),
+    "drop_fork_member_line": (drop_fork_member_line, "requirement_mismatch"),
     "drop_ledger_line": (drop_ledger_line, "unknown_ledger"),
     "member_moved_earlier": (member_moved_earlier, "member_before_registration"),
     "member_before_ledger_since": (member_before_ledger_since, "member_before_ledger"),
