@@ -1,17 +1,20 @@
 """Independent auditor: a spend log checked against the inputs and the releases (docs/mechanisms.md,
 "What the auditor proves").
 
-It imports nothing from the ledgers, the budget policies or the engine and trusts none of the
-records it reads: it rebuilds each ledger's spend series from the raw `spend` lines (stitching forks
-onto their parents before `since`), follows every user through its `member` lines, derives each
-user's declared requirements from the requirements input itself, and sums every window directly
-(a convolution per window length), so a bug in a ledger's running sums cannot hide behind its twin.
+It imports nothing from the ledgers, the budget policies or the engine (of the configuration it
+reads only the mechanism's name, the slot clock, the caps, the field names and the global (w, E)),
+and it trusts none of the records it reads: it rebuilds each ledger's spend series from the raw
+`spend` lines (stitching forks onto their parents before `since`), follows every user through its
+`member` lines, derives each user's declared requirements from the requirements input itself, and
+sums every window directly (a convolution per window length), so a bug in a ledger's running sums
+cannot hide behind its twin.
 
 Two modes:
 - quick (`audit_records(log)`): the ledger-level checks the log alone allows (windows against the
   requirement each line states, line rules, duplicates, forks);
-- full (`audit_records(log, AuditInputs(...))`): also every user's windows against the requirement
-  the user declared, membership, gaps, member counts, and every line against its slot's release.
+- full (`audit_records(log, AuditInputs.build(requirement_lines, releases, config))`): also every
+  user's windows against the requirement the user declared, membership, gaps, member counts, and
+  every line against its slot's release.
 
 Every finding is a `Violation` with a `rule` name (the `RULES` below); tolerance 1e-9.
 """
@@ -90,6 +93,10 @@ class Violation:
     detail: str
     ledger: str | None = None
     user: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"unknown audit rule {self.rule!r}")
 
     def __str__(self) -> str:
         where = [f"slot {self.slot}"]

@@ -204,3 +204,14 @@ def test_the_auditor_stays_independent():
 def test_corrupt_records_are_input_errors(broken):
     with pytest.raises(AuditInputError, match="record 1"):
         audit_records([broken])
+
+
+def test_every_rule_is_documented_and_caught_by_the_mutation_suite():
+    from tests.jobs.test_audit_mutations import MUTATIONS
+
+    page = (Path(__file__).parents[2] / "docs" / "mechanisms.md").read_text()
+    assert [rule for rule in audit.RULES if f"`{rule}`" not in page] == []
+    expected = {e if isinstance(e, str) else e(name) for _, e in MUTATIONS.values() for name in MECHANISMS}
+    by_unit_tests = {"skip_spent", "ledger_fixed_window", "ledger_backward_window", "ledger_forward_window",
+                     "user_backward_window"}
+    assert set(audit.RULES) - expected - by_unit_tests == set()

@@ -288,6 +288,26 @@ def line_before_since(run: Run) -> Run:
     return _log(run, [*run.log, {**line, "slot": late["since"] - 1}])
 
 
+def unknown_kind(run: Run) -> Run:
+    return _edit(run, _middle_line(run), lambda r: r.update(kind="maybe"))
+
+
+def second_ledger_line(run: Run) -> Run:
+    """A second ledger line for an existing id, with another since."""
+    first = next(r for r in run.log if r["record"] == "ledger")
+    return _log(run, [*run.log, {**first, "since": first["since"] + 1}])
+
+
+def fork_before_parent(run: Run) -> Run:
+    """A ledger of slot 1 claims to be forked from a ledger created later."""
+    late = next(r["ledger"] for r in run.log if r["record"] == "ledger" and r["since"] > 1)
+    return _edit(run, lambda r: r["record"] == "ledger" and r["since"] == 1, lambda r: r.update(parent=late))
+
+
+def release_kind_unknown(run: Run) -> Run:
+    return replace(run, releases=({**run.releases[0], "kind": "oops"}, *run.releases[1:]))
+
+
 def intruder_member(run: Run) -> Run:
     ledger = _busiest(run)
     return _log(run, [*run.log, {"record": "member", "user": "intruder", "ledger": ledger, "since": 1}])
@@ -365,6 +385,10 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "member_before_ledger_since": (member_before_ledger_since, "member_before_ledger"),
     "line_before_since": (line_before_since, "line_before_since"),
     "intruder_member": (intruder_member, "unregistered_member"),
+    "unknown_kind": (unknown_kind, "bad_kind"),
+    "second_ledger_line": (second_ledger_line, "duplicate_ledger"),
+    "fork_before_parent": (fork_before_parent, "bad_fork"),
+    "release_kind_unknown": (release_kind_unknown, "bad_release"),
     "release_kind_changed": (release_kind_changed, "kind_mismatch"),
     "release_dropped": (release_dropped, "release_missing"),
     "release_duplicated": (release_duplicated, "release_duplicate"),
