@@ -26,7 +26,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,7 @@ BASELINE_MECHANISMS = ("Uniform", "Sample", "BD", "BA")
 AnyRequirement: TypeAlias = Requirement | DynamicRequirement
 #: Slots first..last (inclusive) that hold one requirement.
 Run: TypeAlias = tuple[int, int, AnyRequirement]
+T = TypeVar("T")
 
 #: Every rule a finding can carry, with what it means (docs/mechanisms.md, "What the auditor proves").
 RULES = {
@@ -369,14 +370,15 @@ def _window_sums(spend: np.ndarray, w: int) -> np.ndarray:
     return np.convolve(spend, np.ones(w))[: len(spend)]
 
 
-def _runs(items: Iterable[tuple[int, AnyRequirement]]) -> list[Run]:
-    """(slot, requirement) pairs, sorted by slot, merged into runs of consecutive slots with one requirement."""
-    runs: list[Run] = []
-    for slot, requirement in items:
-        if runs and runs[-1][1] == slot - 1 and runs[-1][2] == requirement:
-            runs[-1] = (runs[-1][0], slot, requirement)
+def _runs(items: Iterable[tuple[int, T]]) -> list[tuple[int, int, T]]:
+    """(slot, value) pairs, sorted by slot, merged into runs (first, last, value) of consecutive slots
+    with one value."""
+    runs: list[tuple[int, int, T]] = []
+    for slot, value in items:
+        if runs and runs[-1][1] == slot - 1 and runs[-1][2] == value:
+            runs[-1] = (runs[-1][0], slot, value)
         else:
-            runs.append((slot, slot, requirement))
+            runs.append((slot, slot, value))
     return runs
 
 
@@ -530,14 +532,19 @@ def _membership(
         lines = log.spends.get(ledger, {})
         if ledger not in log.ledgers and lines:
             found.append(Violation("unknown_ledger", min(lines), "spend lines for an unknown ledger", ledger))
-        for slot in np.flatnonzero(live[1: horizon + 1] > 0) + 1:
-            if int(slot) not in lines:
-                found.append(Violation("gap", int(slot), f"{live[slot]} members but no spend line", ledger))
-        for slot, line in sorted(lines.items()):
-            expected = int(live[slot]) if slot <= horizon else 0
-            if line.members != expected:
-                found.append(Violation("members_mismatch", slot,
-                                       f"line says {line.members} members, member lines say {expected}", ledger))
+        gaps = [int(slot) for slot in np.flatnonzero(live[1: horizon + 1] > 0) + 1 if int(slot) not in lines]
+        for first, last in _spans(gaps):
+            found.append(Violation("gap", first, f"slots {first}..{last}: members but no spend line", ledger))
+        wrong = {slot: (line.members, int(live[slot]) if slot <= horizon else 0) for slot, line in lines.items()}
+        for first, last in _spans(sorted(slot for slot, (said, real) in wrong.items() if said != real)):
+            said, real = wrong[first]
+            found.append(Violation("members_mismatch", first, f"slots {first}..{last}: line says {said} members, "
+                                   f"member lines say {real} (at slot {first})", ledger))
+
+
+def _spans(slots: list[int]) -> list[tuple[int, int]]:
+    """Sorted slots as runs of consecutive slots (first, last): one finding per run, not per slot."""
+    return [(first, last) for first, last, _ in _runs((slot, None) for slot in slots)]
 
 
 def _serves(ledger: AnyRequirement, user: AnyRequirement, global_requirement: Requirement | None) -> bool:
