@@ -1,16 +1,22 @@
-"""Independent auditor: recomputes every window sum from the raw spend log (mechanisms.md section 9).
+"""Independent auditor: a spend log checked against the inputs and the releases (docs/mechanisms.md,
+"What the auditor proves").
 
-It imports nothing from the ledgers: it rebuilds each ledger's spend series from the log's
-`spend` lines (stitching forked ledgers onto their parents' history before `since`), then sums
-every window directly, so a bug in a ledger's running sums cannot hide behind its twin here.
+It imports nothing from the ledgers, the budget policies or the engine (of the configuration it
+reads only the mechanism's name, the slot clock, the caps, the field names and the global (w, E)),
+and it trusts none of the records it reads: it rebuilds each ledger's spend series from the raw
+`spend` lines (stitching forks onto their parents before `since`), follows every user through its
+`member` lines, derives each user's declared requirements from the requirements input itself, and
+sums every window directly (a convolution per window length), so a bug in a ledger's running sums
+cannot hide behind its twin.
 
-Checks, each with tolerance 1e-9:
-- fixed requirement (w, E): every w consecutive slots spend at most E;
-- dynamic: every backward window ending at t spends at most max(EB_t, what the window had spent
-  before t) (an infeasible EB is projected, so the slot itself must then spend 0), and every
-  forward window declared at tau spends at most EF_tau;
-- spends are finite and >= 0, a skip spends no publication budget, a nullified slot spends
-  nothing, and no ledger has two lines for one slot.
+Two modes:
+- quick (`audit_records(log)`): the ledger-level checks the log alone allows (windows against the
+  requirement each line states, line rules, duplicates, forks);
+- full (`audit_records(log, AuditInputs.build(requirement_lines, releases, config))`): also every
+  user's windows against the requirement the user declared, membership, gaps, member counts, and
+  every line against its slot's release.
+
+Every finding is a `Violation` with a `rule` name (the `RULES` below); tolerance 1e-9.
 """
 
 from __future__ import annotations
@@ -18,163 +24,690 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
+from pwevent.jobs.common.config import Config, RequirementFields
+from pwevent.jobs.common.records import Rejected, parse_requirement_update
+from pwevent.jobs.common.slots import SlotClock
+from pwevent.state.errors import InvalidRequirementError
+from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
+
 TOLERANCE = 1e-9
+KINDS = ("publish", "skip", "nullify")
+#: Mechanism families, kept here on purpose (independence); a test checks them against the policies.
+DYNAMIC_MECHANISMS = ("DPBD", "DPBA")
+BASELINE_MECHANISMS = ("Uniform", "Sample", "BD", "BA")
+
+AnyRequirement: TypeAlias = Requirement | DynamicRequirement
+#: Slots first..last (inclusive) that hold one requirement.
+Run: TypeAlias = tuple[int, int, AnyRequirement]
+T = TypeVar("T")
+
+#: Every rule a finding can carry, with what it means (docs/mechanisms.md, "What the auditor proves").
+RULES = {
+    "bad_spend": "a spend that is not a finite number >= 0",
+    "bad_kind": "a spend line whose kind is not publish, skip or nullify",
+    "duplicate_line": "two spend lines of one ledger for one slot",
+    "duplicate_ledger": "two ledger lines for one ledger id",
+    "skip_spent": "publication spend on a skipped slot",
+    "nullify_spent": "spend on a nullified slot",
+    "missing_parent": "a fork whose parent ledger is not in the log (or whose ancestry loops)",
+    "bad_fork": "a fork that starts before its parent",
+    "line_before_since": "a spend line of a ledger before its since (that history is the parent's)",
+    "ledger_fixed_window": "w consecutive slots of a ledger over the E its lines state",
+    "ledger_backward_window": "a ledger's backward window over the EB its line states",
+    "ledger_forward_window": "a ledger's forward window over the EF its line stated at tau",
+    "unknown_ledger": "a spend or member line for a ledger without a ledger line",
+    "member_before_ledger": "a member line joining a ledger before the ledger's since",
+    "gap": "a slot where a ledger has members but no spend line",
+    "members_mismatch": "a spend line whose members differ from the member lines",
+    "unregistered_member": "a member line for a user without a valid requirement in the input",
+    "missing_member": "a registered user not in any ledger from its registration slot on",
+    "member_before_registration": "a member line before the user's registration slot",
+    "requirement_mismatch": "a user's ledger runs at a requirement other than the user's declared one",
+    "user_fixed_window": "w consecutive slots of a user over the user's declared E",
+    "user_backward_window": "a user's backward window over the user's declared EB",
+    "user_forward_window": "a user's forward window over the EF the user declared at tau",
+    "release_missing": "a slot between 1 and the last release without a release",
+    "release_duplicate": "two releases for one slot",
+    "bad_release": "a release whose kind is not publish, skip or nullify",
+    "no_release": "a spend line for a slot without a release",
+    "kind_mismatch": "a spend line whose kind differs from its slot's release",
+    "calculation_without_dissimilarity": "calculation spend on a slot whose release ran no dissimilarity",
+}
+
+
+class AuditInputError(ValueError):
+    """An input the auditor cannot read (not JSON, a record without its fields): exit code 2."""
 
 
 @dataclass(frozen=True)
 class Violation:
-    ledger: str
-    slot: int
+    """One finding: which rule, at which slot, for which ledger and/or user."""
+
     rule: str
+    slot: int
     detail: str
+    ledger: str | None = None
+    user: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"unknown audit rule {self.rule!r}")
 
     def __str__(self) -> str:
-        return f"ledger {self.ledger} slot {self.slot}: {self.rule}: {self.detail}"
+        where = [f"slot {self.slot}"]
+        where += [f"ledger {self.ledger}"] if self.ledger is not None else []
+        where += [f"user {self.user}"] if self.user is not None else []
+        return f"{' '.join(where)}: {self.rule}: {self.detail}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class AuditReport:
-    ledgers: int = 0
-    spend_lines: int = 0
-    windows_checked: int = 0
-    violations: list[Violation] = field(default_factory=list)
-    members: dict[str, list[str]] = field(default_factory=dict)
+    """What was audited and every finding; `skipped` names the checks a quick audit left out."""
+
+    ledgers: int
+    users: int
+    spend_lines: int
+    windows_checked: int
+    violations: tuple[Violation, ...]
+    skipped: str | None = None
+    members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.violations
 
+    def rules(self) -> set[str]:
+        return {v.rule for v in self.violations}
+
     def render(self, limit: int = 50) -> str:
         head = (
-            f"audited {self.ledgers} ledgers, {self.spend_lines} spend lines, "
+            f"audited {self.ledgers} ledgers, {self.users} users, {self.spend_lines} spend lines, "
             f"{self.windows_checked} windows: "
         )
-        if self.ok:
-            return head + "no violation"
-        lines = [head + f"{len(self.violations)} VIOLATIONS"]
+        lines = [head + ("no violation" if self.ok else f"{len(self.violations)} VIOLATIONS")]
         for v in self.violations[:limit]:
-            users = self.members.get(v.ledger, [])
-            who = f" (users {', '.join(users[:5])}{' ...' if len(users) > 5 else ''})" if users else ""
-            lines.append(f"  {v}{who}")
+            users = self.members.get(v.ledger, ()) if v.user is None and v.ledger is not None else ()
+            more = " ..." if len(users) > 5 else ""
+            lines.append(f"  {v}" + (f" (users {', '.join(users[:5])}{more})" if users else ""))
         if len(self.violations) > limit:
             lines.append(f"  ... and {len(self.violations) - limit} more")
+        if self.skipped:
+            lines.append(f"NOT CHECKED: {self.skipped}")
         return "\n".join(lines)
 
 
-@dataclass
-class _Series:
-    parent: str | None = None
-    since: int | None = None
-    lines: dict[int, dict[str, Any]] = field(default_factory=dict)
+@dataclass(frozen=True)
+class Declared:
+    """A user's declared requirement timeline from the input, (slot, requirement in force from
+    there on); `updates[0]` is the registration."""
+
+    updates: tuple[tuple[int, AnyRequirement], ...]
+
+    @property
+    def registered(self) -> int:
+        return self.updates[0][0]
+
+    def runs(self, last: int) -> list[Run]:
+        """The declared requirements as runs of slots, from the registration up to slot `last`."""
+        ends = [since - 1 for since, _ in self.updates[1:]] + [last]
+        return [(since, min(end, last), req) for (since, req), end in zip(self.updates, ends, strict=True)
+                if since <= min(end, last)]
+
+
+@dataclass(frozen=True)
+class Release:
+    """What the auditor needs of one release line."""
+
+    kind: str
+    dissimilarity_ran: bool
+
+
+@dataclass(frozen=True)
+class InputRules:
+    """What decides whether a requirement record registers its user (docs/formats.md, Requirement):
+    the mechanism family, the slot clock, the caps and, for a baseline, the global requirement."""
+
+    mechanism: str
+    clock: SlotClock
+    caps: RequirementCaps
+    fields: RequirementFields
+    global_requirement: Requirement | None
+
+    @classmethod
+    def from_config(cls, config: Config) -> InputRules:
+        global_ = None
+        if config.mechanism in BASELINE_MECHANISMS and config.window is not None and config.epsilon is not None:
+            global_ = Requirement(config.window, config.epsilon)
+        return cls(config.mechanism, config.clock, config.caps, config.requirements, global_)
+
+    @property
+    def dynamic(self) -> bool:
+        return self.mechanism in DYNAMIC_MECHANISMS
+
+    def valid(self, requirement: AnyRequirement) -> bool:
+        """The right family for the mechanism and, under a baseline, covered by the global one."""
+        if self.dynamic != isinstance(requirement, DynamicRequirement):
+            return False
+        if self.global_requirement is not None:
+            assert isinstance(requirement, Requirement)
+            return self.global_requirement.covers(requirement)
+        return True
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """The full audit's inputs: each user's declared timeline, the releases, and, for a baseline,
+    the global requirement every ledger must run at."""
+
+    declared: Mapping[str, Declared]
+    releases: tuple[Any, ...]
+    global_requirement: Requirement | None
+
+    @classmethod
+    def build(
+        cls, requirement_lines: Iterable[tuple[str, str]], releases: Iterable[Any], config: Config
+    ) -> AuditInputs:
+        """From the raw requirement records (position, text), the release records and the run's configuration."""
+        rules = InputRules.from_config(config)
+        return cls(declared_requirements(requirement_lines, rules), tuple(releases), rules.global_requirement)
+
+
+def declared_requirements(lines: Iterable[tuple[str, str]], rules: InputRules) -> dict[str, Declared]:
+    """Each user's declared timeline from the raw requirement records (position, text), in input order.
+
+    Minimal on purpose: a record counts if it parses within the caps, is not before the origin and
+    is valid for the mechanism. The first one registers its user at its slot; a fixed mechanism keeps
+    it for ever; a dynamic one takes every later change from its slot on (the last record of a slot
+    wins). Records are ordered by time, then by input order, as the replay applies them.
+    """
+    parsed = []
+    for order, (_, text) in enumerate(lines):
+        try:
+            update = parse_requirement_update(text, rules.fields, rules.caps)
+        except Rejected:
+            continue
+        slot = rules.clock.slot_of(update.time_ms)
+        if slot >= 1 and rules.valid(update.requirement):
+            parsed.append((update.time_ms, order, slot, update.user, update.requirement))
+    timelines: dict[str, list[tuple[int, AnyRequirement]]] = {}
+    for _, _, slot, user, requirement in sorted(parsed, key=lambda item: (item[0], item[1])):
+        timeline = timelines.setdefault(user, [])
+        if not timeline:
+            timeline.append((slot, requirement))
+        elif rules.dynamic and requirement != timeline[-1][1]:
+            if timeline[-1][0] == slot:
+                timeline.pop()
+            if not timeline or requirement != timeline[-1][1]:
+                timeline.append((slot, requirement))
+    return {user: Declared(tuple(timeline)) for user, timeline in timelines.items() if timeline}
+
+
+# ----------------------------------------------------------------------------------------- the log
+
+
+@dataclass(frozen=True)
+class _Ledger:
+    ledger: str
+    parent: str | None
+    since: int
+    requirement: AnyRequirement
+
+
+@dataclass(frozen=True)
+class _Member:
+    user: str
+    ledger: str
+    since: int
+
+
+@dataclass(frozen=True)
+class _Spend:
+    ledger: str
+    slot: int
+    members: int
+    spend1: float
+    spend2: float
+    kind: str
+    requirement: AnyRequirement
+
+    @property
+    def total(self) -> float:
+        return self.spend1 + self.spend2
+
+
+@dataclass(frozen=True)
+class _Log:
+    ledgers: dict[str, _Ledger]
+    members: tuple[_Member, ...]
+    spends: dict[str, dict[int, _Spend]]
+    spend_lines: int
+
+
+def _need(rec: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...] = int, minimum: int = 1) -> Any:
+    """A field of a record, of the given type(s) and never a boolean, or AuditInputError. An integer
+    field is a slot (slots start at 1) unless another `minimum` is given."""
+    value = rec.get(key)
+    too_small = kind is int and isinstance(value, int) and value < minimum
+    if isinstance(value, bool) or not isinstance(value, kind) or too_small:
+        raise AuditInputError(f"{where}: field {key!r} is missing or mistyped ({value!r})")
+    return value
+
+
+def _requirement(rec: dict[str, Any], where: str, seen: dict[str, AnyRequirement]) -> AnyRequirement:
+    """A record's requirement; `seen` caches them by their text (a log repeats a handful millions of times)."""
+    obj = rec.get("requirement")
+    if not isinstance(obj, dict):
+        raise AuditInputError(f"{where}: field 'requirement' must be an object")
+    key = repr(obj)
+    if key not in seen:
+        try:
+            seen[key] = parse_requirement(obj)
+        except InvalidRequirementError as err:
+            raise AuditInputError(f"{where}: {err}") from None
+    return seen[key]
+
+
+def _amount(value: Any) -> float | None:
+    """A spend as a float, or None when it is not a finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def _read_log(records: Iterable[tuple[str, Any]], found: list[Violation]) -> _Log:
+    ledgers: dict[str, _Ledger] = {}
+    members: list[_Member] = []
+    spends: dict[str, dict[int, _Spend]] = defaultdict(dict)
+    seen: dict[str, AnyRequirement] = {}
+    lines = 0
+    for where, rec in records:
+        if not isinstance(rec, dict):
+            raise AuditInputError(f"{where}: not a JSON object")
+        kind = rec.get("record", "spend")
+        ledger = str(_need(rec, "ledger", where, (str, int)))
+        if kind == "ledger":
+            parent = rec.get("parent")
+            entry = _Ledger(ledger, None if parent is None else str(parent), _need(rec, "since", where),
+                            _requirement(rec, where, seen))
+            if ledger in ledgers and ledgers[ledger] != entry:
+                found.append(Violation("duplicate_ledger", entry.since, "two different ledger lines", ledger))
+            ledgers.setdefault(ledger, entry)
+        elif kind == "member":
+            user = str(_need(rec, "user", where, (str, int)))
+            members.append(_Member(user, ledger, _need(rec, "since", where)))
+        elif kind == "spend":
+            lines += 1
+            slot = _need(rec, "slot", where)
+            line_kind = rec.get("kind")
+            if line_kind not in KINDS:
+                found.append(Violation("bad_kind", slot, f"kind {line_kind!r}", ledger))
+            amounts = [_amount(rec.get(label)) for label in ("spend1", "spend2")]
+            for label, amount in zip(("spend1", "spend2"), amounts, strict=True):
+                if amount is None:
+                    found.append(Violation("bad_spend", slot, f"{label}={rec.get(label)!r}", ledger))
+            spend = _Spend(ledger, slot, _need(rec, "members", where, int, 0), amounts[0] or 0.0, amounts[1] or 0.0,
+                           str(line_kind), _requirement(rec, where, seen))
+            if slot in spends[ledger]:
+                found.append(Violation("duplicate_line", slot, "two spend lines for one slot", ledger))
+            else:
+                spends[ledger][slot] = spend
+        else:
+            raise AuditInputError(f"{where}: unknown record type {kind!r}")
+    return _Log(ledgers, tuple(members), dict(spends), lines)
+
+
+# ------------------------------------------------------------------------------------------ windows
 
 
 def _window_sums(spend: np.ndarray, w: int) -> np.ndarray:
-    """out[t] = spend[t - w + 1] + ... + spend[t] (trailing, zeros before the start), summed directly."""
+    """out[i] = spend[i - w + 1] + ... + spend[i] (zeros before the start), summed directly."""
     return np.convolve(spend, np.ones(w))[: len(spend)]
 
 
-def audit_records(records: Iterable[dict[str, Any]]) -> AuditReport:
-    report = AuditReport()
-    series: dict[str, _Series] = defaultdict(_Series)
-    for rec in records:
-        kind = rec.get("record", "spend")
-        if kind == "ledger":
-            s = series[str(rec["ledger"])]
-            s.parent = None if rec.get("parent") is None else str(rec["parent"])
-            s.since = int(rec["since"])
-        elif kind == "member":
-            report.members.setdefault(str(rec["ledger"]), []).append(str(rec["user"]))
-        elif kind == "spend":
-            report.spend_lines += 1
-            ledger, slot = str(rec["ledger"]), int(rec["slot"])
-            if slot in series[ledger].lines:
-                report.violations.append(Violation(ledger, slot, "duplicate", "two spend lines for one slot"))
-            series[ledger].lines[slot] = rec
-            _check_line(ledger, slot, rec, report)
-    report.ledgers = len(series)
-    for name in series:
-        _check_series(name, _stitch(name, series), report)
-    return report
+def _runs(items: Iterable[tuple[int, T]]) -> list[tuple[int, int, T]]:
+    """(slot, value) pairs, sorted by slot, merged into runs (first, last, value) of consecutive slots
+    with one value."""
+    runs: list[tuple[int, int, T]] = []
+    for slot, value in items:
+        if runs and runs[-1][1] == slot - 1 and runs[-1][2] == value:
+            runs[-1] = (runs[-1][0], slot, value)
+        else:
+            runs.append((slot, slot, value))
+    return runs
 
 
-def _check_line(ledger: str, slot: int, rec: dict[str, Any], report: AuditReport) -> None:
-    for label in ("spend1", "spend2"):
-        value = rec.get(label)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            report.violations.append(Violation(ledger, slot, "bad spend", f"{label}={value!r}"))
-            return
-    s1, s2 = float(rec["spend1"]), float(rec["spend2"])
-    kind = rec.get("kind")
-    if kind == "skip" and s2 > TOLERANCE:
-        report.violations.append(Violation(ledger, slot, "skip spent", f"publication spend {s2} on a skipped slot"))
-    if kind == "nullify" and s1 + s2 > TOLERANCE:
-        report.violations.append(Violation(ledger, slot, "nullify spent", f"spend {s1 + s2} on a nullified slot"))
+def _window_findings(
+    spend: np.ndarray, first: int, runs: Iterable[Run], prefix: str, ledger: str | None, user: str | None,
+) -> tuple[int, list[Violation]]:
+    """Every window the requirements in `runs` impose on a series (`spend[i]` = slot `first + i`,
+    zeros outside), at every slot of every run: the fixed window ending at the slot, the backward
+    window ending there (an infeasible EB is projected up to what the window had already spent, so
+    the slot itself must spend 0) and the forward window starting there."""
+    by_window: dict[tuple[str, int], list[tuple[int, int, float]]] = defaultdict(list)
+    for start, end, requirement in runs:
+        if isinstance(requirement, Requirement):
+            by_window[("fixed", requirement.w)].append((start, end, requirement.epsilon))
+        else:
+            by_window[("backward", requirement.backward.w)].append((start, end, requirement.backward.epsilon))
+            by_window[("forward", requirement.forward.w)].append((start, end, requirement.forward.epsilon))
+    if not by_window:
+        return 0, []
+    padded = np.concatenate([spend, np.zeros(max(w for _, w in by_window))])
+    checked, found = 0, []
+    for (side, w), items in sorted(by_window.items()):
+        sums = _window_sums(padded, w)
+        index = np.concatenate([np.arange(start, end + 1) - first for start, end, _ in items])
+        bound = np.concatenate([np.full(end - start + 1, epsilon) for start, end, epsilon in items])
+        checked += len(index)
+        if side == "forward":
+            total, limit = sums[index + w - 1], bound
+        else:
+            total = sums[index]
+            limit = bound if side == "fixed" else np.maximum(bound, total - padded[index])
+        for i in np.flatnonzero(total > limit + TOLERANCE):
+            slot = int(index[i]) + first
+            span = f"{slot}..{slot + w - 1}" if side == "forward" else f"{slot - w + 1}..{slot}"
+            found.append(Violation(f"{prefix}_{side}_window", slot,
+                                   f"{side} window {span} (w={w}) spent {total[i]:.12g} > {limit[i]:.12g}",
+                                   ledger, user))
+    return checked, found
 
 
-def _stitch(name: str, series: dict[str, _Series]) -> dict[int, dict[str, Any]]:
-    """Spend lines of a ledger, preceded by its ancestors' lines before each fork's `since`."""
-    own = series[name]
-    lines = dict(own.lines)
-    parent, cutoff, seen = own.parent, own.since, {name}
-    while parent is not None and parent not in seen and cutoff is not None:
+# ------------------------------------------------------------------------------------ ledger level
+
+
+def _stitch(name: str, log: _Log, found: list[Violation]) -> dict[int, _Spend]:
+    """A ledger's lines, preceded by its ancestors' lines before each fork's `since`."""
+    lines = dict(log.spends.get(name, {}))
+    own = log.ledgers.get(name)
+    if own is None:
+        return lines
+    seen, cutoff, parent = {name}, own.since, own.parent
+    while parent is not None:
+        ancestor = log.ledgers.get(parent)
+        if ancestor is None or parent in seen:
+            problem = "is not in the log" if ancestor is None else "loops back"
+            found.append(Violation("missing_parent", own.since, f"parent {parent} {problem}", name))
+            break
         seen.add(parent)
-        ancestor = series.get(parent, _Series())
-        for slot, rec in ancestor.lines.items():
-            if slot < cutoff and slot not in lines:
-                lines[slot] = rec
-        parent, cutoff = ancestor.parent, min(cutoff, ancestor.since) if ancestor.since is not None else cutoff
+        for slot, line in log.spends.get(parent, {}).items():
+            if slot < cutoff:
+                lines.setdefault(slot, line)
+        cutoff, parent = min(cutoff, ancestor.since), ancestor.parent
     return lines
 
 
-def _check_series(name: str, lines: dict[int, dict[str, Any]], report: AuditReport) -> None:
-    if not lines:
-        return
-    first, last = min(lines), max(lines)
-    slots = np.arange(first, last + 1)
-    spend = np.zeros(len(slots))
-    for slot, rec in lines.items():
-        spend[slot - first] = float(rec["spend1"]) + float(rec["spend2"])
-    by_rule: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)
-    for slot, rec in lines.items():
-        req = rec["requirement"]
-        if "w" in req:
-            by_rule[("fixed", int(req["w"]))].append((slot, float(req["epsilon"])))
-        else:
-            by_rule[("backward", int(req["backward"]["w"]))].append((slot, float(req["backward"]["epsilon"])))
-            by_rule[("forward", int(req["forward"]["w"]))].append((slot, float(req["forward"]["epsilon"])))
-    padded = np.concatenate([spend, np.zeros(max(w for _, w in by_rule))])
-    for (rule, w), bounds in by_rule.items():
-        sums = _window_sums(padded, w)
-        for slot, bound in bounds:
-            i = slot - first
-            report.windows_checked += 1
-            if rule == "forward":
-                total = sums[i + w - 1]
-                limit, where = bound, f"forward window {slot}..{slot + w - 1}"
-            else:
-                total = sums[i]
-                limit = bound if rule == "fixed" else max(bound, total - spend[i])
-                where = f"{rule} window {slot - w + 1}..{slot}"
-            if total > limit + TOLERANCE:
-                report.violations.append(
-                    Violation(name, slot, f"{rule} w={w}", f"{where} spent {total:.12g} > {limit:.12g}")
-                )
+def _ledger_checks(log: _Log, found: list[Violation]) -> int:
+    checked = 0
+    for name, entry in log.ledgers.items():
+        parent = log.ledgers.get(entry.parent) if entry.parent is not None else None
+        if parent is not None and entry.since < parent.since:
+            found.append(Violation("bad_fork", entry.since, f"starts before its parent {parent.ledger} "
+                                   f"(since {parent.since})", name))
+        for slot in sorted(s for s in log.spends.get(name, {}) if s < entry.since):
+            found.append(Violation("line_before_since", slot, f"the ledger starts at {entry.since}", name))
+    for name in sorted(set(log.ledgers) | set(log.spends)):
+        lines = _stitch(name, log, found)
+        if not lines:
+            continue
+        first, last = min(lines), max(lines)
+        spend = np.zeros(last - first + 1)
+        for slot, line in lines.items():
+            spend[slot - first] = line.total
+        runs = _runs((slot, lines[slot].requirement) for slot in sorted(lines))
+        n, more = _window_findings(spend, first, runs, "ledger", name, None)
+        checked += n
+        found += more
+    return checked
 
 
-def audit_file(path: str) -> AuditReport:
-    def records() -> Iterable[dict[str, Any]]:
-        with open(path, encoding="utf-8") as handle:
+def _line_rules(line: _Spend, release: Release | None, found: list[Violation]) -> None:
+    """What a slot's decision lets a line spend: the release's kind when known, else the line's own."""
+    kind = line.kind if release is None else release.kind
+    if kind == "skip" and line.spend2 > TOLERANCE:
+        found.append(Violation("skip_spent", line.slot, f"publication spend {line.spend2} on a skip", line.ledger))
+    if kind == "nullify" and line.total > TOLERANCE:
+        found.append(Violation("nullify_spent", line.slot, f"spend {line.total} on a nullified slot", line.ledger))
+    if release is not None and not release.dissimilarity_ran and line.spend1 > TOLERANCE:
+        found.append(Violation("calculation_without_dissimilarity", line.slot,
+                               f"calculation spend {line.spend1}", line.ledger))
+
+
+# ------------------------------------------------------------------------------------- full audit
+
+
+def _releases(records: Iterable[dict[str, Any]], found: list[Violation]) -> dict[int, Release]:
+    out: dict[int, Release] = {}
+    for number, rec in enumerate(records, 1):
+        where = f"release {number}"
+        if not isinstance(rec, dict):
+            raise AuditInputError(f"{where}: not a JSON object")
+        slot = _need(rec, "slot", where)
+        kind = rec.get("kind")
+        if kind not in KINDS:
+            found.append(Violation("bad_release", slot, f"kind {kind!r}"))
+        if slot in out:
+            found.append(Violation("release_duplicate", slot, "two releases for one slot"))
+            continue
+        out[slot] = Release(str(kind), rec.get("dissimilarity") is not None)
+    for slot in range(1, max(out, default=0) + 1):
+        if slot not in out:
+            found.append(Violation("release_missing", slot, "no release for this slot"))
+    return out
+
+
+def _segments(members: list[_Member]) -> tuple[tuple[str, int], ...]:
+    """A user's (ledger, since) in order; of several member lines at one slot the last one holds."""
+    by_slot: dict[int, str] = {}
+    for member in sorted(members, key=lambda m: m.since):  # stable: file order within a slot
+        by_slot[member.since] = member.ledger
+    return tuple((ledger, since) for since, ledger in sorted(by_slot.items()))
+
+
+def _membership(
+    log: _Log, users: dict[str, tuple[tuple[str, int], ...]], horizon: int, found: list[Violation]
+) -> None:
+    """Member lines against ledgers: known ledger, not before its since; then, per ledger and slot up
+    to the last release, a spend line exactly when it has members, with their number."""
+    counts: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(horizon + 2, dtype=np.int64))
+    for user, segments in users.items():
+        for i, (ledger, since) in enumerate(segments):
+            entry = log.ledgers.get(ledger)
+            if entry is None:
+                found.append(Violation("unknown_ledger", since, "member line for an unknown ledger", ledger, user))
+            elif since < entry.since:
+                found.append(Violation("member_before_ledger", since, f"the ledger starts at {entry.since}",
+                                       ledger, user))
+            end = segments[i + 1][1] if i + 1 < len(segments) else horizon + 1
+            counts[ledger][min(since, horizon + 1)] += 1
+            counts[ledger][min(end, horizon + 1)] -= 1
+    for ledger in sorted(set(counts) | set(log.spends)):
+        live = np.cumsum(counts[ledger])
+        lines = log.spends.get(ledger, {})
+        if ledger not in log.ledgers and lines:
+            found.append(Violation("unknown_ledger", min(lines), "spend lines for an unknown ledger", ledger))
+        gaps = [int(slot) for slot in np.flatnonzero(live[1: horizon + 1] > 0) + 1 if int(slot) not in lines]
+        for first, last in _spans(gaps):
+            found.append(Violation("gap", first, f"slots {first}..{last}: members but no spend line", ledger))
+        wrong = {slot: (line.members, int(live[slot]) if slot <= horizon else 0) for slot, line in lines.items()}
+        for first, last in _spans(sorted(slot for slot, (said, real) in wrong.items() if said != real)):
+            said, real = wrong[first]
+            found.append(Violation("members_mismatch", first, f"slots {first}..{last}: line says {said} members, "
+                                   f"member lines say {real} (at slot {first})", ledger))
+
+
+def _spans(slots: list[int]) -> list[tuple[int, int]]:
+    """Sorted slots as runs of consecutive slots (first, last): one finding per run, not per slot."""
+    return [(first, last) for first, last, _ in _runs((slot, None) for slot in slots)]
+
+
+def _serves(ledger: AnyRequirement, user: AnyRequirement, global_requirement: Requirement | None) -> bool:
+    """A personalized ledger serves a user when it runs at exactly the user's requirement. A baseline
+    ledger runs at the global requirement, which must cover the user's (window at least as long,
+    budget at most as large): every window of the user's lies inside one of the global's, so it
+    spends at most the global E, which is at most the user's."""
+    if global_requirement is None:
+        return ledger == user
+    return ledger == global_requirement and isinstance(user, Requirement) and global_requirement.covers(user)
+
+
+@dataclass(frozen=True)
+class _LedgerSeries:
+    """A ledger's own lines as arrays (slots ascending, their total spends) and its requirement runs."""
+
+    slots: np.ndarray
+    totals: np.ndarray
+    runs: list[Run]
+
+    @classmethod
+    def of(cls, lines: Mapping[int, _Spend]) -> _LedgerSeries:
+        slots = sorted(lines)
+        totals = np.array([lines[slot].total for slot in slots], dtype=float)
+        return cls(np.array(slots, dtype=np.int64), totals, _runs((slot, lines[slot].requirement) for slot in slots))
+
+
+def _user_checks(
+    log: _Log, inputs: AuditInputs, users: dict[str, tuple[tuple[str, int], ...]], horizon: int,
+    found: list[Violation],
+) -> int:
+    """Registration against membership, then, once per distinct (membership, timeline), the user's
+    series from its member lines against the requirements the user declared."""
+    for user in sorted(set(users) - set(inputs.declared)):
+        found.append(Violation("unregistered_member", users[user][0][1], "no valid requirement in the input",
+                               users[user][0][0], user))
+    groups: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    for user, declared in sorted(inputs.declared.items()):
+        if declared.registered > horizon:
+            continue
+        segments = users.get(user)
+        if not segments:
+            found.append(Violation("missing_member", declared.registered, "registered but in no ledger", None, user))
+            continue
+        groups[(segments, declared.updates)].append(user)
+    series = {name: _LedgerSeries.of(lines) for name, lines in log.spends.items()}
+    empty = _LedgerSeries.of({})
+    checked = 0
+    for (segments, _), names in groups.items():
+        declared = inputs.declared[names[0]]
+        who = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} with the same history)"
+        first_member = segments[0][1]
+        if first_member < declared.registered:
+            found.append(Violation("member_before_registration", first_member,
+                                   f"registered at {declared.registered}", segments[0][0], who))
+        elif first_member > declared.registered:
+            found.append(Violation("missing_member", declared.registered,
+                                   f"in no ledger before slot {first_member}", None, who))
+        start = min(first_member, declared.registered)
+        spend = np.zeros(horizon - start + 1)
+        wanted = declared.runs(horizon)
+        for i, (ledger, since) in enumerate(segments):
+            end = min(segments[i + 1][1] - 1 if i + 1 < len(segments) else horizon, horizon)
+            own = series.get(ledger, empty)
+            lo, hi = np.searchsorted(own.slots, since), np.searchsorted(own.slots, end, side="right")
+            spend[own.slots[lo:hi] - start] = own.totals[lo:hi]
+            entry = log.ledgers.get(ledger)
+            joined = [(since, since, entry.requirement)] if entry is not None else []
+            for label, runs in (("ledger line", joined), ("spend line", own.runs)):
+                clash = _first_mismatch(runs, wanted, since, end, inputs.global_requirement)
+                if clash is not None:
+                    slot, have, want = clash
+                    found.append(Violation("requirement_mismatch", slot, f"{label} {have.to_json()}, "
+                                           f"declared {want.to_json()}", ledger, who))
+        n, more = _window_findings(spend, start, wanted, "user", None, who)
+        checked += n
+        found += more
+    return checked
+
+
+def _first_mismatch(
+    have: list[Run], want: list[Run], start: int, end: int, global_requirement: Requirement | None
+) -> tuple[int, AnyRequirement, AnyRequirement] | None:
+    """The earliest slot in start..end where a ledger's requirement run does not serve the declared one."""
+    clashes = [
+        (max(a, c, start), ledger, user) for a, b, ledger in have for c, d, user in want
+        if max(a, c, start) <= min(b, d, end) and not _serves(ledger, user, global_requirement)
+    ]
+    return min(clashes, key=lambda clash: clash[0], default=None)
+
+
+def audit_records(records: Iterable[Any], inputs: AuditInputs | None = None) -> AuditReport:
+    """Audit a spend log (records as dicts); with `inputs`, the full audit (docs/mechanisms.md)."""
+    return _audit(((f"record {i}", rec) for i, rec in enumerate(records, 1)), inputs)
+
+
+def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> AuditReport:
+    found: list[Violation] = []
+    log = _read_log(records, found)
+    windows = _ledger_checks(log, found)
+    users: dict[str, tuple[tuple[str, int], ...]] = {}
+    if inputs is None:
+        for line in (line for lines in log.spends.values() for line in lines.values()):
+            _line_rules(line, None, found)
+        skipped = ("user-level checks (members, registrations, each user's windows against its declared "
+                   "requirement) and release checks; pass --requirements, --releases and --config")
+    else:
+        skipped = None
+        releases = _releases(inputs.releases, found)
+        horizon = max(releases, default=0)
+        for line in (line for lines in log.spends.values() for line in lines.values()):
+            release = releases.get(line.slot)
+            if release is None:
+                found.append(Violation("no_release", line.slot, "no release for this slot", line.ledger))
+            elif line.kind != release.kind:
+                found.append(Violation("kind_mismatch", line.slot, f"line {line.kind}, release {release.kind}",
+                                       line.ledger))
+            _line_rules(line, release, found)
+        by_user: dict[str, list[_Member]] = defaultdict(list)
+        for member in log.members:
+            by_user[member.user].append(member)
+        users = {user: _segments(members) for user, members in by_user.items()}
+        _membership(log, users, horizon, found)
+        windows += _user_checks(log, inputs, users, horizon, found)
+    found.sort(key=lambda v: (v.slot, v.rule, v.ledger or "", v.user or ""))
+    members: dict[str, list[str]] = defaultdict(list)
+    for member in log.members:
+        if member.user not in members[member.ledger]:
+            members[member.ledger].append(member.user)
+    return AuditReport(len(set(log.ledgers) | set(log.spends)), len(users), log.spend_lines, windows,
+                       tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()})
+
+
+def _json_lines(path: str) -> Iterator[tuple[str, Any]]:
+    """(path:line, parsed JSON) of every non-blank line; a line that is not JSON is an AuditInputError."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             for number, line in enumerate(handle, 1):
                 if line.strip():
                     try:
-                        yield json.loads(line)
+                        yield f"{path}:{number}", json.loads(line)
                     except json.JSONDecodeError as err:
-                        raise ValueError(f"{path}:{number}: not JSON ({err.msg})") from None
+                        raise AuditInputError(f"{path}:{number}: not JSON ({err.msg})") from None
+    except OSError as err:
+        raise AuditInputError(f"cannot read {path}: {err.strerror}") from None
 
-    return audit_records(records())
+
+def _text_lines(path: str) -> list[tuple[str, str]]:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            return [(f"{path}:{n}", line) for n, line in enumerate(handle, 1) if line.strip()]
+    except OSError as err:
+        raise AuditInputError(f"cannot read {path}: {err.strerror}") from None
+
+
+def audit_file(
+    spend_log: str, requirements: str | None = None, releases: str | None = None, config: Config | None = None
+) -> AuditReport:
+    """Audit a spend log file; with the requirements input, the releases and the configuration, the
+    full audit. Raises AuditInputError for an unreadable or corrupt file."""
+    inputs = None
+    if requirements is not None or releases is not None or config is not None:
+        if requirements is None or releases is None or config is None:
+            raise AuditInputError("the full audit needs the requirements, the releases and the configuration")
+        inputs = AuditInputs.build(_text_lines(requirements), (rec for _, rec in _json_lines(releases)), config)
+    return _audit(_json_lines(spend_log), inputs)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
-from pwevent.jobs.offline.audit import audit_file, audit_records
+import pytest
+
+from pwevent.jobs.cli.main import main
+from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.offline import audit
+from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
+from pwevent.operators.policies import BASELINES, MECHANISMS, mechanism
 
 FIXED = {"w": 3, "epsilon": 1.0}
 
@@ -38,7 +46,7 @@ def test_backward_projection_allows_only_zero_spend():
     ok = [spend("a", 1, 0.3, 0.3, loose), spend("a", 2, 0.0, 0.0, tight, "skip")]
     assert audit_records(ok).ok
     bad = [spend("a", 1, 0.3, 0.3, loose), spend("a", 2, 0.01, 0.0, tight, "skip")]
-    assert [v.rule for v in audit_records(bad).violations] == ["backward w=3"]
+    assert [v.rule for v in audit_records(bad).violations] == ["ledger_backward_window"]
 
 
 def test_forward_window_from_an_earlier_declaration_binds():
@@ -46,7 +54,7 @@ def test_forward_window_from_an_earlier_declaration_binds():
     later = {"backward": {"w": 1, "epsilon": 9.0}, "forward": {"w": 1, "epsilon": 9.0}}
     log = [spend("a", 1, 0.2, 0.5, first), spend("a", 2, 0.2, 0.5, later)]
     report = audit_records(log)
-    assert [v.rule for v in report.violations] == ["forward w=3"]
+    assert [v.rule for v in report.violations] == ["ledger_forward_window"]
 
 
 def test_forked_ledger_inherits_parent_history():
@@ -69,15 +77,141 @@ def test_line_level_rules():
         spend("d", 1, 0.1, 0.0, FIXED),
     ]
     rules = sorted(v.rule for v in audit_records(log).violations)
-    assert rules == ["bad spend", "duplicate", "nullify spent", "skip spent"]
+    assert rules == ["bad_spend", "duplicate_line", "nullify_spent", "skip_spent"]
 
 
 def test_audit_file_reports_bad_json(tmp_path):
     path = tmp_path / "log.jsonl"
     path.write_text(json.dumps(spend("a", 1, 0.1, 0.1, FIXED)) + "\n{oops\n")
-    try:
+    with pytest.raises(AuditInputError, match="log.jsonl:2"):
         audit_file(str(path))
-    except ValueError as err:
-        assert "log.jsonl:2" in str(err)
-    else:
-        raise AssertionError("bad JSON accepted")
+
+
+# ------------------------------------------------------------------------------- the full audit
+
+CONFIG = parse_config({"mechanism": "DPBD", "slot": "1s", "origin": 0, "domain": {"type": "binary"},
+                       "caps": {"max_w": 10}})
+LOOSE = {"backward": {"w": 2, "epsilon": 2.0}, "forward": {"w": 2, "epsilon": 2.0}}
+TIGHT = {"backward": {"w": 2, "epsilon": 0.5}, "forward": {"w": 2, "epsilon": 0.5}}
+
+
+def declared(user, slot, requirement):
+    return json.dumps({"user": user, "time": (slot - 1) * 1000, **requirement})
+
+
+def full(log, requirements, slots=6, config=CONFIG):
+    releases = [{"slot": t, "kind": "publish", "dissimilarity": 1.0} for t in range(1, slots + 1)]
+    lines = [(f"requirements:{n}", text) for n, text in enumerate(requirements, 1)]
+    return audit_records(log, AuditInputs.build(lines, releases, config))
+
+
+def test_opaque_ids_late_joins_and_a_dormant_class_pass():
+    """Ids are opaque strings; bob joins the root class of his requirement long after it was created,
+    while it is dormant (no members, no lines at 3..4, after alice forked away)."""
+    log = [
+        {"record": "ledger", "ledger": "r:9f2c", "parent": None, "since": 1, "requirement": LOOSE},
+        {"record": "member", "user": "alice", "ledger": "r:9f2c", "since": 1},
+        *[spend("r:9f2c", t, 0.1, 0.2, LOOSE) for t in (1, 2)],
+        {"record": "ledger", "ledger": "f:77aa", "parent": "r:9f2c", "since": 3, "requirement": TIGHT},
+        {"record": "member", "user": "alice", "ledger": "f:77aa", "since": 3},
+        *[spend("f:77aa", t, 0.05, 0.1, TIGHT) for t in range(3, 7)],
+        {"record": "member", "user": "bob", "ledger": "r:9f2c", "since": 5},
+        *[spend("r:9f2c", t, 0.4, 0.5, LOOSE) for t in (5, 6)],
+    ]
+    requirements = [declared("alice", 1, LOOSE), declared("alice", 3, TIGHT), declared("bob", 5, LOOSE)]
+    report = full(log, requirements)
+    assert report.ok, report.render()
+    assert report.users == 2
+
+
+def test_user_windows_use_the_declared_requirement_not_the_log():
+    """A strict user listed in a loose ledger: the ledger's own windows pass, the user's do not."""
+    log = [
+        {"record": "ledger", "ledger": "L", "parent": None, "since": 1, "requirement": LOOSE},
+        {"record": "member", "user": "strict", "ledger": "L", "since": 1},
+        *[spend("L", t, 0.4, 0.5, LOOSE) for t in range(1, 4)],
+    ]
+    report = full(log, [declared("strict", 1, TIGHT)], slots=3)
+    assert audit_records(log).ok
+    assert {"requirement_mismatch", "user_backward_window", "user_forward_window"} <= report.rules()
+
+
+def test_baseline_ledger_must_run_at_the_global_requirement():
+    config = parse_config({"mechanism": "BD", "slot": "1s", "origin": 0, "domain": {"type": "binary"},
+                           "window": 4, "epsilon": 1.0})
+    own, stricter = {"w": 2, "epsilon": 3.0}, {"w": 5, "epsilon": 1.0}
+    log = [
+        {"record": "ledger", "ledger": "g", "parent": None, "since": 1, "requirement": {"w": 4, "epsilon": 1.0}},
+        {"record": "member", "user": "u", "ledger": "g", "since": 1},
+        *[spend("g", t, 0.1, 0.1, {"w": 4, "epsilon": 1.0}) for t in (1, 2)],
+    ]
+    assert full(log, [declared("u", 1, own)], slots=2, config=config).ok
+    log[0] = {**log[0], "requirement": stricter}
+    assert full(log, [declared("u", 1, own)], slots=2, config=config).rules() == {"requirement_mismatch"}
+
+
+def test_the_quick_audit_says_what_it_skipped():
+    report = audit_records([spend("a", 1, 0.1, 0.1)])
+    assert report.ok and report.skipped and "NOT CHECKED" in report.render()
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text("mechanism: DPBD\nslot: 1s\norigin: 0\ndomain: {type: binary}\ncaps: {max_w: 10}\n")
+    log = [{"record": "ledger", "ledger": "L", "parent": None, "since": 1, "requirement": LOOSE},
+           {"record": "member", "user": "a", "ledger": "L", "since": 1}, spend("L", 1, 0.1, 0.2, LOOSE)]
+    paths = {name: tmp_path / f"{name}.jsonl" for name in ("spend", "req", "rel")}
+    paths["spend"].write_text("".join(json.dumps(r) + "\n" for r in log))
+    paths["req"].write_text(declared("a", 1, LOOSE) + "\n")
+    paths["rel"].write_text(json.dumps({"slot": 1, "kind": "publish", "dissimilarity": 2.0}) + "\n")
+    args = ["audit", "--spend-log", str(paths["spend"]), "--requirements", str(paths["req"]),
+            "--releases", str(paths["rel"]), "--config", str(config)]
+    assert main(args) == 0
+    assert "NOT CHECKED" not in capsys.readouterr().out
+    assert main(args[:3]) == 0
+    assert "NOT CHECKED" in capsys.readouterr().out
+    paths["rel"].write_text(json.dumps({"slot": 1, "kind": "skip", "dissimilarity": 2.0}) + "\n")
+    assert main(args) == 1
+    assert "kind_mismatch" in capsys.readouterr().out
+    assert main(args[:5]) == 2
+    paths["spend"].write_text('{"record": "spend", "ledger": "L"}\n')
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "cannot audit" in err and "spend.jsonl:1" in err and "Traceback" not in err
+    assert main(["audit", "--spend-log", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_the_auditor_stays_independent():
+    """It imports nothing from the ledgers, the policies or the engine, and its mechanism families
+    agree with the policies'."""
+    tree = ast.parse(Path(audit.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not {m for m in imported if m and m.endswith(("state.ledger", "operators.policies", "common.engine"))}
+    assert set(audit.BASELINE_MECHANISMS) == set(BASELINES)
+    assert set(audit.DYNAMIC_MECHANISMS) == {name for name in MECHANISMS if mechanism(name, 1, 1.0).dynamic}
+
+
+@pytest.mark.parametrize("broken", [
+    {"record": "spend", "ledger": "a", "slot": 0, "members": 1, "spend1": 0.0, "spend2": 0.0, "kind": "skip",
+     "requirement": FIXED},
+    {"record": "member", "user": "u", "ledger": "a"},
+    {"record": "spend", "ledger": "a", "slot": 1, "members": 1, "spend1": 0.0, "spend2": 0.0, "kind": "skip",
+     "requirement": {"w": 0, "epsilon": 1.0}},
+    {"record": "budget", "ledger": "a"},
+    ["not", "an", "object"],
+])
+def test_corrupt_records_are_input_errors(broken):
+    with pytest.raises(AuditInputError, match="record 1"):
+        audit_records([broken])
+
+
+def test_every_rule_is_documented_and_caught_by_the_mutation_suite():
+    from tests.jobs.test_audit_mutations import MUTATIONS
+
+    page = (Path(__file__).parents[2] / "docs" / "mechanisms.md").read_text()
+    assert [rule for rule in audit.RULES if f"`{rule}`" not in page] == []
+    expected = {e if isinstance(e, str) else e(name) for _, e in MUTATIONS.values() for name in MECHANISMS}
+    by_unit_tests = {"skip_spent", "ledger_fixed_window", "ledger_backward_window", "ledger_forward_window",
+                     "user_backward_window"}
+    assert set(audit.RULES) - expected - by_unit_tests == set()

@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from pwevent.jobs.common.config import ConfigError, parse_config
-from pwevent.jobs.streaming.job import sink_ddl, source_ddl, submit_command
+from pwevent.jobs.streaming.job import sink_ddl, submit_command
 from pwevent.jobs.streaming.settings import stream_settings
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
@@ -34,6 +34,8 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     ({"flink": {"state_backend": "memory"}}, "flink.state_backend"),
     ({"flink": {"parallelism": 0}}, "flink.parallelism"),
     ({"flink": {"checkpoint_interval": "soon"}}, "flink.checkpoint_interval"),
+    ({"flink": {"readback_idleness": "1s"}}, "flink.readback_idleness"),
+    ({"flink": {"max_lead": "soon"}}, "flink.max_lead"),
 ])
 def test_errors_name_the_key(sections, message) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
@@ -43,10 +45,9 @@ def test_errors_name_the_key(sections, message) -> None:
 def test_security_properties_reach_every_table() -> None:
     s = settings(kafka={"bootstrap": "127.0.0.1:1", "properties": {"security.protocol": "SASL_SSL",
                                                                   "sasl.jaas.config": "x password='p';"}})
-    for ddl in (source_ddl("a", "t", "events", s), sink_ddl("b", "t", "releases", True, s)):
-        assert "'properties.security.protocol' = 'SASL_SSL'" in ddl
-        assert "'properties.sasl.jaas.config' = 'x password=''p'';'" in ddl  # quotes escaped
-    assert "'properties.isolation.level' = 'read_committed'" in source_ddl("a", "t", "releases", s)
+    ddl = sink_ddl("b", "t", "releases", True, s)
+    assert "'properties.security.protocol' = 'SASL_SSL'" in ddl
+    assert "'properties.sasl.jaas.config' = 'x password=''p'';'" in ddl  # quotes escaped
     keyed = sink_ddl("b", "t", "releases", True, s)
     assert "'sink.delivery-guarantee' = 'exactly-once'" in keyed and "'key.fields' = 'k'" in keyed
     assert "'properties.transaction.timeout.ms' = '600000'" in keyed

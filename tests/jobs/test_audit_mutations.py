@@ -1,0 +1,419 @@
+"""Tampered spend logs, releases and inputs fail the full audit with the expected rule.
+
+Genuine runs come from the replay (30 users, 60 slots, seeded noise, users joining late and, under
+the dynamic mechanisms, changing their requirements so that ledgers fork) for every mechanism; each
+passes the full audit. Every mutation below then changes one thing and must be caught.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pwevent.jobs.common.config import Config, parse_config
+from pwevent.jobs.offline.audit import AuditInputs, AuditReport, audit_records
+from pwevent.jobs.offline.replay import run_replay
+from pwevent.operators.policies import BASELINES, MECHANISMS
+
+USERS, SLOTS = 30, 60
+DYNAMIC = ("DPBD", "DPBA")
+FIXED_LEVELS = [(4, 1.0), (6, 2.0), (8, 3.0)]
+DYNAMIC_LEVELS = [((1, 3.0), (6, 2.0)), ((3, 1.5), (4, 2.5)), ((2, 0.8), (8, 3.0))]
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One replay's spend log, releases and requirement input lines."""
+
+    config: Config
+    log: tuple[Record, ...]
+    releases: tuple[Record, ...]
+    requirements: tuple[str, ...]
+
+    def audit(self) -> AuditReport:
+        lines = [(f"requirements:{n}", text) for n, text in enumerate(self.requirements, 1)]
+        return audit_records(self.log, AuditInputs.build(lines, self.releases, self.config))
+
+    def spends(self) -> list[Record]:
+        return [r for r in self.log if r["record"] == "spend"]
+
+
+def inputs(dynamic: bool, seed: int = 11) -> tuple[list[Record], list[Record]]:
+    """Requirements and events: half the users register at slot 1, half later; dynamic users change."""
+    rng = np.random.default_rng(seed)
+    requirements, events = [], []
+    for u in range(USERS):
+        join = 1 if u < USERS // 2 else int(rng.integers(2, SLOTS // 2))
+        if dynamic:
+            slot, level = join, u % 3
+            while slot <= SLOTS:
+                (bw, be), (fw, fe) = DYNAMIC_LEVELS[level]
+                requirements.append({"user": f"u{u}", "time": (slot - 1) * 1000 + 5,
+                                     "backward": {"w": bw, "epsilon": be}, "forward": {"w": fw, "epsilon": fe}})
+                slot += int(rng.integers(8, 25))
+                level = (level + 1) % 3 if u % 2 else level
+        else:
+            w, epsilon = FIXED_LEVELS[u % 3]
+            if u == USERS - 1:  # a requirement nobody declared before: its root ledger starts late
+                (w, epsilon), join = (5, 2.5), SLOTS // 4
+            requirements.append({"user": f"u{u}", "time": (join - 1) * 1000 + 5, "w": w, "epsilon": epsilon})
+        for slot in range(join, SLOTS + 1):
+            if rng.random() < 0.8:
+                value = int(rng.random() < (0.3 if slot <= SLOTS // 2 else 0.7))
+                events.append({"user": f"u{u}", "time": (slot - 1) * 1000 + 500, "value": value})
+    requirements.sort(key=lambda r: r["time"])
+    return requirements, events
+
+
+@pytest.fixture(scope="module")
+def genuine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    runs = {}
+    for name in MECHANISMS:
+        folder = tmp_path_factory.mktemp(name)
+        config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "binary"},
+                               "window": 8, "epsilon": 1.0, "caps": {"max_w": 20}, "postprocess": "none"})
+        requirements, events = inputs(name in DYNAMIC)
+        texts = [json.dumps(r) for r in requirements]
+        (folder / "req.jsonl").write_text("".join(t + "\n" for t in texts))
+        (folder / "ev.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        run_replay(config, str(folder / "ev.jsonl"), str(folder / "req.jsonl"), str(folder / "rel.jsonl"),
+                   str(folder / "spend.jsonl"), seed=3)
+        log, releases = ([json.loads(line) for line in (folder / f).read_text().splitlines()]
+                         for f in ("spend.jsonl", "rel.jsonl"))
+        runs[name] = Run(config, tuple(log), tuple(releases), tuple(texts))
+    return runs
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_genuine_runs_pass_the_full_audit(genuine: dict[str, Run], name: str) -> None:
+    run = genuine[name]
+    report = run.audit()
+    assert report.ok, report.render()
+    assert report.users == USERS and report.skipped is None
+    if name in DYNAMIC:
+        assert any(r["record"] == "ledger" and r["parent"] is not None for r in run.log), "no fork to tamper with"
+    assert any(r["record"] == "member" and r["since"] > 1 for r in run.log), "no late registration"
+
+
+# ------------------------------------------------------------------------------------ mutations
+
+
+def _log(run: Run, log: list[Record]) -> Run:
+    return replace(run, log=tuple(log))
+
+
+def _late_ledgers(run: Run) -> dict[str, int]:
+    """Ledgers created after slot 1, by id (a baseline has one ledger, at slot 1: nothing to tamper)."""
+    late = {r["ledger"]: r["since"] for r in run.log if r["record"] == "ledger" and r["since"] > 1}
+    if not late:
+        pytest.skip("a single ledger created at slot 1 (a baseline): no later ledger to tamper with")
+    return late
+
+
+def _busiest(run: Run) -> str:
+    """The ledger with the most spend lines."""
+    return Counter(r["ledger"] for r in run.spends()).most_common(1)[0][0]
+
+
+def _index(run: Run, test: Callable[[Record], bool]) -> int:
+    return next(i for i, r in enumerate(run.log) if test(r))
+
+
+def _edit(run: Run, test: Callable[[Record], bool], change: Callable[[Record], None]) -> Run:
+    """A copy of the run with `change` applied to the first log record that passes `test`."""
+    log = copy.deepcopy(list(run.log))
+    change(log[_index(run, test)])
+    return _log(run, log)
+
+
+def _middle_line(run: Run) -> Callable[[Record], bool]:
+    ledger = _busiest(run)
+    slots = sorted(r["slot"] for r in run.spends() if r["ledger"] == ledger)
+    slot = slots[len(slots) // 2]
+    return lambda r: r["record"] == "spend" and r["ledger"] == ledger and r["slot"] == slot
+
+
+def _publish_line(r: Record) -> bool:
+    return r["record"] == "spend" and r["kind"] == "publish" and r["spend2"] > 0
+
+
+def _loosen(requirement: Record) -> None:
+    part = requirement["backward"] if "backward" in requirement else requirement
+    part["epsilon"] *= 10
+
+
+def drop_spend_line(run: Run) -> Run:
+    log = list(run.log)
+    del log[_index(run, _middle_line(run))]
+    return _log(run, log)
+
+
+def gap_in_ledger(run: Run) -> Run:
+    ledger = _busiest(run)
+    return _log(run, [r for r in run.log if not (r["record"] == "spend" and r["ledger"] == ledger
+                                                   and 20 <= r["slot"] <= 22)])
+
+
+def publish_relabelled_skip(run: Run) -> Run:
+    return _edit(run, _publish_line, lambda r: r.update(kind="skip"))
+
+
+def inflate_spend(run: Run) -> Run:
+    return _edit(run, _publish_line, lambda r: r.update(spend2=r["spend2"] + 5.0))
+
+
+def negative_spend(run: Run) -> Run:
+    return _edit(run, _middle_line(run), lambda r: r.update(spend1=-0.1))
+
+
+def nan_spend(run: Run) -> Run:
+    return _edit(run, _middle_line(run), lambda r: r.update(spend2=math.nan))
+
+
+def duplicate_spend_line(run: Run) -> Run:
+    log = list(run.log)
+    i = _index(run, _middle_line(run))
+    return _log(run, log[: i + 1] + [dict(log[i])] + log[i + 1:])
+
+
+def spend_after_last_release(run: Run) -> Run:
+    last = max(r["slot"] for r in run.spends())
+    line = next(r for r in run.spends() if r["slot"] == last)
+    return _log(run, [*run.log, {**line, "slot": last + 1}])
+
+
+def members_count_changed(run: Run) -> Run:
+    return _edit(run, _middle_line(run), lambda r: r.update(members=r["members"] + 1))
+
+
+def loosen_ledger_line(run: Run) -> Run:
+    return _edit(run, lambda r: r["record"] == "ledger", lambda r: _loosen(r["requirement"]))
+
+
+def loosen_spend_line(run: Run) -> Run:
+    return _edit(run, _middle_line(run), lambda r: _loosen(r["requirement"]))
+
+
+def widen_window(run: Run) -> Run:
+    """One ledger claims a longer (backward) window in its ledger line and all its spend lines."""
+    ledger = _busiest(run)
+    log = copy.deepcopy(list(run.log))
+    for r in log:
+        if r["record"] in ("ledger", "spend") and r["ledger"] == ledger:
+            part = r["requirement"]["backward"] if "backward" in r["requirement"] else r["requirement"]
+            part["w"] += 5
+    return _log(run, log)
+
+
+def drop_member_lines(run: Run) -> Run:
+    user = next(r["user"] for r in run.log if r["record"] == "member")
+    return _log(run, [r for r in run.log if not (r["record"] == "member" and r["user"] == user)])
+
+
+def repoint_user(run: Run) -> Run:
+    """A member line names another ledger (registrations share the root ledger of their requirement, so
+    it has another requirement; either way the member counts no longer add up)."""
+    ledgers = {r["ledger"]: r for r in run.log if r["record"] == "ledger"}
+    log = copy.deepcopy(list(run.log))
+    for member in (r for r in log if r["record"] == "member"):
+        own = ledgers[member["ledger"]]
+        twins = [name for name, rec in ledgers.items() if name != own["ledger"] and rec["since"] <= member["since"]]
+        if twins:
+            member["ledger"] = twins[0]
+            return _log(run, log)
+    pytest.skip("a single ledger (a baseline): no other ledger to point a user at")
+
+
+def shared_ledger(run: Run) -> Run:
+    """Every member of a ledger is moved into a ledger (a fork, where there is one) of another
+    requirement, the victim's own lines dropped and the target's member counts raised by as many."""
+    ledgers = {r["ledger"]: r for r in run.log if r["record"] == "ledger"}
+    members = [r for r in run.log if r["record"] == "member"]
+    forks = [ledgers[m["ledger"]] for m in members if ledgers[m["ledger"]]["parent"] is not None]
+    target = forks[0] if forks else next(ledgers[m["ledger"]] for m in members if m["since"] == 1)
+    victims = [ledgers[m["ledger"]] for m in members
+               if m["since"] == 1 and ledgers[m["ledger"]]["requirement"] != target["requirement"]]
+    if not victims:
+        pytest.skip("a baseline runs every ledger at one requirement: sharing a ledger is no tampering")
+    victim = victims[0]
+    moved = sum(1 for m in members if m["ledger"] == victim["ledger"])
+    log = []
+    for r in copy.deepcopy(list(run.log)):
+        if r["ledger"] == victim["ledger"] and r["record"] != "member":
+            continue
+        if r["record"] == "member" and r["ledger"] == victim["ledger"]:
+            r["ledger"] = target["ledger"]
+        if r["record"] == "spend" and r["ledger"] == target["ledger"]:
+            r["members"] += moved
+        log.append(r)
+    return _log(run, log)
+
+
+def fork_parent_missing(run: Run) -> Run:
+    """A fork names a parent that is not in the log (under a fixed mechanism, with no fork, a root does)."""
+    forks = [r["ledger"] for r in run.log if r["record"] == "ledger" and r["parent"] is not None]
+    chosen = forks[0] if forks else _busiest(run)
+    return _edit(run, lambda r: r["record"] == "ledger" and r["ledger"] == chosen,
+                 lambda r: r.update(parent="no-such-ledger"))
+
+
+def drop_fork_member_line(run: Run) -> Run:
+    """A user's move into a fork is dropped: the log keeps it in the old class after its change."""
+    forks = {r["ledger"] for r in run.log if r["record"] == "ledger" and r["parent"] is not None}
+    if not forks:
+        pytest.skip("a fixed mechanism never forks")
+    return _log(run, [r for r in run.log if not (r["record"] == "member" and r["ledger"] in forks)])
+
+
+def drop_ledger_line(run: Run) -> Run:
+    ledger = _busiest(run)
+    return _log(run, [r for r in run.log if not (r["record"] == "ledger" and r["ledger"] == ledger)])
+
+
+def member_moved_earlier(run: Run) -> Run:
+    return _edit(run, lambda r: r["record"] == "member" and r["since"] > 1, lambda r: r.update(since=r["since"] - 1))
+
+
+def member_before_ledger_since(run: Run) -> Run:
+    """A member line of a ledger created after slot 1 starts one slot before that ledger."""
+    late = _late_ledgers(run)
+    return _edit(run, lambda r: r["record"] == "member" and r["ledger"] in late,
+                 lambda r: r.update(since=late[r["ledger"]] - 1))
+
+
+def line_before_since(run: Run) -> Run:
+    """A ledger created after slot 1 gets a line of its own before its since."""
+    ledger, since = next(iter(_late_ledgers(run).items()))
+    line = next(r for r in run.spends() if r["ledger"] == ledger)
+    return _log(run, [*run.log, {**line, "slot": since - 1}])
+
+
+def unknown_kind(run: Run) -> Run:
+    return _edit(run, _middle_line(run), lambda r: r.update(kind="maybe"))
+
+
+def second_ledger_line(run: Run) -> Run:
+    """A second ledger line for an existing id, with another since."""
+    first = next(r for r in run.log if r["record"] == "ledger")
+    return _log(run, [*run.log, {**first, "since": first["since"] + 1}])
+
+
+def fork_before_parent(run: Run) -> Run:
+    """A ledger of slot 1 claims to be forked from a ledger created later."""
+    late = next(iter(_late_ledgers(run)))
+    return _edit(run, lambda r: r["record"] == "ledger" and r["since"] == 1, lambda r: r.update(parent=late))
+
+
+def release_kind_unknown(run: Run) -> Run:
+    return replace(run, releases=({**run.releases[0], "kind": "oops"}, *run.releases[1:]))
+
+
+def intruder_member(run: Run) -> Run:
+    ledger = _busiest(run)
+    return _log(run, [*run.log, {"record": "member", "user": "intruder", "ledger": ledger, "since": 1}])
+
+
+def release_kind_changed(run: Run) -> Run:
+    releases = [dict(r) for r in run.releases]
+    next(r for r in releases if r["kind"] == "publish")["kind"] = "skip"
+    return replace(run, releases=tuple(releases))
+
+
+def release_dropped(run: Run) -> Run:
+    return replace(run, releases=run.releases[:10] + run.releases[11:])
+
+
+def release_duplicated(run: Run) -> Run:
+    return replace(run, releases=run.releases + run.releases[-1:])
+
+
+def publish_relabelled_nullify(run: Run) -> Run:
+    """A publishing slot becomes a nullified one, in its release and in every line."""
+    slot = next(r["slot"] for r in run.spends() if _publish_line(r))
+    releases = tuple({**r, "kind": "nullify"} if r["slot"] == slot else r for r in run.releases)
+    log = [{**r, "kind": "nullify"} if r["record"] == "spend" and r["slot"] == slot else r for r in run.log]
+    return replace(run, log=tuple(log), releases=releases)
+
+
+def calculation_without_dissimilarity(run: Run) -> Run:
+    """Calculation spend on a slot whose release ran no dissimilarity."""
+    with_spend1 = [r for r in run.spends() if r["spend1"] > 0]
+    if with_spend1:
+        slot = with_spend1[0]["slot"]
+        return replace(run, releases=tuple({**r, "dissimilarity": None} if r["slot"] == slot else r
+                                           for r in run.releases))
+    return _edit(run, _middle_line(run), lambda r: r.update(spend1=0.01))
+
+
+def input_requirement_tightened(run: Run) -> Run:
+    """The requirements input, not the log, changes: the log no longer runs the user at it."""
+    first = json.loads(run.requirements[0])
+    part = first["backward"] if "backward" in first else first
+    part["epsilon"] /= 2
+    return replace(run, requirements=(json.dumps(first), *run.requirements[1:]))
+
+
+def _by_family(personalized: str, baseline: str) -> Callable[[str], str]:
+    return lambda name: baseline if name in BASELINES else personalized
+
+
+def _window(name: str) -> str:
+    return "user_forward_window" if name in DYNAMIC else "user_fixed_window"
+
+
+#: name -> (tampering, the rule the audit must report: by name, or by mechanism).
+MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = {
+    "drop_spend_line": (drop_spend_line, "gap"),
+    "gap_in_ledger": (gap_in_ledger, "gap"),
+    "publish_relabelled_skip": (publish_relabelled_skip, "kind_mismatch"),
+    "inflate_spend": (inflate_spend, _window),
+    "negative_spend": (negative_spend, "bad_spend"),
+    "nan_spend": (nan_spend, "bad_spend"),
+    "duplicate_spend_line": (duplicate_spend_line, "duplicate_line"),
+    "spend_after_last_release": (spend_after_last_release, "no_release"),
+    "members_count_changed": (members_count_changed, "members_mismatch"),
+    "loosen_ledger_line": (loosen_ledger_line, "requirement_mismatch"),
+    "loosen_spend_line": (loosen_spend_line, "requirement_mismatch"),
+    "widen_window": (widen_window, "requirement_mismatch"),
+    "drop_member_lines": (drop_member_lines, "missing_member"),
+    "repoint_user": (repoint_user, "members_mismatch"),
+    "shared_ledger": (shared_ledger, "requirement_mismatch"),
+    "fork_parent_missing": (fork_parent_missing, "missing_parent"),
+    "drop_fork_member_line": (drop_fork_member_line, "requirement_mismatch"),
+    "drop_ledger_line": (drop_ledger_line, "unknown_ledger"),
+    "member_moved_earlier": (member_moved_earlier, "member_before_registration"),
+    "member_before_ledger_since": (member_before_ledger_since, "member_before_ledger"),
+    "line_before_since": (line_before_since, "line_before_since"),
+    "intruder_member": (intruder_member, "unregistered_member"),
+    "unknown_kind": (unknown_kind, "bad_kind"),
+    "second_ledger_line": (second_ledger_line, "duplicate_ledger"),
+    "fork_before_parent": (fork_before_parent, "bad_fork"),
+    "release_kind_unknown": (release_kind_unknown, "bad_release"),
+    "release_kind_changed": (release_kind_changed, "kind_mismatch"),
+    "release_dropped": (release_dropped, "release_missing"),
+    "release_duplicated": (release_duplicated, "release_duplicate"),
+    "publish_relabelled_nullify": (publish_relabelled_nullify, "nullify_spent"),
+    "calculation_without_dissimilarity": (calculation_without_dissimilarity, "calculation_without_dissimilarity"),
+    # under a baseline a halved E is below the global one: the user is then not registered at all
+    "input_requirement_tightened": (input_requirement_tightened,
+                                    _by_family("requirement_mismatch", "unregistered_member")),
+}
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS)
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_tampering_fails_the_audit(genuine: dict[str, Run], name: str, mutation: str) -> None:
+    tamper, expected = MUTATIONS[mutation]
+    rule = expected if isinstance(expected, str) else expected(name)
+    report = tamper(genuine[name]).audit()
+    assert rule in report.rules(), report.render()
