@@ -58,9 +58,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     stream = SyntheticStream(args.stream, args.users, args.slots, args.seed)
+    signature = load_config(args.config).requirements.signature if args.config else None
     events, requirements = write_synthetic(
         stream, args.out, args.epsilon, args.window, args.slot, args.dynamic,
-        args.types, args.change_every,
+        args.types, args.change_every, signature,
     )
     print(f"wrote {events} and {requirements}")
     return 0
@@ -144,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--change-every", type=int, default=500, help="dynamic: slots between forward redraws")
     generate.add_argument("--seed", type=int, default=0, help="seed of the generated data")
     generate.add_argument("--out", required=True, help="output folder")
+    generate.add_argument("--config", help="YAML configuration; with requirements.signature the requirement "
+                          "records are signed with the key from its environment variable")
     generate.set_defaults(func=cmd_generate)
 
     demo = sub.add_parser(
