@@ -1,4 +1,4 @@
-"""Independent auditor: recomputes every window sum from the raw spend log (mechanisms.md section 9).
+"""Independent auditor: recomputes every window sum from the raw spend log (docs/mechanisms.md section 9).
 
 It imports nothing from the ledgers: it rebuilds each ledger's spend series from the log's
 `spend` lines (stitching forked ledgers onto their parents' history before `since`), then sums
