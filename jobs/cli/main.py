@@ -14,8 +14,9 @@ from pwevent.jobs.common.config import ConfigError, load_config, parse_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
-from pwevent.jobs.evaluation.evaluate import add_evaluate_parser
+from pwevent.jobs.evaluation.evaluate import add_evaluate_parser, progress_bar
 from pwevent.jobs.offline.audit import audit_file
+from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, tail
@@ -164,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.register(sub)
 
     add_evaluate_parser(sub)
+    add_privacy_test_parser(sub, progress_bar)
     return parser
 
 
