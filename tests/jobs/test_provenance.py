@@ -7,6 +7,7 @@ import hmac
 import json
 
 import pytest
+from pyflink.common import Row
 
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, RequirementFields, parse_config
@@ -21,6 +22,7 @@ from pwevent.jobs.common.provenance import (
 from pwevent.jobs.common.records import Reason, Rejected, parse_requirement_update
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.streaming.hosts import DEAD_LETTERS, ParseRecords
 from pwevent.jobs.streaming.produce import _signed
 from pwevent.state.requirements import Requirement, RequirementCaps
 
@@ -138,3 +140,13 @@ def test_produce_signs_requirement_lines_and_passes_other_lines_on():
     verify(json.loads(signed), SIGNATURE)
     for line in (b'{"user": "u1", "time": 0,', b"[1, 2]"):
         assert _signed(line, SIGNATURE) == line
+
+
+def test_the_streaming_job_dead_letters_an_unsigned_requirement():
+    config = parse_config({**config_with_signature(key_env=KEY_ENV), "origin": 0})
+    host = ParseRecords(config, "requirements", "pwevent.requirements", False)
+    record = {"user": "a", "time": 0, "w": 4, "epsilon": 0.6}
+    [(tag, text)] = host.process_element(Row(json.dumps(record).encode(), 0, 3, None), None)
+    assert tag is DEAD_LETTERS and json.loads(text)["reason"] == "unauthenticated_requirement"
+    [(keyed, _)] = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None), None)
+    assert keyed[0] == "a" and keyed[1][3] == Requirement(4, 0.6)
