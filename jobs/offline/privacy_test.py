@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -355,12 +356,18 @@ def render(results: list[Result]) -> str:
 
 def cmd_privacy_test(args: argparse.Namespace, progress: Callable[[str], Progress] | None = None) -> int:
     results = []
-    for name in args.mechanisms:
-        scenario = Scenario(name, args.users, args.d, args.epsilon, args.window, args.slot)
-        show = None if args.quiet or progress is None else progress(f"privacy-test {name}")
-        results.append(privacy_test(
-            scenario, args.runs, args.selection_runs, args.seed, args.confidence, args.break_noise_scale, show
-        ))
+    try:
+        scenarios = [
+            Scenario(name, args.users, args.d, args.epsilon, args.window, args.slot) for name in args.mechanisms
+        ]
+        for scenario in scenarios:
+            show = None if args.quiet or progress is None else progress(f"privacy-test {scenario.mechanism}")
+            results.append(privacy_test(
+                scenario, args.runs, args.selection_runs, args.seed, args.confidence, args.break_noise_scale, show
+            ))
+    except ValueError as err:
+        print(f"pwevent privacy-test: {err}", file=sys.stderr)
+        return 2
     print(json.dumps([r.to_json() for r in results], indent=2) if args.json else render(results))
     return 1 if any(r.flagged for r in results) else 0
 

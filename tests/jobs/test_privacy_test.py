@@ -54,3 +54,8 @@ def test_a_halved_noise_scale_is_flagged_and_correct_mechanisms_are_not(name, br
     assert result.flagged is broken
     if broken:  # noise for 2 eps2 while the ledger books eps1 + eps2 = 1.5
         assert result.best.epsilon_lower > result.best.claimed == pytest.approx(1.5)
+
+
+def test_cli_refuses_an_unknown_mechanism(capsys):
+    assert main(["privacy-test", "--mechanisms", "PBX", "--quiet"]) == 2
+    assert "mechanism must be one of" in capsys.readouterr().err
