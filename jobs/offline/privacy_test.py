@@ -2,17 +2,19 @@
 
 Method (docs/privacy-test.md): run the real `Engine` many times on two neighbouring inputs, D and D',
 that differ only in the target user's value at one slot t* (present in D, absent in D': the
-add/remove notion of docs/mechanisms.md section 1). The output event is
-a threshold on the released count of the affected cell at t*. A first batch of runs per input picks
-the most telling threshold for each direction; a fresh batch estimates P[event | D] and P[event | D']
-with exact one-sided Clopper-Pearson bounds, Bonferroni-corrected over the two events and their two
-bounds each. Then, with confidence 1 - alpha, the mechanism's real epsilon for that user is at least
-eps_lb = max(ln(p_lo(D) / p_hi(D')), ln(p_lo(D') / p_hi(D))).
+add/remove notion of docs/mechanisms.md section 1). The output event is a threshold on the released
+count of the affected cell at t*, optionally restricted to runs whose (public) target spend at t*
+was a given level. A first batch of runs per input picks the most telling event for each direction;
+a fresh batch estimates P[event | D] and P[event | D'] with exact one-sided Clopper-Pearson bounds,
+Bonferroni-corrected over the two events and their two bounds each. Then, with confidence
+1 - alpha, the mechanism's real epsilon for that user is at least ln(p_lo(favoured) / p_hi(other))
+for each event.
 
-eps_lb is compared with the target's claimed spend at t* (spend1 + spend2 from its ledger, the
-largest over all runs): by sequential composition that is all the neighbouring pair may reveal, so a
-correct mechanism keeps eps_lb at or below it except with probability alpha. Noise is the seeded
-numpy backend (`NumpyRandomness`), fast and exact in distribution.
+Each bound is compared with the spend its event claims (spend1 + spend2 at t* from the target's
+ledger: the level the event is restricted to, or the largest seen): by sequential composition that
+is all the neighbouring pair may reveal, so a correct mechanism stays at or below it except with
+probability alpha. Noise is the seeded numpy backend (`NumpyRandomness`), fast and exact in
+distribution.
 """
 
 from __future__ import annotations
