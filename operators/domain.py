@@ -1,4 +1,4 @@
-"""Value domains: how an event's value becomes a cell index in [0, d) (mechanisms.md section 1)."""
+"""Value domains: how an event's value becomes a cell index in [0, d) (docs/mechanisms.md section 1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Adaptive choices of mechanism from releases only (docs/evaluation.md, "Beyond the paper"; privacy
-by mechanisms.md section 1): distribution (PBD) vs absorption (PBA), and even (Uniform) vs burst
+by docs/mechanisms.md section 1): distribution (PBD) vs absorption (PBA), and even (Uniform) vs burst
 (Sample) spending. Both read only public decisions, released counts and announced variances.
 
 Distribution vs absorption:

@@ -1,4 +1,4 @@
-"""All randomness of the mechanism: discrete Laplace noise and binomial sampling (mechanisms.md 10).
+"""All randomness of the mechanism: discrete Laplace noise and binomial sampling (docs/mechanisms.md section 10).
 
 Two sources, chosen explicitly:
 - `SecureRandomness` (production default): OpenDP's discrete Laplace, a vetted exact sampler;

@@ -1,4 +1,4 @@
-"""Optimal Budget Selection (mechanisms.md sections 2-3, paper Algorithm 1) in O(m log m)."""
+"""Optimal Budget Selection (docs/mechanisms.md sections 2-3, paper Algorithm 1) in O(m log m)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Budget policies: what each user may spend at a slot (mechanisms.md sections 6-8).
+"""Budget policies: what each user may spend at a slot (docs/mechanisms.md sections 6-8).
 
 A policy reads one ledger (one user, or one class of identical users) and returns that ledger's
 calculation budget eps1, publication budget eps2 and nullification border for the open slot. It

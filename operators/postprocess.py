@@ -1,5 +1,5 @@
 """Post-processing of the releases: a causal Kalman filter bank (docs/evaluation.md, "Beyond the
-paper"; privacy by mechanisms.md section 1).
+paper"; privacy by docs/mechanisms.md section 1).
 
 Post-processing reads only what is public: each slot's released counts, its kind and the error
 variance the mechanism itself announced for the publication (the OBS error err2 = threshold^2,

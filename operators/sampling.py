@@ -1,4 +1,4 @@
-"""The Sampling Mechanism's counting step, per user and aggregated (mechanisms.md section 2)."""
+"""The Sampling Mechanism's counting step, per user and aggregated (docs/mechanisms.md section 2)."""
 
 from __future__ import annotations
 

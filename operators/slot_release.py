@@ -1,4 +1,4 @@
-"""The per-slot release step shared by every mechanism (mechanisms.md sections 2-5).
+"""The per-slot release step shared by every mechanism (docs/mechanisms.md sections 2-5).
 
 `SlotRelease.decide` takes what every registered user (or class of identical users) contributes
 to one slot and returns the slot's release. The caller then settles each ledger with the decision

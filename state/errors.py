@@ -4,11 +4,11 @@ from __future__ import annotations
 
 
 class InvalidRequirementError(ValueError):
-    """A privacy requirement that cannot be honoured as stated (mechanisms.md sections 6-7)."""
+    """A privacy requirement that cannot be honoured as stated (docs/mechanisms.md sections 6-7)."""
 
 
 class BudgetExceededError(RuntimeError):
-    """A spend that would break a privacy invariant (mechanisms.md section 9).
+    """A spend that would break a privacy invariant (docs/mechanisms.md section 9).
 
     Ledgers raise it instead of clipping: a refused spend is a bug in a budget policy, never
     something to paper over.

@@ -1,4 +1,4 @@
-"""Per-user spend ledgers for fixed and dynamic requirements (mechanisms.md sections 6, 7 and 9).
+"""Per-user spend ledgers for fixed and dynamic requirements (docs/mechanisms.md sections 6, 7 and 9).
 
 A ledger records what one user (or one class of users with identical requirement histories,
 see `state.population`) spent at each slot, answers the window sums the budget policies need, and
@@ -183,7 +183,7 @@ class ForwardWindow:
 
 
 class DynamicLedger:
-    """Spend ledger for dynamic backward/forward requirements (mechanisms.md section 7).
+    """Spend ledger for dynamic backward/forward requirements (docs/mechanisms.md section 7).
 
     `horizon` is how many past slots are kept: it must be at least the largest backward or forward
     window any declaration may name (the configured cap), or a widened window would miss old spends.

@@ -1,6 +1,6 @@
 """What the release step remembers between slots: the last release and the last publication.
 
-r_0 is all zeros (mechanisms.md section 1); a skip or a nullified slot repeats the last release, so
+r_0 is all zeros (docs/mechanisms.md section 1); a skip or a nullified slot repeats the last release, so
 the last release is also r_l, the last non-null publication that the dissimilarity compares with
 (section 4). Slots must be decided in order, each once.
 """

@@ -1,6 +1,6 @@
-"""Users' privacy requirements: fixed (w, E) and dynamic backward/forward pairs (mechanisms.md 6-7).
+"""Users' privacy requirements: fixed (w, E) and dynamic backward/forward pairs (docs/mechanisms.md sections 6-7).
 
-Requirements are public parameters of the mechanism (mechanisms.md section 1), so they may steer
+Requirements are public parameters of the mechanism (docs/mechanisms.md section 1), so they may steer
 budgets freely. They are validated once, here, with messages that name the field.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from pwevent.state.errors import InvalidRequirementError
 
-#: Tolerance used by every budget comparison (mechanisms.md section 9).
+#: Tolerance used by every budget comparison (docs/mechanisms.md section 9).
 TOLERANCE = 1e-9
 
 #: Default per-slot budget floor (docs/mechanisms.md, Budget floor): a budget below it is 0. At least
@@ -66,7 +66,7 @@ class Requirement:
 
 @dataclass(frozen=True)
 class DynamicRequirement:
-    """A backward and a forward requirement declared for a slot (mechanisms.md section 7)."""
+    """A backward and a forward requirement declared for a slot (docs/mechanisms.md section 7)."""
 
     backward: Requirement
     forward: Requirement

@@ -1,4 +1,4 @@
-"""Slot decisions and what they cost each user (mechanisms.md section 5)."""
+"""Slot decisions and what they cost each user (docs/mechanisms.md section 5)."""
 
 from __future__ import annotations
 

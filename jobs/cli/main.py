@@ -14,8 +14,9 @@ from pwevent.jobs.common.config import ConfigError, load_config, parse_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
-from pwevent.jobs.evaluation.evaluate import add_evaluate_parser
+from pwevent.jobs.evaluation.evaluate import add_evaluate_parser, progress_bar
 from pwevent.jobs.offline.audit import AuditInputError, audit_file
+from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, tail
@@ -67,9 +68,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     stream = SyntheticStream(args.stream, args.users, args.slots, args.seed)
+    signature = load_config(args.config).requirements.signature if args.config else None
     events, requirements = write_synthetic(
         stream, args.out, args.epsilon, args.window, args.slot, args.dynamic,
-        args.types, args.change_every,
+        args.types, args.change_every, signature,
     )
     print(f"wrote {events} and {requirements}")
     return 0
@@ -162,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--change-every", type=int, default=500, help="dynamic: slots between forward redraws")
     generate.add_argument("--seed", type=int, default=0, help="seed of the generated data")
     generate.add_argument("--out", required=True, help="output folder")
+    generate.add_argument("--config", help="YAML configuration; with requirements.signature the requirement "
+                          "records are signed with the key from its environment variable")
     generate.set_defaults(func=cmd_generate)
 
     demo = sub.add_parser(
@@ -179,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.register(sub)
 
     add_evaluate_parser(sub)
+    add_privacy_test_parser(sub, progress_bar)
     return parser
 
 

@@ -12,7 +12,7 @@ postprocess: kalman       # kalman: releases also carry `smoothed` (a causal fil
 caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may declare
        min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
 events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
-requirements: {user: user, time: time}
+requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
 ```
 """
 
@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
@@ -50,8 +51,12 @@ class EventFields:
 
 @dataclass(frozen=True)
 class RequirementFields:
+    """Field names of a requirement record, and the signature every record must carry, if any
+    (jobs.common.provenance)."""
+
     user: str = "user"
     time: str = "time"
+    signature: RequirementSignature | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,19 @@ def _check_floor(caps: RequirementCaps, name: str, window: int | None, epsilon: 
             raise ConfigError(f"window and epsilon (the global requirement): {err}") from None
 
 
+def _requirement_fields(obj: Any) -> RequirementFields:
+    obj = dict(_only("requirements", obj, {"user", "time", "signature"}))
+    if "signature" not in obj:
+        return RequirementFields(**obj)
+    sig = _only("requirements.signature", obj.pop("signature"), {"key_env", "field"})
+    try:
+        signature = RequirementSignature(_need(sig, "key_env", "requirements.signature."), sig.get("field", "sig"))
+        signature.key()  # a missing key is a configuration error now, not a rejected record later
+    except ValueError as err:  # ConfigError, a bad field, or MissingKeyError
+        raise ConfigError(str(err)) from None
+    return RequirementFields(**obj, signature=signature)
+
+
 def parse_config(raw: Any) -> Config:
     raw = _only("config", raw, TOP_KEYS | EXTRA_SECTIONS)
     name = _need(raw, "mechanism", "")
@@ -186,7 +204,7 @@ def parse_config(raw: Any) -> Config:
     events = EventFields(**_only("events", raw.get("events", {}), {"user", "time", "value", "lat", "lon"}))
     if (events.lat is None) != (events.lon is None):
         raise ConfigError("events.lat and events.lon go together")
-    requirements = RequirementFields(**_only("requirements", raw.get("requirements", {}), {"user", "time"}))
+    requirements = _requirement_fields(raw.get("requirements", {}))
     extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
     return Config(
         name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,

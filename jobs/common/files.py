@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
 
@@ -17,9 +18,14 @@ DEMO_ORIGIN_MS = 1_704_067_200_000
 
 def write_synthetic(
     stream: SyntheticStream, out_dir: str, epsilon: float, w: int, slot_ms: int, dynamic: bool = False,
-    types: int = 10, change_every: int = 500,
+    types: int = 10, change_every: int = 500, signature: RequirementSignature | None = None,
 ) -> tuple[Path, Path]:
-    """events.jsonl and requirements.jsonl for a synthetic stream; every user registers at slot 1."""
+    """events.jsonl and requirements.jsonl for a synthetic stream; every user registers at slot 1.
+    With a `signature`, every requirement record is signed (jobs.common.provenance)."""
+
+    def requirement_line(record: dict[str, Any]) -> str:
+        return json.dumps(record if signature is None else sign(record, signature)) + "\n"
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     events, requirements = out / "events.jsonl", out / "requirements.jsonl"
@@ -31,11 +37,10 @@ def write_synthetic(
                 time = iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
                 for user in range(stream.users):
                     requirement = per_type[int(user_type[user])].to_json()
-                    record: dict[str, Any] = {"user": f"u{user}", "time": time, **requirement}
-                    handle.write(json.dumps(record) + "\n")
+                    handle.write(requirement_line({"user": f"u{user}", "time": time, **requirement}))
         else:
             for user, req in enumerate(RequirementDraw(epsilon, w).fixed(stream.users, stream.seed)):
-                handle.write(json.dumps({"user": f"u{user}", "time": DEMO_ORIGIN, **req.to_json()}) + "\n")
+                handle.write(requirement_line({"user": f"u{user}", "time": DEMO_ORIGIN, **req.to_json()}))
     with events.open("w", encoding="utf-8") as handle:
         for slot, values in enumerate(stream.values(), 1):
             start = DEMO_ORIGIN_MS + (slot - 1) * slot_ms

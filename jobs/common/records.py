@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from pwevent.jobs.common import provenance
 from pwevent.jobs.common.config import EventFields, RequirementFields
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
@@ -31,6 +32,7 @@ class Reason(StrEnum):
     INVALID_REQUIREMENT = "invalid_requirement"
     REQUIREMENT_CHANGE_UNDER_FIXED = "requirement_change_under_fixed_mechanism"
     INFEASIBLE_BACKWARD = "infeasible_backward_requirement_projected"
+    UNAUTHENTICATED_REQUIREMENT = "unauthenticated_requirement"
 
 
 class Rejected(ValueError):
@@ -107,6 +109,10 @@ def parse_event(text: str | bytes, fields: EventFields, domain: Domain, record_t
 def parse_requirement_update(text: str | bytes, fields: RequirementFields, caps: RequirementCaps) -> RequirementUpdate:
     """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}}."""
     obj = _object(text)
+    try:
+        provenance.verify(obj, fields.signature)
+    except provenance.UnauthenticatedError as err:
+        raise Rejected(Reason.UNAUTHENTICATED_REQUIREMENT, str(err)) from None
     user = _user(obj, fields.user)
     time_ms = _time(obj, fields.time, None)
     try:

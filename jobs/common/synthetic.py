@@ -1,4 +1,4 @@
-"""The paper's synthetic streams and personalized requirement levels (mechanisms.md section 12).
+"""The paper's synthetic streams and personalized requirement levels (docs/mechanisms.md section 12).
 
 Every user holds a binary value each slot: 1 with probability p_t, else 0 (d = 2).
 - TLNS: p_t = clip(p_{t-1} + N(0, Q), 0, 1), sqrt(Q) = 0.0025, p_0 = 0.05 (the paper's text;

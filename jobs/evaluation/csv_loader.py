@@ -1,4 +1,4 @@
-"""Generic CSV loader: real event data -> `EventTable` (jobs/evaluation/datasets.py, mechanisms.md section 1).
+"""Generic CSV loader: real event data -> `EventTable` (jobs/evaluation/datasets.py, docs/mechanisms.md section 1).
 
 The caller names the user-id column, the time column and either a value column (categorical: each
 distinct value becomes a cell, in sorted order) or a lat/lon pair (the cell of an nx x ny grid over

@@ -1,7 +1,7 @@
 """Evaluation datasets in memory: slotted event tables, synthetic streams, personalized requirements.
 
 The evaluator (jobs/evaluation/evaluate.py) drives the Engine from a `Dataset`: for each slot the registered
-users present in it and one value each (mechanisms.md section 1: several events of one user in one
+users present in it and one value each (docs/mechanisms.md section 1: several events of one user in one
 slot collapse to the last). Real data comes in as an `EventTable` (jobs/evaluation/csv_loader.py,
 jobs/evaluation/foursquare.py); synthetic streams are the paper's (section 12, jobs/common/synthetic.py).
 """

@@ -2,7 +2,7 @@
 
 A grid is three one-factor sweeps around the defaults (E = 0.6, w = 120, the paper's uniform draw of
 personalized levels): E over `epsilons`, w over `windows`, and the share o of users at the strictest
-level over `ratios` (mechanisms.md section 12). One task is one (dataset, sweep point, repetition): it
+level over `ratios` (docs/mechanisms.md section 12). One task is one (dataset, sweep point, repetition): it
 draws the data and the requirements once, runs every mechanism on them (so ratios such as PBD/BD
 are paired) and scores each release raw and after Kalman post-processing (operators/postprocess.py)
 with the metrics of section 11. Noise is the explicitly selected fast backend

@@ -1,4 +1,4 @@
-"""Error metrics of a released stream against the true histograms (mechanisms.md section 11).
+"""Error metrics of a released stream against the true histograms (docs/mechanisms.md section 11).
 
 All take `released` and `truth` as (T, d) arrays, one row per slot, and average over slots:
 - MSE = (1/T) sum_t (1/d) ||r_t - c_t||_2^2 (what the paper calls "AMRE");

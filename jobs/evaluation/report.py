@@ -66,7 +66,7 @@ def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: flo
     """Tables of the default point, the paper's ratios, post-processing gains and every sweep."""
     base = default_runs(runs, grid)
     lines = ["# Evaluation results", "", f"Regenerate: `{command}`", "",
-             f"Noise: {runs[0].noise if runs else '-'} (fast experimental backend, mechanisms.md section 10). "
+             f"Noise: {runs[0].noise if runs else '-'} (fast experimental backend, docs/mechanisms.md section 10). "
              f"Users {grid.users}, slots {grid.slots} (synthetic); Foursquare slot {grid.real_slot_minutes} min; "
              f"repetitions {grid.reps}; dynamic: K = {grid.types} types, redraw every S = {grid.change_every} slots. "
              "Intervals: 95% t-intervals over repetitions.", ""]

@@ -4,8 +4,10 @@ Input: any events and requirements JSON-lines files (docs/formats.md), or a synt
 generated on the fly (`jobs.synthetic`, written by `jobs.files.write_synthetic`). Each slot's
 requirement records go first, then its events; then the producer waits `--pace` of wall time before
 the next slot, so a live job closes one slot per pace. Lines are sent as they are, bad ones included
-(the job routes them to the dead-letter topic). The Kafka record timestamp is the record's event time
-when it has one (so `kafka.event_time: kafka` works too); the key is the user id.
+(the job routes them to the dead-letter topic), except that with `requirements.signature` configured
+every requirement line that is a JSON object is sent signed (jobs.common.provenance). The Kafka
+record timestamp is the record's event time when it has one (so `kafka.event_time: kafka` works
+too); the key is the user id.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, load_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
+from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import producer
@@ -53,6 +56,15 @@ def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[
     return out
 
 
+def _signed(line: bytes, signature: RequirementSignature) -> bytes:
+    """A requirement line with its signature; a line that is not a JSON object goes as it is."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return line
+    return json.dumps(sign(obj, signature)).encode() if isinstance(obj, dict) else line
+
+
 def produce_files(
     kafka: KafkaSettings, config: Config, events_path: str, requirements_path: str, pace_s: float,
     on_slot: Callable[[int, float], None] | None = None, first_slot: int = 1, last_slot: int | None = None,
@@ -61,6 +73,10 @@ def produce_files(
     """Send the files slot by slot; returns the number of messages sent. `before_slot(slot, time)` runs
     before a slot's first message, `on_slot(slot, time)` once its messages are flushed."""
     requirements = _slots(requirements_path, config.requirements.user, config.requirements.time, config)
+    signature = config.requirements.signature
+    if signature is not None:
+        requirements = {slot: [(_signed(value, signature), key, stamp) for value, key, stamp in lines]
+                        for slot, lines in requirements.items()}
     events = _slots(events_path, config.events.user, config.events.time, config)
     top = max([*requirements, *events], default=0) if last_slot is None else last_slot
     client = producer(kafka)
@@ -100,7 +116,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         folder = args.out or tempfile.mkdtemp(prefix="pwevent-produce-")
         stream = SyntheticStream(args.stream, args.users, args.slots, args.seed)
         ev, rq = write_synthetic(stream, folder, args.epsilon, args.window, config.slot_ms, args.dynamic,
-                                 args.types, args.change_every)
+                                 args.types, args.change_every, config.requirements.signature)
         events, requirements = str(ev), str(rq)
         print(f"pwevent produce: generated {args.stream} ({args.users} users, {args.slots} slots) in {folder}",
               file=sys.stderr)

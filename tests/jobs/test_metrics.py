@@ -1,4 +1,4 @@
-"""Metrics of mechanisms.md section 11."""
+"""Metrics of docs/mechanisms.md section 11."""
 
 from __future__ import annotations
 

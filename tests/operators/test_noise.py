@@ -1,4 +1,4 @@
-"""Noise: integer-valued, unbiased, with the variance OBS assumes (mechanisms.md sections 2 and 10).
+"""Noise: integer-valued, unbiased, with the variance OBS assumes (docs/mechanisms.md sections 2 and 10).
 
 Statistical checks use z = 5 bounds: a correct sampler fails one with probability below 1e-6.
 """

@@ -1,4 +1,4 @@
-"""OBS in O(m log m) against the paper's O(m^2) loop (mechanisms.md section 3)."""
+"""OBS in O(m log m) against the paper's O(m^2) loop (docs/mechanisms.md section 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Aggregated binomial sampling has the per-user sampling's distribution (mechanisms.md section 2).
+"""Aggregated binomial sampling has the per-user sampling's distribution (docs/mechanisms.md section 2).
 
 Seeded two-sample chi-squared test per cell at alpha = 0.001 with a Bonferroni split over the cells:
 a correct implementation fails with probability below 0.1% (and, seeded, never flakes).

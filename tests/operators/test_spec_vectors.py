@@ -1,4 +1,4 @@
-"""Every test vector of mechanisms.md (sections 3, 6 and 7)."""
+"""Every worked example of docs/mechanisms.md (sections 3, 6 and 7)."""
 
 from __future__ import annotations
 

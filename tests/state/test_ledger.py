@@ -1,4 +1,4 @@
-"""Ledgers: refusal, settle, pending rule, codecs (mechanisms.md sections 7 and 9)."""
+"""Ledgers: refusal, settle, pending rule, codecs (docs/mechanisms.md sections 7 and 9)."""
 
 from __future__ import annotations
 
