@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -110,6 +111,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1200, help="seconds a run may take at most")
     parser.add_argument("--json-out", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the generated files and the broker's data in the work folder (deleted by "
+                        "default: about 0.5 GB at full size; logs, configs and checkpoints stay)")
     args = parser.parse_args()
     if not (args.ceiling or args.job):
         args.ceiling = args.job = True
@@ -119,7 +123,11 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="pwevent-bench-"))
     print(f"work folder: {work}")
     if args.bootstrap:
-        return measure(args, args.bootstrap, work)
+        try:
+            return measure(args, args.bootstrap, work)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work / "data", ignore_errors=True)
     kafka_run = work / "kafka"
     started = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(kafka_run)],
                              capture_output=True, text=True, check=True)
@@ -127,6 +135,9 @@ def main() -> int:
         return measure(args, started.stdout.strip().splitlines()[-1], work)
     finally:
         subprocess.run([str(KAFKA_SH), "stop", "--run-dir", str(kafka_run)], capture_output=True)
+        if not args.keep:
+            for folder in (work / "data", kafka_run / "data"):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict[str, str], work: Path) -> dict:
