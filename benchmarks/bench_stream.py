@@ -41,6 +41,7 @@ it is not a pass/fail test.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -234,11 +235,16 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
         print("job: running")
         result = RunResult("job", backlog)
 
+        # The live slots' lines only (produce_files reads a whole file into memory, slot by slot).
+        live_events = work / "data" / "live.jsonl"
+        with open(events, "rb") as source, open(live_events, "wb") as target:
+            target.writelines(itertools.islice(source, args.users * (live_first - 1), None))
+
         def live(commits: dict[int, float]) -> None:
             from pwevent.jobs.streaming.produce import produce_files
 
             starts: dict[int, float] = {}
-            produce_files(kafka, config, str(events), str(requirements), args.pace, first_slot=live_first,
+            produce_files(kafka, config, str(live_events), str(requirements), args.pace, first_slot=live_first,
                           last_slot=total_slots, before_slot=lambda slot, at: starts.__setitem__(slot, at))
             deadline = time.time() + 60
             while total_slots - 1 not in commits and time.time() < deadline:
