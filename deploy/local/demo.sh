@@ -80,16 +80,22 @@ echo $! >"$RUN/produce.pid"
 echo "== 6/6 committed releases (read_committed), live; ends 20 s after the last one"
 "$PY" -m pwevent.jobs.cli.main tail --config "$CONFIG" --idle-exit 20
 
-echo "== audit of the spend log (audit topic)"
+echo "== full audit: every user's windows against the requirements it declared, every ledger against the releases"
 "$PY" - "$CONFIG" <<'PYEOF'
 import sys
-from pwevent.jobs.offline.audit import audit_records
+from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.streaming.settings import stream_settings
 from pwevent.jobs.streaming.kafka_io import read_topic
 
-settings = stream_settings(load_config(sys.argv[1]))
-records = [m.json() for m in read_topic(settings.kafka, settings.kafka.topics["audit"], idle_s=2)]
-dead = read_topic(settings.kafka, settings.kafka.topics["dead_letters"], idle_s=1)
-print(audit_records(records).render(), f"; dead letters: {len(dead)}")
+config = load_config(sys.argv[1])
+kafka = stream_settings(config).kafka
+read = lambda role, idle: read_topic(kafka, kafka.topics[role], idle_s=idle)  # noqa: E731
+records = [m.json() for m in read("audit", 2)]
+releases = [m.json() for m in read("releases", 1)]
+decided = max((r["slot"] for r in releases), default=0)
+requirements = [(f"{m.topic}:{m.partition}:{m.offset}", m.value.decode("utf-8", "replace")) for m in read("requirements", 1)]
+dead = read("dead_letters", 1)
+inputs = AuditInputs.build(requirements, releases, config)
+print(audit_records([r for r in records if r.get("slot", 0) <= decided], inputs).render(), f"; dead letters: {len(dead)}")
 PYEOF

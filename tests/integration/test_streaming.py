@@ -228,3 +228,67 @@ def test_no_second_life_without_state(streaming_job: Any) -> None:
     counted = Counter(r["slot"] for r in releases if r.get("mechanism"))
     assert all(n == 1 for n in counted.values()), counted
     assert set(counted) >= set(range(1, slots + 4)) and min(s for s in counted if s > last) == last + 1
+
+
+def _with_time(record: dict[str, Any], slot: int) -> dict[str, Any]:
+    return {**record, "time": slot_time(slot, 1000)}
+
+
+BAD_EVENTS = [
+    b'{"user": "u1", "time": ',                                                  # unparsable
+    json.dumps({"user": "u2", "time": slot_time(3, 5)}).encode(),                # missing value
+    json.dumps(_with_time({"user": "nobody", "value": 1}, 4)).encode(),          # unknown user
+    json.dumps(_with_time({"user": "u3", "value": 7}, 4)).encode(),              # outside the domain
+    json.dumps(_with_time({"user": ["u4"], "value": 1}, 5)).encode(),            # mistyped user
+    json.dumps({"user": "u5", "time": "2023-12-31T23:00:00Z", "value": 1}).encode(),  # before the origin
+]
+BAD_REQUIREMENTS = [
+    json.dumps(_with_time({"user": "new1", "w": 10, "epsilon": -1}, 2)).encode(),     # invalid
+    json.dumps(_with_time({"user": "new2", "w": 0, "epsilon": 1}, 2)).encode(),       # invalid
+    json.dumps(_with_time({"user": "u5", "w": 10, "epsilon": 5.0}, 3)).encode(),      # a change, fixed mechanism
+    json.dumps(_with_time({"user": "new3", "w": 10, "epsilon": 500.0}, 3)).encode(),  # over the cap
+]
+
+
+def test_bad_input_goes_to_dead_letters_and_changes_no_release(streaming_job: Any) -> None:
+    """Bad records among the backlog and a late event after its slot closed: each is a dead letter
+    with its reason and Kafka position (the original bytes are there), the valid records give
+    exactly the replay's releases, and the job keeps running."""
+    slots = 8
+    job = make_job(streaming_job, "PBD")
+    events, requirements = generate(job.folder, users=30, slots=slots)
+    expected = replay(job, events, requirements)
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    client = producer(job.kafka)
+    for line in BAD_REQUIREMENTS:
+        client.send(job.topics["requirements"], value=line)
+    for line in BAD_EVENTS:
+        client.send(job.topics["events"], value=line, partition=0)
+    client.flush()
+    job.start(seed=SEED)
+    releases = job.wait_releases(slots, timeout=240)
+    client.send(job.topics["events"], value=json.dumps(_with_time({"user": "u6", "value": 1}, 2)).encode(),
+                partition=1)  # slot 2 closed long ago
+    client.flush()
+    client.close()
+    check_releases(releases, slots)
+    for release in releases:
+        if release["slot"] <= slots:
+            assert release == expected["releases"][release["slot"] - 1], f"slot {release['slot']}"
+    deadline = time.monotonic() + 60
+    while True:
+        dead = [m.json() for m in job.read("dead_letters", idle_s=1.5)]
+        if any(d["reason"] == "late" for d in dead) or time.monotonic() > deadline:
+            break
+    assert job.alive(), job.log_tail()
+    for record in dead:
+        schema("dead-letter").validate(record)
+    assert Counter(d["reason"] for d in dead) == Counter({
+        "unparsable": 1, "missing_field": 1, "unknown_user": 1, "out_of_domain": 1, "mistyped_field": 1,
+        "before_origin": 1, "late": 1, "invalid_requirement": 3, "requirement_change_under_fixed_mechanism": 1})
+    sources = {(m.topic, m.partition, m.offset): m.value for role in ("events", "requirements")
+               for m in job.read(role, 1.0)}
+    for record in dead:
+        pos = record["position"]
+        assert record["original"] == sources[(pos["topic"], pos["partition"], pos["offset"])].decode(
+            "utf-8", errors="replace")
