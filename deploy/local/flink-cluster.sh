@@ -15,7 +15,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$SCRIPT_DIR/pids.sh"
 REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 PYTHON="${PWEVENT_PYTHON:-$REPO_ROOT/.venv/bin/python}"
-READY_TIMEOUT=90
+READY_TIMEOUT=150  # N TaskManager JVMs starting at once on a busy 2-core machine
 STOP_TIMEOUT=30
 
 usage() { echo "usage: $0 start|stop|status [--run-dir DIR] [--slots N] [--taskmanagers N]" >&2; exit 2; }

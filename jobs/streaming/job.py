@@ -425,6 +425,13 @@ def main(argv: list[str] | None = None) -> int:
         if not key.startswith(("python.executable", "python.client.executable", "pipeline.jars")):
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
+    # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
+    # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
+    # environment's `pipeline.jars` after the `--jarfile` connector jar, so the client uploads it with
+    # the job graph and the JobManager and TaskManagers load it from their blob servers: no path on the
+    # cluster's hosts, unlike `-C`. With the class loader alone, submission fails in the JobManager
+    # (ClassNotFoundException: pwevent.flink.PositionedRecords, deserialising the Kafka source).
     env.add_jars(jvm_jar().resolve().as_uri())
     t_env = StreamTableEnvironment.create(env)
     build_pipeline(env, t_env, config, settings, args.seed)

@@ -120,5 +120,7 @@ def test_parallelism_2_on_two_taskmanagers_equals_the_replay(kafka_bootstrap: st
             assert all(h["status"] == "RUNNING" for h in hosts), (name, hosts)
         print(f"\ncluster job {job.job_id}: {len(wide)} of {len(vertices)} vertices at parallelism {PARALLELISM}, "
               f"each on {TASKMANAGERS} TaskManagers; {slots} slots equal to the replay")
+        for name, vertex in vertices.items():
+            print(f"  {vertex['parallelism']}  {name[:110]}")
     finally:
         job.stop()
