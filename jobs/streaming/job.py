@@ -324,21 +324,27 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
     return env, StreamTableEnvironment.create(env)
 
 
-def submit_command(config_path: str, jobmanager: str | None = None) -> str:
+def submit_command(config_path: str, jobmanager: str | None = None, seed: int | None = None) -> str:
     """The shell command that submits this job, detached, to a running Flink session cluster (the
     one at `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
-    Every path and argument is shell-quoted.
+    Every path and argument is shell-quoted. `-p` is the configuration's `flink.parallelism` (the
+    job's default parallelism; the Population is pinned to 1 in the graph); `seed` (tests and
+    reproduction only) is passed on to the job.
 
     The client reads the configuration; the cluster's TaskManagers need the interpreter at the same
     path, its site-packages on their PYTHONPATH (thread mode) and a checkpoint directory they reach
     (docs/streaming.md, "Submitting to a cluster")."""
     import pyflink
 
+    config = load_config(config_path)
+    settings = stream_settings(config, str(Path(config_path).resolve().parent))
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
     argv = [str(flink_home / "bin" / "flink"), "run", "-d", *(["-m", jobmanager] if jobmanager else []),
+            "-p", str(settings.flink.parallelism),
             "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(python_root()),
-            "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve())]
+            "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve()),
+            *(["--seed", str(seed)] if seed is not None else [])]
     env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(python_root()))}"
     return f"{env} {shlex.join(argv)}"
 
@@ -406,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for `flink run -py jobs/streaming/job.py --config FILE` (cluster submission)."""
     parser = argparse.ArgumentParser(prog="flink_job.py")
     parser.add_argument("--config", required=True)
+    parser.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise")
     args = parser.parse_args(argv)
     config = load_config(args.config)
     settings = stream_settings(config, str(Path(args.config).resolve().parent))
@@ -418,9 +425,16 @@ def main(argv: list[str] | None = None) -> int:
         if not key.startswith(("python.executable", "python.client.executable", "pipeline.jars")):
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
+    # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
+    # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
+    # environment's `pipeline.jars` after the `--jarfile` connector jar, so the client uploads it with
+    # the job graph and the JobManager and TaskManagers load it from their blob servers: no path on the
+    # cluster's hosts, unlike `-C`. With the class loader alone, submission fails in the JobManager
+    # (ClassNotFoundException: pwevent.flink.PositionedRecords, deserialising the Kafka source).
     env.add_jars(jvm_jar().resolve().as_uri())
     t_env = StreamTableEnvironment.create(env)
-    build_pipeline(env, t_env, config, settings, None)
+    build_pipeline(env, t_env, config, settings, args.seed)
     env.execute(f"pwevent {config.mechanism}")
     return 0
 
@@ -431,7 +445,7 @@ if __name__ == "__main__":
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.print_submit:
-        print(submit_command(args.config, args.jobmanager))
+        print(submit_command(args.config, args.jobmanager, args.seed))
         return 0
     return run_job(args.config, args.seed, args.restore, args.ready_file, args.resume_after_last_release)
 
@@ -453,7 +467,8 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
                    "default")
     p.add_argument("--ready-file", help="write the job id to this file once the job is RUNNING")
     p.add_argument("--print-submit", action="store_true",
-                   help="print the command that submits the job (detached) to a Flink session cluster, and exit")
+                   help="print the command that submits the job (detached) to a Flink session cluster, and exit "
+                   "(with -p flink.parallelism, and --seed if given)")
     p.add_argument("--jobmanager", metavar="HOST:PORT",
                    help="with --print-submit: the cluster's REST address (else the flink CLI's configuration)")
     p.set_defaults(func=cmd_run)

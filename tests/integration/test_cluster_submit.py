@@ -1,10 +1,15 @@
-"""`pwevent run --print-submit` against a real Flink session cluster (deploy/local/flink-cluster.sh):
-the printed command submits the job, detached; the job releases every slot once and its audit passes.
+"""`pwevent run --print-submit` against a real standalone Flink session cluster with two TaskManagers
+(deploy/local/flink-cluster.sh, one slot each): the printed command submits the job, detached, with
+parallelism 2; from a backlog (the whole input in the topics first, events in two partitions) its
+releases equal `pwevent replay` with the same seed (the parallelism-1 reference) slot by slot, its
+audit topic holds the replay's spend log and passes the full audit, and the REST API shows that the
+keyed and JVM operators ran as two subtasks, one on each TaskManager, and the Population as one.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import time
 import urllib.request
@@ -14,26 +19,29 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.common.files import write_synthetic
-from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import PWEVENT, REPO, StreamingJob, check_releases
+from tests.integration.conftest import PWEVENT, REPO, SEED, StreamingJob, check_equals_replay, generate
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
 CLUSTER_SH = REPO / "deploy" / "local" / "flink-cluster.sh"
+TASKMANAGERS = 2
+PARALLELISM = 2
 
 
 @pytest.fixture
 def flink_cluster(tmp_path: Path) -> Iterator[str]:
+    """Two TaskManagers of one slot each: a job of parallelism 2 needs both."""
     run_dir = tmp_path / "cluster"
-    started = subprocess.run([str(CLUSTER_SH), "start", "--run-dir", str(run_dir)], capture_output=True,
-                             text=True, timeout=180)
+    started = subprocess.run([str(CLUSTER_SH), "start", "--run-dir", str(run_dir), "--taskmanagers",
+                              str(TASKMANAGERS), "--slots", "1"], capture_output=True, text=True, timeout=240)
     assert started.returncode == 0, started.stderr[-3000:]
     try:
         yield started.stdout.strip().splitlines()[-1]
     finally:
-        subprocess.run([str(CLUSTER_SH), "stop", "--run-dir", str(run_dir)], capture_output=True, timeout=120)
+        stopped = subprocess.run([str(CLUSTER_SH), "stop", "--run-dir", str(run_dir)], capture_output=True,
+                                 text=True, timeout=240)
+        assert stopped.returncode == 0, stopped.stderr[-2000:]
 
 
 def _rest(address: str, path: str, method: str = "GET") -> Any:
@@ -42,30 +50,77 @@ def _rest(address: str, path: str, method: str = "GET") -> Any:
     return json.loads(body) if body else None
 
 
-def test_printed_submit_command_runs_the_job_on_a_cluster(kafka_bootstrap: str, flink_cluster: str,
-                                                          tmp_path: Path) -> None:
-    job = StreamingJob(kafka_bootstrap, tmp_path, "PBD")
-    printed = subprocess.run([*PWEVENT, "run", "--config", str(job.config_path), "--print-submit",
-                              "--jobmanager", flink_cluster], capture_output=True, text=True, check=True)
-    command = printed.stdout.strip()
-    assert " run -d -m " in command
-    submitted = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    assert "Job has been submitted with JobID" in submitted.stdout, submitted.stdout[-2000:] + submitted.stderr[-3000:]
-    job_id = submitted.stdout.split("JobID")[-1].split()[0]
+class ClusterJob(StreamingJob):
+    """The job on the session cluster: alive while the cluster reports it RUNNING; stop() cancels it."""
+
+    def __init__(self, rest: str, *args: Any) -> None:
+        super().__init__(*args)
+        self.rest = rest
+        self.job_id: str | None = None
+
+    def submit(self, seed: int) -> list[str]:
+        """Run the command `--print-submit` prints; returns its words."""
+        printed = subprocess.run([*PWEVENT, "run", "--config", str(self.config_path), "--print-submit",
+                                  "--jobmanager", self.rest, "--seed", str(seed)], capture_output=True, text=True,
+                                 check=True, timeout=120)
+        command = printed.stdout.strip()
+        submitted = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300,
+                                   cwd=self.folder)
+        assert "Job has been submitted with JobID" in submitted.stdout, \
+            submitted.stdout[-2000:] + submitted.stderr[-3000:]
+        self.job_id = submitted.stdout.split("JobID")[-1].split()[0]
+        return shlex.split(command)
+
+    def state(self) -> str:
+        return str(_rest(self.rest, f"/jobs/{self.job_id}")["state"])
+
+    def alive(self) -> bool:
+        return self.job_id is not None and self.state() == "RUNNING"
+
+    def log_tail(self) -> str:
+        if self.job_id is None:
+            return "not submitted"
+        exceptions = _rest(self.rest, f"/jobs/{self.job_id}/exceptions")
+        return f"job {self.job_id} {self.state()}: {json.dumps(exceptions)[-4000:]}"
+
+    def stop(self, sig: int = 0) -> None:
+        if self.job_id is not None and self.state() not in ("CANCELED", "FAILED", "FINISHED"):
+            _rest(self.rest, f"/jobs/{self.job_id}?mode=cancel", method="PATCH")
+            deadline = time.monotonic() + 60
+            while self.state() != "CANCELED" and time.monotonic() < deadline:
+                time.sleep(0.5)
+
+
+def test_parallelism_2_on_two_taskmanagers_equals_the_replay(kafka_bootstrap: str, flink_cluster: str,
+                                                             tmp_path: Path) -> None:
+    slots = 12
+    job = ClusterJob(flink_cluster, kafka_bootstrap, tmp_path, "DPBD",
+                     {"flink": {"parallelism": PARALLELISM, "close_after": "1s", "source_idleness": "3s"}})
+    events, requirements = generate(tmp_path, users=40, slots=slots, dynamic=True)
+    produce_files(job.kafka, job.config, events, requirements, 0.0)  # the whole input first: a backlog
     try:
-        deadline = time.monotonic() + 120
-        while _rest(flink_cluster, f"/jobs/{job_id}")["state"] != "RUNNING":
+        words = job.submit(SEED)
+        assert words[words.index("-p") + 1] == str(PARALLELISM) and words[-2:] == ["--seed", str(SEED)]
+        deadline = time.monotonic() + 180
+        while job.state() != "RUNNING":
+            assert job.state() in ("CREATED", "INITIALIZING"), job.log_tail()
             assert time.monotonic() < deadline, "job not RUNNING on the cluster"
             time.sleep(0.5)
-        time.sleep(3.0)  # tasks deployed, sources polling
-        slots = 6
-        stream = SyntheticStream("Sin", 30, slots + 1, seed=3)
-        events, requirements = write_synthetic(stream, str(tmp_path / "data"), 0.6, 40, 60_000)
-        produce_files(job.kafka, job.config, str(events), str(requirements), 1.3)
-        deadline = time.monotonic() + 90
-        while len({m.json()["slot"] for m in job.read("releases", idle_s=1.0)}) < slots:
-            assert _rest(flink_cluster, f"/jobs/{job_id}")["state"] == "RUNNING", "the job failed on the cluster"
-            assert time.monotonic() < deadline, "releases missing"
-        check_releases([m.json() for m in job.read("releases")], slots)
+        check_equals_replay(job, events, requirements, slots)
+
+        vertices = {v["name"]: v for v in _rest(flink_cluster, f"/jobs/{job.job_id}")["vertices"]}
+        population = [name for name in vertices if "Population" in name]
+        assert len(population) == 1 and vertices[population[0]]["parallelism"] == 1, list(vertices)
+        wide = {name: v for name, v in vertices.items() if v["parallelism"] == PARALLELISM}
+        for part in ("kafka events", "kafka requirements", "parse events", "Membership", "Window", "TemporalJoin"):
+            assert any(part in name for name in wide), (part, {n: v["parallelism"] for n, v in vertices.items()})
+        for name, vertex in wide.items():  # one subtask on each TaskManager, both running
+            hosts = _rest(flink_cluster, f"/jobs/{job.job_id}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]
+            assert len(hosts) == TASKMANAGERS, (name, hosts)
+            assert all(h["status"] == "RUNNING" for h in hosts), (name, hosts)
+        print(f"\ncluster job {job.job_id}: {len(wide)} of {len(vertices)} vertices at parallelism {PARALLELISM}, "
+              f"each on {TASKMANAGERS} TaskManagers; {slots} slots equal to the replay")
+        for name, vertex in vertices.items():
+            print(f"  {vertex['parallelism']}  {name[:110]}")
     finally:
-        _rest(flink_cluster, f"/jobs/{job_id}?mode=cancel", method="PATCH")
+        job.stop()

@@ -21,19 +21,23 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.common.files import DEMO_ORIGIN_MS, write_synthetic
-from pwevent.jobs.common.synthetic import SyntheticStream
-from pwevent.jobs.offline.audit import AuditInputs, audit_records
-from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.common.files import DEMO_ORIGIN_MS
 from pwevent.jobs.streaming.kafka_io import producer, read_topic
 from pwevent.jobs.streaming.produce import produce_files
 from pwevent.operators.policies import MECHANISMS
-from tests.integration.conftest import StreamingJob, check_releases, schema
+from tests.integration.conftest import (
+    SEED,
+    SLOT_MS,
+    StreamingJob,
+    check_equals_replay,
+    check_releases,
+    generate,
+    replay,
+    schema,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
-SEED = 1
-SLOT_MS = 60_000
 #: Baselines run every user at one global requirement; the synthetic users' own are looser (w 40, E >= 0.6).
 BASELINE = {"window": 40, "epsilon": 0.6}
 FAST_CLOSE = {"flink": {"close_after": "1s", "source_idleness": "3s"}}
@@ -54,60 +58,11 @@ def cpu_burner() -> Iterator[None]:
         burner.wait(timeout=10)
 
 
-def generate(folder: Path, users: int, slots: int, dynamic: bool = False, w: int = 40) -> tuple[str, str]:
-    stream = SyntheticStream("Sin", users, slots, seed=3)
-    events, requirements = write_synthetic(stream, str(folder / "data"), 0.6, w, SLOT_MS, dynamic,
-                                           types=3, change_every=4)
-    return str(events), str(requirements)
-
-
 def make_job(streaming_job: Any, mechanism: str, extra: dict[str, Any] | None = None) -> StreamingJob:
     merged: dict[str, Any] = {**FAST_CLOSE, **(BASELINE if mechanism in ("Uniform", "Sample", "BD", "BA") else {})}
     for key, value in (extra or {}).items():
         merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
     return streaming_job(mechanism, merged)
-
-
-def replay(job: StreamingJob, events: str, requirements: str) -> dict[str, list[dict[str, Any]]]:
-    out = job.folder / "replay"
-    out.mkdir(exist_ok=True)
-    run_replay(job.config, events, requirements, str(out / "releases.jsonl"), str(out / "spend.jsonl"),
-               rejects_out=str(out / "rejects.jsonl"), seed=SEED)
-    return {name: [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
-            for name in ("releases", "spend", "rejects")}
-
-
-def full_audit(job: StreamingJob, requirements: str, releases: list[dict[str, Any]],
-               audit: list[dict[str, Any]]) -> None:
-    """The auditor trusts nothing: users' windows against the requirements they declared (the
-    input), ledgers against the releases."""
-    for record in audit:
-        schema("spend").validate(record)
-    lines = [(f"{requirements}:{n}", text) for n, text in enumerate(Path(requirements).read_text().splitlines(), 1)]
-    report = audit_records(audit, AuditInputs.build(lines, releases, job.config))
-    assert report.ok and report.skipped is None, report.render()
-
-
-def spend_lines(log: list[dict[str, Any]]) -> list[str]:
-    return sorted(json.dumps(r, sort_keys=True) for r in log)
-
-
-def check_equals_replay(job: StreamingJob, events: str, requirements: str, slots: int,
-                        expected: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-    """Slots 1..`slots` released exactly once each and equal to the replay's; the audit topic holds
-    the replay's spend log, line for line, and passes the full audit. Returns the releases."""
-    releases = job.wait_releases(slots, timeout=240)
-    by_slot = check_releases(releases, slots)
-    expected = expected or replay(job, events, requirements)
-    for slot in range(1, slots + 1):
-        assert by_slot[slot] == expected["releases"][slot - 1], f"slot {slot} differs from the replay"
-    decided = [r for r in releases if r["slot"] <= slots]
-    audit = [m.json() for m in job.read("audit")]
-    in_range = [r for r in audit if r.get("slot", r.get("since", 0)) <= slots]
-    want = [r for r in expected["spend"] if r.get("slot", r.get("since", 0)) <= slots]
-    assert spend_lines(in_range) == spend_lines(want)
-    full_audit(job, requirements, decided, in_range)
-    return releases
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)

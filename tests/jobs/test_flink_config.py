@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 import pytest
+import yaml
 
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.job import sink_ddl, submit_command
@@ -58,7 +59,12 @@ def test_the_submit_command_quotes_paths_for_the_shell(tmp_path, monkeypatch):
     jar.write_bytes(b"")
     monkeypatch.setenv("PWEVENT_KAFKA_CONNECTOR_JAR", str(jar))
     config = tmp_path / "my job" / "job's.yaml"
+    config.parent.mkdir()
+    config.write_text(yaml.safe_dump({**BASE, "flink": {"parallelism": 3}}))
     words = shlex.split(submit_command(str(config), "127.0.0.1:8081"))
     assert words[words.index("--config") + 1] == str(config)
     assert words[words.index("--jarfile") + 1] == str(jar)
     assert words[words.index("-m") + 1] == "127.0.0.1:8081" and words[words.index("run") + 1] == "-d"
+    assert words[words.index("-p") + 1] == "3" and "--seed" not in words
+    seeded = shlex.split(submit_command(str(config), None, seed=7))
+    assert seeded[-2:] == ["--seed", "7"] and "-m" not in seeded
