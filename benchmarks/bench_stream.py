@@ -437,7 +437,7 @@ def ratio(results: list[RunResult]) -> float | None:
 def settings_text(args: argparse.Namespace) -> str:
     return (f"execution mode {args.execution_mode}, parallelism 1, checkpoint interval {args.checkpoint_interval} "
             f"(exactly once), state backend {args.state_backend}, job event time from {args.event_time}, "
-            "exactly-once Kafka sinks, read_committed read-back; 2-partition events topic")
+            "exactly-once Kafka sinks; 2-partition events topic")
 
 
 def print_table(args: argparse.Namespace, results: list[RunResult], generation_s: float) -> None:

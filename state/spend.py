@@ -16,8 +16,8 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True)
 class SpendEntry:
-    """One user's spend at one slot. `kind is None` means the decision is pending and the
-    candidate budgets are counted as spent (streaming.md, pending rule)."""
+    """One ledger's spend at one slot. `kind is None` means the slot is charged but not yet settled
+    (between `charge` and `settle` within one decision): the candidate budgets count as spent."""
 
     slot: int
     spend1: float

@@ -29,12 +29,14 @@ import sysconfig
 import time
 from pathlib import Path
 
-from pwevent.jobs.common.config import Config, load_config
+from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.jobs.streaming.settings import REPO_ROOT, StreamSettings, stream_settings
 
 CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
 PYROOT = REPO_ROOT / ".run" / "pyroot"
+#: Where a job without state continues: (last committed slot, its counts, last publication slot).
+ResumePoint = tuple[int, list[int], int | None]
 
 
 def connector_jar() -> Path:
@@ -144,22 +146,6 @@ def _interval(ms: int) -> str:
     return f"INTERVAL '{days} {hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}' DAY(9) TO SECOND(3)"
 
 
-def slot_groups_sql(view: str, clock: SlotClock, route: str) -> str:
-    """The UserSlots of `view` (UserLedger's output) grouped per slot: users with the same cell and
-    budgets form one row with their count. A tumbling event-time window per slot (aligned to the
-    origin) emits a slot's groups when the watermark passes the slot's end, the watermark that fires
-    the UserLedger timers that made them, so no UserSlot is late for its window."""
-    offset = clock.origin_ms % clock.length_ms
-    return (
-        "SELECT 0 AS k, ROW(slot, cell, eps1, eps2, border, members) AS g FROM ("
-        " SELECT slot, cell, eps1, eps2, border, COUNT(*) AS members"
-        f" FROM TABLE(TUMBLE(TABLE `{view}`, DESCRIPTOR(rowtime), {_interval(clock.length_ms)},"
-        f" {_interval(offset)}))"
-        f" WHERE route = '{route}'"
-        " GROUP BY window_start, window_end, slot, cell, eps1, eps2, border)"
-    )
-
-
 def _slot_sql(time_ms: str, clock: SlotClock) -> str:
     """The slot of epoch milliseconds `time_ms` (>= origin), in BIGINT arithmetic."""
     since = f"({time_ms} - {clock.origin_ms})"
@@ -181,7 +167,7 @@ def fast_event_sql(config: Config) -> tuple[str, str]:
 
 
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
-                   resume: tuple[int, list[int], int | None] | None = None) -> None:
+                   resume: ResumePoint | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
 
     docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
@@ -324,12 +310,15 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
     return env, StreamTableEnvironment.create(env)
 
 
-def submit_command(config_path: str, jobmanager: str | None = None, seed: int | None = None) -> str:
+def submit_command(config_path: str, jobmanager: str | None = None, seed: int | None = None,
+                   restore: str | None = None, resume: bool = False) -> str:
     """The shell command that submits this job, detached, to a running Flink session cluster (the
     one at `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
     Every path and argument is shell-quoted. `-p` is the configuration's `flink.parallelism` (the
     job's default parallelism; the Population is pinned to 1 in the graph); `seed` (tests and
-    reproduction only) is passed on to the job.
+    reproduction only) is passed on to the job; `restore` (a checkpoint/savepoint path or `latest`)
+    becomes `-s` and tells the entry point that the job has state; `resume` is
+    --resume-after-last-release (docs/streaming.md, "Starting twice").
 
     The client reads the configuration; the cluster's TaskManagers need the interpreter at the same
     path, its site-packages on their PYTHONPATH (thread mode) and a checkpoint directory they reach
@@ -340,11 +329,16 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
+    if restore == "latest":
+        restore = latest_checkpoint(settings.flink.checkpoint_dir)
+        if restore is None:
+            raise ConfigError(f"--restore latest: no completed checkpoint under {settings.flink.checkpoint_dir}")
     argv = [str(flink_home / "bin" / "flink"), "run", "-d", *(["-m", jobmanager] if jobmanager else []),
-            "-p", str(settings.flink.parallelism),
+            *(["-s", restore] if restore else []), "-p", str(settings.flink.parallelism),
             "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(python_root()),
             "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve()),
-            *(["--seed", str(seed)] if seed is not None else [])]
+            *(["--seed", str(seed)] if seed is not None else []), *(["--restore", restore] if restore else []),
+            *(["--resume-after-last-release"] if resume else [])]
     env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(python_root()))}"
     return f"{env} {shlex.join(argv)}"
 
@@ -353,15 +347,27 @@ class AlreadyReleasedError(RuntimeError):
     """The release topic holds releases but the job would start without their state."""
 
 
-def resume_point(settings: StreamSettings, resume: bool) -> tuple[int, list[int], int | None] | None:
+def resume_point(settings: StreamSettings, resume: bool) -> ResumePoint | None:
     """For a job starting without state: None if the release topic holds no release; else refuse
     (AlreadyReleasedError), or with `resume` the last committed slot, its counts and the last
     publication slot, to continue after (docs/streaming.md, "Starting twice")."""
     from pwevent.jobs.streaming.kafka_io import read_topic
 
     topic = settings.kafka.topics["releases"]
-    releases = [m.json() for m in read_topic(settings.kafka, topic, idle_s=1.0, max_s=30.0)]
-    releases = [r for r in releases if isinstance(r, dict) and isinstance(r.get("slot"), int)]
+    releases = []
+    for message in read_topic(settings.kafka, topic, idle_s=1.0, max_s=600.0):
+        try:
+            record = message.json()
+        except ValueError:
+            continue
+        # The job's own records: keyed by their slot, with counts. Anything else on the topic is
+        # foreign (the topic's ACLs keep writers out; a foreign record can only move the resume point).
+        if not isinstance(record, dict) or not isinstance(record.get("slot"), int):
+            continue
+        counts = record.get("counts")
+        if message.key == str(record["slot"]).encode() and isinstance(counts, list) \
+                and all(isinstance(c, int) for c in counts):
+            releases.append(record)
     if not releases:
         return None
     last = max(releases, key=lambda r: r["slot"])
@@ -376,6 +382,17 @@ def resume_point(settings: StreamSettings, resume: bool) -> tuple[int, list[int]
     return int(last["slot"]), [int(c) for c in last["counts"]], max(published) if published else None
 
 
+def start_point(settings: StreamSettings, restore: str | None, resume: bool) -> ResumePoint | None:
+    """Where a job begins: with restored state, where that state is (None); without, after the last
+    committed release when `resume`, else only if the release topic holds none (AlreadyReleasedError)."""
+    if restore is not None:
+        return None
+    start = resume_point(settings, resume)
+    if start is not None:
+        print(f"pwevent run: resuming after slot {start[0]} with fresh ledgers", file=sys.stderr)
+    return start
+
+
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
             ready_file: str | None = None, resume: bool = False) -> int:
     """Build and run the job on the local mini-cluster until it is cancelled or killed."""
@@ -385,15 +402,11 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
-    start = None
-    if restore is None:
-        try:
-            start = resume_point(settings, resume)
-        except AlreadyReleasedError as err:
-            print(f"pwevent run: refusing to start: {err}", file=sys.stderr)
-            return 2
-        if start is not None:
-            print(f"pwevent run: resuming after slot {start[0]} with fresh ledgers", file=sys.stderr)
+    try:
+        start = start_point(settings, restore, resume)
+    except AlreadyReleasedError as err:
+        print(f"pwevent run: refusing to start: {err}", file=sys.stderr)
+        return 2
     env, t_env = make_environment(settings, restore)
     build_pipeline(env, t_env, config, settings, seed, start)
     client = env.execute_async(f"pwevent {config.mechanism}")
@@ -413,9 +426,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="flink_job.py")
     parser.add_argument("--config", required=True)
     parser.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise")
+    parser.add_argument("--restore", help="the path `flink run -s` restores from (the job has state)")
+    parser.add_argument("--resume-after-last-release", action="store_true")
     args = parser.parse_args(argv)
     config = load_config(args.config)
     settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    try:
+        start = start_point(settings, args.restore, args.resume_after_last_release)
+    except AlreadyReleasedError as err:
+        print(f"flink_job.py: refusing to start: {err}", file=sys.stderr)
+        return 2
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
@@ -434,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     # (ClassNotFoundException: pwevent.flink.PositionedRecords, deserialising the Kafka source).
     env.add_jars(jvm_jar().resolve().as_uri())
     t_env = StreamTableEnvironment.create(env)
-    build_pipeline(env, t_env, config, settings, args.seed)
+    build_pipeline(env, t_env, config, settings, args.seed, start)
     env.execute(f"pwevent {config.mechanism}")
     return 0
 
@@ -445,7 +465,7 @@ if __name__ == "__main__":
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.print_submit:
-        print(submit_command(args.config, args.jobmanager, args.seed))
+        print(submit_command(args.config, args.jobmanager, args.seed, args.restore, args.resume_after_last_release))
         return 0
     return run_job(args.config, args.seed, args.restore, args.ready_file, args.resume_after_last_release)
 

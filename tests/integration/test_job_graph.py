@@ -1,9 +1,10 @@
 """The job's operator graph: which operators run Python (docs/streaming.md, Topology).
 
 In thread mode every Python operator costs a Java-Python crossing per record, and PyFlink does not
-chain Python operators there; event time, keying and the split of UserLedger's output are Java
-operators on purpose. This test fails when a change brings a Python operator back on the per-record
-path (a key selector lambda, a Python timestamp assigner, `get_side_output`'s identity map).
+chain Python operators there; reading Kafka, event time, keying, lateness, the latest event per user
+and slot, the class lookup and the counts are Java operators on purpose. This test fails when a
+change brings another Python operator into the graph (a key selector lambda, a Python timestamp
+assigner, `get_side_output`'s identity map).
 """
 
 from __future__ import annotations
