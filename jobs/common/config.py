@@ -12,6 +12,7 @@ postprocess: kalman       # kalman: releases also carry `smoothed` (a causal fil
 caps: {max_w: 1000, max_epsilon: 100}   # largest window / budget a user may declare
 events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
 requirements: {user: user, time: time}
+max_record_bytes: 65536   # largest input record (event, requirement) accepted; larger ones are rejected
 ```
 """
 
@@ -27,6 +28,9 @@ from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain
 from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mechanism
 from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.state.requirements import RequirementCaps
+
+#: Default largest input record, in bytes (`max_record_bytes`).
+DEFAULT_MAX_RECORD_BYTES = 65_536
 
 
 class ConfigError(ValueError):
@@ -64,6 +68,7 @@ class Config:
     events: EventFields = field(default_factory=EventFields)
     requirements: RequirementFields = field(default_factory=RequirementFields)
     extra: dict[str, Any] = field(default_factory=dict)
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
 
     @property
     def clock(self) -> SlotClock:
@@ -79,7 +84,7 @@ class Config:
 
 TOP_KEYS = {
     "mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "postprocess", "caps", "events",
-    "requirements",
+    "requirements", "max_record_bytes",
 }
 #: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
 EXTRA_SECTIONS: set[str] = {"kafka", "flink"}  # validated by jobs/flink_config.stream_settings
@@ -166,9 +171,12 @@ def parse_config(raw: Any) -> Config:
         raise ConfigError("events.lat and events.lon go together")
     requirements = RequirementFields(**_only("requirements", raw.get("requirements", {}), {"user", "time"}))
     extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
+    max_bytes = raw.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 64:
+        raise ConfigError(f"max_record_bytes must be an integer >= 64, got {max_bytes!r}")
     return Config(
         name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,
-        None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra,
+        None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra, max_bytes,
     )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
 
@@ -32,10 +32,10 @@ def write_synthetic(
                 for user in range(stream.users):
                     requirement = per_type[int(user_type[user])].to_json()
                     record: dict[str, Any] = {"user": f"u{user}", "time": time, **requirement}
-                    handle.write(json.dumps(record) + "\n")
+                    handle.write(dumps(record) + "\n")
         else:
             for user, req in enumerate(RequirementDraw(epsilon, w).fixed(stream.users, stream.seed)):
-                handle.write(json.dumps({"user": f"u{user}", "time": DEMO_ORIGIN, **req.to_json()}) + "\n")
+                handle.write(dumps({"user": f"u{user}", "time": DEMO_ORIGIN, **req.to_json()}) + "\n")
     with events.open("w", encoding="utf-8") as handle:
         for slot, values in enumerate(stream.values(), 1):
             start = DEMO_ORIGIN_MS + (slot - 1) * slot_ms

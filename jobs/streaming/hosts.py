@@ -25,13 +25,11 @@ the Java operators between them: event time, keying and the split of UserLedger'
 from __future__ import annotations
 
 import dataclasses
-import json
 import pickle
 import time
 from typing import Any
 
 import numpy as np
-import orjson
 from pyflink.common import Row
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import OutputTag
@@ -39,7 +37,15 @@ from pyflink.datastream.functions import KeyedBroadcastProcessFunction, KeyedPro
 from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 from pwevent.jobs.common.config import Config
-from pwevent.jobs.common.records import Reason, Rejected, parse_event, parse_requirement_update, reject_record
+from pwevent.jobs.common.jsonl import dumps
+from pwevent.jobs.common.records import (
+    Reason,
+    Rejected,
+    load_object,
+    parse_event,
+    parse_requirement_update,
+    reject_record,
+)
 from pwevent.jobs.common.requirement_rules import Action, RequirementRules
 from pwevent.jobs.offline.replay import release_record
 from pwevent.operators.noise import NumpyRandomness, make_randomness
@@ -64,12 +70,14 @@ SLOT_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "slot", "audit", "dead"
 DECISIONS = MapStateDescriptor("decisions", Types.LONG(), Types.STRING())
 #: A watermark at or above this is the end of a bounded input, not a slot end: no more slot timers.
 END_OF_TIME_MS = 2**61
+#: Largest release record read back (a release holds one count per cell, and `smoothed`).
+MAX_RELEASE_BYTES = 64 << 20
 #: Field name no record carries: `kafka.event_time: kafka` makes parse_event use the record timestamp.
 _KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
 
 
 def _json(record: dict[str, Any] | list[Any]) -> str:
-    return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return dumps(record)
 
 
 def _text(route: str, text: str) -> Row:
@@ -101,10 +109,10 @@ class ParseRecords(ProcessFunction):
         payload: Any
         try:
             if self.source == "events":
-                event = parse_event(raw, self.fields, config.domain, row[3])
+                event = parse_event(raw, self.fields, config.domain, row[3], config.max_record_bytes)
                 kind, user, time_ms, payload = "e", event.user, event.time_ms, event.cell
             else:
-                update = parse_requirement_update(raw, config.requirements, config.caps)
+                update = parse_requirement_update(raw, config.requirements, config.caps, config.max_record_bytes)
                 kind, user, time_ms, payload = "r", update.user, update.time_ms, update.requirement
         except Rejected as err:
             yield DEAD_LETTERS, _json(reject_record(self.source, position, err.reason, err.detail, raw))
@@ -119,7 +127,7 @@ class ParseRecords(ProcessFunction):
             yield DEAD_LETTERS, _json(reject_record(self.source, position, Reason.TOO_FAR_AHEAD, ahead, raw))
             return
         order = (time_ms, position["partition"], position["offset"])
-        yield Row(user, (kind, user, time_ms, payload, order, position, raw.decode("utf-8", errors="replace"))), time_ms
+        yield Row(user, (kind, user, time_ms, payload, order, position, raw)), time_ms
 
 
 class ParseDecision(ProcessFunction):
@@ -130,13 +138,18 @@ class ParseDecision(ProcessFunction):
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         raw: bytes = row[0] if row[0] is not None else b""
+        position = _position(self.topic, row)
         try:
-            release = json.loads(raw)
-            yield int(release["slot"]), Kind(release["kind"]).value
+            release = load_object(raw, MAX_RELEASE_BYTES)
+            slot, kind = release["slot"], Kind(release["kind"]).value
+            if isinstance(slot, bool) or not isinstance(slot, int):
+                raise TypeError(f"slot {slot!r} is not an integer")
+            yield slot, kind
+        except Rejected as err:
+            yield DEAD_LETTERS, _json(reject_record("releases", position, err.reason, err.detail, raw))
         except (ValueError, KeyError, TypeError) as err:
-            yield DEAD_LETTERS, _json(
-                reject_record("releases", _position(self.topic, row), Reason.UNPARSABLE, f"not a release: {err}", raw)
-            )
+            detail = f"not a release: {err}"
+            yield DEAD_LETTERS, _json(reject_record("releases", position, Reason.UNPARSABLE, detail, raw))
 
 
 class UserLedger(KeyedBroadcastProcessFunction):
