@@ -1,0 +1,211 @@
+"""The SQL fast path for events: split raw Kafka events into the ones SQL can take itself and the rest.
+
+SQL does not decide validity: `parse_event` (jobs/common/records.py) is the one definition of a valid
+event. SQL only recognises records it is *certain* `parse_event` accepts with exactly the (user,
+time_ms, cell) it extracts, so those never cross into Python (the fast path); every other record
+(invalid, unusual or merely unfamiliar) goes to `parse_event` with its raw bytes and Kafka position,
+which accepts it or rejects it with the reason (the slow path). Whenever in doubt: slow path.
+
+The fast-path predicate (`EventSql.fast`), all of it required:
+- the raw bytes are at most `max_record_bytes` long and pure printable ASCII (so the UTF-8 decoding of
+  both sides agrees, whatever a decoder does with invalid bytes: as many characters as bytes);
+- the whole text matches one regular expression (`record_regex`): a flat JSON object, JSON whitespace
+  only (` \\t\\n\\r`, anchored with `\\z`, never Java's `$`), whose members are exactly the configured
+  fields (plus, with Kafka-timestamp event time, an optional ignored time field), each field's quoted
+  name appearing exactly once in the whole text (so no duplicate and no other key), and each value in
+  a canonical form: user a string of `[A-Za-z0-9_.:@-]{1,256}` or an integer without sign or leading
+  zero (at most 18 digits); time epoch milliseconds as such an integer (at most 15 digits); the value as
+  the domain needs (binary `0`/`1`/`true`/`false`; cells an integer; categories a string of printable
+  ASCII without `"` or `\\`; grid `{"lat": x, "lon": y}`, `[x, y]` or two top-level fields, x and y
+  decimals without exponent, at most 6 integer and 20 fraction digits); no escapes, no nesting
+  beyond the grid value, no floats where Python wants integers;
+- the values JSON_VALUE extracts then satisfy what `parse_event` and the job check: time within
+  [origin, year 9999] (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
+  grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order as
+  `GridDomain.cell`).
+Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow).
+
+The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
+(jobs/streaming/job.py `source_ddl`). docs/streaming.md, "Parsing: fast path and reference parser".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.records import MAX_TIME_MS, MAX_USER_CHARS
+from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain
+
+_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+_WS = r"[ \t\n\r]*"
+_UINT = "(?:0|[1-9][0-9]{0,%d})"
+_USER = f'(?:"[A-Za-z0-9_.:@-]{{1,{MAX_USER_CHARS}}}"|{_UINT % 17})'
+_TIME = _UINT % 14
+_DECIMAL = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,20})?"
+_SAFE_STRING = r'"[ !#-\[\]-~]{0,256}"'
+_SAFE_CATEGORY = re.compile(r"[ !#-\[\]-~]{0,256}")
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _double(value: float) -> str:
+    """A DOUBLE literal that is exactly `value` (17 significant digits round-trip)."""
+    return f"{float(value):.17E}"
+
+
+def _member(name: str, value_regex: str) -> str:
+    return f'"{name}"{_WS}:{_WS}(?:{value_regex})'
+
+
+def _path(name: str, *inner: str) -> str:
+    return "$" + "".join(f"['{part}']" if not part.startswith("[") else part for part in (name, *inner))
+
+
+@dataclass(frozen=True)
+class EventSql:
+    """SQL boolean and value expressions over `s` (the record as STRING), `value` (its BYTES) and
+    `ts_ms` (the Kafka timestamp in epoch ms), for one configuration. `user`, `time_ms` and `cell` are
+    NULL unless the record has the fast-path shape; `fast` is never NULL."""
+
+    shape: str
+    user: str
+    time_ms: str
+    cell: str
+    time_bounds: tuple[int, int]
+
+    @property
+    def fast(self) -> str:
+        low, high = self.time_bounds
+        return (f"COALESCE(({self.shape}) AND `user` IS NOT NULL AND `cell` IS NOT NULL"
+                f" AND `time_ms` BETWEEN {low} AND {high}, FALSE)")
+
+
+def _grid_pair() -> str:
+    """A grid value: {"lat": x, "lon": y} (either order) or [x, y]."""
+    lat, lon = _member("lat", _DECIMAL), _member("lon", _DECIMAL)
+    return (f"\\{{{_WS}{lat}{_WS},{_WS}{lon}{_WS}\\}}|\\{{{_WS}{lon}{_WS},{_WS}{lat}{_WS}\\}}"
+            f"|\\[{_WS}{_DECIMAL}{_WS},{_WS}{_DECIMAL}{_WS}\\]")
+
+
+def _value_members(config: Config) -> list[str]:
+    """The member regexes of the fields that hold the event's value, in the domain's canonical form."""
+    fields, domain = config.events, config.domain
+    if isinstance(domain, BinaryDomain):
+        return [_member(fields.value, "[01]|true|false")]
+    if isinstance(domain, CellsDomain):
+        return [_member(fields.value, _UINT % 9)]
+    if isinstance(domain, CategoriesDomain):
+        return [_member(fields.value, _SAFE_STRING)]
+    if fields.lat and fields.lon:
+        return [_member(fields.lat, _DECIMAL), _member(fields.lon, _DECIMAL)]
+    return [_member(fields.value, _grid_pair())]
+
+
+def _cell_sql(config: Config, json_value: Callable[..., str]) -> str:
+    """SQL INT: the cell of a record of the fast-path shape as `config.domain` computes it, or NULL."""
+    fields, domain = config.events, config.domain
+    if isinstance(domain, BinaryDomain):
+        raw = json_value(fields.value)
+        return f"CASE {raw} WHEN '0' THEN 0 WHEN 'false' THEN 0 WHEN '1' THEN 1 WHEN 'true' THEN 1 END"
+    if isinstance(domain, CellsDomain):
+        number = f"TRY_CAST({json_value(fields.value)} AS BIGINT)"
+        return f"CASE WHEN {number} >= 0 AND {number} < {domain.d} THEN CAST({number} AS INT) END"
+    if isinstance(domain, CategoriesDomain):
+        cases = " ".join(f"WHEN {_sql_str(name)} THEN {index}" for index, name in enumerate(domain.values)
+                         if _SAFE_CATEGORY.fullmatch(name))
+        return f"CASE {json_value(fields.value)} {cases} END" if cases else "CAST(NULL AS INT)"
+    if fields.lat and fields.lon:
+        lat, lon = json_value(fields.lat), json_value(fields.lon)
+    else:
+        lat = f"COALESCE({json_value(fields.value, 'lat')}, {json_value(fields.value, '[0]')})"
+        lon = f"COALESCE({json_value(fields.value, 'lon')}, {json_value(fields.value, '[1]')})"
+    x, y = f"TRY_CAST({lat} AS DOUBLE)", f"TRY_CAST({lon} AS DOUBLE)"
+
+    def index(coord: str, low: float, high: float, n: int) -> str:
+        # GridDomain.cell: min(int((v - low) / (high - low) * n), n - 1), in the same DOUBLE steps
+        return (f"LEAST(CAST(FLOOR(({coord} - {_double(low)}) / {_double(high - low)} * {n}) AS INT),"
+                f" {n - 1})")
+
+    inside = (f"{x} BETWEEN {_double(domain.min_lat)} AND {_double(domain.max_lat)}"
+              f" AND {y} BETWEEN {_double(domain.min_lon)} AND {_double(domain.max_lon)}")
+    row = index(x, domain.min_lat, domain.max_lat, domain.rows)
+    col = index(y, domain.min_lon, domain.max_lon, domain.cols)
+    return f"CASE WHEN {inside} THEN {row} * {domain.cols} + {col} END"
+
+
+def record_regex(config: Config, kafka_time: bool = False) -> str:
+    """The Java regular expression a fast-path record matches whole: a flat object of exactly the
+    configured members (with `kafka_time`, the time member optional), values in canonical form."""
+    fields = config.events
+    required = [_member(fields.user, _USER), *_value_members(config)]
+    optional = [_member(fields.time, f"{_TIME}|{_SAFE_STRING}")] if kafka_time else []
+    if not kafka_time:
+        required.append(_member(fields.time, _TIME))
+    member = "|".join(required + optional)
+    low, high = len(required) - 1, len(required) + len(optional) - 1
+    return f"^{_WS}\\{{{_WS}(?:{member}){_WS}(?:,{_WS}(?:{member}){_WS}){{{low},{high}}}\\}}{_WS}\\z"
+
+
+def _occurs(name: str, comparison: str) -> str:
+    """SQL: the quoted `"name"` occurs in `s` a number of times satisfying `comparison`."""
+    token = _sql_str(f'"{name}"')
+    return f"(CHAR_LENGTH(s) - CHAR_LENGTH(REPLACE(s, {token}, ''))) / {len(name) + 2} {comparison}"
+
+
+def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
+    """The fast-path expressions for `config`'s events. `kafka_time`: the event time is the Kafka
+    record timestamp (`kafka.event_time: kafka`); a time field in the record is then ignored."""
+    fields = config.events
+    time_bounds = (config.origin_ms, MAX_TIME_MS)
+    names = [fields.user, fields.time, fields.value, fields.lat or "lat", fields.lon or "lon"]
+    if not all(_NAME.fullmatch(name) for name in names):
+        return EventSql("FALSE", "CAST(NULL AS STRING)", "CAST(NULL AS BIGINT)", "CAST(NULL AS INT)", time_bounds)
+
+    def json_value(name: str, *inner: str) -> str:
+        return f"JSON_VALUE(s, {_sql_str(_path(name, *inner))})"
+
+    keys = [fields.user, *([fields.lat, fields.lon] if fields.lat and fields.lon else [fields.value])]
+    shape = " AND ".join([
+        f"CHAR_LENGTH(s) <= {config.max_record_bytes}",
+        "ENCODE(s, 'UTF-8') = `value`",
+        f"REGEXP(s, {_sql_str(record_regex(config, kafka_time))})",
+        *(_occurs(key, "= 1") for key in keys),
+        _occurs(fields.time, "<= 1" if kafka_time else "= 1"),
+    ])
+    time_ms = "`ts_ms`" if kafka_time else f"TRY_CAST({json_value(fields.time)} AS BIGINT)"
+
+    def guarded(expression: str) -> str:
+        return f"CASE WHEN {shape} THEN {expression} END"
+
+    cell = guarded(_cell_sql(config, json_value))
+    return EventSql(shape, guarded(json_value(fields.user)), guarded(time_ms), cell, time_bounds)
+
+
+def parsed_events_sql(config: Config, table: str, kafka_time: bool = False) -> str:
+    """Every row of `table` (`value` BYTES, `partition`, `offset`, `ts_ms`) with the fast-path columns
+    `user`, `time_ms`, `cell` and the boolean `fast`."""
+    sql = event_sql(config, kafka_time)
+    return (
+        "SELECT `value`, `partition`, `offset`, `ts_ms`, `user`, `time_ms`, `cell`, " + sql.fast + " AS `fast` FROM ("
+        f" SELECT `value`, `partition`, `offset`, `ts_ms`, {sql.user} AS `user`, {sql.time_ms} AS `time_ms`,"
+        f" {sql.cell} AS `cell`, s FROM ("
+        f"  SELECT `value`, `partition`, `offset`, `ts_ms`, CAST(`value` AS STRING) AS s FROM `{table}`))"
+    )
+
+
+def fast_path_sql(config: Config, table: str, kafka_time: bool = False) -> str:
+    """The fast path: (`user`, `time_ms`, `cell`, `partition`, `offset`) of the records `parse_event`
+    surely accepts with exactly these values."""
+    return ("SELECT `user`, `time_ms`, `cell`, `partition`, `offset` FROM ("
+            f"{parsed_events_sql(config, table, kafka_time)}) WHERE `fast`")
+
+
+def slow_path_sql(config: Config, table: str, kafka_time: bool = False) -> str:
+    """The slow path: (`value`, `partition`, `offset`, `ts_ms`) of every other record, for `parse_event`."""
+    return ("SELECT `value`, `partition`, `offset`, `ts_ms` FROM ("
+            f"{parsed_events_sql(config, table, kafka_time)}) WHERE NOT `fast`")
