@@ -119,6 +119,7 @@ def _cell_sql(config: Config, json_value: Callable[..., str]) -> str:
         cases = " ".join(f"WHEN {_sql_str(name)} THEN {index}" for index, name in enumerate(domain.values)
                          if _SAFE_CATEGORY.fullmatch(name))
         return f"CASE {json_value(fields.value)} {cases} END" if cases else "CAST(NULL AS INT)"
+    assert isinstance(domain, GridDomain)
     if fields.lat and fields.lon:
         lat, lon = json_value(fields.lat), json_value(fields.lon)
     else:

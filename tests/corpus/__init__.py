@@ -3,8 +3,9 @@
 Each record is rejected by `parse_event` AND `parse_requirement_update` whatever the domain (field
 names user/time/value): they break the rules every record shares (bytes, JSON, user id, time), never
 only a domain. Exception: with the Kafka timestamp as event time (`kafka.event_time: kafka`) the
-record's time field is ignored, so the `time-*` records with a well-formed JSON body are valid events. The small ones are files in `poison/` (bytes as they are); the big ones are made
-here. Used by the parser's fuzz tests, the replay's, and the streaming job's dead-letter test.
+record's time field is ignored, so the `time-*` records with a well-formed JSON body are valid events.
+The small records are files in `poison/` (bytes as they are); the big ones are made here. Used by the
+parser's fuzz tests, the replay's, the SQL fast path's and the streaming job's dead-letter test.
 """
 
 from __future__ import annotations
