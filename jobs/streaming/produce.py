@@ -11,7 +11,6 @@ when it has one (so `kafka.event_time: kafka` works too); the key is the user id
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, load_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
+from pwevent.jobs.common.records import load_object
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import producer
@@ -41,7 +41,7 @@ def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[
                 continue
             key = stamp = None
             try:
-                obj = json.loads(line)
+                obj = load_object(line, len(line))  # raises only Rejected; a bad line is sent all the same
                 if isinstance(obj, dict):
                     if isinstance(obj.get(user_field), (str, int)) and not isinstance(obj.get(user_field), bool):
                         key = str(obj[user_field]).encode()
