@@ -7,22 +7,23 @@ time_ms, cell) it extracts, so those never cross into Python (the fast path); ev
 which accepts it or rejects it with the reason (the slow path). Whenever in doubt: slow path.
 
 The fast-path predicate (`EventSql.fast`), all of it required:
-- the raw bytes are at most `max_record_bytes` long and pure printable ASCII (so the UTF-8 decoding of
-  both sides agrees, whatever a decoder does with invalid bytes: as many characters as bytes);
-- the whole text matches one regular expression (`record_regex`): a flat JSON object, JSON whitespace
-  only (` \\t\\n\\r`, anchored with `\\z`, never Java's `$`), whose members are exactly the configured
-  fields (plus, with Kafka-timestamp event time, an optional ignored time field), each field's quoted
-  name appearing exactly once in the whole text (so no duplicate and no other key), and each value in
-  a canonical form: user a string of `[A-Za-z0-9_.:@-]{1,256}` or an integer without sign or leading
-  zero (at most 18 digits); time epoch milliseconds as such an integer (at most 15 digits); the value as
-  the domain needs (binary `0`/`1`/`true`/`false`; cells an integer; categories a string of printable
-  ASCII without `"` or `\\`; grid `{"lat": x, "lon": y}`, `[x, y]` or two top-level fields, x and y
-  decimals without exponent, at most 6 integer and 20 fraction digits); no escapes, no nesting
-  beyond the grid value, no floats where Python wants integers;
-- the values JSON_VALUE extracts then satisfy what `parse_event` and the job check: time within
+- the record is at most `max_record_bytes` characters and its bytes are exactly the UTF-8 encoding of
+  its decoded text (`ENCODE(s, 'UTF-8') = value`: no lenient decoding of invalid bytes can pass);
+- the whole text matches one regular expression (`record_regex`, anchored `^`...`\\z`, never Java's
+  `$`, which accepts a trailing line terminator such as U+2028), pure printable ASCII: a flat JSON
+  object of exactly the configured members in the canonical order (user, time, value; or user,
+  time, lat, lon), at most one space after `:` and `,` (as `json.dumps` and jobs/common/files.py
+  write), so no key is repeated, missing or extra; values in canonical form: user a string of
+  `[A-Za-z0-9_.:@-]{1,256}` or an integer without sign or leading zero (at most 18 digits); time
+  epoch milliseconds as such an integer (at most 15 digits; with Kafka-timestamp event time the
+  time member is optional and ignored); the value as the domain needs it (binary `0`/`1`/`true`/
+  `false`; cells an integer; categories a string of printable ASCII without `"` or `\\`; grid
+  `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y decimals without exponent, at most 6
+  integer and 20 fraction digits); no escapes, no floats where Python wants integers;
+- the values JSON_VALUE extracts then pass what `parse_event` and the job check: time within
   [origin, year 9999] (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
-  grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order as
-  `GridDomain.cell`).
+  grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order
+  as `GridDomain.cell`, constants as 17-digit literals).
 Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow).
 
 The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
@@ -40,7 +41,7 @@ from pwevent.jobs.common.records import MAX_TIME_MS, MAX_USER_CHARS
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
-_WS = r"[ \t\n\r]*"
+_WS = " ?"  # at most one space: the canonical writers put none, or one after , and :
 _UINT = "(?:0|[1-9][0-9]{0,%d})"
 _USER = f'(?:"[A-Za-z0-9_.:@-]{{1,{MAX_USER_CHARS}}}"|{_UINT % 17})'
 _TIME = _UINT % 14
@@ -88,10 +89,9 @@ class EventSql:
 
 
 def _grid_pair() -> str:
-    """A grid value: {"lat": x, "lon": y} (either order) or [x, y]."""
-    lat, lon = _member("lat", _DECIMAL), _member("lon", _DECIMAL)
-    return (f"\\{{{_WS}{lat}{_WS},{_WS}{lon}{_WS}\\}}|\\{{{_WS}{lon}{_WS},{_WS}{lat}{_WS}\\}}"
-            f"|\\[{_WS}{_DECIMAL}{_WS},{_WS}{_DECIMAL}{_WS}\\]")
+    """A grid value: {"lat": x, "lon": y} or [x, y] (in this order)."""
+    return (f"\\{{{_member('lat', _DECIMAL)},{_WS}{_member('lon', _DECIMAL)}\\}}"
+            f"|\\[{_DECIMAL},{_WS}{_DECIMAL}\\]")
 
 
 def _value_members(config: Config) -> list[str]:
@@ -143,21 +143,13 @@ def _cell_sql(config: Config, json_value: Callable[..., str]) -> str:
 
 def record_regex(config: Config, kafka_time: bool = False) -> str:
     """The Java regular expression a fast-path record matches whole: a flat object of exactly the
-    configured members (with `kafka_time`, the time member optional), values in canonical form."""
+    configured members in the canonical order (user, time, value or lat, lon), each once, values in
+    canonical form; with `kafka_time` the time member is optional (and ignored)."""
     fields = config.events
-    required = [_member(fields.user, _USER), *_value_members(config)]
-    optional = [_member(fields.time, f"{_TIME}|{_SAFE_STRING}")] if kafka_time else []
-    if not kafka_time:
-        required.append(_member(fields.time, _TIME))
-    member = "|".join(required + optional)
-    low, high = len(required) - 1, len(required) + len(optional) - 1
-    return f"^{_WS}\\{{{_WS}(?:{member}){_WS}(?:,{_WS}(?:{member}){_WS}){{{low},{high}}}\\}}{_WS}\\z"
-
-
-def _occurs(name: str, comparison: str) -> str:
-    """SQL: the quoted `"name"` occurs in `s` a number of times satisfying `comparison`."""
-    token = _sql_str(f'"{name}"')
-    return f"(CHAR_LENGTH(s) - CHAR_LENGTH(REPLACE(s, {token}, ''))) / {len(name) + 2} {comparison}"
+    time = f"(?:,{_WS}{_member(fields.time, f'{_TIME}|{_SAFE_STRING}')})?" if kafka_time \
+        else f",{_WS}{_member(fields.time, _TIME)}"
+    values = "".join(f",{_WS}{member}" for member in _value_members(config))
+    return f"^\\{{{_member(fields.user, _USER)}{time}{values}\\}}\\z"
 
 
 def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
@@ -172,13 +164,10 @@ def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
     def json_value(name: str, *inner: str) -> str:
         return f"JSON_VALUE(s, {_sql_str(_path(name, *inner))})"
 
-    keys = [fields.user, *([fields.lat, fields.lon] if fields.lat and fields.lon else [fields.value])]
     shape = " AND ".join([
         f"CHAR_LENGTH(s) <= {config.max_record_bytes}",
         "ENCODE(s, 'UTF-8') = `value`",
         f"REGEXP(s, {_sql_str(record_regex(config, kafka_time))})",
-        *(_occurs(key, "= 1") for key in keys),
-        _occurs(fields.time, "<= 1" if kafka_time else "= 1"),
     ])
     time_ms = "`ts_ms`" if kafka_time else f"TRY_CAST({json_value(fields.time)} AS BIGINT)"
 

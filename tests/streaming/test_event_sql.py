@@ -130,7 +130,7 @@ def tricky(draw, config: Config) -> bytes:
     """A record near the canonical shape: odd literals, spacing, order, extra, missing or repeated keys."""
     fields = config.events
     user = draw(mostly(st.from_regex(r"[A-Za-z0-9_.:@-]{1,8}", fullmatch=True).map(_lit), USER_LITERALS))
-    time = draw(mostly(st.integers(ORIGIN_MS - 10, ORIGIN_MS + 10**9).map(str), TIME_LITERALS))
+    time = draw(mostly(st.integers(ORIGIN_MS, ORIGIN_MS + 10**9).map(str), TIME_LITERALS))
     members = [(fields.user, user), (fields.time, time)]
     usual = usual_value(config)
     if type(config.domain).__name__ == "GridDomain":
@@ -145,15 +145,16 @@ def tricky(draw, config: Config) -> bytes:
             members.append((fields.value, value))
     else:
         members.append((fields.value, draw(mostly(usual, NUMBER_LITERALS))))
-    members = draw(st.permutations(members))
+    members = draw(mostly(st.just(members), st.permutations(members)))
     if draw(st.integers(0, 9)) == 0:
         members = members[1:]
     if draw(st.integers(0, 9)) == 0:
         members = [*members, draw(st.sampled_from(members))[:1] + (draw(NUMBER_LITERALS),)]
     if draw(st.integers(0, 9)) == 0:
         members = [*members, (draw(st.sampled_from(["x", "time", "value", "User", "lat"])), draw(NUMBER_LITERALS))]
-    ws = [draw(mostly(st.just(""), WHITESPACE)) for _ in range(4)]
-    body = ",".join(f"{ws[0]}{_lit(key)}{ws[1]}:{ws[2]}{literal}{ws[3]}" for key, literal in members)
+    after = [draw(mostly(st.sampled_from(["", " "]), WHITESPACE)) for _ in range(2)]  # after , and :
+    before = [draw(mostly(st.just(""), WHITESPACE)) for _ in range(2)]  # before : and ,
+    body = f",{after[0]}".join(f"{_lit(key)}{before[0]}:{after[1]}{literal}{before[1]}" for key, literal in members)
     prefix = draw(mostly(st.just(""), st.sampled_from([" ", "\ufeff", "\n", "\x00"])))
     suffix = draw(mostly(st.just(""), st.sampled_from([" ", "\n", "\r\n", "\u2028", "x", "{}", "\x00", ",", "\x85"])))
     text = prefix + "{" + body + "}" + suffix
