@@ -15,13 +15,13 @@ The fast-path predicate (`EventSql.fast`), all of it required:
   time, lat, lon), at most one space after `:` and `,` (as `json.dumps` and jobs/common/files.py
   write), so no key is repeated, missing or extra; values in canonical form: user a string of
   `[A-Za-z0-9_.:@-]{1,256}` or an integer without sign or leading zero (at most 18 digits); time
-  epoch milliseconds as such an integer (at most 15 digits; with Kafka-timestamp event time the
-  time member is optional and ignored); the value as the domain needs it (binary `0`/`1`/`true`/
+  epoch milliseconds as such an integer (at most 14 digits, so before year 9999; with
+  Kafka-timestamp event time the time member is optional and ignored); the value as the domain needs it (binary `0`/`1`/`true`/
   `false`; cells an integer; categories a string of printable ASCII without `"` or `\\`; grid
   `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y decimals without exponent, at most 6
   integer and 20 fraction digits); no escapes, no floats where Python wants integers;
 - the values JSON_VALUE extracts then pass what `parse_event` and the job check: time within
-  [origin, year 9999] (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
+  time >= origin (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
   grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order
   as `GridDomain.cell`, constants as 17-digit literals).
 Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow).
@@ -37,14 +37,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pwevent.jobs.common.config import Config
-from pwevent.jobs.common.records import MAX_TIME_MS, MAX_USER_CHARS
+from pwevent.jobs.common.records import MAX_USER_CHARS
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _WS = " ?"  # at most one space: the canonical writers put none, or one after , and :
 _UINT = "(?:0|[1-9][0-9]{0,%d})"
 _USER = f'(?:"[A-Za-z0-9_.:@-]{{1,{MAX_USER_CHARS}}}"|{_UINT % 17})'
-_TIME = _UINT % 14
+_TIME = _UINT % 13  # at most 14 digits: below MAX_TIME_MS, so only the origin is checked in SQL
 _DECIMAL = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,20})?"
 _SAFE_STRING = r'"[ !#-\[\]-~]{0,256}"'
 _SAFE_CATEGORY = re.compile(r"[ !#-\[\]-~]{0,256}")
@@ -79,13 +79,13 @@ class EventSql:
     user: str
     time_ms: str
     cell: str
-    time_bounds: tuple[int, int]
+    origin_ms: int
 
     @property
     def fast(self) -> str:
-        low, high = self.time_bounds
+        """Each column once (the planner inlines them: every reference is another JSON_VALUE call)."""
         return (f"COALESCE(({self.shape}) AND `user` IS NOT NULL AND `cell` IS NOT NULL"
-                f" AND `time_ms` BETWEEN {low} AND {high}, FALSE)")
+                f" AND `time_ms` >= {self.origin_ms}, FALSE)")
 
 
 def _grid_pair() -> str:
@@ -115,8 +115,9 @@ def _cell_sql(config: Config, json_value: Callable[..., str]) -> str:
         raw = json_value(fields.value)
         return f"CASE {raw} WHEN '0' THEN 0 WHEN 'false' THEN 0 WHEN '1' THEN 1 WHEN 'true' THEN 1 END"
     if isinstance(domain, CellsDomain):
+        # the regex admits only unsigned integers; one reference to the value (each is a JSON_VALUE call)
         number = f"TRY_CAST({json_value(fields.value)} AS BIGINT)"
-        return f"CASE WHEN {number} >= 0 AND {number} < {domain.d} THEN CAST({number} AS INT) END"
+        return f"CAST(NULLIF(LEAST({number}, {domain.d}), {domain.d}) AS INT)"
     if isinstance(domain, CategoriesDomain):
         cases = " ".join(f"WHEN {_sql_str(name)} THEN {index}" for index, name in enumerate(domain.values)
                          if _SAFE_CATEGORY.fullmatch(name))
@@ -156,10 +157,9 @@ def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
     """The fast-path expressions for `config`'s events. `kafka_time`: the event time is the Kafka
     record timestamp (`kafka.event_time: kafka`); a time field in the record is then ignored."""
     fields = config.events
-    time_bounds = (config.origin_ms, MAX_TIME_MS)
     names = [fields.user, fields.time, fields.value, fields.lat or "lat", fields.lon or "lon"]
     if not all(_NAME.fullmatch(name) for name in names):
-        return EventSql("FALSE", "CAST(NULL AS STRING)", "CAST(NULL AS BIGINT)", "CAST(NULL AS INT)", time_bounds)
+        return EventSql("FALSE", "CAST(NULL AS STRING)", "CAST(NULL AS BIGINT)", "CAST(NULL AS INT)", config.origin_ms)
 
     def json_value(name: str, *inner: str) -> str:
         return f"JSON_VALUE(s, {_sql_str(_path(name, *inner))})"
@@ -171,7 +171,7 @@ def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
     ])
     time_ms = "`ts_ms`" if kafka_time else f"TRY_CAST({json_value(fields.time)} AS BIGINT)"
 
-    return EventSql(shape, json_value(fields.user), time_ms, _cell_sql(config, json_value), time_bounds)
+    return EventSql(shape, json_value(fields.user), time_ms, _cell_sql(config, json_value), config.origin_ms)
 
 
 def parsed_events_sql(config: Config, table: str, kafka_time: bool = False) -> str:
