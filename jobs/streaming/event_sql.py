@@ -17,9 +17,10 @@ The fast-path predicate (`EventSql.fast`), all of it required:
   `[A-Za-z0-9_.:@-]{1,256}` or an integer without sign or leading zero (at most 18 digits); time
   epoch milliseconds as such an integer (at most 14 digits, so before year 9999; with
   Kafka-timestamp event time the time member is optional and ignored); the value as the domain
-  needs it (binary `0`/`1`/`true`/`false`; cells an integer; categories a string of printable ASCII without `"` or `\\`; grid
-  `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y decimals without exponent, at most 6
-  integer and 20 fraction digits); no escapes, no floats where Python wants integers;
+  needs it (binary `0`/`1`/`true`/`false`; cells an integer; categories a string of printable
+  ASCII without `"` or `\\`; grid `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y
+  decimals without exponent, at most 6 integer and 20 fraction digits); no escapes, no floats where
+  Python wants integers;
 - the values JSON_VALUE extracts then pass what `parse_event` and the job check: time within
   time >= origin (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
   grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order
