@@ -21,7 +21,7 @@ The fast-path predicate (`EventSql.fast`), all of it required:
   ASCII without `"` or `\\`; grid `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y
   decimals without exponent, at most 6 integer and 20 fraction digits); no escapes, no floats where
   Python wants integers;
-- the values JSON_VALUE extracts then pass what `parse_event` and the job check: time within
+- the values JSON_VALUE extracts then pass what `parse_event` and the job check:
   time >= origin (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
   grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order
   as `GridDomain.cell`, constants as 17-digit literals).
