@@ -13,6 +13,7 @@ caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may decl
        min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
 events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
+max_record_bytes: 65536   # largest input record (event, requirement) accepted; larger ones are rejected
 ```
 """
 
@@ -32,6 +33,9 @@ from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mec
 from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import Requirement, RequirementCaps
+
+#: Default largest input record, in bytes (`max_record_bytes`).
+DEFAULT_MAX_RECORD_BYTES = 65_536
 
 
 class ConfigError(ValueError):
@@ -73,6 +77,7 @@ class Config:
     events: EventFields = field(default_factory=EventFields)
     requirements: RequirementFields = field(default_factory=RequirementFields)
     extra: dict[str, Any] = field(default_factory=dict)
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
 
     @property
     def clock(self) -> SlotClock:
@@ -88,7 +93,7 @@ class Config:
 
 TOP_KEYS = {
     "mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "postprocess", "caps", "events",
-    "requirements",
+    "requirements", "max_record_bytes",
 }
 #: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
 EXTRA_SECTIONS: set[str] = {"kafka", "flink"}  # validated by jobs/flink_config.stream_settings
@@ -206,9 +211,12 @@ def parse_config(raw: Any) -> Config:
         raise ConfigError("events.lat and events.lon go together")
     requirements = _requirement_fields(raw.get("requirements", {}))
     extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
+    max_bytes = raw.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 64:
+        raise ConfigError(f"max_record_bytes must be an integer >= 64, got {max_bytes!r}")
     return Config(
         name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,
-        None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra,
+        None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra, max_bytes,
     )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
@@ -24,7 +24,7 @@ def write_synthetic(
     With a `signature`, every requirement record is signed (jobs.common.provenance)."""
 
     def requirement_line(record: dict[str, Any]) -> str:
-        return json.dumps(record if signature is None else sign(record, signature)) + "\n"
+        return dumps(record if signature is None else sign(record, signature)) + "\n"
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

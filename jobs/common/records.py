@@ -1,29 +1,64 @@
 """Input records (events, requirement updates), their parsing, and rejects with reasons.
 
-Shared by the replay and the streaming job: a record that cannot be used becomes a reject (the
-replay's rejects file, the job's dead-letter topic) carrying the original text, the reason and
-where it came from. Formats: docs/formats.md.
+The ONE definition of a valid record, shared by the replay and the streaming job (whose SQL fast
+path, jobs/streaming/event_sql.py, only accelerates records this parser surely accepts). A record
+that cannot be used becomes a reject (the replay's rejects file, the job's dead-letter topic) with a
+typed reason, a bounded excerpt of the original bytes, their length and SHA-256, and where it came
+from. No byte sequence crashes the parser: every exception on the parsing path becomes a reject.
+Formats and the rules below: docs/formats.md.
+
+Rules on the bytes, before anything else: at most `max_bytes` (configurable, `max_record_bytes`),
+strict UTF-8 (no BOM, no overlong forms, no encoded surrogates), JSON (RFC 8259: no NaN/Infinity
+literals) nested at most MAX_DEPTH deep, no object with a repeated key, no number literal longer
+than MAX_NUMBER_CHARS or overflowing a double. User ids are taken as they are, never normalised: a
+string of 1 to MAX_USER_CHARS characters, already in Unicode NFC, with no control, format,
+surrogate, private-use, unassigned or separator (space included) character; or a JSON integer,
+whose decimal digits are the id. Times are within years 1 to 9999.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from pwevent.jobs.common import provenance
-from pwevent.jobs.common.config import EventFields, RequirementFields
+from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, RequirementFields
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
 
+#: Deepest nesting of arrays and objects a record may have (the formats need 2).
+MAX_DEPTH = 16
+#: Longest number literal (digits, sign, point, exponent) a record may hold.
+MAX_NUMBER_CHARS = 64
+#: Longest user id, in characters.
+MAX_USER_CHARS = 256
+#: Event and requirement times: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z.
+MIN_TIME_MS, MAX_TIME_MS = -62_135_596_800_000, 253_402_300_799_999
+#: How much of the original bytes a reject keeps (the rest is known by length and digest).
+ORIGINAL_HEAD_BYTES = 1024
+#: Longest reject detail, in characters.
+MAX_DETAIL_CHARS = 512
+
 
 class Reason(StrEnum):
     UNPARSABLE = "unparsable"
+    TOO_LARGE = "too_large"
+    TOO_DEEP = "too_deep"
+    INVALID_NUMBER = "invalid_number"
+    DUPLICATE_KEY = "duplicate_key"
     MISSING_FIELD = "missing_field"
     MISTYPED_FIELD = "mistyped_field"
+    INVALID_USER = "invalid_user"
+    PARSER_ERROR = "parser_error"
     UNKNOWN_USER = "unknown_user"
     OUT_OF_DOMAIN = "out_of_domain"
     BEFORE_ORIGIN = "before_origin"
@@ -56,14 +91,108 @@ class RequirementUpdate:
     requirement: Requirement | DynamicRequirement
 
 
-def _object(text: str | bytes) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Original:
+    """What a reject keeps of a record: its first bytes, its full length and its SHA-256."""
+
+    head: bytes
+    length: int
+    sha256: str
+
+    @classmethod
+    def of(cls, data: str | bytes) -> Original:
+        raw = as_bytes(data)
+        return cls(raw[:ORIGINAL_HEAD_BYTES], len(raw), hashlib.sha256(raw).hexdigest())
+
+
+def as_bytes(data: str | bytes) -> bytes:
+    """A record's bytes; a str is taken as UTF-8, its lone surrogates kept (so they fail decoding)."""
+    return data if isinstance(data, bytes) else data.encode("utf-8", errors="surrogatepass")
+
+
+def _clean_text(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, as valid Unicode (lone surrogates replaced)."""
+    return text[:limit].encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
+
+
+@contextmanager
+def _boundary() -> Iterator[None]:
+    """Every exception of the parsing path as a reject: a hostile record never crashes a caller."""
     try:
-        obj = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise Rejected(Reason.UNPARSABLE, f"not JSON: {err}") from None
-    if not isinstance(obj, dict):
-        raise Rejected(Reason.UNPARSABLE, "not a JSON object")
+        yield
+    except Rejected:
+        raise
+    except Exception as err:  # the boundary: anything else is a gap in the parser, reported as such
+        raise Rejected(Reason.PARSER_ERROR, _clean_text(f"{type(err).__name__}: {err}", MAX_DETAIL_CHARS)) from None
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _check_depth(text: str) -> None:
+    """Reject nesting deeper than MAX_DEPTH before the recursive JSON parser sees it. Counting the
+    brackets outside properly closed strings never undercounts the depth the parser would reach."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for bracket in _BRACKETS.findall(_STRING.sub("", text)):
+        depth = depth + 1 if bracket in "[{" else depth - 1
+        if depth > MAX_DEPTH:
+            raise Rejected(Reason.TOO_DEEP, f"nested deeper than {MAX_DEPTH}")
+
+
+def _short_number(literal: str) -> str:
+    if len(literal) > MAX_NUMBER_CHARS:
+        detail = f"a number literal of {len(literal)} characters (at most {MAX_NUMBER_CHARS})"
+        raise Rejected(Reason.INVALID_NUMBER, detail)
+    return literal
+
+
+def _int(literal: str) -> int:
+    return int(_short_number(literal))
+
+
+def _float(literal: str) -> float:
+    value = float(_short_number(literal))
+    if value in (float("inf"), float("-inf")):
+        raise Rejected(Reason.INVALID_NUMBER, f"{literal} overflows a double")
+    return value
+
+
+def _constant(literal: str) -> Any:
+    raise Rejected(Reason.INVALID_NUMBER, f"{literal} is not JSON")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise Rejected(Reason.DUPLICATE_KEY, _clean_text(f"key {repeated!r} appears more than once", MAX_DETAIL_CHARS))
     return obj
+
+
+def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
+    """A record's bytes -> its JSON object, under the rules of this module's docstring; Rejected
+    with the reason otherwise (and never any other exception)."""
+    with _boundary():
+        raw = as_bytes(data)
+        if len(raw) > max_bytes:
+            raise Rejected(Reason.TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} allowed")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise Rejected(Reason.UNPARSABLE, f"not UTF-8: {err.reason} at byte {err.start}") from None
+        _check_depth(text)
+        try:
+            obj = json.loads(text, object_pairs_hook=_unique, parse_int=_int, parse_float=_float,
+                             parse_constant=_constant)
+        except json.JSONDecodeError as err:
+            raise Rejected(Reason.UNPARSABLE, f"not JSON: {err}") from None
+        if not isinstance(obj, dict):
+            raise Rejected(Reason.UNPARSABLE, "not a JSON object")
+        return obj
 
 
 def _field(obj: dict[str, Any], name: str) -> Any:
@@ -74,59 +203,93 @@ def _field(obj: dict[str, Any], name: str) -> Any:
 
 def _user(obj: dict[str, Any], name: str) -> str:
     user = _field(obj, name)
-    if isinstance(user, bool) or not isinstance(user, (str, int)) or user == "":
-        raise Rejected(Reason.MISTYPED_FIELD, f"field {name!r} must be a non-empty string or an integer")
-    return str(user)
+    if isinstance(user, bool) or not isinstance(user, (str, int)):
+        raise Rejected(Reason.MISTYPED_FIELD, f"field {name!r} must be a string or an integer")
+    text = str(user)
+    if not 1 <= len(text) <= MAX_USER_CHARS:
+        raise Rejected(Reason.INVALID_USER, f"a user id has 1 to {MAX_USER_CHARS} characters, got {len(text)}")
+    if not (text.isascii() and text.isprintable() and " " not in text):
+        bad = next((c for c in text if unicodedata.category(c)[0] in "CZ"), None)
+        if bad is not None:
+            detail = f"the user id holds U+{ord(bad):04X} ({unicodedata.category(bad)}): no control, format, " \
+                "surrogate, private-use, unassigned or separator characters"
+            raise Rejected(Reason.INVALID_USER, detail)
+        if unicodedata.normalize("NFC", text) != text:
+            raise Rejected(Reason.INVALID_USER, "the user id is not in Unicode NFC (ids are never normalised)")
+    return text
 
 
 def _time(obj: dict[str, Any], name: str, fallback_ms: int | None) -> int:
     if name not in obj and fallback_ms is not None:
         return fallback_ms
     try:
-        return parse_time_ms(_field(obj, name), name)
+        time_ms = parse_time_ms(_field(obj, name), name)
     except ValueError as err:
         if isinstance(err, Rejected):
             raise
-        raise Rejected(Reason.MISTYPED_FIELD, str(err)) from None
+        raise Rejected(Reason.MISTYPED_FIELD, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
+    if not MIN_TIME_MS <= time_ms <= MAX_TIME_MS:
+        raise Rejected(Reason.MISTYPED_FIELD, f"field {name!r} is outside years 1 to 9999")
+    return time_ms
 
 
-def parse_event(text: str | bytes, fields: EventFields, domain: Domain, record_time_ms: int | None = None) -> Event:
+def parse_event(
+    text: str | bytes, fields: EventFields, domain: Domain, record_time_ms: int | None = None,
+    max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+) -> Event:
     """An event record -> (user, time, cell). `record_time_ms`: the Kafka timestamp, used when the
-    configured time field is absent."""
-    obj = _object(text)
-    user = _user(obj, fields.user)
-    time_ms = _time(obj, fields.time, record_time_ms)
-    if fields.lat and fields.lon:
-        value: Any = (_field(obj, fields.lat), _field(obj, fields.lon))
-    else:
-        value = _field(obj, fields.value)
-    try:
-        return Event(user, time_ms, domain.cell(value))
-    except OutOfDomainError as err:
-        raise Rejected(Reason.OUT_OF_DOMAIN, str(err)) from None
+    configured time field is absent. Raises Rejected, and nothing else."""
+    with _boundary():
+        obj = load_object(text, max_bytes)
+        user = _user(obj, fields.user)
+        time_ms = _time(obj, fields.time, record_time_ms)
+        if fields.lat and fields.lon:
+            value: Any = (_field(obj, fields.lat), _field(obj, fields.lon))
+        else:
+            value = _field(obj, fields.value)
+        try:
+            return Event(user, time_ms, domain.cell(value))
+        except OutOfDomainError as err:
+            raise Rejected(Reason.OUT_OF_DOMAIN, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
 
 
-def parse_requirement_update(text: str | bytes, fields: RequirementFields, caps: RequirementCaps) -> RequirementUpdate:
-    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}}."""
-    obj = _object(text)
-    try:
-        provenance.verify(obj, fields.signature)
-    except provenance.UnauthenticatedError as err:
-        raise Rejected(Reason.UNAUTHENTICATED_REQUIREMENT, str(err)) from None
-    user = _user(obj, fields.user)
-    time_ms = _time(obj, fields.time, None)
-    try:
-        requirement = parse_requirement(obj)
-        caps.check(requirement)
-    except InvalidRequirementError as err:
-        raise Rejected(Reason.INVALID_REQUIREMENT, str(err)) from None
-    return RequirementUpdate(user, time_ms, requirement)
+def parse_requirement_update(
+    text: str | bytes, fields: RequirementFields, caps: RequirementCaps, max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+) -> RequirementUpdate:
+    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}}.
+    Raises Rejected, and nothing else."""
+    with _boundary():
+        obj = load_object(text, max_bytes)
+        try:
+            provenance.verify(obj, fields.signature)
+        except provenance.UnauthenticatedError as err:
+            raise Rejected(Reason.UNAUTHENTICATED_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
+        user = _user(obj, fields.user)
+        time_ms = _time(obj, fields.time, None)
+        try:
+            requirement = parse_requirement(obj)
+            caps.check(requirement)
+        except InvalidRequirementError as err:
+            raise Rejected(Reason.INVALID_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
+        return RequirementUpdate(user, time_ms, requirement)
 
 
-def reject_record(source: str, position: Any, reason: Reason, detail: str, original: str | bytes) -> dict[str, Any]:
-    """The dead-letter / rejects line: where it came from, why, and the original bytes as text."""
-    text = original.decode("utf-8", errors="replace") if isinstance(original, bytes) else original
-    return {"source": source, "position": position, "reason": reason.value, "detail": detail, "original": text}
+def reject_record(
+    source: str, position: Any, reason: Reason, detail: str, original: str | bytes | Original
+) -> dict[str, Any]:
+    """The dead-letter / rejects line: where it came from, why, and the original, bounded: its first
+    ORIGINAL_HEAD_BYTES bytes as text (invalid UTF-8 replaced), its length in bytes and its SHA-256
+    (docs/schemas/dead-letter.schema.json)."""
+    kept = original if isinstance(original, Original) else Original.of(original)
+    return {
+        "source": source,
+        "position": _clean_text(position, MAX_DETAIL_CHARS) if isinstance(position, str) else position,
+        "reason": reason.value,
+        "detail": _clean_text(detail, MAX_DETAIL_CHARS),
+        "original": kept.head.decode("utf-8", errors="replace"),
+        "original_bytes": kept.length,
+        "original_sha256": kept.sha256,
+    }
 
 
 def unknown_user(user: str, slot: int) -> str:

@@ -8,7 +8,6 @@ jobs/evaluation/foursquare.py); synthetic streams are the paper's (section 12, j
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.common.synthetic import SyntheticStream
 
@@ -94,7 +94,7 @@ class EventTable:
         """The project's event format (docs/formats.md): one {user, time, value} per line; returns rows."""
         with Path(path).open("w", encoding="utf-8") as handle:
             for u, t, v in zip(self.user, self.time_ms, self.value, strict=True):
-                handle.write(json.dumps({"user": self.user_names[u], "time": iso(int(t)), "value": int(v)}) + "\n")
+                handle.write(dumps({"user": self.user_names[u], "time": iso(int(t)), "value": int(v)}) + "\n")
         return len(self.user)
 
 

@@ -7,7 +7,7 @@ their reason; nothing stops the run.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -19,8 +19,11 @@ import numpy as np
 
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.records import (
+    ORIGINAL_HEAD_BYTES,
     Event,
+    Original,
     Reason,
     Rejected,
     RequirementUpdate,
@@ -82,11 +85,26 @@ def release_record(
     return record
 
 
-def _lines(path: str) -> Iterator[tuple[int, str]]:
-    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                yield number, line.rstrip("\n")
+def _lines(path: str, max_bytes: int) -> Iterator[tuple[int, bytes | Original]]:
+    """The non-blank lines of a file as bytes, numbered from 1; a line longer than `max_bytes` is
+    never held whole: it comes as its Original (head, length, digest), read in bounded pieces."""
+    with open(path, "rb") as handle:
+        number = 0
+        while piece := handle.readline(max_bytes + 1):
+            number += 1
+            if len(piece) <= max_bytes or piece.endswith(b"\n"):
+                line = piece.rstrip(b"\n")
+                if line.strip():
+                    yield number, line
+                continue
+            head, length, digest = b"", 0, hashlib.sha256()
+            while piece:
+                body = piece.removesuffix(b"\n")  # the newline ends the line; it is not part of the record
+                head += body[:ORIGINAL_HEAD_BYTES - len(head)]
+                length += len(body)
+                digest.update(body)
+                piece = b"" if len(body) < len(piece) else handle.readline(1 << 20)
+            yield number, Original(head, length, digest.hexdigest())
 
 
 class Replay:
@@ -98,17 +116,24 @@ class Replay:
         self.summary = ReplaySummary(noise=rng.label)
         self._reject_sink = reject
 
-    def _reject(self, source: str, position: Any, reason: Reason, detail: str, original: str) -> None:
+    def _reject(
+        self, source: str, position: Any, reason: Reason, detail: str, original: str | bytes | Original
+    ) -> None:
         self._count_reject(reject_record(source, position, reason, detail, original))
 
     def _count_reject(self, record: dict[str, Any]) -> None:
         self.summary.rejects[record["reason"]] += 1
         self._reject_sink(record)
 
-    def _read(self, path: str, source: str, parse: Callable[[str], Any]) -> dict[int, list[Any]]:
+    def _read(self, path: str, source: str, parse: Callable[[bytes], Any]) -> dict[int, list[Any]]:
         clock = self.config.clock
+        max_bytes = self.config.max_record_bytes
         items: list[tuple[int, int, Any]] = []
-        for number, line in _lines(path):
+        for number, line in _lines(path, max_bytes):
+            if isinstance(line, Original):
+                detail = f"{line.length} bytes, more than the {max_bytes} allowed"
+                self._reject(source, f"{path}:{number}", Reason.TOO_LARGE, detail, line)
+                continue
             try:
                 record = parse(line)
             except Rejected as err:
@@ -126,7 +151,7 @@ class Replay:
         return by_slot
 
     def _apply_requirement(
-        self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: str
+        self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: bytes
     ) -> None:
         decision = engine.declare(update.user, slot, update.requirement)
         if decision.action is Action.REJECT:
@@ -146,9 +171,12 @@ class Replay:
         d = config.domain.d
         requirements = self._read(
             requirements_path, "requirements",
-            lambda line: parse_requirement_update(line, config.requirements, config.caps),
+            lambda line: parse_requirement_update(line, config.requirements, config.caps, config.max_record_bytes),
         )
-        events = self._read(events_path, "events", lambda line: parse_event(line, config.events, config.domain))
+        events = self._read(
+            events_path, "events",
+            lambda line: parse_event(line, config.events, config.domain, max_bytes=config.max_record_bytes),
+        )
         engine = Engine(
             config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon
         )
@@ -192,7 +220,7 @@ def _writer(stack: ExitStack, path: str | None) -> Callable[[dict[str, Any]], No
     handle: IO[str] = stack.enter_context(open(path, "w", encoding="utf-8"))
 
     def write(record: dict[str, Any]) -> None:
-        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+        handle.write(dumps(record) + "\n")
 
     return write
 

@@ -36,6 +36,7 @@ from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
 from pwevent.jobs.common.records import (
     Reason,
@@ -72,8 +73,8 @@ END_OF_TIME_MS = 2**61
 _KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
 
 
-def _json(record: dict[str, Any]) -> str:
-    return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+def _json(record: dict[str, Any] | list[Any]) -> str:
+    return dumps(record)
 
 
 def _position(topic: str, row: Row) -> dict[str, Any]:
@@ -115,7 +116,8 @@ class ParseEvents(_ParseRecords):
         self.fields = dataclasses.replace(config.events, time=_KAFKA_TIME_FIELD) if kafka_time else config.events
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
-        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain, ts))
+        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain, ts,
+                                                                            self.config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
             return
@@ -131,7 +133,8 @@ class ParseRequirements(_ParseRecords):
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         config = self.config
-        out = self._checked(row, ctx, lambda raw, ts: parse_requirement_update(raw, config.requirements, config.caps))
+        out = self._checked(row, ctx, lambda raw, ts: parse_requirement_update(raw, config.requirements, config.caps,
+                                                                                 config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
             return

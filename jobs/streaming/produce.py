@@ -13,7 +13,6 @@ too); the key is the user id.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -24,7 +23,9 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, load_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
+from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
+from pwevent.jobs.common.records import Rejected, load_object
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import producer
@@ -44,7 +45,7 @@ def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[
                 continue
             key = stamp = None
             try:
-                obj = json.loads(line)
+                obj = load_object(line, len(line))  # raises only Rejected; a bad line is sent all the same
                 if isinstance(obj, dict):
                     if isinstance(obj.get(user_field), (str, int)) and not isinstance(obj.get(user_field), bool):
                         key = str(obj[user_field]).encode()
@@ -59,10 +60,10 @@ def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[
 def _signed(line: bytes, signature: RequirementSignature) -> bytes:
     """A requirement line with its signature; a line that is not a JSON object goes as it is."""
     try:
-        obj = json.loads(line)
-    except ValueError:
+        obj = load_object(line)
+    except Rejected:
         return line
-    return json.dumps(sign(obj, signature)).encode() if isinstance(obj, dict) else line
+    return dumps(sign(obj, signature)).encode()
 
 
 def produce_files(

@@ -1,0 +1,255 @@
+"""The SQL fast path for events against the reference parser, on a Flink mini-cluster (differential).
+
+For every record of a corpus (canonical valid records of every domain, the poison corpus, tricky
+records drawn by hypothesis) and every configuration: if SQL takes the fast path, `parse_event`
+accepts the record with exactly the (user, time_ms, cell) SQL extracted, at slot 1 or later. The
+canonical records (the shape `pwevent generate`/`produce` write) must all take the fast path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pwevent.jobs.common.config import Config, parse_config
+from pwevent.jobs.common.records import Rejected, parse_event
+from pwevent.jobs.streaming.event_sql import parsed_events_sql
+from tests.corpus import poison_records
+
+pytestmark = [pytest.mark.flink, pytest.mark.slow]
+
+ORIGIN_MS = 1_704_067_200_000
+TS_MS = ORIGIN_MS + 5_000  # every record's Kafka timestamp
+GRID = {"type": "grid", "rows": 7, "cols": 9,
+        "bbox": {"min_lat": 40.55, "max_lat": 40.99, "min_lon": -74.27, "max_lon": -73.68}}
+BASE = {"mechanism": "PBD", "slot": "60s", "origin": ORIGIN_MS}
+#: (name, configuration, Kafka-timestamp event time)
+CASES: list[tuple[str, Config, bool]] = [
+    ("binary", parse_config({**BASE, "domain": {"type": "binary"}}), False),
+    ("cells", parse_config({**BASE, "domain": {"type": "cells", "d": 100}}), False),
+    ("categories", parse_config({**BASE, "domain": {"type": "categories", "values": ["a", "b c", "é", "x\"y"]}}),
+     False),
+    ("grid", parse_config({**BASE, "domain": GRID}), False),
+    ("grid-fields", parse_config({**BASE, "domain": GRID, "events": {"lat": "lat", "lon": "lon"}}), False),
+    ("cells-kafka-time", parse_config({**BASE, "domain": {"type": "cells", "d": 10}}), True),
+    ("renamed", parse_config({**BASE, "domain": {"type": "binary"},
+                              "events": {"user": "uid", "time": "ts", "value": "v"}}), False),
+    ("unsafe-name", parse_config({**BASE, "domain": {"type": "binary"}, "events": {"user": "user id"}}), False),
+]
+#: The field name ParseRecords gives parse_event when the event time is the Kafka timestamp.
+KAFKA_TIME_FIELDS = "\0kafka-record-timestamp"
+
+
+def canonical(config: Config, count: int, seed: int) -> list[bytes]:
+    """Valid events in the shapes the project writes (files.py, json.dumps with and without spaces)."""
+    rng = random.Random(seed)
+    fields, domain = config.events, config.domain
+    out = []
+    for i in range(count):
+        record: dict = {fields.user: f"u{rng.randrange(10_000)}", fields.time: ORIGIN_MS + rng.randrange(10**9)}
+        kind = type(domain).__name__
+        if kind == "GridDomain":
+            lat = round(rng.uniform(domain.min_lat, domain.max_lat), rng.choice([4, 6, 15]))
+            lon = round(rng.uniform(domain.min_lon, domain.max_lon), rng.choice([4, 6, 15]))
+            if fields.lat:
+                record.update({fields.lat: lat, fields.lon: lon})
+            else:
+                record[fields.value] = {"lat": lat, "lon": lon} if i % 2 else [lat, lon]
+        elif kind == "CategoriesDomain":
+            record[fields.value] = rng.choice(["a", "b c"])
+        else:
+            record[fields.value] = rng.randrange(domain.d)
+        out.append(json.dumps(record, separators=(",", ":") if i % 2 else (", ", ": ")).encode())
+    return out
+
+
+def _lit(value: object) -> str:
+    return json.dumps(value)
+
+
+USER_LITERALS = st.one_of(
+    st.sampled_from(['"u17"', '"a.b@c:d-e_f"', "17", "0", "017", "-5", "-0", "1.0", "1e2", "17.0", '"1.0"', '"1e2"',
+                     '"true"', "true", "null", '"null"', '""', '"a b"', '"\\u0061"', '"é"', '"e\\u0301"',
+                     '"\\ud800"', "12345678901234567890123", "123456789012345678", '"' + "x" * 256 + '"',
+                     '"' + "x" * 257 + '"', '["u1"]', '{"id":1}']),
+    st.from_regex(r"[A-Za-z0-9_.:@-]{1,8}", fullmatch=True).map(_lit),
+    st.text(max_size=4).map(_lit), st.integers(-10, 10**19).map(str))
+TIME_LITERALS = st.one_of(
+    st.integers(ORIGIN_MS - 10, ORIGIN_MS + 10**9).map(str),
+    st.sampled_from(["0", "-1", "1704067200000.0", "1.7040672e12", '"1704067200000"', '"2024-01-01T00:00:05Z"',
+                     "01704067200000", "253402300799999", "253402300800000", "999999999999999", "1e999", "NaN",
+                     "true", "null", "9223372036854775808", "-0"]))
+NUMBER_LITERALS = st.one_of(
+    st.integers(-3, 120).map(str), st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(40.5, 41.0).map(repr), st.floats(-74.3, -73.6).map(repr),
+    st.sampled_from(["0", "1", "-0", "0.0", "-0.0", "1.0", "1e0", "01", "1E2", "true", "false", "null", '"1"',
+                     '"a"', '"b c"', '"é"', '"\\u00e9"', '"x\\"y"', '"A"', '"a "', "40.55", "40.99", "-74.27",
+                     "-73.68", "40.549999999999997", "40.99000000000001", "5e-324", "1e-300", "40.55000000000000000001",
+                     "1234567.5", "NaN", "Infinity", "[]", "{}"]))
+WHITESPACE = st.sampled_from(["", "", "", " ", "\n", "\t", "\r\n", "\u2028", "\x0b", "\x0c", "\u00a0", "\x00"])
+
+
+def mostly(usual: st.SearchStrategy, odd: st.SearchStrategy) -> st.SearchStrategy:
+    """`usual` three times in four, else `odd`: records near the canonical shape, where SQL and
+    Python could disagree."""
+    return st.integers(0, 3).flatmap(lambda i: odd if i == 0 else usual)
+
+
+def boundary_literals(low: float, high: float, n: int) -> st.SearchStrategy:
+    """Coordinates on and next to the grid's cell borders and its bounding box (float rounding)."""
+    def near(k: int, step: int) -> str:
+        edge = low + k * ((high - low) / n)
+        return repr(math.nextafter(edge, math.inf) if step > 0 else math.nextafter(edge, -math.inf) if step else edge)
+    return st.builds(near, st.integers(0, n), st.integers(-1, 1))
+
+
+def usual_value(config: Config) -> st.SearchStrategy:
+    domain = config.domain
+    kind = type(domain).__name__
+    if kind == "BinaryDomain":
+        return st.sampled_from(["0", "1", "true", "false"])
+    if kind == "CellsDomain":
+        return st.integers(0, domain.d - 1).map(str)
+    if kind == "CategoriesDomain":
+        return st.sampled_from(['"a"', '"b c"', '"é"', '"x\\"y"', '"\\u00e9"'])
+    lat = st.one_of(st.floats(domain.min_lat, domain.max_lat).map(repr),
+                    boundary_literals(domain.min_lat, domain.max_lat, domain.rows))
+    lon = st.one_of(st.floats(domain.min_lon, domain.max_lon).map(repr),
+                    boundary_literals(domain.min_lon, domain.max_lon, domain.cols))
+    return st.tuples(lat, lon)
+
+
+@st.composite
+def tricky(draw, config: Config) -> bytes:
+    """A record near the canonical shape: odd literals, spacing, order, extra, missing or repeated keys."""
+    fields = config.events
+    user = draw(mostly(st.from_regex(r"[A-Za-z0-9_.:@-]{1,8}", fullmatch=True).map(_lit), USER_LITERALS))
+    time = draw(mostly(st.integers(ORIGIN_MS, ORIGIN_MS + 10**9).map(str), TIME_LITERALS))
+    members = [(fields.user, user), (fields.time, time)]
+    usual = usual_value(config)
+    if type(config.domain).__name__ == "GridDomain":
+        lat, lon = draw(mostly(usual, st.tuples(NUMBER_LITERALS, NUMBER_LITERALS)))
+        if fields.lat and fields.lon:
+            members += [(fields.lat, lat), (fields.lon, lon)]
+        else:
+            shape = draw(st.integers(0, 3))
+            value = (f'{{"lat":{lat},"lon":{lon}}}', f'{{ "lon" : {lon} , "lat" : {lat} }}', f"[{lat},{lon}]",
+                     draw(st.sampled_from(['{"lat":40.6,"lon":-74.0,"lat":40.7}', '{"lat":40.6}', '[40.6,-74.0,1]',
+                                           '{"lat":40.6,"lon":-74.0,"x":1}', '{"lat":"40.6","lon":-74.0}'])))[shape]
+            members.append((fields.value, value))
+    else:
+        members.append((fields.value, draw(mostly(usual, NUMBER_LITERALS))))
+    members = draw(mostly(st.just(members), st.permutations(members)))
+    if draw(st.integers(0, 9)) == 0:
+        members = members[1:]
+    if draw(st.integers(0, 9)) == 0:
+        members = [*members, draw(st.sampled_from(members))[:1] + (draw(NUMBER_LITERALS),)]
+    if draw(st.integers(0, 9)) == 0:
+        members = [*members, (draw(st.sampled_from(["x", "time", "value", "User", "lat"])), draw(NUMBER_LITERALS))]
+    after = [draw(mostly(st.sampled_from(["", " "]), WHITESPACE)) for _ in range(2)]  # after , and :
+    before = [draw(mostly(st.just(""), WHITESPACE)) for _ in range(2)]  # before : and ,
+    body = f",{after[0]}".join(f"{_lit(key)}{before[0]}:{after[1]}{literal}{before[1]}" for key, literal in members)
+    prefix = draw(mostly(st.just(""), st.sampled_from([" ", "\ufeff", "\n", "\x00"])))
+    suffix = draw(mostly(st.just(""), st.sampled_from([" ", "\n", "\r\n", "\u2028", "x", "{}", "\x00", ",", "\x85"])))
+    text = prefix + "{" + body + "}" + suffix
+    return text.encode("utf-8", errors="surrogatepass")
+
+
+@pytest.fixture(scope="module")
+def t_env():
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    env.get_config().set("parallelism.default", "1")
+    return env
+
+
+def run_fast_path(t_env, records_by_case: list[list[bytes]]) -> list[list[tuple]]:
+    """One Flink job: every case's records through its fast-path columns; rows (offset, user, time_ms,
+    cell, fast) per case, by offset."""
+    from pyflink.table import DataTypes
+
+    schema = DataTypes.ROW([DataTypes.FIELD(name, kind) for name, kind in (
+        ("k", DataTypes.INT()), ("value", DataTypes.BYTES()), ("partition", DataTypes.INT()),
+        ("offset", DataTypes.BIGINT()), ("ts_ms", DataTypes.BIGINT()))])
+    rows = [(k, bytearray(raw), 0, offset, TS_MS) for k, records in enumerate(records_by_case)
+            for offset, raw in enumerate(records)]
+    t_env.create_temporary_view("corpus", t_env.from_elements(rows, schema))
+    queries = []
+    for k, (_, config, kafka_time) in enumerate(CASES):
+        t_env.create_temporary_view(f"corpus_{k}", t_env.sql_query(f"SELECT * FROM corpus WHERE k = {k}"))
+        queries.append(f"SELECT {k} AS k, `offset`, `user`, `time_ms`, `cell`, `fast` FROM ("
+                       f"{parsed_events_sql(config, f'corpus_{k}', kafka_time)})")
+    out: list[list[tuple]] = [[] for _ in CASES]
+    with t_env.execute_sql(" UNION ALL ".join(queries)).collect() as results:
+        for row in results:
+            out[row[0]].append(tuple(row[1:]))
+    for k in range(len(CASES)):
+        t_env.drop_temporary_view(f"corpus_{k}")
+    t_env.drop_temporary_view("corpus")
+    return [sorted(rows) for rows in out]
+
+
+def check_fast_implies_accept(case: int, records: list[bytes], rows: list[tuple]) -> int:
+    """Asserts the differential property; returns how many records took the fast path."""
+    _, config, kafka_time = CASES[case]
+    fields = dataclasses.replace(config.events, time=KAFKA_TIME_FIELDS) if kafka_time else config.events
+    assert [row[0] for row in rows] == list(range(len(records)))
+    fast = 0
+    for offset, user, time_ms, cell, is_fast in rows:
+        if not is_fast:
+            continue
+        fast += 1
+        raw = records[offset]
+        try:
+            event = parse_event(raw, fields, config.domain, TS_MS if kafka_time else None, config.max_record_bytes)
+        except Rejected as err:
+            pytest.fail(f"{CASES[case][0]}: SQL fast path took {raw[:200]!r}, parse_event rejects it: {err}")
+        assert (event.user, event.time_ms, event.cell) == (user, time_ms, cell), (CASES[case][0], raw[:200])
+        assert config.clock.slot_of(event.time_ms) >= 1
+    return fast
+
+
+def test_fast_path_only_takes_what_parse_event_accepts_identically_and_all_canonical_records(t_env):
+    canon = [canonical(config, 300, seed) for seed, (_, config, _) in enumerate(CASES)]
+    # the big poison records (megabytes) once, in the cells case
+    poison = [[data for _, data in poison_records(big=name == "cells")] for name, _, _ in CASES]
+    rows = run_fast_path(t_env, [c + p for c, p in zip(canon, poison, strict=True)])
+    shares = {}
+    for case, (name, _, kafka_time) in enumerate(CASES):
+        records = canon[case] + poison[case]
+        check_fast_implies_accept(case, records, rows[case])
+        shares[name] = sum(1 for row in rows[case][:len(canon[case])] if row[4]) / len(canon[case])
+        if not kafka_time:  # with the Kafka timestamp as event time, a bad time field is no poison
+            assert not any(row[4] for row in rows[case][len(canon[case]):]), f"{name}: poison on the fast path"
+    print("fast-path share of canonical records:", shares)
+    assert shares.pop("unsafe-name") == 0
+    assert all(share == 1.0 for share in shares.values()), shares
+
+
+def draw_tricky(per_case: int) -> list[list[bytes]]:
+    """`per_case` hypothesis-drawn tricky records for every case."""
+    out: list[list[bytes]] = [[] for _ in CASES]
+
+    @settings(max_examples=per_case, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def collect(data):
+        for case, (_, config, _) in enumerate(CASES):
+            out[case].append(data.draw(tricky(config)))
+
+    collect()
+    return out
+
+
+def test_fast_path_on_tricky_records(t_env):
+    records = draw_tricky(500)
+    rows = run_fast_path(t_env, records)
+    fast = {CASES[case][0]: check_fast_implies_accept(case, records[case], rows[case]) for case in range(len(CASES))}
+    print(f"tricky records: {sum(map(len, records))}; on the fast path per case:", fast)
+    assert all(fast[name] > 0 for name, _, _ in CASES if name != "unsafe-name")
