@@ -159,13 +159,6 @@ def _tumble(table: str, column: str, clock: SlotClock) -> str:
             f"{_interval(offset)}))")
 
 
-def fast_event_sql(config: Config) -> tuple[str, str]:
-    """(predicate, select list) of the SQL fast path over `raw_events`: the events SQL is certain the
-    reference parser accepts, with exactly its (user, time_ms, cell). Everything else goes to the
-    reference parser (`hosts.ParseEvents`)."""
-    return "FALSE", "CAST(NULL AS STRING) AS `user`, jtime AS time_ms, CAST(NULL AS INT) AS cell"
-
-
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
                    resume: ResumePoint | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
@@ -182,6 +175,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming.event_sql import event_sql
 
     kafka, flink, clock = settings.kafka, settings.flink, config.clock
     topics = kafka.topics
@@ -201,15 +195,23 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                              ("requirements", config.requirements.time)):
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
                                         f"{kafka.group_id}-{role}", kafka.properties, time_field,
-                                        flink.max_record_bytes, strategy).uid(f"source-{role}")
+                                        config.max_record_bytes, strategy).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
-    # Events: the fast path in SQL, the rest through the reference parser; both rejoin with their rowtime.
-    fast, columns = fast_event_sql(config)
+    # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
+    # both rejoin with their rowtime. A fast record also needs the time SQL read to be the time the
+    # reader gave the watermarks, unguarded (a record the lead guard held back goes the slow way).
+    sql = event_sql(config, kafka_time)
+    t_env.create_temporary_view("events_split", t_env.sql_query(
+        f"SELECT *, {sql.fast} AND COALESCE(time_ms = jtime AND TO_TIMESTAMP_LTZ(jtime, 3) = rt, FALSE) AS fast"
+        f" FROM (SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt, {sql.user} AS `user`,"
+        f" {sql.time_ms} AS time_ms, {sql.cell} AS cell, s FROM ("
+        "  SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt, CAST(`value` AS STRING) AS s"
+        "  FROM raw_events))"))
     t_env.create_temporary_view("fast_events", t_env.sql_query(
-        f"SELECT {columns}, `partition`, `offset`, `value` AS original, rt FROM raw_events WHERE {fast}"))
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, `value` AS original, rt FROM events_split WHERE fast"))
     slow = t_env.to_data_stream(t_env.sql_query(
-        f"SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_events WHERE NOT ({fast})"))
+        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast"))
     parsed = slow.process(fn.ParseEvents(config, topics["events"], kafka_time), output_type=fn.PARSED_EVENT) \
         .uid("parse-events").name("parse events (reference parser)")
     t_env.create_temporary_view("slow_events", t_env.from_data_stream(

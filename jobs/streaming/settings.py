@@ -27,7 +27,6 @@ flink:
   bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
   max_lead: 1h                    # a record timed further ahead of its partition's event time goes to
                                   # the dead letters (unless the next record confirms the jump); 0 = off
-  max_record_bytes: 65536         # larger records are not read for event time (the parser rejects them)
 ```
 """
 
@@ -92,7 +91,6 @@ class FlinkSettings:
     bundle_size: int = 1000
     bundle_time_ms: int = 100
     max_lead_ms: int = 3_600_000
-    max_record_bytes: int = 65_536
 
 
 @dataclass(frozen=True)
@@ -171,7 +169,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
                                    "state_backend", "out_of_orderness", "close_after", "source_idleness",
-                                   "bundle_size", "bundle_time", "max_lead", "max_record_bytes"})
+                                   "bundle_size", "bundle_time", "max_lead"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
         raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
@@ -189,7 +187,6 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         bundle_size=_int(f, "flink", "bundle_size", 1000),
         bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
         max_lead_ms=_duration(f, "flink", "max_lead", 3_600_000, allow_zero=True),
-        max_record_bytes=_int(f, "flink", "max_record_bytes", 65_536),
     )
     if kafka.transaction_timeout_ms > 900_000:
         raise ConfigError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "
