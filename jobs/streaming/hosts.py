@@ -37,7 +37,14 @@ from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
-from pwevent.jobs.common.records import Reason, Rejected, parse_event, parse_requirement_update, reject_record
+from pwevent.jobs.common.records import (
+    Reason,
+    Rejected,
+    parse_event,
+    parse_requirement_update,
+    reject_record,
+    unknown_user,
+)
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.offline.replay import release_record
 from pwevent.operators.noise import make_randomness
@@ -196,12 +203,18 @@ class MembershipHost(KeyedCoProcessFunction):
 
 
 class FormatDeadLetter(ProcessFunction):
-    """A dead letter found in SQL, Row(source, topic, partition, offset, reason, detail, original) -> JSON."""
+    """A dead letter found in SQL, Row(source, topic, partition, offset, reason, user, slot, original)
+    -> JSON, with the replay's detail for the reason (`late` or `unknown_user`)."""
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
-        source, topic, partition, offset, reason, detail, original = row
+        source, topic, partition, offset, reason, user, slot, original = row
         position = {"topic": topic, "partition": int(partition), "offset": int(offset)}
-        yield _json(reject_record(source, position, Reason(reason), detail, bytes(original or b"")))
+        why = Reason(reason)
+        if why is Reason.UNKNOWN_USER:
+            detail = unknown_user(str(user), int(slot))
+        else:
+            detail = f"slot {int(slot)} had closed when the record arrived"
+        yield _json(reject_record(source, position, why, detail, bytes(original or b"")))
 
 
 class PopulationHost(KeyedProcessFunction):
