@@ -5,6 +5,7 @@ is per case. Time covers the mechanism only (ledgers, OBS, sampling, noise, rele
 data is timed separately. Usage:
 
     .venv/bin/python benchmarks/bench_core.py            # every case, writes docs/benchmarks.md
+                                                         # (its "## Notes" section and after are kept)
     .venv/bin/python benchmarks/bench_core.py --quick    # 1,000 slots per case, no file
 """
 
@@ -98,6 +99,8 @@ def main() -> int:
     if not args.quick:
         doc = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
         doc.parent.mkdir(exist_ok=True)
+        old = doc.read_text() if doc.is_file() else ""
+        notes = old[old.index("\n## Notes"):] if "\n## Notes" in old else ""
         doc.write_text(
             "# Mechanism core benchmark\n\n"
             f"`{Path(sys.executable).name} benchmarks/bench_core.py` on {time.strftime('%Y-%m-%d')}, "
@@ -106,7 +109,7 @@ def main() -> int:
             "peak MB is the process's max RSS, data included.\n\n" + header + "\n|" + "---|" * 11 + "\n"
             + "\n".join(rows) + "\n\n"
             "The streaming job's benchmark (sustained input rate and slot latency with exactly-once on,\n"
-            "`benchmarks/bench_stream.py`) is in docs/streaming.md, \"Tests and benchmark\".\n"
+            "`benchmarks/bench_stream.py`) is in docs/streaming.md, \"Tests and benchmark\".\n" + notes
         )
     return 0
 

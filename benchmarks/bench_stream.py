@@ -1,21 +1,28 @@
 """Streaming job benchmark: the job's rate against a bare Flink SQL ceiling, and slot latency (issue 8).
 
     .venv/bin/python benchmarks/bench_stream.py [--ceiling] [--job] [--users 10000] [--slots 300]
+        [--registered N] [--mechanism PBD[,DPBA,...]] [--change-every 50 --change-share 0.01]
         [--ceiling-format raw|json|both] [--live-slots 6] [--pace 6] [--producer java|python]
-        [--checkpoint-interval 1s] [--execution-mode thread|process] [--state-backend hashmap|rocksdb]
+        [--checkpoint-interval 1s] [--execution-mode thread|process] [--state-backend hashmap|rocksdb] [--incremental]
         [--event-time field|kafka] [--timeout 1200] [--json-out FILE] [--bootstrap HOST:PORT]
 
 Starts its own broker with deploy/local/kafka.sh (fresh run folder, stopped by pid) unless
 --bootstrap is given, and fresh topics (events: 2 partitions; all with retention.ms=-1, the records
 carry 2024 timestamps). Then:
 
-0. backlog: a synthetic stream (Sin, every registered user present every slot, one event per user
-   and one-minute slot) of `--users` x `--slots` events in the events topic, one requirement record
-   per user in the requirements topic, and one closing event (first instant of slot `--slots`+1)
+0. backlog: a synthetic stream (Sin, every present user sends one event per slot
+   and one-minute slots) of `--users` x `--slots` events in the events topic, one requirement record
+   per registered user in the requirements topic (`--registered`, default `--users`: users
+   u0..u{N-1} register at slot 1, the first `--users` of them send the events; the others never
+   send anything), and one closing event (first instant of slot `--slots`+1)
    in each events partition, so the last backlog slot's window can close. `--producer java` (the
    default) sends with benchmarks/BacklogProducer.java on the broker's kafka-clients jar;
    `--producer python` with kafka-python (`pwevent produce`'s code; slow, for comparison). The
    generation time (writing the files + producing) is printed and not part of any rate.
+   Dynamic mechanisms (DPBD, DPBA) register with (backward (1, 10), forward drawn from {40, 80, 120}
+   x {0.6, 0.8, 1.0}); with `--change-every K`, at slots 1+K, 1+2K, ... of the backlog a random
+   `--change-share` of the registered users declares a new forward requirement from the same levels
+   (a record equal to the user's current one changes nothing).
 1. `--ceiling`: benchmarks/ceiling.py, the bare SQL pipeline (raw STRING value -> JSON_VALUE/TRY_CAST
    per field -> event time from the JSON field, watermark on the source -> window deduplication,
    latest event per user and window -> count per (window, cell) -> exactly-once Kafka sink), with
@@ -28,12 +35,20 @@ carry 2024 timestamps). Then:
    past slot t's end). Target: <= 2 x checkpoint interval + 1 s.
 Neither flag: both, ceiling first, on the same backlog (each run reads it from the earliest offset
 with its own consumer group and transactional ids), and `ratio = job / ceiling` (raw ceiling).
+`--mechanism A,B`: one job run per mechanism, one after the other on the same backlog (each with
+its own output topics); several mechanisms need `--live-slots 0`.
 
 Rate of a run = backlog events / (time from the job RUNNING (its ready file) to the commit of the
 last backlog slot's output: the slot's counts for the ceiling, its release for the job, seen by a
 read_committed consumer). It includes the job's warm-up; "warm" is the rate from the first to the
-last backlog slot's commit. Each run also reports the RSS of its process tree at the end (JVM and
-Python separately) and the size of its latest completed checkpoint folder. Each run is killed (its
+last backlog slot's commit. Each run also reports the RSS of its process tree (JVM and Python
+separately) and the size of its latest completed checkpoint folder, at three points for the job:
+when slot 1's release is committed ("registered": every registration has gone through
+ParseRequirements and Membership and the Population has applied the changes; the time from
+RUNNING to it is the registrations' absorption time, job warm-up included), when the last backlog
+slot's is ("backlog"), and at the end of the live phase ("live"). For dynamic mechanisms (or with
+`--classes`) the job's audit topic is read afterwards: the Population's live classes per slot are
+its `spend` lines per slot (max and last backlog slot reported); the dead letters are counted. Each run is killed (its
 process group) after it, and after `--timeout` seconds at most. Prints a table (and `--json-out`);
 it is not a pass/fail test.
 """
@@ -64,6 +79,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
 KAFKA_JARS = Path(os.environ.get("PWEVENT_CACHE", REPO / ".cache" / "jars")) / "kafka"
+DYNAMIC = ("DPBD", "DPBA")
+#: Forward requirements of the dynamic runs (registration and changes): w x epsilon.
+FORWARD_W, FORWARD_EPSILON = (40, 80, 120), (0.6, 0.8, 1.0)
 
 
 @dataclass
@@ -81,6 +99,11 @@ class RunResult:
     load: tuple[float, float] | None = None  # 1-minute load average when RUNNING and at the end
     latencies_s: list[float] = field(default_factory=list)
     error: str | None = None
+    checkpoint_shared_mb: float | None = None  # incremental checkpoints: the shared/ files they reference
+    # job: (seconds from RUNNING, JVM RSS MB, Python RSS MB, checkpoint MB, shared MB, 1-minute load) per point
+    phases: dict[str, tuple[float, float, float, float | None, float, float]] = field(default_factory=dict)
+    classes: dict[str, Any] | None = None  # live classes per slot, from the audit topic
+    dead_letters: dict[str, int] | None = None  # by reason
 
     @property
     def rate(self) -> float | None:
@@ -91,7 +114,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ceiling", action="store_true", help="run the bare SQL ceiling (see above)")
     parser.add_argument("--job", action="store_true", help="run the real job (see above); neither flag: both")
-    parser.add_argument("--users", type=int, default=10_000, help="registered users, one event each per slot")
+    parser.add_argument("--users", type=int, default=10_000, help="present users, one event each per slot")
+    parser.add_argument("--registered", type=int, help="registered users in all (default --users); the first "
+                        "--users of them send the events")
+    parser.add_argument("--mechanism", default="PBD", help="the job's mechanism, or several comma-separated "
+                        "(one job run each, same backlog; needs --live-slots 0)")
+    parser.add_argument("--change-every", type=int, default=0, help="dynamic mechanisms: requirement changes "
+                        "every this many slots (0: none)")
+    parser.add_argument("--change-share", type=float, default=0.01, help="share of registered users changing")
+    parser.add_argument("--classes", action="store_true", help="read the audit topic for the class count "
+                        "(always for dynamic mechanisms)")
     parser.add_argument("--slots", type=int, default=300, help="backlog slots (one minute each)")
     parser.add_argument("--ceiling-format", choices=("raw", "json", "both"), default="raw",
                         help="raw: JSON_VALUE per field (the reference of the ratio); json: `format json`")
@@ -104,11 +136,14 @@ def main() -> int:
     parser.add_argument("--bundle-size", type=int, default=1000)
     parser.add_argument("--bundle-time", default="100ms")
     parser.add_argument("--state-backend", choices=("hashmap", "rocksdb"), default="hashmap")
+    parser.add_argument("--incremental", action="store_true",
+                        help="flink.incremental_checkpoints: true (rocksdb only: checkpoints write what changed)")
     parser.add_argument("--event-time", choices=("field", "kafka"), default="field",
                         help="job only: field: the parsed time field; kafka: record timestamps")
-    parser.add_argument("--source-idleness", default="500ms",
-                        help="job with kafka event time: a quiet partition (the requirements topic) stops "
-                        "holding the watermark after this")
+    parser.add_argument("--source-idleness", default="10s",
+                        help="flink.source_idleness (the job's default): a quiet partition stops holding the "
+                        "watermark after this. Short values make backlog events late: a partition the reader "
+                        "has not fetched from for that long stops holding, the other one runs ahead")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds a run may take at most")
     parser.add_argument("--json-out", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
@@ -118,6 +153,18 @@ def main() -> int:
     args = parser.parse_args()
     if not (args.ceiling or args.job):
         args.ceiling = args.job = True
+    args.registered = args.users if args.registered is None else args.registered
+    args.mechanisms = [m.strip() for m in args.mechanism.split(",") if m.strip()]
+    if args.registered < args.users:
+        parser.error("--registered must be at least --users")
+    if len(args.mechanisms) > 1 and args.job and args.live_slots:
+        parser.error("several mechanisms need --live-slots 0")
+    dynamic = {m in DYNAMIC for m in args.mechanisms}
+    if len(dynamic) > 1:
+        parser.error("mechanisms of one run must be all fixed or all dynamic (same requirement records)")
+    args.dynamic = dynamic.pop()
+    if args.change_every and not args.dynamic:
+        parser.error("--change-every needs a dynamic mechanism (DPBD, DPBA)")
     # SIGTERM (e.g. `timeout`) unwinds like Ctrl-C, so the `finally` blocks stop the runs and the broker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -141,18 +188,57 @@ def main() -> int:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
-def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict[str, str], work: Path) -> dict:
+def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict[str, str], work: Path,
+               mechanism: str = "PBD") -> dict:
     """The job's configuration (also the ceiling's: it reads the kafka: and flink: sections)."""
     return {
-        "mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
+        "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
         "noise": "numpy-fast", "caps": {"max_w": 200},
         "kafka": {"bootstrap": bootstrap, "group_id": name, "transactional_id_prefix": name, "topics": topics,
                   "event_time": args.event_time},
         "flink": {"checkpoint_interval": args.checkpoint_interval, "checkpoint_dir": str(work / f"checkpoints-{name}"),
                   "execution_mode": args.execution_mode, "bundle_size": args.bundle_size,
                   "bundle_time": args.bundle_time, "state_backend": args.state_backend,
-                  "source_idleness": args.source_idleness},
+                  "incremental_checkpoints": args.incremental, "source_idleness": args.source_idleness},
     }
+
+
+def write_requirements(args: argparse.Namespace, path: Path, slot_ms: int) -> tuple[int, int]:
+    """One registration per registered user at slot 1, then (dynamic, `--change-every`) the changes of
+    the backlog slots, in time order. Returns (registrations, change records)."""
+    import numpy as np
+
+    from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS
+    from pwevent.jobs.common.slots import iso
+    from pwevent.jobs.common.synthetic import RequirementDraw
+
+    n = args.registered
+    changes = 0
+    with path.open("w", encoding="utf-8") as handle:
+        if not args.dynamic:
+            for user, req in enumerate(RequirementDraw(0.6, 120).fixed(n, 5)):
+                handle.write(f'{{"user":"u{user}","time":"{DEMO_ORIGIN}","w":{req.w},"epsilon":{req.epsilon}}}\n')
+            return n, 0
+        rng = np.random.default_rng([5, 7])
+
+        def forward(count: int) -> tuple[np.ndarray, np.ndarray]:
+            return rng.choice(FORWARD_W, count), rng.choice(FORWARD_EPSILON, count)
+
+        def line(user: int, time: str, w: int, epsilon: float) -> str:
+            return (f'{{"user":"u{user}","time":"{time}","backward":{{"w":1,"epsilon":10.0}},'
+                    f'"forward":{{"w":{int(w)},"epsilon":{float(epsilon)}}}}}\n')
+
+        for user, (w, epsilon) in enumerate(zip(*forward(n), strict=True)):
+            handle.write(line(user, DEMO_ORIGIN, w, epsilon))
+        if args.change_every > 0:
+            share = max(1, round(args.change_share * n))
+            for slot in range(1 + args.change_every, args.slots + 1, args.change_every):
+                time = iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
+                users = np.sort(rng.choice(n, share, replace=False))
+                for user, w, epsilon in zip(users, *forward(share), strict=True):
+                    handle.write(line(int(user), time, w, epsilon))
+                    changes += 1
+    return n, changes
 
 
 def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
@@ -162,17 +248,22 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     from pwevent.jobs.streaming.settings import stream_settings
 
     name = f"bench{uuid.uuid4().hex[:6]}"
-    topics = {r: f"{name}.{r}" for r in ("events", "requirements", "releases", "dead_letters", "audit")}
+    shared = {r: f"{name}.{r}" for r in ("events", "requirements")}
+    job_topics = {m: {**shared, **{r: f"{name}.{m}.{r}" for r in ("releases", "dead_letters", "audit")}}
+                  for m in args.mechanisms} if args.job else {}
     formats = ["raw", "json"] if args.ceiling_format == "both" else [args.ceiling_format]
     counts_topics = {fmt: f"{name}.ceiling-{fmt}" for fmt in formats} if args.ceiling else {}
-    raw = job_config(args, bootstrap, name, topics, work)
+    first = args.mechanisms[0]
+    raw = job_config(args, bootstrap, name, {**shared, **{r: f"{name}.{r}" for r in ("releases", "dead_letters",
+                                                                                      "audit")}}, work, first)
     config_path = work / "config.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     config = load_config(str(config_path))
     kafka = stream_settings(config, str(work)).kafka
     create_topics = load_script("create-topics").create_topics
-    outcome = create_topics(bootstrap, {topics["events"]: 2, **{t: 1 for r, t in topics.items() if r != "events"},
-                                        **{t: 1 for t in counts_topics.values()}})
+    outputs = {t for topics in job_topics.values() for r, t in topics.items() if r not in shared}
+    outcome = create_topics(bootstrap, {shared["events"]: 2, shared["requirements"]: 1,
+                                        **{t: 1 for t in outputs}, **{t: 1 for t in counts_topics.values()}})
     if any(state != "created" for state in outcome.values()):
         print(f"topics: {outcome}")
         return 1
@@ -183,21 +274,25 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     total_slots = args.slots + 1 + (args.live_slots if args.job else 0)
     t = time.monotonic()
     stream = SyntheticStream("Sin", args.users, total_slots, seed=5)
-    events, requirements = write_synthetic(stream, str(work / "data"), 0.6, 120, config.slot_ms)
+    events, _ = write_synthetic(stream, str(work / "data"), 0.6, 120, config.slot_ms)
+    requirements = work / "data" / "registrations.jsonl"
+    registrations, changes = write_requirements(args, requirements, config.slot_ms)
+    no_requirements = work / "data" / "none.jsonl"  # the live phase sends no requirement record
+    no_requirements.write_text("")
     closing_ms = DEMO_ORIGIN_MS + args.slots * config.slot_ms
     closing = work / "data" / "closing.jsonl"
     closing.write_text(f'{{"user":"u0","time":{closing_ms},"value":0}}\n')
     written = time.monotonic() - t
     backlog = args.users * args.slots
-    print(f"backlog: {backlog:,} events ({args.users:,} users x {args.slots} slots) + {args.users:,} requirements "
-          f"+ 2 closing events; files written in {written:.1f}s")
+    print(f"backlog: {backlog:,} events ({args.users:,} users x {args.slots} slots) + {registrations:,} "
+          f"registrations + {changes:,} requirement changes + 2 closing events; files written in {written:.1f}s")
     t = time.monotonic()
     if args.producer == "java":
         sent = produce_java(bootstrap, [
-            (topics["requirements"], None, requirements, None), (topics["events"], None, events, backlog),
-            (topics["events"], 0, closing, None), (topics["events"], 1, closing, None)])
+            (shared["requirements"], None, requirements, None), (shared["events"], None, events, backlog),
+            (shared["events"], 0, closing, None), (shared["events"], 1, closing, None)])
     else:
-        sent = produce_python(kafka, config, topics["events"], events, requirements, args.slots, closing_ms)
+        sent = produce_python(kafka, config, shared["events"], events, requirements, args.slots, closing_ms)
     produced = time.monotonic() - t
     print(f"backlog: {sent:,} messages produced in {produced:.1f}s ({sent / produced:,.0f}/s, {args.producer}); "
           f"generation {written + produced:.1f}s in all")
@@ -230,42 +325,85 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
         results.append(result)
         report(result)
 
-    if args.job:
-        argv = [sys.executable, "-m", "pwevent.jobs.cli.main", "run", "--config", str(config_path)]
-        print("job: running")
-        result = RunResult("job", backlog)
-
+    if args.job and args.live_slots:
         # The live slots' lines only (produce_files reads a whole file into memory, slot by slot).
         live_events = work / "data" / "live.jsonl"
         with open(events, "rb") as source, open(live_events, "wb") as target:
             target.writelines(itertools.islice(source, args.users * (live_first - 1), None))
+    for mechanism, topics in job_topics.items():
+        job_name = f"{name}-{mechanism}"
+        job_raw = job_config(args, bootstrap, job_name, topics, work, mechanism)
+        job_path = work / f"job-{mechanism}.yaml"
+        job_path.write_text(yaml.safe_dump(job_raw))
+        argv = [sys.executable, "-m", "pwevent.jobs.cli.main", "run", "--config", str(job_path)]
+        label = f"job {mechanism}"
+        print(f"{label}: running")
+        result = RunResult(label, backlog)
 
-        def live(commits: dict[int, float]) -> None:
+        def live(commits: dict[int, float], result: RunResult = result) -> None:
             from pwevent.jobs.streaming.produce import produce_files
 
+            if not args.live_slots:
+                return
             starts: dict[int, float] = {}
-            produce_files(kafka, config, str(live_events), str(requirements), args.pace, first_slot=live_first,
-                          last_slot=total_slots, before_slot=lambda slot, at: starts.__setitem__(slot, at))
+            produce_files(kafka, config, str(live_events), str(no_requirements), args.pace,
+                          first_slot=live_first, last_slot=total_slots,
+                          before_slot=lambda slot, at: starts.__setitem__(slot, at))
             deadline = time.time() + 60
             while total_slots - 1 not in commits and time.time() < deadline:
                 time.sleep(0.1)
             result.latencies_s = [commits[s] - starts[s + 1] for s in range(live_first, total_slots)
                                   if s in commits and s + 1 in starts]
 
-        run(result, argv, work / "job", kafka, topics["releases"], lambda value: json.loads(value)["slot"],
-            args.slots, raw["flink"]["checkpoint_dir"], args.timeout, after_backlog=live)
+        run(result, argv, work / f"job-{mechanism}", kafka, topics["releases"],
+            lambda value: json.loads(value)["slot"], args.slots, job_raw["flink"]["checkpoint_dir"], args.timeout,
+            after_backlog=live, phases=True)
         result.checked = "release of every backlog slot" if not result.error else ""
+        if not result.error:
+            from pwevent.jobs.streaming.kafka_io import read_topic
+
+            result.dead_letters = {}
+            for message in read_topic(kafka, topics["dead_letters"], idle_s=2.0, max_s=300.0):
+                reason = str(message.json().get("reason"))
+                result.dead_letters[reason] = result.dead_letters.get(reason, 0) + 1
+            if args.dynamic or args.classes:
+                result.classes = class_counts(kafka, topics["audit"], args.slots)
         results.append(result)
         report(result)
 
     print_table(args, results, written + produced)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({
-            "settings": settings_text(args), "users": args.users, "slots": args.slots,
+            "settings": settings_text(args), "users": args.users, "registered": args.registered,
+            "slots": args.slots, "mechanisms": args.mechanisms, "change_every": args.change_every,
+            "change_share": args.change_share, "requirement_changes": changes,
             "generation_s": round(written + produced, 1), "producer": args.producer,
             "runs": [dict(asdict(r), rate=r.rate) for r in results], "ratio": ratio(results),
         }, indent=2) + "\n")
     return 0 if all(r.error is None for r in results) else 1
+
+
+def class_counts(kafka: Any, topic: str, last_slot: int) -> dict[str, Any]:
+    """The Population's live classes per slot, from the audit topic: one `spend` line per live class
+    and slot. Also the ledgers created in all (`ledger` lines)."""
+    import orjson
+
+    from pwevent.jobs.streaming.kafka_io import read_topic
+
+    per_slot: dict[int, int] = {}
+    ledgers = 0
+    for message in read_topic(kafka, topic, idle_s=2.0, max_s=600.0):
+        line = orjson.loads(message.value)
+        if line.get("record") == "spend":
+            per_slot[int(line["slot"])] = per_slot.get(int(line["slot"]), 0) + 1
+        elif line.get("record") == "ledger":
+            ledgers += 1
+    if not per_slot:
+        return {"max": None, "last": None, "ledgers": ledgers}
+    top = max(per_slot, key=lambda s: (per_slot[s], -s))
+    return {"max": per_slot[top], "max_slot": top, "last": per_slot.get(last_slot), "last_slot": last_slot,
+            "first": per_slot.get(1), "ledgers": ledgers,
+            "every_50": {s: per_slot[s] for s in sorted(per_slot) if s == 1 or s % 50 == 0}}
 
 
 def load_script(stem: str) -> Any:
@@ -315,10 +453,11 @@ def produce_python(kafka: Any, config: Any, events_topic: str, events: Path, req
 
 def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str, slot_of: Callable[[bytes], int],
         last_slot: int, checkpoint_dir: str, timeout: float,
-        after_backlog: Callable[[dict[int, float]], None] | None = None) -> None:
+        after_backlog: Callable[[dict[int, float]], None] | None = None, phases: bool = False) -> None:
     """Start `argv --ready-file ...` in its own process group, time it from RUNNING until `last_slot`'s
     output on `topic` is committed, run `after_backlog(commits)`, record memory and checkpoint size,
-    kill the group. Fills `result`."""
+    kill the group. Fills `result`. `phases`: also record them when slot 1's output is committed
+    ("registered"), when `last_slot`'s is ("backlog") and at the end ("live")."""
     from pwevent.jobs.streaming.kafka_io import follow
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -350,7 +489,16 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
         running = time.time()
         load_running = os.getloadavg()[0]
         last_shown = running
+
+        def sample(phase: str, at: float) -> None:
+            if phases:
+                jvm, python = tree_rss_mb(process.pid)
+                result.phases[phase] = (round(at - running, 1), jvm, python, checkpoint_mb(checkpoint_dir),
+                                        shared_mb(checkpoint_dir), round(os.getloadavg()[0], 2))
+
         while last_slot not in commits:
+            if 1 in commits and "registered" not in result.phases:
+                sample("registered", commits[1])
             if process.poll() is not None or time.time() - begun > timeout:
                 result.error = f"failed or too slow ({len(commits)} slots committed); log {log_path}"
                 print(log_path.read_text()[-3000:])
@@ -359,7 +507,10 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
                 last_shown = time.time()
                 print(f"  {len(commits)}/{last_slot} slots committed after {last_shown - running:.0f}s", flush=True)
             time.sleep(0.02)
+        if "registered" not in result.phases:
+            sample("registered", commits.get(1, commits[last_slot]))
         result.seconds = commits[last_slot] - running
+        sample("backlog", commits[last_slot])
         first = min(commits)
         span = commits[last_slot] - commits[first]
         if last_slot - first >= 3 and span >= 2.0:
@@ -368,7 +519,11 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
             after_backlog(commits)
         result.jvm_rss_mb, result.python_rss_mb = tree_rss_mb(process.pid)
         result.checkpoint_mb = checkpoint_mb(checkpoint_dir)
+        result.checkpoint_shared_mb = shared_mb(checkpoint_dir)
         result.load = (round(load_running, 2), round(os.getloadavg()[0], 2))
+        if after_backlog and result.latencies_s:
+            result.phases["live"] = (round(time.time() - running, 1), result.jvm_rss_mb, result.python_rss_mb,
+                                     result.checkpoint_mb, result.checkpoint_shared_mb, result.load[1])
     finally:
         stop.set()
         if process.poll() is None:
@@ -415,6 +570,19 @@ def checkpoint_mb(checkpoint_dir: str) -> float | None:
     return round(sum(f.stat().st_size for f in latest.rglob("*") if f.is_file()) / 1e6, 2)
 
 
+def shared_mb(checkpoint_dir: str) -> float:
+    """Size (MB) of the `shared/` folder(s) of the checkpoint dir: the files incremental checkpoints
+    reference instead of holding them in their chk-N folder (0 without incremental checkpoints)."""
+    base = Path(checkpoint_dir.removeprefix("file://"))
+    total = 0
+    for path in base.glob("*/shared/**/*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except OSError:  # subsumed and deleted meanwhile
+            pass
+    return round(total / 1e6, 2)
+
+
 def report(result: RunResult) -> None:
     if result.error:
         print(f"{result.name}: {result.error}")
@@ -422,30 +590,48 @@ def report(result: RunResult) -> None:
     warm = f", warm {result.warm_rate:,.0f} events/s" if result.warm_rate else ""
     print(f"{result.name}: {result.events:,} events in {result.seconds:.1f}s from RUNNING to the last backlog "
           f"slot committed: {result.rate:,.0f} events/s{warm}; {result.checked}")
+    for phase, (at, jvm, python, checkpoint, shared, load) in result.phases.items():
+        print(f"{result.name}: {phase} at {at:.1f}s after RUNNING: JVM RSS {jvm:,.0f} MB, Python RSS {python:,.0f} MB, "
+              f"latest checkpoint {'-' if checkpoint is None else f'{checkpoint:.2f} MB'}"
+              + (f" + {shared:.2f} MB shared (incremental)" if shared else "") + f", load {load:.1f}")
+    if result.classes is not None:
+        c = result.classes
+        print(f"{result.name}: live classes per slot (audit spend lines): max {c['max']} (slot {c.get('max_slot')}), "
+              f"slot 1 {c.get('first')}, last backlog slot {c['last']}; {c['ledgers']} ledgers created; "
+              f"every 50 slots {c.get('every_50')}")
+    if result.dead_letters is not None:
+        print(f"{result.name}: {sum(result.dead_letters.values())} dead letters {result.dead_letters}")
     if result.latencies_s:
         print(f"{result.name}: latency (watermark past slot end -> release committed) of {len(result.latencies_s)} "
               "live slots: " + ", ".join(f"{x:.2f}" for x in result.latencies_s) + " s")
 
 
 def ratio(results: list[RunResult]) -> float | None:
-    rates = {r.name: r.rate for r in results}
-    ceiling = rates.get("ceiling (raw)")
-    job = rates.get("job")
-    return round(job / ceiling, 3) if job and ceiling else None
+    return next(iter(ratios(results).values()), None)
+
+
+def ratios(results: list[RunResult]) -> dict[str, float]:
+    """job / ceiling (raw) for every job run."""
+    ceiling = next((r.rate for r in results if r.name == "ceiling (raw)"), None)
+    return {r.name: round(r.rate / ceiling, 3) for r in results
+            if r.name.startswith("job") and r.rate and ceiling}
 
 
 def settings_text(args: argparse.Namespace) -> str:
     return (f"execution mode {args.execution_mode}, parallelism 1, checkpoint interval {args.checkpoint_interval} "
-            f"(exactly once), state backend {args.state_backend}, job event time from {args.event_time}, "
-            "exactly-once Kafka sinks; 2-partition events topic")
+            f"(exactly once), state backend {args.state_backend}"
+            f"{' (incremental checkpoints)' if args.incremental else ''}, job event time from {args.event_time}, "
+            "exactly-once Kafka sinks (the benchmark reads the releases read_committed); 2-partition events topic")
 
 
 def print_table(args: argparse.Namespace, results: list[RunResult], generation_s: float) -> None:
     from pwevent.jobs.common.slots import parse_duration_ms
 
     print()
-    print(f"backlog {args.users:,} users x {args.slots} slots = {args.users * args.slots:,} events; "
-          f"generation {generation_s:.1f}s ({args.producer} producer)")
+    print(f"backlog {args.users:,} users x {args.slots} slots = {args.users * args.slots:,} events, "
+          f"{args.registered:,} registered users, mechanism {','.join(args.mechanisms)}"
+          + (f", {args.change_share:g} of the users change requirement every {args.change_every} slots"
+             if args.change_every else "") + f"; generation {generation_s:.1f}s ({args.producer} producer)")
     print(f"settings: {settings_text(args)}; machine: {os.cpu_count()} cores, shared (load average below)")
     header = ("run", "events/s", "warm events/s", "seconds", "JVM RSS MB", "Python RSS MB", "checkpoint MB",
               "load (1 min)")
@@ -461,14 +647,18 @@ def print_table(args: argparse.Namespace, results: list[RunResult], generation_s
     for row in rows:
         cells = [cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
         print("  ".join(cells))
-    job = next((r for r in results if r.name == "job"), None)
+    job = next((r for r in results if r.name.startswith("job") and r.latencies_s), None)
     if job and job.latencies_s:
         interval_s = parse_duration_ms(args.checkpoint_interval) / 1000
-        print(f"job latency median {statistics.median(job.latencies_s):.2f}s, max {max(job.latencies_s):.2f}s "
+        print(f"{job.name} latency median {statistics.median(job.latencies_s):.2f}s, max {max(job.latencies_s):.2f}s "
               f"over {len(job.latencies_s)} live slots; target <= 2 x {interval_s:g}s + 1s = {2 * interval_s + 1:.1f}s")
-    value = ratio(results)
-    if value is not None:
-        print(f"ratio = job / ceiling (raw) = {value:.3f} (issue 8 target: >= 0.6)")
+    for name, value in ratios(results).items():
+        print(f"ratio = {name} / ceiling (raw) = {value:.3f} (issue 8 target: >= 0.6)")
+    for r in results:
+        if "registered" in r.phases:
+            at = r.phases["registered"][0]
+            print(f"{r.name}: {args.registered:,} registrations absorbed (slot 1 released) {at:.1f}s after RUNNING "
+                  f"({args.registered / at:,.0f} registrations/s, job warm-up included)")
 
 
 if __name__ == "__main__":

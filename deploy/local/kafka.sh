@@ -125,6 +125,13 @@ start_broker() {
   local left=$((deadline - SECONDS)); (( left > 0 )) || left=1
   java -cp "$cp" "$SCRIPT_DIR/KafkaReady.java" "127.0.0.1:$PORT" "$((left * 1000))" >>"$RUN_DIR/kafka.out" 2>&1 \
     || fail_start "no metadata response within ${READY_TIMEOUT}s"
+  # The port may answer for another broker that took it between port_free and our bind (ours then
+  # exits with "Unable to start acceptor"): only our own log saying it started counts.
+  until grep -q "Kafka Server started" "$RUN_DIR/logs/server.log" 2>/dev/null; do
+    kill -0 "$pid" 2>/dev/null || fail_start "broker exited during start-up (port $PORT taken?)"
+    (( SECONDS < deadline )) || fail_start "broker not started after ${READY_TIMEOUT}s"
+    sleep 0.2
+  done
   echo "127.0.0.1:$PORT" >"$BOOTSTRAP_FILE"
   cat "$BOOTSTRAP_FILE"
 }

@@ -119,6 +119,7 @@ def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[s
         "execution.checkpointing.num-retained": "3",
         "execution.checkpointing.min-pause": "0 ms",
         "state.backend.type": f.state_backend,
+        "execution.checkpointing.incremental": str(f.incremental_checkpoints).lower(),
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": "3",
         "restart-strategy.fixed-delay.delay": "2 s",

@@ -19,6 +19,7 @@ flink:
   checkpoint_interval: 1s
   checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder
   state_backend: hashmap          # hashmap | rocksdb
+  incremental_checkpoints: false  # rocksdb: each checkpoint writes only what changed since the last
   out_of_orderness: 0ms           # bounded out-of-orderness of event time, per partition
   close_after: 5s                 # a partition quiet this long closes the slot of its latest record
                                   # (so a quiet stream's last slot is released); 0 = never
@@ -85,6 +86,7 @@ class FlinkSettings:
     checkpoint_interval_ms: int = 1000
     checkpoint_dir: str = str(REPO_ROOT / ".run" / "checkpoints")
     state_backend: str = "hashmap"
+    incremental_checkpoints: bool = False
     out_of_orderness_ms: int = 0
     close_after_ms: int = 5000
     source_idleness_ms: int = 10_000
@@ -128,6 +130,13 @@ def _int(raw: dict[str, Any], section: str, key: str, default: int, low: int = 1
     return value
 
 
+def _bool(raw: dict[str, Any], section: str, key: str, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{section}.{key} must be true or false, got {value!r}")
+    return value
+
+
 def _str(raw: dict[str, Any], section: str, key: str, default: str, choices: tuple[str, ...] = ()) -> str:
     value = raw.get(key, default)
     if not isinstance(value, str) or not value or (choices and value not in choices):
@@ -168,8 +177,8 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
-                                   "state_backend", "out_of_orderness", "close_after", "source_idleness",
-                                   "bundle_size", "bundle_time", "max_lead"})
+                                   "state_backend", "incremental_checkpoints", "out_of_orderness", "close_after",
+                                   "source_idleness", "bundle_size", "bundle_time", "max_lead"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
         raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
@@ -181,6 +190,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         checkpoint_interval_ms=_duration(f, "flink", "checkpoint_interval", 1000),
         checkpoint_dir=checkpoint_dir,
         state_backend=_str(f, "flink", "state_backend", "hashmap", ("hashmap", "rocksdb")),
+        incremental_checkpoints=_bool(f, "flink", "incremental_checkpoints", False),
         out_of_orderness_ms=_duration(f, "flink", "out_of_orderness", 0, allow_zero=True),
         close_after_ms=_duration(f, "flink", "close_after", 5000, allow_zero=True),
         source_idleness_ms=_duration(f, "flink", "source_idleness", 10_000),

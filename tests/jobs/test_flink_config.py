@@ -23,6 +23,7 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     assert s.flink.checkpoint_dir == "/tmp/base/ck"
     assert s.flink.checkpoint_interval_ms == 250
     assert s.flink.execution_mode == "thread" and s.flink.state_backend == "hashmap"
+    assert s.flink.incremental_checkpoints is False
     assert s.kafka.topics["releases"] == "pwevent.releases"
     assert s.kafka.transaction_timeout_ms == 600_000
 
@@ -34,6 +35,7 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     ({"kafka": {"transaction_timeout": "20m"}}, "transaction.max.timeout.ms"),
     ({"flink": {"state_backend": "memory"}}, "flink.state_backend"),
     ({"flink": {"parallelism": 0}}, "flink.parallelism"),
+    ({"flink": {"incremental_checkpoints": "yes"}}, "flink.incremental_checkpoints"),
     ({"flink": {"checkpoint_interval": "soon"}}, "flink.checkpoint_interval"),
     ({"flink": {"readback_idleness": "1s"}}, "flink.readback_idleness"),
     ({"flink": {"max_lead": "soon"}}, "flink.max_lead"),
