@@ -8,7 +8,8 @@ three variants, each timed from submission to the end of the job:
 - read: the raw bytes only (source and sink cost);
 - extract: JSON_VALUE/TRY_CAST of user, time and value, no validation (what the job would do if it
   trusted its input);
-- fast path: `event_sql.fast_path_sql`, the shape check, extraction and domain mapping.
+- fast path: `event_sql.fast_path_sql`, the shape check, extraction and domain mapping (one call
+  of the Java table function `RecordGroups` per record).
 
 Usage:
 
@@ -23,7 +24,8 @@ import sys
 import time
 
 from pwevent.jobs.common.config import Config, parse_config
-from pwevent.jobs.streaming.event_sql import fast_path_sql
+from pwevent.jobs.streaming.event_sql import fast_path_sql, register_record_groups
+from pwevent.jobs.streaming.job import jvm_jar
 from pwevent.operators.domain import GridDomain
 
 ORIGIN_MS = 1_704_067_200_000
@@ -75,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = EnvironmentSettings.in_batch_mode() if mode == "batch" else EnvironmentSettings.in_streaming_mode()
         t_env = environments[mode] = TableEnvironment.create(settings)
         t_env.get_config().set("parallelism.default", "1")
+        t_env.get_config().set("pipeline.jars", jvm_jar().as_uri())
+        register_record_groups(t_env)
         t_env.execute_sql(f"CREATE TEMPORARY TABLE seq (id BIGINT) WITH ('connector' = 'datagen', 'fields.id.kind' "
                           f"= 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '{args.events - 1}', "
                           f"'number-of-rows' = '{args.events}', 'rows-per-second' = '1000000000')")

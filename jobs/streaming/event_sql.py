@@ -6,9 +6,11 @@ time_ms, cell) it extracts, so those never cross into Python (the fast path); ev
 (invalid, unusual or merely unfamiliar) goes to `parse_event` with its raw bytes and Kafka position,
 which accepts it or rejects it with the reason (the slow path). Whenever in doubt: slow path.
 
-The fast-path predicate (`EventSql.fast`), all of it required:
-- the record is at most `max_record_bytes` characters and its bytes are exactly the UTF-8 encoding of
-  its decoded text (`ENCODE(s, 'UTF-8') = value`: no lenient decoding of invalid bytes can pass);
+One call of the Java table function `RecordGroups` per record looks at it once (the JSON_VALUE
+calls it replaced were repeated by the planner for every reference). The fast-path predicate
+(`EventSql.fast`), all of it required:
+- the record is at most `max_record_bytes` bytes, every one printable ASCII (0x20-0x7E), so its text
+  is the same whatever the decoding (no lenient decoding of invalid bytes can pass);
 - the whole text matches one regular expression (`record_regex`, anchored `^`...`\\z`, never Java's
   `$`, which accepts a trailing line terminator such as U+2028), pure printable ASCII: a flat JSON
   object of exactly the configured members in the canonical order (user, time, value; or user,
@@ -21,14 +23,15 @@ The fast-path predicate (`EventSql.fast`), all of it required:
   ASCII without `"` or `\\`; grid `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y
   decimals without exponent, at most 6 integer and 20 fraction digits); no escapes, no floats where
   Python wants integers;
-- the values JSON_VALUE extracts then pass what `parse_event` and the job check:
+- the values, taken from the regex's capturing groups (a string without escapes is its text, a
+  number its digits), then pass what `parse_event` and the job check:
   time >= origin (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
   grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order
   as `GridDomain.cell`, constants as 17-digit literals).
 Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow).
 
 The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
-(jobs/streaming/job.py `source_ddl`). docs/streaming.md, "Parsing: fast path and reference parser".
+(and whatever else the caller passes through). docs/streaming.md, "Parsing: fast path and reference parser".
 """
 
 from __future__ import annotations
@@ -44,11 +47,12 @@ from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _WS = " ?"  # at most one space: the canonical writers put none, or one after , and :
 _UINT = "(?:0|[1-9][0-9]{0,%d})"
-_USER = f'(?:"[A-Za-z0-9_.:@-]{{1,{MAX_USER_CHARS}}}"|{_UINT % 17})'
+_USER_TEXT = f"[A-Za-z0-9_.:@-]{{1,{MAX_USER_CHARS}}}"
 _TIME = _UINT % 13  # at most 14 digits: below MAX_TIME_MS, so only the origin is checked in SQL
 _DECIMAL = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,20})?"
-_SAFE_STRING = r'"[ !#-\[\]-~]{0,256}"'
-_SAFE_CATEGORY = re.compile(r"[ !#-\[\]-~]{0,256}")
+_SAFE_TEXT = r"[ !#-\[\]-~]{0,256}"
+_SAFE_STRING = f'"{_SAFE_TEXT}"'
+_SAFE_CATEGORY = re.compile(_SAFE_TEXT)
 
 
 def _sql_str(text: str) -> str:
@@ -68,67 +72,90 @@ def _path(name: str, *inner: str) -> str:
     return "$" + "".join(f"['{part}']" if not part.startswith("[") else part for part in (name, *inner))
 
 
+#: The Java table function (jobs/streaming/jvm/pwevent/flink/RecordGroups.java) and its columns.
+RECORD_GROUPS = "pwevent_record_groups"
+RECORD_GROUPS_CLASS = "pwevent.flink.RecordGroups"
+_GROUP_COLUMNS = ["matched"] + [f"g{i}" for i in range(1, 9)]
+_GROUP_NAME = re.compile(r"\(\?<([a-z]+)>")
+
+
+def register_record_groups(t_env) -> None:  # type: ignore[no-untyped-def]
+    """Make `RecordGroups` callable from the SQL of `t_env` (its jar must be in `pipeline.jars`)."""
+    t_env.create_java_temporary_system_function(RECORD_GROUPS, RECORD_GROUPS_CLASS)
+
+
 @dataclass(frozen=True)
 class EventSql:
-    """SQL boolean and value expressions over `s` (the record as STRING), `value` (its BYTES) and
-    `ts_ms` (the Kafka timestamp in epoch ms), for one configuration. `user`, `time_ms` and `cell`
-    (JSON_VALUE, NULL on any error) mean something only where `shape` holds, which `fast` (never
-    NULL) requires. They are not guarded by `shape` (a CASE would evaluate the shape check once per
-    column: the benchmark measured it at several times the cost)."""
+    """The fast path for one configuration: `regex` (None: fast path off) and SQL expressions over the
+    columns of `RecordGroups` (`matched`, g1..g8: the regex's groups) and `ts_ms` (the Kafka timestamp
+    in epoch ms). `user`, `time_ms` and `cell` mean something only where `matched` holds, which
+    `fast` (never NULL) requires."""
 
-    shape: str
+    regex: str | None
     user: str
     time_ms: str
     cell: str
     origin_ms: int
+    max_bytes: int
 
     @property
     def fast(self) -> str:
-        """Each column once (the planner inlines them: every reference is another JSON_VALUE call)."""
-        return (f"COALESCE(({self.shape}) AND `user` IS NOT NULL AND `cell` IS NOT NULL"
+        """Over the columns `matched`, `user`, `time_ms` and `cell`."""
+        if self.regex is None:
+            return "FALSE"
+        return (f"COALESCE(matched AND `user` IS NOT NULL AND `cell` IS NOT NULL"
                 f" AND `time_ms` >= {self.origin_ms}, FALSE)")
+
+    def groups_join(self, table: str) -> str:
+        """`table` with the `RecordGroups` columns of its `value` (one row per row of `table`)."""
+        regex = self.regex if self.regex is not None else "(?!)"
+        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}(`value`, {_sql_str(regex)}, {self.max_bytes}))"
+                f" AS g({', '.join(_GROUP_COLUMNS)})")
+
+
+def _group(name: str, regex: str) -> str:
+    """A capturing group; its column is found by the order of the names in the whole regex."""
+    return f"(?<{name}>{regex})"
 
 
 def _grid_pair() -> str:
     """A grid value: {"lat": x, "lon": y} or [x, y] (in this order)."""
-    return (f"\\{{{_member('lat', _DECIMAL)},{_WS}{_member('lon', _DECIMAL)}\\}}"
-            f"|\\[{_DECIMAL},{_WS}{_DECIMAL}\\]")
+    return (f"\\{{{_member('lat', _group('plat', _DECIMAL))},{_WS}{_member('lon', _group('plon', _DECIMAL))}\\}}"
+            f"|\\[{_group('alat', _DECIMAL)},{_WS}{_group('alon', _DECIMAL)}\\]")
 
 
 def _value_members(config: Config) -> list[str]:
     """The member regexes of the fields that hold the event's value, in the domain's canonical form."""
     fields, domain = config.events, config.domain
     if isinstance(domain, BinaryDomain):
-        return [_member(fields.value, "[01]|true|false")]
+        return [_member(fields.value, _group("value", "[01]|true|false"))]
     if isinstance(domain, CellsDomain):
-        return [_member(fields.value, _UINT % 9)]
+        return [_member(fields.value, _group("value", _UINT % 9))]
     if isinstance(domain, CategoriesDomain):
-        return [_member(fields.value, _SAFE_STRING)]
+        return [_member(fields.value, f'"{_group("value", _SAFE_TEXT)}"')]
     if fields.lat and fields.lon:
-        return [_member(fields.lat, _DECIMAL), _member(fields.lon, _DECIMAL)]
+        return [_member(fields.lat, _group("lat", _DECIMAL)), _member(fields.lon, _group("lon", _DECIMAL))]
     return [_member(fields.value, _grid_pair())]
 
 
-def _cell_sql(config: Config, json_value: Callable[..., str]) -> str:
+def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
     """SQL INT: the cell of a record of the fast-path shape as `config.domain` computes it, or NULL."""
     fields, domain = config.events, config.domain
     if isinstance(domain, BinaryDomain):
-        raw = json_value(fields.value)
+        raw = group("value")
         return f"CASE {raw} WHEN '0' THEN 0 WHEN 'false' THEN 0 WHEN '1' THEN 1 WHEN 'true' THEN 1 END"
     if isinstance(domain, CellsDomain):
-        # the regex admits only unsigned integers; one reference to the value (each is a JSON_VALUE call)
-        number = f"TRY_CAST({json_value(fields.value)} AS BIGINT)"
+        number = f"TRY_CAST({group('value')} AS BIGINT)"  # the regex admits only unsigned integers
         return f"CAST(NULLIF(LEAST({number}, {domain.d}), {domain.d}) AS INT)"
     if isinstance(domain, CategoriesDomain):
         cases = " ".join(f"WHEN {_sql_str(name)} THEN {index}" for index, name in enumerate(domain.values)
                          if _SAFE_CATEGORY.fullmatch(name))
-        return f"CASE {json_value(fields.value)} {cases} END" if cases else "CAST(NULL AS INT)"
+        return f"CASE {group('value')} {cases} END" if cases else "CAST(NULL AS INT)"
     assert isinstance(domain, GridDomain)
     if fields.lat and fields.lon:
-        lat, lon = json_value(fields.lat), json_value(fields.lon)
+        lat, lon = group("lat"), group("lon")
     else:
-        lat = f"COALESCE({json_value(fields.value, 'lat')}, {json_value(fields.value, '[0]')})"
-        lon = f"COALESCE({json_value(fields.value, 'lon')}, {json_value(fields.value, '[1]')})"
+        lat, lon = f"COALESCE({group('plat')}, {group('alat')})", f"COALESCE({group('plon')}, {group('alon')})"
     x, y = f"TRY_CAST({lat} AS DOUBLE)", f"TRY_CAST({lon} AS DOUBLE)"
 
     def index(coord: str, low: float, high: float, n: int) -> str:
@@ -149,9 +176,10 @@ def record_regex(config: Config, kafka_time: bool = False) -> str:
     canonical form; with `kafka_time` the time member is optional (and ignored)."""
     fields = config.events
     time = f"(?:,{_WS}{_member(fields.time, f'{_TIME}|{_SAFE_STRING}')})?" if kafka_time \
-        else f",{_WS}{_member(fields.time, _TIME)}"
+        else f",{_WS}{_member(fields.time, _group('time', _TIME))}"
     values = "".join(f",{_WS}{member}" for member in _value_members(config))
-    return f"^\\{{{_member(fields.user, _USER)}{time}{values}\\}}\\z"
+    user = f'"{_group("userstr", _USER_TEXT)}"|{_group("usernum", _UINT % 17)}'
+    return f"^\\{{{_member(fields.user, user)}{time}{values}\\}}\\z"
 
 
 def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
@@ -160,31 +188,29 @@ def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
     fields = config.events
     names = [fields.user, fields.time, fields.value, fields.lat or "lat", fields.lon or "lon"]
     if not all(_NAME.fullmatch(name) for name in names):
-        return EventSql("FALSE", "CAST(NULL AS STRING)", "CAST(NULL AS BIGINT)", "CAST(NULL AS INT)", config.origin_ms)
+        return EventSql(None, "CAST(NULL AS STRING)", "CAST(NULL AS BIGINT)", "CAST(NULL AS INT)", config.origin_ms,
+                        config.max_record_bytes)
+    regex = record_regex(config, kafka_time)
+    order = _GROUP_NAME.findall(regex)
+    assert len(order) == len(set(order)) <= len(_GROUP_COLUMNS) - 1, order
 
-    def json_value(name: str, *inner: str) -> str:
-        return f"JSON_VALUE(s, {_sql_str(_path(name, *inner))})"
+    def group(name: str) -> str:
+        return f"g{order.index(name) + 1}"
 
-    shape = " AND ".join([
-        f"CHAR_LENGTH(s) <= {config.max_record_bytes}",
-        "ENCODE(s, 'UTF-8') = `value`",
-        f"REGEXP(s, {_sql_str(record_regex(config, kafka_time))})",
-    ])
-    time_ms = "`ts_ms`" if kafka_time else f"TRY_CAST({json_value(fields.time)} AS BIGINT)"
-
-    return EventSql(shape, json_value(fields.user), time_ms, _cell_sql(config, json_value), config.origin_ms)
+    time_ms = "`ts_ms`" if kafka_time else f"TRY_CAST({group('time')} AS BIGINT)"
+    return EventSql(regex, f"COALESCE({group('userstr')}, {group('usernum')})", time_ms,
+                    _cell_sql(config, group), config.origin_ms, config.max_record_bytes)
 
 
-def parsed_events_sql(config: Config, table: str, kafka_time: bool = False) -> str:
-    """Every row of `table` (`value` BYTES, `partition`, `offset`, `ts_ms`) with the fast-path columns
-    `user`, `time_ms`, `cell` and the boolean `fast`."""
+def parsed_events_sql(config: Config, table: str, kafka_time: bool = False,
+                      columns: tuple[str, ...] = ("value", "partition", "offset", "ts_ms")) -> str:
+    """Every row of `table` (`value` BYTES, `ts_ms` and the other `columns`, which pass through) with
+    the fast-path columns `user`, `time_ms`, `cell` and the boolean `fast`."""
     sql = event_sql(config, kafka_time)
-    return (
-        "SELECT `value`, `partition`, `offset`, `ts_ms`, `user`, `time_ms`, `cell`, " + sql.fast + " AS `fast` FROM ("
-        f" SELECT `value`, `partition`, `offset`, `ts_ms`, {sql.user} AS `user`, {sql.time_ms} AS `time_ms`,"
-        f" {sql.cell} AS `cell`, s FROM ("
-        f"  SELECT `value`, `partition`, `offset`, `ts_ms`, CAST(`value` AS STRING) AS s FROM `{table}`))"
-    )
+    kept = ", ".join(f"`{c}`" for c in columns)
+    return (f"SELECT {kept}, `user`, `time_ms`, `cell`, {sql.fast} AS `fast` FROM ("
+            f" SELECT {kept}, matched, {sql.user} AS `user`, {sql.time_ms} AS `time_ms`, {sql.cell} AS `cell`"
+            f" FROM {sql.groups_join(table)})")
 
 
 def fast_path_sql(config: Config, table: str, kafka_time: bool = False) -> str:

@@ -176,7 +176,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
-    from pwevent.jobs.streaming.event_sql import event_sql
+    from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
 
     kafka, flink, clock = settings.kafka, settings.flink, config.clock
     topics = kafka.topics
@@ -202,17 +202,19 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
     # both rejoin with their rowtime. A fast record also needs the time SQL read to be the time the
     # reader gave the watermarks, unguarded (a record the lead guard held back goes the slow way).
-    sql = event_sql(config, kafka_time)
+    register_record_groups(t_env)
+    t_env.create_temporary_view("raw_events_ts", t_env.sql_query(
+        "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt FROM raw_events"))
+    parsed_sql = parsed_events_sql(config, "raw_events_ts", kafka_time,
+                                   ("value", "partition", "offset", "ts_ms", "jtime", "rt"))
     t_env.create_temporary_view("events_split", t_env.sql_query(
-        f"SELECT *, {sql.fast} AND COALESCE(time_ms = jtime AND TO_TIMESTAMP_LTZ(jtime, 3) = rt, FALSE) AS fast"
-        f" FROM (SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt, {sql.user} AS `user`,"
-        f" {sql.time_ms} AS time_ms, {sql.cell} AS cell, s FROM ("
-        "  SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt, CAST(`value` AS STRING) AS s"
-        "  FROM raw_events))"))
+        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt, `user`, time_ms, cell,"
+        " `fast` AND COALESCE(time_ms = jtime AND TO_TIMESTAMP_LTZ(jtime, 3) = rt, FALSE) AS fast_ok"
+        f" FROM ({parsed_sql})"))
     t_env.create_temporary_view("fast_events", t_env.sql_query(
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, `value` AS original, rt FROM events_split WHERE fast"))
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, `value` AS original, rt FROM events_split WHERE fast_ok"))
     slow = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast"))
+        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast_ok"))
     parsed = slow.process(fn.ParseEvents(config, topics["events"], kafka_time), output_type=fn.PARSED_EVENT) \
         .uid("parse-events").name("parse events (reference parser)")
     t_env.create_temporary_view("slow_events", t_env.from_data_stream(

@@ -20,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType
 
 from pwevent.jobs.common.files import DEMO_ORIGIN_MS
 from pwevent.jobs.streaming.kafka_io import producer, read_topic
 from pwevent.jobs.streaming.produce import produce_files
 from pwevent.operators.policies import MECHANISMS
+from tests.corpus import poison_records
 from tests.integration.conftest import (
     SEED,
     SLOT_MS,
@@ -247,3 +250,48 @@ def test_bad_input_goes_to_dead_letters_and_changes_no_release(streaming_job: An
         pos = record["position"]
         assert record["original"] == sources[(pos["topic"], pos["partition"], pos["offset"])].decode(
             "utf-8", errors="replace")
+
+
+def test_poison_records_are_dead_letters_and_change_no_release(streaming_job: Any) -> None:
+    """The poison corpus (tests/corpus: records that crashed the parser, 1 MiB of 0xFF, a 10 MiB
+    record, lone surrogates, 5,000-digit numbers, times out of range...) at the head of every input
+    partition, before the backlog, plus a valid event timed two days ahead of the wall clock as the
+    first record of a partition: each is one dead letter at its own position, the job keeps running,
+    and its releases and spend log equal the replay of the clean input (full audit)."""
+    slots = 8
+    job = make_job(streaming_job, "PBD")
+    events, requirements = generate(job.folder, users=30, slots=slots)
+    expected = replay(job, events, requirements)
+    limit = 16 << 20
+    admin = KafkaAdminClient(bootstrap_servers=job.kafka.require_bootstrap())
+    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, job.topics[role],
+                                        configs={"max.message.bytes": str(limit)})
+                         for role in ("events", "requirements")])
+    admin.close()
+    client = producer(job.kafka, max_request_size=limit, linger_ms=0)
+    future = json.dumps({"user": "u1", "time": int(time.time() * 1000) + 2 * 86_400_000, "value": 1}).encode()
+    sent = [client.send(job.topics["events"], value=future, partition=1)]
+    poison = poison_records(big=True)
+    for i, (_, value) in enumerate(poison):
+        sent.append(client.send(job.topics["events"], value=value, partition=i % 2))
+        sent.append(client.send(job.topics["requirements"], value=value))
+    client.flush()
+    positions = {(m.topic, m.partition, m.offset) for m in (f.get(timeout=60) for f in sent)}
+    client.close()
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    job.start(seed=SEED)
+    check_equals_replay(job, events, requirements, slots, expected)  # releases, spend log, full audit
+    deadline = time.monotonic() + 60
+    while True:
+        dead = [m.json() for m in job.read("dead_letters", idle_s=1.5)]
+        if len(dead) >= len(positions) or time.monotonic() > deadline:
+            break
+    assert job.alive(), job.log_tail()
+    for record in dead:
+        schema("dead-letter").validate(record)
+        assert len(json.dumps(record)) < 16_384, record["reason"]
+    found = Counter((d["position"]["topic"], d["position"]["partition"], d["position"]["offset"]) for d in dead)
+    assert set(found) == positions and set(found.values()) == {1}, (set(found) ^ positions, found.most_common(3))
+    far = [d for d in dead if d["position"]["offset"] == 0 and d["position"]["partition"] == 1
+           and d["position"]["topic"] == job.topics["events"]]
+    assert far[0]["reason"] == "too_far_ahead", far

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.common.records import Rejected, parse_event
-from pwevent.jobs.streaming.event_sql import parsed_events_sql
+from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
+from pwevent.jobs.streaming.job import jvm_jar
 from tests.corpus import poison_records
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
@@ -167,6 +168,8 @@ def t_env():
 
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     env.get_config().set("parallelism.default", "1")
+    env.get_config().set("pipeline.jars", jvm_jar().as_uri())
+    register_record_groups(env)
     return env
 
 

@@ -17,8 +17,10 @@ import org.apache.flink.util.clock.RelativeClock;
  * <ul>
  *   <li>a record's timestamp is its jtime ({@link PositionedRecords}), unless it lies more than
  *       maxLead ahead of the latest time already seen in its partition and no second record
- *       confirms the jump: then, like a record without a time, it keeps that latest time and
- *       cannot move the watermark (the job sends it to the dead letters as too_far_ahead);
+ *       confirms the jump, or more than maxLead ahead of the wall clock (confirmed or not, first
+ *       record of the partition included): then, like a record without a time, it keeps that latest
+ *       time and cannot move the watermark (the job sends it to the dead letters as too_far_ahead);
+ *   <li>a time outside the years 1-9999 (which the reference parser rejects) counts as no time;
  *   <li>the watermark trails the latest time by the out-of-orderness bound;
  *   <li>a partition quiet for closeAfter (input-activity time, which pauses under backpressure)
  *       closes the slot of its latest record, so the last slot of a quiet stream is released;
@@ -60,6 +62,9 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
     }
 
     static final class LeadGuard implements TimestampAssigner<Row> {
+        /** The reference parser's time range (jobs/common/records.py): 0001-01-01 to 9999-12-31. */
+        private static final long MIN_TIME_MS = -62_135_596_800_000L;
+        private static final long MAX_TIME_MS = 253_402_300_799_999L;
         private final long maxLeadMs;
         private final Map<Integer, Long> latest = new HashMap<>();
         private final Map<Integer, Long> jump = new HashMap<>();
@@ -75,7 +80,8 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
             Long time = (Long) row.getField(4);
             Integer partition = (Integer) row.getField(1);
             Long seen = latest.get(partition);
-            if (time == null) {
+            boolean future = time != null && maxLeadMs > 0 && time > System.currentTimeMillis() + maxLeadMs;
+            if (time == null || time < MIN_TIME_MS || time > MAX_TIME_MS || future) {
                 return seen == null ? 0L : seen;
             }
             if (seen != null && maxLeadMs > 0 && time > seen + maxLeadMs) {

@@ -1,0 +1,55 @@
+package pwevent.flink;
+
+import java.nio.charset.StandardCharsets;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.flink.table.annotation.DataTypeHint;
+import org.apache.flink.table.annotation.FunctionHint;
+import org.apache.flink.table.functions.TableFunction;
+import org.apache.flink.types.Row;
+
+/**
+ * The SQL fast path's one look at a raw event (jobs/streaming/event_sql.py): exactly one row per
+ * record, Row(matched, g1..g8). {@code matched} is true when the record is at most {@code maxBytes}
+ * long, every byte is printable ASCII (so its text is the same under any ASCII-compatible decoding,
+ * UTF-8 included), and the regular expression finds a match (the caller anchors it); g1..g8 are
+ * then the pattern's capturing groups (null past its group count or where a group did not take
+ * part). One call per record replaces the JSON_VALUE call per field and per reference that the
+ * planner's inlining made of the SQL version.
+ */
+@FunctionHint(output = @DataTypeHint(
+        "ROW<matched BOOLEAN, g1 STRING, g2 STRING, g3 STRING, g4 STRING, g5 STRING, g6 STRING, g7 STRING, g8 STRING>"))
+public final class RecordGroups extends TableFunction<Row> {
+    private static final long serialVersionUID = 1L;
+    public static final int GROUPS = 8;
+    private transient String compiledFrom;
+    private transient Pattern pattern;
+
+    public void eval(byte[] value, String regex, Integer maxBytes) {
+        Object[] fields = new Object[GROUPS + 1];
+        fields[0] = false;
+        if (value != null && regex != null && maxBytes != null && value.length <= maxBytes && printable(value)) {
+            if (!regex.equals(compiledFrom)) {
+                pattern = Pattern.compile(regex);
+                compiledFrom = regex;
+            }
+            Matcher m = pattern.matcher(new String(value, StandardCharsets.US_ASCII));
+            if (m.find()) {
+                fields[0] = true;
+                for (int i = 1; i <= Math.min(GROUPS, m.groupCount()); i++) {
+                    fields[i] = m.group(i);
+                }
+            }
+        }
+        collect(Row.of(fields));
+    }
+
+    private static boolean printable(byte[] value) {
+        for (byte b : value) {
+            if (b < 0x20 || b > 0x7e) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
