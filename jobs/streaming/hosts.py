@@ -6,7 +6,7 @@ membership rule in `jobs.common.membership`, the population, budgets, decision a
 `jobs.common.records.reject_record` and `state.spend_log`. These classes only move records, state
 and time. Python sits on three paths only: records the SQL fast path does not take (`ParseEvents`),
 requirement records (`ParseRequirements`, `MembershipHost`), and one call per slot with the slot's
-counts per (class, cell) (`PopulationHost`).
+counts per (class, cell) (`PopulationHost`, which also writes the dead letters SQL found).
 
 Records between the operators:
 - `PARSED_EVENT`: an event the reference parser accepted, Row(user, time_ms, cell, partition, offset,
@@ -14,8 +14,11 @@ Records between the operators:
 - keyed requirement: Row(user, PendingRequirement) (pickled), keyed by user in Java.
 - `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
   slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
-- `POPULATION_IN`: Row(slot, cls, cell, n, change): the count `n` of present users of class `cls` in
-  `cell` at `slot`, or (cell and n null) a membership change as JSON; keyed by a constant in Java.
+- `POPULATION_IN`: Row(slot, cls, cell, n, change, reason, user, partition, offset, original): the
+  count `n` of present users of class `cls` in `cell` at `slot`, or (cell and n null) a membership
+  change as JSON, or (with a reason) an event SQL found `late` or of an `unknown_user`, to be
+  written as a dead letter; keyed by a constant in Java. One stream, so that the SQL behind it (the
+  window, the temporal join) is planned, and run, once.
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """
 
@@ -63,7 +66,9 @@ MEMBERSHIP_OUT = Types.ROW_NAMED(
     [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
 )
 POPULATION_IN = Types.ROW_NAMED(
-    ["slot", "cls", "cell", "n", "change"], [Types.LONG(), Types.STRING(), Types.INT(), Types.LONG(), Types.STRING()],
+    ["slot", "cls", "cell", "n", "change", "reason", "user", "partition", "offset", "original"],
+    [Types.LONG(), Types.STRING(), Types.INT(), Types.LONG(), Types.STRING(), Types.STRING(), Types.STRING(),
+     Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
 )
 POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
 CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
@@ -205,17 +210,15 @@ class MembershipHost(KeyedCoProcessFunction):
         self._save(user)
 
 
-class FormatDeadLetter(ProcessFunction):
-    """A dead letter found in SQL, Row(source, topic, partition, offset, reason, user, slot, original),
-    as JSON: `late` (the watermark had passed the slot's end) or `unknown_user` (no class at the slot)."""
-
-    def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
-        source, topic, partition, offset, reason, user, slot, original = row
-        position = {"topic": topic, "partition": int(partition), "offset": int(offset)}
-        why = Reason(reason)
-        detail = (unknown_user(user, int(slot)) if why is Reason.UNKNOWN_USER
-                  else f"slot {slot} had closed when the record arrived")
-        yield _json(reject_record(source, position, why, detail, bytes(original or b"")))
+def sql_dead_letter(topic: str, row: Row) -> str:
+    """A dead letter found in SQL (a `POPULATION_IN` row with a reason: `late`, the watermark had
+    passed the slot's end, or `unknown_user`, no class at the slot) as the replay's JSON."""
+    slot, reason, user, partition, offset, original = row[0], row[5], row[6], row[7], row[8], row[9]
+    position = {"topic": topic, "partition": int(partition), "offset": int(offset)}
+    why = Reason(reason)
+    detail = (unknown_user(user, int(slot)) if why is Reason.UNKNOWN_USER
+              else f"slot {slot} had closed when the record arrived")
+    return _json(reject_record("events", position, why, detail, bytes(original or b"")))
 
 
 class PopulationHost(KeyedProcessFunction):
@@ -226,10 +229,12 @@ class PopulationHost(KeyedProcessFunction):
     once and emits the release, the spend log lines and the projections. Every slot from the first
     is decided, in order, whether or not anything arrived for it."""
 
-    def __init__(self, config: Config, seed: int | None, resume: tuple[int, list[int], int | None] | None) -> None:
+    def __init__(self, config: Config, seed: int | None, resume: tuple[int, list[int], int | None] | None,
+                 events_topic: str) -> None:
         """`resume`: (last committed slot, its release counts, last publication slot) when the job
         starts without state after earlier releases (docs/streaming.md, "Starting twice")."""
         self.config = config
+        self.events_topic = events_topic
         self.seed = seed
         self.resume = resume
 
@@ -261,6 +266,9 @@ class PopulationHost(KeyedProcessFunction):
             self.engine.history = ReleaseHistory(np.asarray(counts, dtype=np.int64), publication, slot)
 
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
+        if value[5] is not None:
+            yield Row(DEAD_ROUTE, None, sql_dead_letter(self.events_topic, value))
+            return
         self._load()
         slot = int(value[0])
         decided = self.engine.history.decided

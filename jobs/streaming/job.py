@@ -160,6 +160,17 @@ def _tumble(table: str, column: str, clock: SlotClock) -> str:
             f"{_interval(offset)}))")
 
 
+def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore[no-untyped-def]
+    """View `name` of `query` made once, through a DataStream, with the rowtime `rt` of the records.
+
+    A SQL view is inlined into every query that reads it, and each conversion to a DataStream is
+    planned on its own; a part with a non-deterministic call (CURRENT_WATERMARK) is not shared even
+    inside one query. Without this the parser's table function, the window and the temporal join
+    ran two or three times per event (seen in the job graph). The query keeps its rowtime as a plain
+    column `rt_in` (a DataStream record's timestamp is the table's rowtime)."""
+    t_env.create_temporary_view(name, t_env.from_data_stream(t_env.to_data_stream(t_env.sql_query(query)), rowtime))
+
+
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
                    resume: ResumePoint | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
@@ -168,8 +179,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     parser), judged late against the watermark, collapsed to the latest per user and slot, given
     their user's class by an event-time temporal join with the Membership changelog, and counted
     per (slot, class, cell), all in the JVM; Python sees the requirement records (ParseRequirements,
-    MembershipHost), the events the fast path does not take (ParseEvents), the dead letters
-    (FormatDeadLetter) and one call per slot (PopulationHost)."""
+    MembershipHost), the events the fast path does not take (ParseEvents), and one call per slot
+    (PopulationHost, which also writes the dead letters found in SQL)."""
     from pyflink.common import Types
     from pyflink.table import ChangelogMode, Schema
     from pyflink.table.expressions import col
@@ -207,10 +218,10 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt FROM raw_events"))
     parsed_sql = parsed_events_sql(config, "raw_events_ts", kafka_time,
                                    ("value", "partition", "offset", "ts_ms", "jtime", "rt"))
-    t_env.create_temporary_view("events_split", t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt, `user`, time_ms, cell,"
-        " `fast` AND COALESCE(time_ms = jtime AND TO_TIMESTAMP_LTZ(jtime, 3) = rt, FALSE) AS fast_ok"
-        f" FROM ({parsed_sql})"))
+    _materialize(t_env, "events_split", rowtime,
+                 "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt AS rt_in, `user`, time_ms, cell,"
+                 " `fast` AND COALESCE(time_ms = jtime AND TO_TIMESTAMP_LTZ(jtime, 3) = rt, FALSE) AS fast_ok"
+                 f" FROM ({parsed_sql})")
     t_env.create_temporary_view("fast_events", t_env.sql_query(
         "SELECT `user`, time_ms, cell, `partition`, `offset`, `value` AS original, rt FROM events_split WHERE fast_ok"))
     slow = t_env.to_data_stream(t_env.sql_query(
@@ -224,10 +235,11 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM fast_events UNION ALL "
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM slow_events"))
     # A record is late when the watermark has passed its slot's end (the windows below would drop it).
-    t_env.create_temporary_view("events_judged", t_env.sql_query(
-        f"SELECT *, {_slot_sql('time_ms', clock)} AS slot, "
-        f"COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms}) "
-        f"+ {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE) AS late FROM events"))
+    _materialize(t_env, "events_judged", rowtime,
+                 f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in,"
+                 f" {_slot_sql('time_ms', clock)} AS slot,"
+                 f" COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms})"
+                 f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE) AS late FROM events")
     t_env.create_temporary_view("latest", t_env.sql_query(
         "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time FROM ("
         " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
@@ -254,35 +266,38 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         changes, Schema.new_builder().column("user", "STRING NOT NULL").column("cls", "STRING")
         .column("vms", "BIGINT").column_by_expression("vt", "TO_TIMESTAMP_LTZ(vms, 3)")
         .watermark("vt", "SOURCE_WATERMARK()").primary_key("user").build(), ChangelogMode.upsert()))
-    t_env.create_temporary_view("joined", t_env.sql_query(
-        "SELECT l.`user`, l.slot, l.cell, l.`partition`, l.`offset`, l.original, l.window_time AS wt, m.cls"
-        " FROM latest AS l LEFT JOIN membership FOR SYSTEM_TIME AS OF l.window_time AS m ON l.`user` = m.`user`"))
+    _materialize(t_env, "joined", rowtime,
+                 "SELECT l.`user`, l.slot, l.cell, l.`partition`, l.`offset`, l.original, l.window_time AS rt_in, m.cls"
+                 " FROM latest AS l LEFT JOIN membership FOR SYSTEM_TIME AS OF l.window_time AS m"
+                 " ON l.`user` = m.`user`")
 
     # The population: counts per (slot, class, cell) and membership changes, one key.
+    # One query, so the planner runs the window and the temporal join once for both uses.
+    no_dead = "CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS BYTES)"
+    no_count = "CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS STRING)"
     population_in = t_env.to_data_stream(t_env.sql_query(
-        "SELECT 0 AS k, ROW(slot, cls, cell, n, change) AS g FROM ("
-        " SELECT slot, cls, cell, COUNT(*) AS n, CAST(NULL AS STRING) AS change"
-        f" FROM {_tumble('joined', 'wt', clock)} WHERE cls IS NOT NULL"
+        "SELECT 0 AS k, ROW(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original) AS g FROM ("
+        f" SELECT slot, cls, cell, COUNT(*) AS n, CAST(NULL AS STRING) AS change, {no_dead}"
+        f" FROM {_tumble('joined', 'rt', clock)} WHERE cls IS NOT NULL"
         " GROUP BY window_start, window_end, slot, cls, cell"
         " UNION ALL"
-        " SELECT slot, cls, CAST(NULL AS INT) AS cell, CAST(NULL AS BIGINT) AS n, text AS change"
-        f" FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}')"))
+        f" SELECT slot, cls, CAST(NULL AS INT), CAST(NULL AS BIGINT), text, {no_dead}"
+        f" FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"
+        " UNION ALL"
+        f" SELECT slot, {no_count}, 'late', `user`, `partition`, `offset`, original FROM events_judged WHERE late"
+        " UNION ALL"
+        f" SELECT slot, {no_count}, 'unknown_user', `user`, `partition`, `offset`, original"
+        " FROM joined WHERE cls IS NULL"
+        ") AS t(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original)"))
     internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), fn.POPULATION_IN]))
     population = internals.keyed_by_first_field(population_in, Types.INT(), fn.POPULATION_IN) \
-        .process(fn.PopulationHost(config, seed, resume), output_type=fn.POPULATION_OUT) \
+        .process(fn.PopulationHost(config, seed, resume, topics["events"]), output_type=fn.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
     t_env.create_temporary_view("population_out", t_env.from_data_stream(population))
 
-    # Dead letters: the parsers' side outputs, Membership's and Population's, and those found in SQL.
-    sql_dead = t_env.to_data_stream(t_env.sql_query(
-        f"SELECT 'events' AS source, '{topics['events']}' AS topic, `partition`, `offset`, 'late' AS reason,"
-        " `user`, slot, original FROM events_judged WHERE late UNION ALL"
-        f" SELECT 'events', '{topics['events']}', `partition`, `offset`, 'unknown_user', `user`, slot, original"
-        " FROM joined WHERE cls IS NULL"))
-    formatted = sql_dead.process(fn.FormatDeadLetter(), output_type=Types.STRING()) \
-        .uid("format-dead-letters").name("format dead letters")
+    # Dead letters: the parsers' side outputs, Membership's and Population's (with those found in SQL).
     dead_text = internals.side_output(parsed, fn.DEAD_LETTERS) \
-        .union(internals.side_output(requirements, fn.DEAD_LETTERS), formatted)
+        .union(internals.side_output(requirements, fn.DEAD_LETTERS))
     dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
         .union_all(t_env.sql_query(f"SELECT text AS v FROM membership_out WHERE route = '{fn.DEAD_ROUTE}'")) \
         .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{fn.DEAD_ROUTE}'"))

@@ -43,8 +43,7 @@ print("GRAPH " + json.dumps(nodes))
 print("ZONE " + t_env.get_config().get_local_timezone())
 """
 
-PYTHON_OPERATORS = {"parse events (reference parser)", "parse requirements", "Membership", "format dead letters",
-                    "Population"}
+PYTHON_OPERATORS = {"parse events (reference parser)", "parse requirements", "Membership", "Population"}
 
 
 @pytest.mark.flink

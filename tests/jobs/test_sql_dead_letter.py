@@ -1,4 +1,4 @@
-"""FormatDeadLetter takes the rows of the job's SQL dead letters (8 columns, jobs/streaming/job.py)."""
+"""The dead letters found in SQL reach PopulationHost as `POPULATION_IN` rows with a reason (jobs/streaming/job.py)."""
 
 import hashlib
 import json
@@ -6,18 +6,17 @@ import json
 from pyflink.common import Row
 
 from pwevent.jobs.common.records import unknown_user
-from pwevent.jobs.streaming.hosts import FormatDeadLetter
+from pwevent.jobs.streaming.hosts import sql_dead_letter
 
 
 def _format(row: Row) -> dict:
-    (text,) = list(FormatDeadLetter().process_element(row, None))
-    return json.loads(text)
+    return json.loads(sql_dead_letter("t.events", row))
 
 
 def test_unknown_user_and_late_rows() -> None:
-    unknown = _format(Row("events", "t.events", 1, 42, "unknown_user", "u7", 3, b'{"user":"u7"}'))
+    unknown = _format(Row(3, None, None, None, None, "unknown_user", "u7", 1, 42, b'{"user":"u7"}'))
     assert unknown == {"source": "events", "position": {"topic": "t.events", "partition": 1, "offset": 42},
                        "reason": "unknown_user", "detail": unknown_user("u7", 3), "original": '{"user":"u7"}',
                        "original_bytes": 13, "original_sha256": hashlib.sha256(b'{"user":"u7"}').hexdigest()}
-    late = _format(Row("events", "t.events", 0, 5, "late", "u1", 2, b"x"))
+    late = _format(Row(2, None, None, None, None, "late", "u1", 0, 5, b"x"))
     assert late["reason"] == "late" and late["detail"] == "slot 2 had closed when the record arrived"
