@@ -14,7 +14,7 @@ carry 2024 timestamps). Then:
    and one-minute slots) of `--users` x `--slots` events in the events topic, one requirement record
    per registered user in the requirements topic (`--registered`, default `--users`: users
    u0..u{N-1} register at slot 1, the first `--users` of them send the events; the others never
-   send anything), and one closing event (first instant of slot `--slots`+1)
+   send anything, and `--register-slots K` spreads their registrations evenly over slots 1..K), and one closing event (first instant of slot `--slots`+1)
    in each events partition, so the last backlog slot's window can close. `--producer java` (the
    default) sends with benchmarks/BacklogProducer.java on the broker's kafka-clients jar;
    `--producer python` with kafka-python (`pwevent produce`'s code; slow, for comparison). The
@@ -122,6 +122,10 @@ def main() -> int:
     parser.add_argument("--change-every", type=int, default=0, help="dynamic mechanisms: requirement changes "
                         "every this many slots (0: none)")
     parser.add_argument("--change-share", type=float, default=0.01, help="share of registered users changing")
+    parser.add_argument("--register-slots", type=int, default=1,
+                        help="spread the registrations of the users who send nothing evenly over slots 1..K "
+                             "(fixed mechanisms; default 1: all at slot 1, whose close then fires one Membership "
+                             "timer per registered user in a single step)")
     parser.add_argument("--classes", action="store_true", help="read the audit topic for the class count "
                         "(always for dynamic mechanisms)")
     parser.add_argument("--slots", type=int, default=300, help="backlog slots (one minute each)")
@@ -157,6 +161,8 @@ def main() -> int:
     args.mechanisms = [m.strip() for m in args.mechanism.split(",") if m.strip()]
     if args.registered < args.users:
         parser.error("--registered must be at least --users")
+    if not 1 <= args.register_slots <= args.slots:
+        parser.error("--register-slots must be between 1 and --slots")
     if len(args.mechanisms) > 1 and args.job and args.live_slots:
         parser.error("several mechanisms need --live-slots 0")
     dynamic = {m in DYNAMIC for m in args.mechanisms}
@@ -207,8 +213,9 @@ def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict
 
 
 def write_requirements(args: argparse.Namespace, path: Path, slot_ms: int) -> tuple[int, int]:
-    """One registration per registered user at slot 1, then (dynamic, `--change-every`) the changes of
-    the backlog slots, in time order. Returns (registrations, change records)."""
+    """One registration per registered user (at slot 1; the silent ones over `--register-slots`), then
+    (dynamic, `--change-every`) the changes of the backlog slots, in time order. Returns
+    (registrations, change records)."""
     import numpy as np
 
     from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS
@@ -219,8 +226,11 @@ def write_requirements(args: argparse.Namespace, path: Path, slot_ms: int) -> tu
     changes = 0
     with path.open("w", encoding="utf-8") as handle:
         if not args.dynamic:
+            silent = max(n - args.users, 1)
             for user, req in enumerate(RequirementDraw(0.6, 120).fixed(n, 5)):
-                handle.write(f'{{"user":"u{user}","time":"{DEMO_ORIGIN}","w":{req.w},"epsilon":{req.epsilon}}}\n')
+                slot = 1 if user < args.users else 1 + (user - args.users) * args.register_slots // silent
+                time = DEMO_ORIGIN if slot == 1 else iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
+                handle.write(f'{{"user":"u{user}","time":"{time}","w":{req.w},"epsilon":{req.epsilon}}}\n')
             return n, 0
         rng = np.random.default_rng([5, 7])
 
@@ -360,7 +370,7 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
 
         run(result, argv, work / f"job-{mechanism}", kafka, topics["releases"],
             lambda value: json.loads(value)["slot"], args.slots, job_raw["flink"]["checkpoint_dir"], args.timeout,
-            after_backlog=live, phases=True)
+            after_backlog=live, phases=True, registered_slot=args.register_slots)
         result.checked = "release of every backlog slot" if not result.error else ""
         if not result.error:
             from pwevent.jobs.streaming.kafka_io import read_topic
@@ -456,11 +466,12 @@ def produce_python(kafka: Any, config: Any, events_topic: str, events: Path, req
 
 def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str, slot_of: Callable[[bytes], int],
         last_slot: int, checkpoint_dir: str, timeout: float,
-        after_backlog: Callable[[dict[int, float]], None] | None = None, phases: bool = False) -> None:
+        after_backlog: Callable[[dict[int, float]], None] | None = None, phases: bool = False,
+        registered_slot: int = 1) -> None:
     """Start `argv --ready-file ...` in its own process group, time it from RUNNING until `last_slot`'s
     output on `topic` is committed, run `after_backlog(commits)`, record memory and checkpoint size,
-    kill the group. Fills `result`. `phases`: also record them when slot 1's output is committed
-    ("registered"), when `last_slot`'s is ("backlog") and at the end ("live")."""
+    kill the group. Fills `result`. `phases`: also record them when `registered_slot`'s output is
+    committed ("registered"), when `last_slot`'s is ("backlog") and at the end ("live")."""
     from pwevent.jobs.streaming.kafka_io import follow
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -500,8 +511,8 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
                                         shared_mb(checkpoint_dir), round(os.getloadavg()[0], 2))
 
         while last_slot not in commits:
-            if 1 in commits and "registered" not in result.phases:
-                sample("registered", commits[1])
+            if registered_slot in commits and "registered" not in result.phases:
+                sample("registered", commits[registered_slot])
             if process.poll() is not None or time.time() - begun > timeout:
                 result.error = f"failed or too slow ({len(commits)} slots committed); log {log_path}"
                 print(log_path.read_text()[-3000:])
@@ -511,7 +522,7 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
                 print(f"  {len(commits)}/{last_slot} slots committed after {last_shown - running:.0f}s", flush=True)
             time.sleep(0.02)
         if "registered" not in result.phases:
-            sample("registered", commits.get(1, commits[last_slot]))
+            sample("registered", commits.get(registered_slot, commits[last_slot]))
         result.seconds = commits[last_slot] - running
         sample("backlog", commits[last_slot])
         first = min(commits)
@@ -660,7 +671,8 @@ def print_table(args: argparse.Namespace, results: list[RunResult], generation_s
     for r in results:
         if "registered" in r.phases:
             at = r.phases["registered"][0]
-            print(f"{r.name}: {args.registered:,} registrations absorbed (slot 1 released) {at:.1f}s after RUNNING "
+            print(f"{r.name}: {args.registered:,} registrations absorbed (slot {args.register_slots} released) "
+                  f"{at:.1f}s after RUNNING "
                   f"({args.registered / at:,.0f} registrations/s, job warm-up included)")
 
 

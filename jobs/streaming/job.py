@@ -123,6 +123,10 @@ def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[s
         "pipeline.object-reuse": "false",
         "state.backend.type": f.state_backend,
         "execution.checkpointing.incremental": str(f.incremental_checkpoints).lower(),
+        # rocksdb: most Membership lookups are of users it has never seen (every registration);
+        # without bloom filters each such miss searches every file (measured: registrations read
+        # fell from ~2,500/s to ~400/s after half a million users).
+        "state.backend.rocksdb.use-bloom-filter": "true",
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": "3",
         "restart-strategy.fixed-delay.delay": "2 s",
