@@ -14,7 +14,8 @@ carry 2024 timestamps). Then:
    and one-minute slots) of `--users` x `--slots` events in the events topic, one requirement record
    per registered user in the requirements topic (`--registered`, default `--users`: users
    u0..u{N-1} register at slot 1, the first `--users` of them send the events; the others never
-   send anything, and `--register-slots K` spreads their registrations evenly over slots 1..K), and one closing event (first instant of slot `--slots`+1)
+   send anything, and `--register-slots K` spreads their registrations evenly over slots 1..K), and
+   one closing event (first instant of slot `--slots`+1)
    in each events partition, so the last backlog slot's window can close. `--producer java` (the
    default) sends with benchmarks/BacklogProducer.java on the broker's kafka-clients jar;
    `--producer python` with kafka-python (`pwevent produce`'s code; slow, for comparison). The
