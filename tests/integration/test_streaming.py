@@ -192,10 +192,12 @@ def _with_time(record: dict[str, Any], slot: int) -> dict[str, Any]:
     return {**record, "time": slot_time(slot, 1000)}
 
 
+# Sent after the whole backlog of partition 0, so an earlier slot may have closed by the time they are
+# read: the valid one (the unknown user) is timed in the last slot, which is still open then.
 BAD_EVENTS = [
     b'{"user": "u1", "time": ',                                                  # unparsable
     json.dumps({"user": "u2", "time": slot_time(3, 5)}).encode(),                # missing value
-    json.dumps(_with_time({"user": "nobody", "value": 1}, 4)).encode(),          # unknown user
+    json.dumps(_with_time({"user": "nobody", "value": 1}, 8)).encode(),          # unknown user
     json.dumps(_with_time({"user": "u3", "value": 7}, 4)).encode(),              # outside the domain
     json.dumps(_with_time({"user": ["u4"], "value": 1}, 5)).encode(),            # mistyped user
     json.dumps({"user": "u5", "time": "2023-12-31T23:00:00Z", "value": 1}).encode(),  # before the origin
