@@ -237,10 +237,13 @@ def test_fast_path_only_takes_what_parse_event_accepts_identically_and_all_canon
 
 
 def draw_tricky(per_case: int) -> list[list[bytes]]:
-    """`per_case` hypothesis-drawn tricky records for every case."""
+    """`per_case` hypothesis-drawn tricky records for every case, the same on every run (derandomized:
+    the share that reaches the fast path is small for some domains, and a run that drew none there
+    failed CI on chance)."""
     out: list[list[bytes]] = [[] for _ in CASES]
 
-    @settings(max_examples=per_case, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=per_case, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def collect(data):
         for case, (_, config, _) in enumerate(CASES):
