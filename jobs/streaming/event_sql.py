@@ -219,8 +219,3 @@ def fast_path_sql(config: Config, table: str, kafka_time: bool = False) -> str:
     return ("SELECT `user`, `time_ms`, `cell`, `partition`, `offset` FROM ("
             f"{parsed_events_sql(config, table, kafka_time)}) WHERE `fast`")
 
-
-def slow_path_sql(config: Config, table: str, kafka_time: bool = False) -> str:
-    """The slow path: (`value`, `partition`, `offset`, `ts_ms`) of every other record, for `parse_event`."""
-    return ("SELECT `value`, `partition`, `offset`, `ts_ms` FROM ("
-            f"{parsed_events_sql(config, table, kafka_time)}) WHERE NOT `fast`")
