@@ -137,6 +137,9 @@ def main() -> int:
     parser.add_argument("--producer", choices=("java", "python"), default="java",
                         help="backlog producer: BacklogProducer.java (fast) or kafka-python")
     parser.add_argument("--checkpoint-interval", default="1s")
+    parser.add_argument("--checkpoint-timeout", default="10m", help="flink.checkpoint_timeout")
+    parser.add_argument("--tolerable-failed-checkpoints", type=int, default=5,
+                        help="flink.tolerable_failed_checkpoints (0 = fail over at the first expired one)")
     parser.add_argument("--execution-mode", choices=("thread", "process"), default="thread")
     parser.add_argument("--bundle-size", type=int, default=1000)
     parser.add_argument("--bundle-time", default="100ms")
@@ -204,6 +207,8 @@ def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict
         "kafka": {"bootstrap": bootstrap, "group_id": name, "transactional_id_prefix": name, "topics": topics,
                   "event_time": args.event_time},
         "flink": {"checkpoint_interval": args.checkpoint_interval, "checkpoint_dir": str(work / f"checkpoints-{name}"),
+                  "checkpoint_timeout": args.checkpoint_timeout,
+                  "tolerable_failed_checkpoints": args.tolerable_failed_checkpoints,
                   "execution_mode": args.execution_mode, "bundle_size": args.bundle_size,
                   "bundle_time": args.bundle_time, "state_backend": args.state_backend,
                   "incremental_checkpoints": args.incremental, "source_idleness": args.source_idleness,

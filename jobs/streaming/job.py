@@ -118,6 +118,11 @@ def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[s
         "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
         "execution.checkpointing.num-retained": "3",
         "execution.checkpointing.min-pause": "0 ms",
+        # A step that holds the barrier longer than the timeout (Membership closing the slot of a
+        # million registrations fires a million timers at one watermark) expires checkpoints; with no
+        # tolerance the job failed over to the checkpoint before the step and began it again, forever.
+        "execution.checkpointing.timeout": f"{f.checkpoint_timeout_ms} ms",
+        "execution.checkpointing.tolerable-failed-checkpoints": str(f.tolerable_failed_checkpoints),
         # Chained operators hand records over without a copy: the SQL operators copy what they keep,
         # the job's Java pieces keep and change nothing, Python operators get serialised copies.
         # Measured: the backlog rate from 49,938 to 67,607 events/s (docs/streaming.md, benchmark).

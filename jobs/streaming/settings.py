@@ -17,6 +17,9 @@ flink:
   execution_mode: thread          # thread | process (Python operators)
   parallelism: 1
   checkpoint_interval: 1s
+  checkpoint_timeout: 10m         # a checkpoint not complete by then expires (and counts as failed)
+  tolerable_failed_checkpoints: 5 # failed/expired checkpoints in a row before the job fails over; a
+                                  # step longer than one timeout (e.g. a registration burst) needs > 0
   checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder
   state_backend: hashmap          # hashmap | rocksdb
   incremental_checkpoints: false  # rocksdb: each checkpoint writes only what changed since the last
@@ -84,6 +87,8 @@ class FlinkSettings:
     execution_mode: str = "thread"
     parallelism: int = 1
     checkpoint_interval_ms: int = 1000
+    checkpoint_timeout_ms: int = 600_000
+    tolerable_failed_checkpoints: int = 5
     checkpoint_dir: str = str(REPO_ROOT / ".run" / "checkpoints")
     state_backend: str = "hashmap"
     incremental_checkpoints: bool = False
@@ -177,6 +182,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
+                                   "checkpoint_timeout", "tolerable_failed_checkpoints",
                                    "state_backend", "incremental_checkpoints", "out_of_orderness", "close_after",
                                    "source_idleness", "bundle_size", "bundle_time", "max_lead"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
@@ -188,6 +194,8 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         execution_mode=_str(f, "flink", "execution_mode", "thread", ("thread", "process")),
         parallelism=_int(f, "flink", "parallelism", 1),
         checkpoint_interval_ms=_duration(f, "flink", "checkpoint_interval", 1000),
+        checkpoint_timeout_ms=_duration(f, "flink", "checkpoint_timeout", 600_000),
+        tolerable_failed_checkpoints=_int(f, "flink", "tolerable_failed_checkpoints", 5, low=0),
         checkpoint_dir=checkpoint_dir,
         state_backend=_str(f, "flink", "state_backend", "hashmap", ("hashmap", "rocksdb")),
         incremental_checkpoints=_bool(f, "flink", "incremental_checkpoints", False),

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from pwevent.jobs.common.config import ConfigError, parse_config
-from pwevent.jobs.streaming.job import sink_ddl, submit_command
+from pwevent.jobs.streaming.job import flink_configuration, sink_ddl, submit_command
 from pwevent.jobs.streaming.settings import stream_settings
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
@@ -39,10 +39,20 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     ({"flink": {"checkpoint_interval": "soon"}}, "flink.checkpoint_interval"),
     ({"flink": {"readback_idleness": "1s"}}, "flink.readback_idleness"),
     ({"flink": {"max_lead": "soon"}}, "flink.max_lead"),
+    ({"flink": {"checkpoint_timeout": "never"}}, "flink.checkpoint_timeout"),
+    ({"flink": {"tolerable_failed_checkpoints": -1}}, "flink.tolerable_failed_checkpoints"),
 ])
 def test_errors_name_the_key(sections, message) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         settings(**sections)
+
+
+def test_checkpoint_timeout_and_tolerance_reach_flink() -> None:
+    conf = flink_configuration(settings(flink={"checkpoint_timeout": "90s", "tolerable_failed_checkpoints": 0}), None)
+    assert conf["execution.checkpointing.timeout"] == "90000 ms"
+    assert conf["execution.checkpointing.tolerable-failed-checkpoints"] == "0"
+    default = flink_configuration(settings(), None)
+    assert default["execution.checkpointing.tolerable-failed-checkpoints"] == "5"
 
 
 def test_security_properties_reach_every_table() -> None:
