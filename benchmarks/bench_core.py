@@ -37,7 +37,7 @@ def run_case(mechanism: str, users: int, slots: int, d: int, noise: str) -> dict
     from pwevent.jobs.common.engine import Engine
     from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
     from pwevent.operators.noise import make_randomness
-    from pwevent.operators.policies import mechanism as make_mechanism
+    from pwevent.operators.registry import mechanism as make_mechanism
 
     stream = SyntheticStream("Sin", users, slots, seed=1)
     spec = make_mechanism(mechanism, 120, 0.6)

@@ -1,102 +1,151 @@
-"""Adaptive choices of mechanism from releases only (docs/evaluation.md, "Beyond the paper"; privacy
-by docs/mechanisms.md section 1): distribution (PBD) vs absorption (PBA), and even (Uniform) vs burst
-(Sample) spending. Both read only public decisions, released counts and announced variances.
+"""Adaptive: distribution (PBD) or absorption (PBA), re-chosen at slot boundaries from public
+decisions only (docs/mechanisms.md section 14).
 
-Distribution vs absorption:
+A stream that rarely moves by more than the announced error wastes the distribution family's
+halving and suits absorption, which turns every skipped slot's share into a larger later
+publication; a stream that needs a fresh publication at most slots suits distribution, since
+absorption would nullify the slots after each large publication. The evidence is the share of
+PUBLISH decisions among the last `evidence` slots that ran a dissimilarity, counted since the last
+switch; two thresholds (hysteresis) keep the choice from flapping. Every decision is public (each
+release carries its kind and whether a dissimilarity ran), so the choice is post-processing.
 
-A pilot runs the distribution family. Its decisions are public (every release carries its kind), and
-the share of PUBLISH slots says how often the stream moved by more than the announced error: a stream
-that rarely needs a fresh publication wastes the distribution family's halving and suits absorption,
-which turns every skipped slot's budget into a larger later one; a stream that needs one most slots
-suits distribution, since absorption would nullify the slots after each large publication.
+Privacy does not rest on the choice: whichever family is in force, its budgets are capped by what
+the user's window has left (`window_room`), so any w_i consecutive slots of any user spend at most
+E_i, however the families alternate; the ledger refuses anything more.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any
 
-import numpy as np
-
+from pwevent.operators.policies import PBA, PBD, BudgetPolicy, SlotBudget
+from pwevent.operators.slot_release import SlotOutcome
+from pwevent.state.ledger import FixedLedger, Ledger
+from pwevent.state.requirements import TOLERANCE
 from pwevent.state.spend import Kind
 
 DISTRIBUTION = "PBD"
 ABSORPTION = "PBA"
-EVEN = "Uniform"
-BURST = "Sample"
 
 
 @dataclass(frozen=True)
 class FamilyRule:
-    """pilot: slots run with the distribution family; switch_rate: the publication share at or above
-    which distribution is kept. The switch waits `gap` = the longest registered window (public), so
-    that no user's window holds spend of both mechanisms (sequential composition within a window)."""
+    """evidence: how many recent dissimilarity slots the publication share is taken over (a switch
+    needs that many since the last one); switch_rate +- hysteresis: under distribution a share below
+    switch_rate - hysteresis switches to absorption, under absorption a share at or above
+    switch_rate + hysteresis switches back."""
 
-    pilot: int = 240
+    evidence: int = 240
     switch_rate: float = 0.5
+    hysteresis: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.pilot < 1:
-            raise ValueError(f"pilot must be at least one slot, got {self.pilot}")
-        if not 0 <= self.switch_rate <= 1:
-            raise ValueError(f"switch_rate must be in [0, 1], got {self.switch_rate}")
+        if isinstance(self.evidence, bool) or not isinstance(self.evidence, int):
+            raise ValueError(f"evidence must be an integer number of slots, got {self.evidence!r}")
+        for name in ("switch_rate", "hysteresis"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+        if self.evidence < 1:
+            raise ValueError(f"evidence must be at least one slot, got {self.evidence}")
+        if not 0 <= self.hysteresis <= self.switch_rate <= 1 - self.hysteresis:
+            raise ValueError(f"need 0 <= hysteresis <= switch_rate <= 1 - hysteresis, got switch_rate "
+                             f"{self.switch_rate} and hysteresis {self.hysteresis}")
 
 
-class FamilySelector:
-    """Counts the pilot's public decisions; `choice()` names the family for the rest of the stream."""
+class FamilySwitch:
+    """The family in force and the public evidence since it came into force."""
 
-    def __init__(self, rule: FamilyRule | None = None) -> None:
+    def __init__(self, rule: FamilyRule | None = None, family: str = DISTRIBUTION) -> None:
         self.rule = rule or FamilyRule()
-        self.seen = 0
-        self.published = 0
-
-    def observe(self, kind: Kind) -> None:
-        """One pilot slot's public decision."""
-        self.seen += 1
-        self.published += kind is Kind.PUBLISH
+        self.family = family
+        self.recent: deque[bool] = deque(maxlen=self.rule.evidence)
 
     @property
-    def done(self) -> bool:
-        return self.seen >= self.rule.pilot
+    def rate(self) -> float | None:
+        """The publication share over the evidence window, once it is full."""
+        if len(self.recent) < self.rule.evidence:
+            return None
+        return sum(self.recent) / len(self.recent)
+
+    def observe(self, outcome: SlotOutcome) -> None:
+        """A decided slot's public outcome; may switch the family for the next slot. Slots that ran
+        no dissimilarity (nullified, empty, or out of budget) are no evidence."""
+        if outcome.dissimilarity is None:
+            return
+        self.recent.append(outcome.kind is Kind.PUBLISH)
+        rate, rule = self.rate, self.rule
+        if rate is None:
+            return
+        if self.family == DISTRIBUTION and rate < rule.switch_rate - rule.hysteresis:
+            self._switch(ABSORPTION)
+        elif self.family == ABSORPTION and rate >= rule.switch_rate + rule.hysteresis:
+            self._switch(DISTRIBUTION)
+
+    def _switch(self, family: str) -> None:
+        self.family = family
+        self.recent.clear()  # the old family's decisions say nothing about the new one's thresholds
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, "recent": [int(x) for x in self.recent]}
+
+    def restore(self, obj: dict[str, Any]) -> None:
+        if obj["family"] not in (DISTRIBUTION, ABSORPTION):
+            raise ValueError(f"unknown family {obj['family']!r}")
+        self.family = obj["family"]
+        self.recent = deque((bool(x) for x in obj["recent"]), maxlen=self.rule.evidence)
+
+
+def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget) -> SlotBudget:
+    """`budget` capped so that the window of w slots ending at `slot` spends at most E/2 on each
+    half: eps1 by E/2 - calculation spend, eps2 by E/2 - publication spend of the w - 1 slots before
+    (docs/mechanisms.md section 14). Under one family alone the caps never bind."""
+    req = ledger.requirement
+    spent1, spent2 = ledger.spent(slot - req.w + 1, slot - 1)
+    half = req.epsilon / 2
+    return replace(budget, eps1=_cap(budget.eps1, half - spent1), eps2=_cap(budget.eps2, half - spent2))
+
+
+def _cap(value: float, room: float) -> float:
+    """`value`, or `room` (at least 0) when `value` is over it by more than float noise: a cap within
+    TOLERANCE/4 of the value is rounding of the window sums, not a binding cap (the two halves'
+    residues stay within the ledger's TOLERANCE together)."""
+    return max(0.0, room) if value > room + TOLERANCE / 4 else value
+
+
+class Adaptive:
+    """The Adaptive budget policy: the budgets of the family in force (PBD or PBA, fixed requirements),
+    capped by each window's room; `observe` re-decides the family after every slot."""
+
+    name = "Adaptive"
+    dynamic = False
+
+    def __init__(self, rule: FamilyRule | None = None, family: str = DISTRIBUTION) -> None:
+        self.switch = FamilySwitch(rule, family)
+        self._families: dict[str, BudgetPolicy] = {DISTRIBUTION: PBD(), ABSORPTION: PBA()}
 
     @property
-    def rate(self) -> float:
-        return self.published / self.seen if self.seen else 0.0
+    def family(self) -> str:
+        return self.switch.family
 
-    def choice(self) -> str:
-        return DISTRIBUTION if self.rate >= self.rule.switch_rate else ABSORPTION
+    def in_force(self) -> str | None:
+        return self.family
 
+    def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
+        assert isinstance(ledger, FixedLedger)
+        return window_room(ledger, slot, self._families[self.family].budgets(ledger, slot))
 
-@dataclass(frozen=True)
-class SpendingRule:
-    """Even spending (Uniform: E/w every slot) or bursts (Sample: E every w slots), chosen once from
-    the first two Sample publications (slots 1 and w+1).
+    def scheduled_kind(self, slot: int) -> Kind | None:
+        return None
 
-    With the stream drifting by about Q per slot (random-walk scale), Sample's stale releases cost
-    about w Q / 2 per cell on average, and a filtered Uniform about sqrt(Q R_u), R_u the public noise
-    variance of one Uniform slot: even spending wins when Q > margin * 4 R_u / w^2 (margin 1 by
-    default). Q is estimated from releases only: from two Sample publications w slots apart,
-    E[(r2 - r1)^2] ~ 2 R_s + w Q per cell (R_s their announced variance).
-    """
+    def observe(self, outcome: SlotOutcome) -> None:
+        self.switch.observe(outcome)
 
-    margin: float = 1.0
+    def snapshot(self) -> dict[str, Any] | None:
+        return self.switch.to_json()
 
-    def __post_init__(self) -> None:
-        if not self.margin > 0:
-            raise ValueError(f"margin must be positive, got {self.margin}")
-
-    @staticmethod
-    def drift(first: np.ndarray, second: np.ndarray, noise: float, w: int) -> float:
-        """Per-slot drift variance Q from two estimates w slots apart whose difference carries
-        `noise` of variance per cell (clipped at 0)."""
-        diff = np.asarray(second, dtype=float) - np.asarray(first, dtype=float)
-        return max(float(np.mean(diff**2)) - noise, 0.0) / w
-
-    def choose(self, drift: float, uniform_variance: float, w: int) -> str:
-        """'Uniform' when a drift Q makes even spending cheaper, else 'Sample'."""
-        return EVEN if drift > self.margin * 4.0 * uniform_variance / w**2 else BURST
-
-    def from_publications(
-        self, first: np.ndarray, second: np.ndarray, sample_variance: float, uniform_variance: float, w: int
-    ) -> str:
-        """The choice from two consecutive Sample publications (w slots apart)."""
-        return self.choose(self.drift(first, second, 2.0 * sample_variance, w), uniform_variance, w)
+    def restore(self, state: dict[str, Any] | None) -> None:
+        if state is not None:
+            self.switch.restore(state)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
 from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, TOLERANCE, Requirement
 from pwevent.state.spend import Kind
+
+if TYPE_CHECKING:
+    from pwevent.operators.slot_release import SlotOutcome
 
 NO_BORDER = -math.inf
 
@@ -50,6 +53,36 @@ class BudgetPolicy(Protocol):
         """A decision fixed in advance (Uniform, Sample), or None to let the dissimilarity decide."""
         ...
 
+    def in_force(self) -> str | None:
+        """The family whose rule sets the next slot's budgets, for a policy that switches (Adaptive)."""
+        ...
+
+    def observe(self, outcome: SlotOutcome) -> None:
+        """A decided slot's public outcome (the only input a policy may learn from besides ledgers)."""
+        ...
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """The policy's own state for a checkpoint (None: it has none)."""
+        ...
+
+    def restore(self, state: dict[str, Any] | None) -> None: ...
+
+
+class OneRule:
+    """A policy that applies one rule for ever: nothing to observe or checkpoint."""
+
+    def in_force(self) -> str | None:
+        return None
+
+    def observe(self, outcome: SlotOutcome) -> None:
+        """Nothing to learn: the budgets depend on the ledger alone."""
+
+    def snapshot(self) -> dict[str, Any] | None:
+        return None
+
+    def restore(self, state: dict[str, Any] | None) -> None:
+        """Nothing to restore."""
+
 
 def _snap(value: float) -> float:
     """A share count within float noise of an integer is that integer (spend2 / share round trips)."""
@@ -57,7 +90,7 @@ def _snap(value: float) -> float:
     return float(nearest) if abs(value - nearest) < TOLERANCE else value
 
 
-class PBD:
+class PBD(OneRule):
     """Personalized Budget Distribution (Algorithm 4, section 6).
 
     eps1 = E/(2w); eps2 = (E/2 - sum of the last w-1 publication spends) / 2.
@@ -76,7 +109,7 @@ class PBD:
         return None
 
 
-class PBA:
+class PBA(OneRule):
     """Personalized Budget Absorption (Algorithm 5, section 6).
 
     With l the last publication and s = E/(2w): t_N = spend2_l / s - 1, border l + t_N; absorbed
@@ -123,7 +156,7 @@ def _dynamic_calculation(ledger: DynamicLedger, slot: int) -> tuple[float, float
     return eps1, min(backward.epsilon / 2 - spent2, left - eps1), ledger.backward_projection(slot)
 
 
-class DPBD:
+class DPBD(OneRule):
     """Dynamic Personalized Budget Distribution (Algorithm 6, section 7).
 
     eps2 = min((1/2) min_tau (EF_tau/2 - spend2 since tau), EB/2 - backward spend2).
@@ -145,7 +178,7 @@ class DPBD:
         return None
 
 
-class DPBA:
+class DPBA(OneRule):
     """Dynamic Personalized Budget Absorption (Algorithm 7, section 7).
 
     For tau in T: share_tau = EF/(2 wF), tFN_tau = spend2 since tau / share_tau + tau - 1; the border
@@ -173,7 +206,7 @@ class DPBA:
         return None
 
 
-class Uniform:
+class Uniform(OneRule):
     """Kellaris et al.'s Uniform: E/w at every slot, always published (section 8)."""
 
     name = "Uniform"
@@ -187,7 +220,7 @@ class Uniform:
         return Kind.PUBLISH
 
 
-class Sample:
+class Sample(OneRule):
     """Kellaris et al.'s Sample: the whole E at slots 1, w+1, 2w+1, ...; repeat in between (section 8)."""
 
     name = "Sample"
@@ -207,7 +240,8 @@ class Sample:
 
 @dataclass(frozen=True)
 class MechanismSpec:
-    """A mechanism by name: its policy and whether every user runs at the global (w, E)."""
+    """A mechanism by name (operators/registry.py): its policy and the global (w, E) every user runs
+    at, or None when each runs at its own."""
 
     name: str
     policy: BudgetPolicy
@@ -216,25 +250,6 @@ class MechanismSpec:
     @property
     def dynamic(self) -> bool:
         return self.policy.dynamic
-
-
-PERSONALIZED = ("PBD", "PBA", "DPBD", "DPBA")
-BASELINES = ("Uniform", "Sample", "BD", "BA")
-MECHANISMS = PERSONALIZED + BASELINES
-
-
-def mechanism(name: str, window: int | None = None, epsilon: float | None = None) -> MechanismSpec:
-    """Build a mechanism; the baselines need the global window and epsilon (section 8)."""
-    personalized: dict[str, BudgetPolicy] = {"PBD": PBD(), "PBA": PBA(), "DPBD": DPBD(), "DPBA": DPBA()}
-    if name in personalized:
-        return MechanismSpec(name, personalized[name], None)
-    if name not in BASELINES:
-        raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {name!r}")
-    if window is None or epsilon is None:
-        raise ValueError(f"mechanism {name} needs the global window and epsilon")
-    requirement = Requirement(window, epsilon)
-    baseline: dict[str, BudgetPolicy] = {"Uniform": Uniform(), "Sample": Sample(window), "BD": PBD(), "BA": PBA()}
-    return MechanismSpec(name, baseline[name], requirement)
 
 
 def charge_slot(

@@ -45,7 +45,8 @@ class SlotGroups:
 
 @dataclass(frozen=True)
 class SlotOutcome:
-    """A slot's decision and release, with the public quantities that led to it."""
+    """A slot's decision and release, with the public quantities that led to it; `family`: the
+    budget rule in force for a mechanism that switches (Adaptive), else None."""
 
     slot: int
     kind: Kind
@@ -54,6 +55,7 @@ class SlotOutcome:
     calculation: BudgetChoice | None = None
     publication: BudgetChoice | None = None
     dissimilarity: float | None = None
+    family: str | None = None
 
     @property
     def threshold(self) -> float | None:

@@ -20,7 +20,7 @@ from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, tail
-from pwevent.operators.policies import MECHANISMS
+from pwevent.operators.registry import REGISTRY
 
 
 def progress_printer(label: str, every_s: float = 2.0) -> Callable[[int, int], None]:
@@ -82,9 +82,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     work = Path(args.out or tempfile.mkdtemp(prefix="pwevent-demo-"))
     stream = SyntheticStream("Sin", args.users, args.slots, seed=7)
     write_synthetic(stream, str(work), 0.6, 120, 60_000)
-    config = parse_config(
+    config = parse_config(  # a baseline's global (w, E): the strictest requirement write_synthetic declares
         {"mechanism": args.mechanism, "slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "binary"},
-         "window": 120, "epsilon": 0.6}
+         **REGISTRY.get(args.mechanism).global_keys(120, 0.6)}
     )
     paths = {name: str(work / f"{name}.jsonl") for name in ("releases", "spend", "truth", "rejects")}
     summary = run_replay(
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pwevent",
         description="Personalized w-event differentially private release of per-slot histograms "
-        "from user event streams (PBD, PBA, DPBD, DPBA and the baselines Uniform, Sample, BD, BA).",
+        f"from user event streams (mechanisms: {', '.join(REGISTRY.names())}).",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -173,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Generate a Sin stream, replay it with secure noise, print a table of true vs released "
         "counts and audit the spend log.",
     )
-    demo.add_argument("--mechanism", choices=MECHANISMS[:2] + MECHANISMS[4:], default="PBD")
+    demo.add_argument("--mechanism", choices=[e.name for e in REGISTRY if not e.dynamic], default="Adaptive",
+                      help="a mechanism with fixed requirements (the demo's stream declares w/epsilon)")
     demo.add_argument("--users", type=int, default=2000)
     demo.add_argument("--slots", type=int, default=600)
     demo.add_argument("--out", help="folder for the files (default: a new temporary folder)")

@@ -1,11 +1,12 @@
 """The YAML configuration, validated once; every error names the offending key.
 
 ```yaml
-mechanism: PBD            # PBD | PBA | DPBD | DPBA | Uniform | Sample | BD | BA
+mechanism: Adaptive       # the default; or any name of operators/registry.py (README table)
+adaptive: {evidence: 240, switch_rate: 0.5, hysteresis: 0.1}   # Adaptive only (docs/mechanisms.md section 14)
 slot: 15m                 # slot length: 500ms, 60s, 15m, 1h, 1d ...
 origin: 2024-01-01T00:00:00Z   # start of slot 1 (ISO-8601 or epoch ms)
 domain: {type: grid, rows: 10, cols: 10, bbox: {min_lat: .., max_lat: .., min_lon: .., max_lon: ..}}
-window: 120               # baselines only: the global w ...
+window: 120               # baselines only (an error for the others): the global w ...
 epsilon: 0.6              # ... and E (every user's requirement must be at least as loose)
 noise: opendp             # opendp (production) | numpy-fast (experiments; named in results)
 postprocess: kalman       # kalman: releases also carry `smoothed` (a causal filter of the releases) | none
@@ -29,11 +30,14 @@ from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
-from pwevent.operators.policies import BASELINES, MECHANISMS, MechanismSpec, mechanism
+from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.postprocess import KalmanSmoother
+from pwevent.operators.registry import GLOBAL_KEYS, REGISTRY, MechanismEntry
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import Requirement, RequirementCaps
 
+#: The mechanism when the configuration names none (docs/mechanisms.md section 14).
+DEFAULT_MECHANISM = "Adaptive"
 #: Default largest input record, in bytes (`max_record_bytes`).
 DEFAULT_MAX_RECORD_BYTES = 65_536
 
@@ -78,6 +82,7 @@ class Config:
     requirements: RequirementFields = field(default_factory=RequirementFields)
     extra: dict[str, Any] = field(default_factory=dict)
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def clock(self) -> SlotClock:
@@ -88,7 +93,8 @@ class Config:
         return KalmanSmoother(self.domain.d) if self.postprocess == "kalman" else None
 
     def mechanism_spec(self) -> MechanismSpec:
-        return mechanism(self.mechanism, self.window, self.epsilon)
+        """A fresh mechanism (its policy may hold state, such as Adaptive's family: one per engine)."""
+        return REGISTRY.spec(self.mechanism, self.window, self.epsilon, self.options)
 
 
 TOP_KEYS = {
@@ -146,7 +152,7 @@ def _domain(obj: Any) -> Domain:
     raise ConfigError(f"domain.type must be binary, cells, categories or grid, got {kind!r}")
 
 
-def _check_floor(caps: RequirementCaps, name: str, window: int | None, epsilon: float | None) -> None:
+def _check_floor(caps: RequirementCaps, entry: MechanismEntry, window: int | None, epsilon: float | None) -> None:
     """caps.min_slot_epsilon: a number within the noise sampler's range that a baseline's global
     requirement can reach (docs/mechanisms.md, Budget floor)."""
     floor = caps.min_slot_epsilon
@@ -156,7 +162,7 @@ def _check_floor(caps: RequirementCaps, name: str, window: int | None, epsilon: 
         raise ConfigError(
             f"caps.min_slot_epsilon {floor!r} is below the noise sampler's range limit {SAMPLER_MIN_EPSILON:.4g}"
         )
-    if name in BASELINES and window is not None and epsilon is not None:
+    if not entry.personalized and window is not None and epsilon is not None:
         try:
             caps.check_floor(Requirement(window, epsilon))
         except InvalidRequirementError as err:
@@ -176,11 +182,31 @@ def _requirement_fields(obj: Any) -> RequirementFields:
     return RequirementFields(**obj, signature=signature)
 
 
+def _options(raw: dict[str, Any], entry: MechanismEntry) -> dict[str, Any]:
+    """The mechanism's own section ({} when absent); another mechanism's section is an error."""
+    for other in REGISTRY:
+        if other.section is not None and other.section in raw and other.section not in entry.config_keys:
+            raise ConfigError(f"{other.section}: only mechanism {other.name} takes it, not {entry.name}")
+    if entry.section is None:
+        return {}
+    return dict(_only(entry.section, raw.get(entry.section, {}), set(entry.section_keys)))
+
+
 def parse_config(raw: Any) -> Config:
-    raw = _only("config", raw, TOP_KEYS | EXTRA_SECTIONS)
-    name = _need(raw, "mechanism", "")
-    if name not in MECHANISMS:
-        raise ConfigError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {name!r}")
+    sections = {e.section for e in REGISTRY if e.section is not None}
+    raw = _only("config", raw, TOP_KEYS | EXTRA_SECTIONS | sections)
+    name = raw.get("mechanism", DEFAULT_MECHANISM)
+    try:
+        entry = REGISTRY.get(name)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    for key in sorted(GLOBAL_KEYS - entry.config_keys):
+        if key in raw:
+            takers = ", ".join(e.name for e in REGISTRY if key in e.config_keys)
+            raise ConfigError(
+                f"{key}: mechanism {name} is personalized (every user runs at its own requirement), so a "
+                f"global {key} would be ignored; remove it (only {takers} take it)"
+            )
     try:
         slot_ms = parse_duration_ms(_need(raw, "slot", ""), "slot")
         origin_ms = parse_time_ms(_need(raw, "origin", ""), "origin")
@@ -191,7 +217,7 @@ def parse_config(raw: Any) -> Config:
         raise ConfigError(f"window must be an integer >= 1, got {window!r}")
     if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not epsilon > 0):
         raise ConfigError(f"epsilon must be a number > 0, got {epsilon!r}")
-    if name in BASELINES and (window is None or epsilon is None):
+    if entry.config_keys >= GLOBAL_KEYS and (window is None or epsilon is None):
         raise ConfigError(f"mechanism {name} needs the keys window and epsilon")
     noise = raw.get("noise", "opendp")
     if noise not in ("opendp", "numpy-fast"):
@@ -205,7 +231,7 @@ def parse_config(raw: Any) -> Config:
         raise ConfigError(f"caps.max_w must be an integer >= 1, got {caps.max_w!r}")
     if not isinstance(caps.max_epsilon, (int, float)) or not caps.max_epsilon > 0:
         raise ConfigError(f"caps.max_epsilon must be a number > 0, got {caps.max_epsilon!r}")
-    _check_floor(caps, name, window, epsilon)
+    _check_floor(caps, entry, window, epsilon)
     events = EventFields(**_only("events", raw.get("events", {}), {"user", "time", "value", "lat", "lon"}))
     if (events.lat is None) != (events.lon is None):
         raise ConfigError("events.lat and events.lon go together")
@@ -214,9 +240,15 @@ def parse_config(raw: Any) -> Config:
     max_bytes = raw.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 64:
         raise ConfigError(f"max_record_bytes must be an integer >= 64, got {max_bytes!r}")
+    options = _options(raw, entry)
+    try:
+        entry.spec(window, epsilon, options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{entry.section or 'mechanism'}: {err}") from None
     return Config(
         name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,
         None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra, max_bytes,
+        options,
     )
 
 

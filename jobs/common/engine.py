@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -224,6 +224,7 @@ class Engine:
             self.history.last,
             self.spec.policy.scheduled_kind(slot),
         )
+        outcome = replace(outcome, family=self.spec.policy.in_force())
         projections = []
         for cls, budget in zip(classes, budgets, strict=True):
             entry = cls.ledger.settle(slot, outcome.kind)
@@ -235,12 +236,14 @@ class Engine:
             if self._sink:
                 self._sink(spend_record(cls.id, entry, cls.requirement, cls.members, budget.projected_backward))
         self.history.record(slot, outcome.kind, outcome.counts)
+        self.spec.policy.observe(outcome)
         return outcome, projections
 
     # -- checkpoint -------------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """The engine's class-level state (classes, release history, a seeded generator's state);
+        """The engine's class-level state (classes, release history, the policy's own state such as
+        Adaptive's family, a seeded generator's state);
         users tracked by the engine itself are not included (the job tracks them in Membership)."""
         rng_state = None
         if isinstance(self.rng, NumpyRandomness) and self.rng.seeded:
@@ -249,11 +252,13 @@ class Engine:
             "classes": self.population.to_json(),
             "history": self.history.to_bytes().decode(),
             "rng": rng_state,
+            "policy": self.spec.policy.snapshot(),
         })
 
     def restore(self, data: bytes) -> None:
         obj = orjson.loads(data)
         self.population.restore(obj["classes"])
         self.history = ReleaseHistory.from_bytes(obj["history"].encode())
+        self.spec.policy.restore(obj.get("policy"))
         if obj["rng"] is not None and isinstance(self.rng, NumpyRandomness):
             self.rng.rng.bit_generator.state = pickle.loads(bytes.fromhex(obj["rng"]))  # seeded test runs only

@@ -8,9 +8,9 @@ are paired) and scores each release raw and after Kalman post-processing (operat
 with the metrics of section 11. Noise is the explicitly selected fast backend
 `NumpyRandomness()` ("numpy-geometric (fast)", section 10), named in every result row.
 
-Mechanisms: the paper's PBD, PBA, DPBD, DPBA, the baselines Uniform, Sample, BD, BA (global (w, E)
-= the strictest level, which covers every user), and Auto (operators/family.py): a PBD pilot, then
-PBD or PBA chosen from the pilot's public decisions, after a gap of the longest window.
+Mechanisms: every one of the registry (operators/registry.py): the paper's PBD, PBA, DPBD, DPBA, the
+baselines Uniform, Sample, BD, BA (global (w, E) = the strictest level, which covers every user), and
+Adaptive, the deployable default (operators/family.py), run by the same Engine as the others.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from multiprocessing import get_context
@@ -36,15 +36,12 @@ from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
 from pwevent.jobs.evaluation.metrics import errors
 from pwevent.jobs.evaluation.report import plot, summary_markdown
-from pwevent.operators.family import BURST, EVEN, FamilyRule, FamilySelector, SpendingRule
-from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
-from pwevent.operators.policies import MECHANISMS, mechanism
+from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
+from pwevent.operators.registry import REGISTRY, mechanism
+from pwevent.state.population import UserRequirement
 from pwevent.state.spend import Kind
 
-AUTO = "Auto"
-ADAPTIVE = "Adaptive"
-EVALUATED = MECHANISMS + (AUTO, ADAPTIVE)
 DATASETS = STREAMS + ("Foursquare",)
 
 
@@ -53,7 +50,7 @@ class GridSpec:
     """What `pwevent evaluate` runs. Defaults: the paper's (10,000 users x 10,000 slots, 10 repetitions)."""
 
     datasets: tuple[str, ...] = DATASETS
-    mechanisms: tuple[str, ...] = EVALUATED
+    mechanisms: tuple[str, ...] = field(default_factory=REGISTRY.names)
     epsilons: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
     windows: tuple[int, ...] = (40, 80, 120, 160, 200)
     ratios: tuple[float, ...] = (0.2, 0.5, 0.8)
@@ -75,8 +72,7 @@ class GridSpec:
             if name not in DATASETS:
                 raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {name!r}")
         for name in self.mechanisms:
-            if name not in EVALUATED:
-                raise ValueError(f"mechanism must be one of {', '.join(EVALUATED)}, got {name!r}")
+            REGISTRY.get(name)  # a ValueError naming the registered mechanisms
         if self.reps < 1 or self.users < 1 or self.slots < 1 or self.workers < 1:
             raise ValueError("reps, users, slots and workers must be positive")
         if self.first_rep < 0:
@@ -143,6 +139,7 @@ class Released:
     """A mechanism's releases over the stream, public metadata included."""
 
     records: list[PublicRelease] = field(default_factory=list)
+    families: list[str | None] = field(default_factory=list)
     note: str = ""
 
     def counts(self) -> np.ndarray:
@@ -169,92 +166,44 @@ def dataset_of(task: Task) -> Dataset:
     return SyntheticDataset(SyntheticStream(task.dataset, grid.users, grid.slots, seed=task.rep))
 
 
-def _fixed_engine(name: str, task: Task, d: int, users: int, last: np.ndarray | None = None) -> Engine:
-    """An Engine running `name` with every user registered at its local slot 1; `last`: the last
-    release before it starts (public), which its first dissimilarity compares with."""
-    draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
-    engine = Engine(mechanism(name, task.w, task.epsilon), d, NumpyRandomness(), task.w, last_release=last)
-    for u, req in enumerate(draw.fixed(users, task.rep)):
-        engine.register(u, req, 1)
-    return engine
-
-
-def _drive(engine: Engine, data: list[SlotValues], first: int, last: int, out: Released, origin: int = 0) -> None:
-    """Global slots first..last through `engine`, whose own slot 1 is global slot `origin` (default first)."""
-    origin = origin or first
-    for t in range(first, last + 1):
-        outcome, _ = engine.step(t - origin + 1, *data[t - 1])
-        record = PublicRelease.from_outcome(outcome)
-        out.records.append(PublicRelease(t, record.kind, record.counts, record.population, record.variance))
+def _drive(engine: Engine, data: list[SlotValues], out: Released,
+           schedule: Mapping[int, Sequence[UserRequirement]] | None = None,
+           user_type: np.ndarray | None = None) -> None:
+    """Every slot through `engine`; dynamic users redeclare on the type schedule (section 12)."""
+    for t, (present, values) in enumerate(data, 1):
+        if schedule is not None and user_type is not None and t > 1 and t in schedule:
+            for u in range(len(user_type)):
+                engine.redeclare(u, schedule[t][user_type[u]], t)
+        outcome, _ = engine.step(t, present, values)
+        out.records.append(PublicRelease.from_outcome(outcome))
+        out.families.append(outcome.family)
 
 
 def run_mechanism(name: str, task: Task, data: list[SlotValues], d: int, users: int) -> Released:
     """Drive the Engine over the slots; dynamic mechanisms redeclare on the type schedule (section 12)."""
     spec = mechanism(name, task.w, task.epsilon)
-    out = Released()
-    if not spec.dynamic:
-        _drive(_fixed_engine(name, task, d, users), data, 1, len(data), out)
-        return out
     draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
     engine = Engine(spec, d, NumpyRandomness(), task.w)
-    user_type, schedule = draw.dynamic(users, len(data), task.rep)
-    for u in range(users):
-        engine.register(u, schedule[1][user_type[u]], 1)
-    for t, (present, values) in enumerate(data, 1):
-        if t > 1 and t in schedule:
-            for u in range(users):
-                engine.redeclare(u, schedule[t][user_type[u]], t)
-        outcome, _ = engine.step(t, present, values)
-        out.records.append(PublicRelease.from_outcome(outcome))
-    return out
-
-
-def run_auto(task: Task, data: list[SlotValues], d: int, users: int, rule: FamilyRule | None = None) -> Released:
-    """PBD pilot -> FamilySelector -> gap of w slots (repeat, no spend) -> the chosen family afresh."""
-    rule = rule or FamilyRule()
-    pilot = min(rule.pilot, len(data))
     out = Released()
-    _drive(_fixed_engine("PBD", task, d, users), data, 1, pilot, out)
-    selector = FamilySelector(rule)
-    for record in out.records:
-        selector.observe(record.kind)
-    chosen = selector.choice()
-    out.note = f"chose {chosen} (pilot publication rate {selector.rate:.2f})"
-    last = out.records[-1]
-    gap_end = min(pilot + task.w, len(data))
-    for t in range(pilot + 1, gap_end + 1):
-        out.records.append(PublicRelease(t, Kind.SKIP, last.counts, last.population, None))
-    if gap_end < len(data):
-        _drive(_fixed_engine(chosen, task, d, users, last.counts), data, gap_end + 1, len(data), out)
+    if not spec.dynamic:
+        for u, req in enumerate(draw.fixed(users, task.rep)):
+            engine.register(u, req, 1)
+        _drive(engine, data, out)
+    else:
+        user_type, schedule = draw.dynamic(users, len(data), task.rep)
+        for u in range(users):
+            engine.register(u, schedule[1][user_type[u]], 1)
+        _drive(engine, data, out, schedule, user_type)
+    out.note = family_note(out.families)
     return out
 
 
-def run_adaptive(
-    task: Task, data: list[SlotValues], d: int, users: int, rule: SpendingRule | None = None
-) -> Released:
-    """Sample until slot 2w; from its publications at 1 and w+1 go on, or switch to Uniform at 2w+1
-    (operators/family.py). Sample repeats its release until 2w anyway, and at 2w+1 the last window
-    holding Sample's spend has closed, so the choice costs neither budget nor silence. Uniform runs
-    on a fresh engine (its own slot 1) seeded with the last release."""
-    rule = rule or SpendingRule()
-    w, total = task.w, len(data)
-    out = Released()
-    sample = _fixed_engine(BURST, task, d, users)
-    decide = min(w + 1, total)
-    _drive(sample, data, 1, decide, out)
-    if decide == total:
-        out.note = "too short to choose: Sample"
-        return out
-    first, second = out.records[0], out.records[w]
-    assert first.variance is not None
-    chosen = rule.from_publications(first.counts, second.counts, first.variance,
-                                    float(discrete_laplace_variance(task.epsilon / w)), w)
-    out.note = f"chose {chosen}"
-    switch = min(2 * w, total) if chosen == EVEN else total
-    _drive(sample, data, decide + 1, switch, out, origin=1)
-    if switch < total:
-        _drive(_fixed_engine(EVEN, task, d, users, out.records[-1].counts), data, switch + 1, total, out)
-    return out
+def family_note(families: list[str | None]) -> str:
+    """The families in force and from which slot, e.g. 'PBD from 1, PBA from 241' (empty for a
+    mechanism with one rule)."""
+    runs = [f"{family} from {t}" for t, family in enumerate(families, 1)
+            if family is not None and (t == 1 or families[t - 2] != family)]
+    return ", ".join(runs)
 
 
 def smooth(released: Released, d: int) -> np.ndarray:
@@ -272,12 +221,7 @@ def run_task(task: Task) -> list[Run]:
     rows = []
     for name in task.grid.mechanisms:
         start = time.perf_counter()
-        if name == AUTO:
-            released = run_auto(task, data, dataset.d, dataset.users)
-        elif name == ADAPTIVE:
-            released = run_adaptive(task, data, dataset.d, dataset.users)
-        else:
-            released = run_mechanism(name, task, data, dataset.d, dataset.users)
+        released = run_mechanism(name, task, data, dataset.d, dataset.users)
         seconds = time.perf_counter() - start
         publications = sum(r.kind is Kind.PUBLISH for r in released.records)
         for post, counts in (("none", released.counts()), ("kalman", smooth(released, dataset.d))):
@@ -420,7 +364,7 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
         "('numpy-geometric (fast)'), named in the results. See docs/evaluation.md.",
     )
     p.add_argument("--datasets", default=",".join(g.datasets), help="comma list of TLNS, Sin, Log, Foursquare")
-    p.add_argument("--mechanisms", default=",".join(g.mechanisms), help="comma list (Auto = adaptive family)")
+    p.add_argument("--mechanisms", default=",".join(g.mechanisms), help="comma list of registered mechanisms")
     p.add_argument("--epsilons", default=",".join(map(str, g.epsilons)), help="E sweep (lowest personalized budget)")
     p.add_argument("--windows", default=",".join(map(str, g.windows)), help="w sweep (largest personalized window)")
     p.add_argument("--ratios", default=",".join(map(str, g.ratios)), help="sweep of the share o of strict users")

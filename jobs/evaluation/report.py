@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pwevent.operators.policies import MECHANISMS
+from pwevent.operators.registry import REGISTRY
 
 if TYPE_CHECKING:
     from pwevent.jobs.evaluation.evaluate import GridSpec, Run
@@ -92,7 +92,7 @@ def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: flo
               f"gain = MSE(best raw) / MSE(X+KF), paired per repetition; the project default is {DEFAULT}.", ""]
     lines += ["| dataset | best raw | its MSE | best +KF | its MSE | gain | default's MSE | default's gain |",
               "|---|---|---|---|---|---|---|---|"]
-    raw = [m for m in grid.mechanisms if m in MECHANISMS]
+    raw = [m for m in grid.mechanisms if REGISTRY.get(m).from_literature]
     for d in datasets:
         means = {m: np.mean([r.mse for r in base[d][m].values()]) for m in raw if base[d].get(m)}
         kf = {m: np.mean([r.mse for r in base[d][f"{m}+KF"].values()]) for m in grid.mechanisms

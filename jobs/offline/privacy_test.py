@@ -30,7 +30,8 @@ import numpy as np
 
 from pwevent.jobs.common.engine import Engine
 from pwevent.operators.noise import NumpyRandomness, Randomness
-from pwevent.operators.policies import MECHANISMS, PERSONALIZED, MechanismSpec, mechanism
+from pwevent.operators.policies import MechanismSpec
+from pwevent.operators.registry import REGISTRY
 from pwevent.state.population import UserRequirement
 from pwevent.state.requirements import TOLERANCE, DynamicRequirement, Requirement
 
@@ -80,8 +81,7 @@ class Scenario:
     slot: int = 0
 
     def __post_init__(self) -> None:
-        if self.mechanism not in MECHANISMS:
-            raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {self.mechanism!r}")
+        REGISTRY.get(self.mechanism)  # a ValueError naming the registered mechanisms
         if self.users < 2 or self.d < 2 or self.window < 1 or self.slot < 0 or not self.epsilon > 0:
             raise ValueError("need users >= 2, d >= 2, window >= 1, slot >= 0 and epsilon > 0")
 
@@ -95,11 +95,11 @@ class Scenario:
         return self.d - 1
 
     def spec(self) -> MechanismSpec:
-        return mechanism(self.mechanism, self.window, self.epsilon)
+        return REGISTRY.spec(self.mechanism, self.window, self.epsilon)
 
     def requirement(self, user: int) -> UserRequirement:
         fixed = Requirement(self.window, self.epsilon * (1 if user % 2 == 0 else 2))
-        if self.mechanism in PERSONALIZED[2:]:
+        if REGISTRY.get(self.mechanism).dynamic:
             return DynamicRequirement(Requirement(1, 2 * fixed.epsilon), fixed)
         return fixed
 
@@ -383,8 +383,8 @@ def add_privacy_test_parser(sub: argparse._SubParsersAction, progress: Callable[
         "Clopper-Pearson bounds, and report a lower confidence bound on the realised epsilon against the "
         "user's claimed spend at that slot. Exit 1 if any mechanism is flagged. Method: docs/privacy-test.md.",
     )
-    p.add_argument("--mechanisms", type=lambda s: tuple(s.split(",")), default=MECHANISMS,
-                   help="comma-separated (default: all eight)")
+    p.add_argument("--mechanisms", type=lambda s: tuple(s.split(",")), default=REGISTRY.names(),
+                   help="comma-separated (default: every registered mechanism)")
     p.add_argument("--runs", type=int, default=10_000, help="estimation runs per input (default 10000)")
     p.add_argument("--selection-runs", type=int, default=2_500, help="runs per input that pick the event (2500)")
     p.add_argument("--users", type=int, default=10)

@@ -65,11 +65,12 @@ def release_record(
     call this exactly once per slot, in order) and the record carries its output as `smoothed`.
     """
     clock = config.clock
-    record = {
+    record: dict[str, Any] = {
         "slot": outcome.slot,
         "start": iso(clock.start_ms(outcome.slot)),
         "end": iso(clock.end_ms(outcome.slot)),
         "mechanism": config.mechanism,
+        **({"family": outcome.family} if outcome.family is not None else {}),
         "kind": outcome.kind.value,
         "counts": [int(c) for c in outcome.counts],
         "population": outcome.population,

@@ -26,7 +26,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from pwevent.jobs.common.files import DEMO_ORIGIN_MS
 from pwevent.jobs.streaming.kafka_io import producer, read_topic
 from pwevent.jobs.streaming.produce import produce_files
-from pwevent.operators.policies import MECHANISMS
+from pwevent.operators.registry import REGISTRY
 from tests.corpus import poison_records
 from tests.integration.conftest import (
     SEED,
@@ -44,6 +44,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 #: Baselines run every user at one global requirement; the synthetic users' own are looser (w 40, E >= 0.6).
 BASELINE = {"window": 40, "epsilon": 0.6}
 FAST_CLOSE = {"flink": {"close_after": "1s", "source_idleness": "3s"}}
+#: Adaptive re-decides from a short evidence window, so that 12 slots see it switch family.
+QUICK_SWITCH = {"adaptive": {"evidence": 2}}
 
 
 def slot_time(slot: int, offset_ms: int = 0) -> int:
@@ -62,16 +64,18 @@ def cpu_burner() -> Iterator[None]:
 
 
 def make_job(streaming_job: Any, mechanism: str, extra: dict[str, Any] | None = None) -> StreamingJob:
-    merged: dict[str, Any] = {**FAST_CLOSE, **(BASELINE if mechanism in ("Uniform", "Sample", "BD", "BA") else {})}
+    entry = REGISTRY.get(mechanism)
+    own = {k: v for k, v in {**BASELINE, **QUICK_SWITCH}.items() if k in entry.config_keys}
+    merged: dict[str, Any] = {**FAST_CLOSE, **own}
     for key, value in (extra or {}).items():
         merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
     return streaming_job(mechanism, merged)
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("mechanism", REGISTRY.names())
 def test_job_equals_replay_from_a_backlog_on_a_busy_machine(streaming_job: Any, mechanism: str) -> None:
     """The whole input waits in the topics; the job reads it at full speed beside a CPU burner."""
-    dynamic = mechanism.startswith("D")
+    dynamic = REGISTRY.get(mechanism).dynamic
     slots = 12
     job = make_job(streaming_job, mechanism)
     events, requirements = generate(job.folder, users=40, slots=slots, dynamic=dynamic)

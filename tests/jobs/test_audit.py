@@ -12,7 +12,7 @@ from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.offline import audit
 from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
-from pwevent.operators.policies import BASELINES, MECHANISMS, mechanism
+from pwevent.operators.registry import REGISTRY
 
 FIXED = {"w": 3, "epsilon": 1.0}
 
@@ -188,8 +188,9 @@ def test_the_auditor_stays_independent():
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert not {m for m in imported if m and m.endswith(("state.ledger", "operators.policies", "common.engine"))}
-    assert set(audit.BASELINE_MECHANISMS) == set(BASELINES)
-    assert set(audit.DYNAMIC_MECHANISMS) == {name for name in MECHANISMS if mechanism(name, 1, 1.0).dynamic}
+    assert not {m for m in imported if m and m.endswith("operators.registry")}
+    assert set(audit.BASELINE_MECHANISMS) == {e.name for e in REGISTRY if not e.personalized}
+    assert set(audit.DYNAMIC_MECHANISMS) == {e.name for e in REGISTRY if e.dynamic}
 
 
 @pytest.mark.parametrize("broken", [
@@ -211,7 +212,7 @@ def test_every_rule_is_documented_and_caught_by_the_mutation_suite():
 
     page = (Path(__file__).parents[2] / "docs" / "mechanisms.md").read_text()
     assert [rule for rule in audit.RULES if f"`{rule}`" not in page] == []
-    expected = {e if isinstance(e, str) else e(name) for _, e in MUTATIONS.values() for name in MECHANISMS}
+    expected = {e if isinstance(e, str) else e(name) for _, e in MUTATIONS.values() for name in REGISTRY.names()}
     by_unit_tests = {"skip_spent", "ledger_fixed_window", "ledger_backward_window", "ledger_forward_window",
                      "user_backward_window"}
     assert set(audit.RULES) - expected - by_unit_tests == set()

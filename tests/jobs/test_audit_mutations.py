@@ -21,10 +21,10 @@ import pytest
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.offline.audit import AuditInputs, AuditReport, audit_records
 from pwevent.jobs.offline.replay import run_replay
-from pwevent.operators.policies import BASELINES, MECHANISMS
+from pwevent.operators.registry import REGISTRY
 
 USERS, SLOTS = 30, 60
-DYNAMIC = ("DPBD", "DPBA")
+DYNAMIC = tuple(e.name for e in REGISTRY if e.dynamic)
 FIXED_LEVELS = [(4, 1.0), (6, 2.0), (8, 3.0)]
 DYNAMIC_LEVELS = [((1, 3.0), (6, 2.0)), ((3, 1.5), (4, 2.5)), ((2, 0.8), (8, 3.0))]
 
@@ -78,10 +78,10 @@ def inputs(dynamic: bool, seed: int = 11) -> tuple[list[Record], list[Record]]:
 @pytest.fixture(scope="module")
 def genuine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     runs = {}
-    for name in MECHANISMS:
+    for name in REGISTRY.names():
         folder = tmp_path_factory.mktemp(name)
         config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "binary"},
-                               "window": 8, "epsilon": 1.0, "caps": {"max_w": 20}, "postprocess": "none"})
+                               **REGISTRY.get(name).global_keys(8, 1.0), "caps": {"max_w": 20}, "postprocess": "none"})
         requirements, events = inputs(name in DYNAMIC)
         texts = [json.dumps(r) for r in requirements]
         (folder / "req.jsonl").write_text("".join(t + "\n" for t in texts))
@@ -94,7 +94,7 @@ def genuine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     return runs
 
 
-@pytest.mark.parametrize("name", MECHANISMS)
+@pytest.mark.parametrize("name", REGISTRY.names())
 def test_genuine_runs_pass_the_full_audit(genuine: dict[str, Run], name: str) -> None:
     run = genuine[name]
     report = run.audit()
@@ -364,7 +364,7 @@ def input_requirement_tightened(run: Run) -> Run:
 
 
 def _by_family(personalized: str, baseline: str) -> Callable[[str], str]:
-    return lambda name: baseline if name in BASELINES else personalized
+    return lambda name: personalized if REGISTRY.get(name).personalized else baseline
 
 
 def _window(name: str) -> str:
@@ -411,7 +411,7 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS)
-@pytest.mark.parametrize("name", MECHANISMS)
+@pytest.mark.parametrize("name", REGISTRY.names())
 def test_tampering_fails_the_audit(genuine: dict[str, Run], name: str, mutation: str) -> None:
     tamper, expected = MUTATIONS[mutation]
     rule = expected if isinstance(expected, str) else expected(name)

@@ -11,21 +11,21 @@ from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.membership import Membership, UserState
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.noise import NumpyRandomness
-from pwevent.operators.policies import mechanism
+from pwevent.operators.registry import REGISTRY, mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
 D, USERS, SLOTS = 3, 12, 16
 
 
 def requirement(name: str, user: int, slot: int):
-    if name.startswith("D"):
+    if REGISTRY.get(name).dynamic:
         level = (user + slot // 5) % 3 if user % 2 else user % 3
         return DynamicRequirement(Requirement(1, 10.0), Requirement(4 + 2 * level, 0.8 + 0.4 * level))
     return Requirement(4 + 2 * (user % 3), 0.8 + 0.4 * (user % 3))
 
 
 def spec(name: str):
-    return mechanism(name, 8, 1.0) if name in ("Uniform", "Sample", "BD", "BA") else mechanism(name)
+    return mechanism(name, 8, 1.0)  # the global (8, 1.0) serves the baselines; the others ignore it
 
 
 def declarations(name: str):
@@ -33,7 +33,7 @@ def declarations(name: str):
     for slot in range(1, SLOTS + 1):
         for user in range(USERS):
             join = 1 if user < USERS // 2 else 1 + user % 7
-            if slot == join or (name.startswith("D") and slot > join and slot % 5 == 0):
+            if slot == join or (REGISTRY.get(name).dynamic and slot > join and slot % 5 == 0):
                 yield slot, user, requirement(name, user, slot)
 
 
@@ -43,7 +43,7 @@ def presence(slot: int) -> tuple[np.ndarray, np.ndarray]:
     return users, rng.integers(0, D, len(users))
 
 
-@pytest.mark.parametrize("name", ["PBD", "PBA", "DPBD", "DPBA", "Uniform", "Sample", "BD", "BA"])
+@pytest.mark.parametrize("name", REGISTRY.names())
 def test_the_job_path_equals_the_replay_path(name: str) -> None:
     replay_log: list[dict] = []
     job_log: list[dict] = []

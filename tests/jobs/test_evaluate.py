@@ -10,15 +10,13 @@ from pwevent.jobs.evaluation.evaluate import (
     GridSpec,
     Task,
     dataset_of,
+    family_note,
     grid_command,
     read_csv,
-    run_adaptive,
-    run_auto,
     run_grid,
     run_mechanism,
 )
 from pwevent.jobs.evaluation.report import Interval
-from pwevent.state.spend import Kind
 
 TINY = GridSpec(datasets=("Sin",), epsilons=(0.6, 1.0), windows=(40, 120), ratios=(0.5,), reps=2, users=300,
                 slots=200, workers=1, w=40, epsilon=0.6)
@@ -49,19 +47,16 @@ def test_grid_rows_cover_every_mechanism_raw_and_filtered():
     assert all(r.noise == "numpy-geometric (fast)" and np.isfinite(r.mse) for r in runs)
 
 
-def test_auto_and_adaptive_release_every_slot_and_wait_out_the_window():
+def test_the_evaluated_adaptive_is_the_deployable_one():
+    """One implementation: the grid's Adaptive is the registry's policy in the shared Engine, and its
+    note says which family was in force from which slot (from the releases' `family`)."""
     task = Task(TINY, "Sin", "epsilon", 0.6, 40, None, 0)
     data = list(dataset_of(task).slot_values())
-    auto = run_auto(task, data, 2, 300)
-    assert [r.slot for r in auto.records] == list(range(1, 201)) and auto.note.startswith("chose")
-    pilot = 240 if len(data) > 240 else len(data)
-    assert all(r.kind is not Kind.PUBLISH for r in auto.records[pilot:pilot + 40])
-    adaptive = run_adaptive(task, data, 2, 300)
+    adaptive = run_mechanism("Adaptive", task, data, 2, 300)
     assert [r.slot for r in adaptive.records] == list(range(1, 201))
-    published = [r.slot for r in adaptive.records if r.kind is Kind.PUBLISH]
-    assert published[:2] == [1, 41]
-    if adaptive.note == "chose Uniform":
-        assert published[2] == 81 and all(s not in published for s in range(42, 81))
+    assert set(adaptive.families) <= {"PBD", "PBA"} and adaptive.note.startswith("PBD from 1")
+    assert run_mechanism("PBD", task, data, 2, 300).note == ""
+    assert family_note(["PBD", "PBD", "PBA", "PBA", "PBD"]) == "PBD from 1, PBA from 3, PBD from 5"
 
 
 def test_dynamic_mechanisms_run_on_the_type_schedule():

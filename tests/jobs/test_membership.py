@@ -6,7 +6,7 @@ from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejec
 from pwevent.jobs.common.records import Reason
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.operators.policies import mechanism
+from pwevent.operators.registry import mechanism
 from pwevent.state.population import MembershipChange, class_id
 from pwevent.state.requirements import DynamicRequirement, Requirement
 

@@ -13,7 +13,7 @@ from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import audit_file
 from pwevent.jobs.offline.replay import run_replay
-from pwevent.operators.policies import MECHANISMS
+from pwevent.operators.registry import REGISTRY
 
 
 def read(path):
@@ -23,7 +23,7 @@ def read(path):
 
 def config_for(name, **extra):
     raw = {"mechanism": name, "slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "binary"},
-           "window": 120, "epsilon": 0.6, "caps": {"max_w": 200}}
+           **REGISTRY.get(name).global_keys(120, 0.6), "caps": {"max_w": 200}}
     raw.update(extra)
     return parse_config(raw)
 
@@ -39,7 +39,7 @@ def streams(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", MECHANISMS)
+@pytest.mark.parametrize("name", REGISTRY.names())
 def test_every_mechanism_end_to_end(name, streams, tmp_path):
     config = config_for(name)
     folder = streams[config.mechanism_spec().dynamic]

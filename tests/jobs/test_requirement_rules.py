@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pwevent.jobs.common.records import Reason
 from pwevent.jobs.common.requirement_rules import Action, RequirementRules
-from pwevent.operators.policies import mechanism
+from pwevent.operators.registry import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
 FIXED = Requirement(40, 0.6)

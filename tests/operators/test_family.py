@@ -1,39 +1,103 @@
-"""Adaptive mechanism choices from releases only (operators/family.py)."""
+"""Adaptive's switch rule (operators/family.py, docs/mechanisms.md section 14): public evidence only,
+a sliding window since the last switch, hysteresis, and a state that survives a checkpoint."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pwevent.operators.family import FamilyRule, FamilySelector, SpendingRule
+from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.membership import Membership, UserState
+from pwevent.jobs.common.requirement_rules import RequirementRules
+from pwevent.operators.family import ABSORPTION, DISTRIBUTION, Adaptive, FamilyRule, FamilySwitch
+from pwevent.operators.noise import NumpyRandomness
+from pwevent.operators.policies import MechanismSpec
+from pwevent.operators.slot_release import SlotOutcome
+from pwevent.state.requirements import Requirement
 from pwevent.state.spend import Kind
 
 
-def test_family_selector_uses_the_pilot_publication_rate():
-    rare = FamilySelector(FamilyRule(pilot=10))
-    for i in range(10):
-        rare.observe(Kind.PUBLISH if i == 0 else Kind.SKIP)
-    assert rare.done and rare.rate == pytest.approx(0.1) and rare.choice() == "PBA"
-    busy = FamilySelector(FamilyRule(pilot=4))
-    for _ in range(4):
-        busy.observe(Kind.PUBLISH)
-    assert busy.choice() == "PBD"
+def outcome(kind: Kind, ran: bool = True) -> SlotOutcome:
+    return SlotOutcome(1, kind, np.zeros(2, dtype=np.int64), 1, dissimilarity=1.0 if ran else None)
 
 
-def test_spending_rule_drift_and_choice():
-    rule = SpendingRule()
-    first = np.array([1000.0, 0.0])
-    assert rule.drift(first, first, 10.0, 100) == 0.0
-    # uniform variance 80000, w 120: Uniform needs Q > 4 * 80000 / 120^2 ~ 22.2 per slot.
-    moved = first + np.array([300.0, -300.0])  # mean square 90000 over 120 slots -> Q ~ 750
-    assert rule.from_publications(first, moved, 5.0, 80_000.0, 120) == "Uniform"
-    still = first + np.array([2.0, -1.0])
-    assert rule.from_publications(first, still, 5.0, 80_000.0, 120) == "Sample"
-    assert rule.choose(23.0, 80_000.0, 120) == "Uniform" and rule.choose(22.0, 80_000.0, 120) == "Sample"
+def feed(switch: FamilySwitch, kinds: str) -> list[str]:
+    """P = publish, S = skip, N = nullified (no dissimilarity); the family after each slot."""
+    out = []
+    for k in kinds:
+        switch.observe(outcome({"P": Kind.PUBLISH, "S": Kind.SKIP, "N": Kind.NULLIFY}[k], k != "N"))
+        out.append(switch.family)
+    return out
 
 
-def test_rules_are_validated():
-    with pytest.raises(ValueError, match="pilot"):
-        FamilyRule(pilot=0)
-    with pytest.raises(ValueError, match="margin"):
-        SpendingRule(margin=0)
+def test_a_quiet_stream_switches_to_absorption_once_the_window_is_full():
+    switch = FamilySwitch(FamilyRule(evidence=4))
+    assert feed(switch, "SSS") == [DISTRIBUTION] * 3  # the window is not full yet
+    assert feed(switch, "S") == [ABSORPTION]
+    assert switch.rate is None  # the evidence starts again under the new family
+
+
+def test_hysteresis_and_re_decision():
+    switch = FamilySwitch(FamilyRule(evidence=4, switch_rate=0.5, hysteresis=0.25))
+    assert feed(switch, "PSPS") == [DISTRIBUTION] * 4
+    assert feed(switch, "SS") == [DISTRIBUTION] * 2  # windows SPSS, PSSS: 0.25 is not below 0.25
+    assert feed(switch, "S") == [ABSORPTION]  # SSSS: 0 < 0.25
+    assert feed(switch, "PPSS") == [ABSORPTION] * 4  # a fresh window: PPSS = 0.5 is not 0.75
+    assert feed(switch, "PPP") == [ABSORPTION, ABSORPTION, DISTRIBUTION]  # PSSP, SSPP, then SPPP = 0.75
+
+
+def test_slots_without_a_dissimilarity_are_no_evidence():
+    switch = FamilySwitch(FamilyRule(evidence=2))
+    assert feed(switch, "NNNNNN") == [DISTRIBUTION] * 6 and switch.rate is None
+
+
+def test_the_state_round_trips_and_rules_are_validated():
+    switch = FamilySwitch(FamilyRule(evidence=3))
+    feed(switch, "SSSPS")
+    again = FamilySwitch(FamilyRule(evidence=3))
+    again.restore(switch.to_json())
+    assert (again.family, list(again.recent)) == (switch.family, list(switch.recent))
+    with pytest.raises(ValueError, match="unknown family"):
+        again.restore({"family": "Uniform", "recent": []})
+    for bad in ({"evidence": 0}, {"evidence": "x"}, {"switch_rate": 0.95}, {"hysteresis": -0.1}):
+        with pytest.raises(ValueError):
+            FamilyRule(**bad)  # type: ignore[arg-type]
+
+
+def run(split: int | None, slots: int = 40) -> list[tuple[str, str | None, list[int]]]:
+    """The job's path (users tracked outside the engine, as by the keyed Membership operator): an
+    Engine running Adaptive (evidence 3) on a stream that alternates between busy and quiet; a restart
+    from the snapshot at `split` (new engine, other seed) must continue exactly as the uninterrupted one."""
+    def engine(seed: int) -> Engine:
+        spec = MechanismSpec("Adaptive", Adaptive(FamilyRule(evidence=3)), None)
+        return Engine(spec, 2, NumpyRandomness(seed), 10)
+
+    current = engine(4)
+    membership = Membership(RequirementRules(current.spec, 10))
+    classes = []
+    for user in range(30):
+        applied = membership.apply(f"u{user}", UserState(), 1, Requirement(4 + user % 3, 2.0 + user % 2))
+        assert applied.change is not None and applied.state.class_id is not None
+        current.apply(applied.change)
+        classes.append(applied.state.class_id)
+    out = []
+    data = np.random.default_rng(1)
+    for slot in range(1, slots + 1):
+        if slot == split:
+            restored = engine(77)
+            restored.restore(current.snapshot())
+            current = restored
+        values = (data.random(30) < (0.1 if (slot // 8) % 2 else 0.9)).astype(np.int64)
+        counts: dict[str, np.ndarray] = {}
+        for cid, value in zip(classes, values, strict=True):
+            counts.setdefault(cid, np.zeros(2, dtype=np.int64))[value] += 1
+        result, _ = current.decide(slot, counts)
+        out.append((result.kind.value, result.family, result.counts.tolist()))
+    return out
+
+
+def test_adaptive_in_an_engine_switches_and_survives_a_restart():
+    whole = run(None)
+    families = [family for _, family, _ in whole]
+    assert {DISTRIBUTION, ABSORPTION} <= set(families)  # it switched, at slot boundaries
+    assert run(split=17) == whole

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
+from pwevent.operators.family import ABSORPTION, DISTRIBUTION, Adaptive
 from pwevent.operators.noise import NumpyRandomness
-from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, charge_slot, mechanism
+from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, charge_slot
+from pwevent.operators.registry import REGISTRY
 from pwevent.state.ledger import DynamicLedger, FixedLedger
 from pwevent.state.requirements import DynamicRequirement, Requirement
 from pwevent.state.spend import Kind, SpendEntry, actual_spend
@@ -32,10 +34,13 @@ dynamic_req = st.builds(
 decisions = st.lists(st.sampled_from([Kind.PUBLISH, Kind.SKIP]), min_size=1, max_size=40)
 
 
-def run_ledgers(policy, ledgers, kinds, changes=None):
-    """Drive ledgers slot by slot with given decisions (nullified when a border says so); log spends."""
+def run_ledgers(policy, ledgers, kinds, changes=None, families=None):
+    """Drive ledgers slot by slot with given decisions (nullified when a border says so); log spends.
+    `families`: Adaptive's family forced at each slot (adversarial switch points)."""
     log = []
     for slot, wanted in enumerate(kinds, 1):
+        if families:
+            policy.switch.family = families[slot - 1]
         if changes:
             for ledger, sequence in zip(ledgers, changes, strict=True):
                 if sequence[slot - 1] is not None:
@@ -70,12 +75,59 @@ def test_dynamic_mechanisms_never_overspend(data, policy):
     assert report.ok, report.render()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data(), st.sampled_from(["PBD", "PBA", "DPBD", "DPBA", "Uniform", "Sample", "BD", "BA"]))
-def test_engine_with_random_presence_passes_the_audit(data, name):
-    """Random joins, changes and presence: the quick audit and the full one (each user followed through
-    its member lines against the requirements it declared, every line against its release) pass."""
-    spec = mechanism(name, 8, 0.3)
+def window_halves(log):
+    """The largest spend1 and spend2 of any window of any ledger, as a share of E: (max over windows of
+    spend1 / E, of spend2 / E), recomputed from the log alone."""
+    worst1 = worst2 = 0.0
+    by_ledger = {}
+    for line in log:
+        by_ledger.setdefault(line["ledger"], []).append(line)
+    for lines in by_ledger.values():
+        req = lines[0]["requirement"]
+        spend = {line["slot"]: (line["spend1"], line["spend2"]) for line in lines}
+        for end in spend:
+            window = [spend.get(t, (0.0, 0.0)) for t in range(end - req["w"] + 1, end + 1)]
+            worst1 = max(worst1, sum(a for a, _ in window) / req["epsilon"])
+            worst2 = max(worst2, sum(b for _, b in window) / req["epsilon"])
+    return worst1, worst2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(fixed_req, min_size=1, max_size=5), st.data())
+def test_adaptive_never_overspends_at_any_switch(requirements, data):
+    """docs/mechanisms.md section 14: random requirements, decisions and switch points (the family in
+    force chosen at random at every slot, a worst case for the public rule): the audit passes and no
+    window of any user spends more than either family alone may (E/2 on each half, E in all)."""
+    kinds = data.draw(decisions)
+    families = data.draw(st.lists(st.sampled_from([DISTRIBUTION, ABSORPTION]), min_size=len(kinds),
+                                  max_size=len(kinds)))
+    ledgers = [FixedLedger(req, 1) for req in requirements]
+    log = run_ledgers(Adaptive(), ledgers, kinds, families=families)
+    report = audit_records(log)
+    assert report.ok, report.render()
+    worst1, worst2 = window_halves(log)
+    assert worst1 <= 0.5 + 1e-9 and worst2 <= 0.5 + 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(fixed_req, min_size=1, max_size=5), decisions, st.sampled_from([DISTRIBUTION, ABSORPTION]))
+def test_adaptive_without_a_switch_is_its_family(requirements, kinds, family):
+    """The window caps never bind under one family: Adaptive held in one family spends exactly what
+    PBD or PBA spends (the cap only matters across a switch)."""
+    alone = {DISTRIBUTION: PBD(), ABSORPTION: PBA()}[family]
+    want = run_ledgers(alone, [FixedLedger(req, 1) for req in requirements], kinds)
+    got = run_ledgers(Adaptive(family=family), [FixedLedger(req, 1) for req in requirements], kinds,
+                      families=[family] * len(kinds))
+    assert got == want
+
+
+def engine_run_passes_the_audit(data, name):
+    """Random joins, changes and presence under mechanism `name`: the quick audit and the full one
+    (each user followed through its member lines against the requirements it declared, every line
+    against its release) pass. Adaptive runs with a short evidence window, so that it switches."""
+    entry = REGISTRY.get(name)
+    options = {"evidence": data.draw(st.integers(1, 4))} if "evidence" in entry.section_keys else {}
+    spec = entry.spec(8, 0.3, options)
     log, releases, declared = [], [], []
     engine = Engine(spec, 3, NumpyRandomness(data.draw(st.integers(0, 10_000))), HORIZON, log.append)
 
@@ -105,11 +157,19 @@ def test_engine_with_random_presence_passes_the_audit(data, name):
     report = audit_records(log)
     assert report.ok, report.render()
     config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "cells", "d": 3},
-                           "window": 8, "epsilon": 0.3, "caps": {"max_w": HORIZON}})
+                           **entry.global_keys(8, 0.3), **({entry.section: options} if options else {}),
+                           "caps": {"max_w": HORIZON}})
     lines = [(f"requirements:{n}", text) for n, text in enumerate(declared, 1)]
     full = audit_records(log, AuditInputs.build(lines, releases, config))
     assert full.ok and full.skipped is None, full.render()
     assert full.users == users
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_engine_with_random_presence_passes_the_audit(data):
+    """Every registered mechanism (drawn from operators/registry.py when the test runs)."""
+    engine_run_passes_the_audit(data, data.draw(st.sampled_from(REGISTRY.names())))
 
 
 class ForgetfulLedger(FixedLedger):
