@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pwevent.operators.policies import PBA, PBD, BudgetPolicy, SlotBudget
+from pwevent.operators.policies import PBD, SlotBudget, absorption
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.ledger import FixedLedger, Ledger
 from pwevent.state.requirements import TOLERANCE
@@ -56,11 +56,12 @@ class FamilyRule:
 
 
 class FamilySwitch:
-    """The family in force and the public evidence since it came into force."""
+    """The family in force, the slot it came into force (`since`) and the public evidence since."""
 
     def __init__(self, rule: FamilyRule | None = None, family: str = DISTRIBUTION) -> None:
         self.rule = rule or FamilyRule()
         self.family = family
+        self.since = 1
         self.recent: deque[bool] = deque(maxlen=self.rule.evidence)
 
     @property
@@ -80,21 +81,26 @@ class FamilySwitch:
         if rate is None:
             return
         if self.family == DISTRIBUTION and rate < rule.switch_rate - rule.hysteresis:
-            self._switch(ABSORPTION)
+            self.enter(ABSORPTION, outcome.slot + 1)
         elif self.family == ABSORPTION and rate >= rule.switch_rate + rule.hysteresis:
-            self._switch(DISTRIBUTION)
+            self.enter(DISTRIBUTION, outcome.slot + 1)
 
-    def _switch(self, family: str) -> None:
-        self.family = family
-        self.recent.clear()  # the old family's decisions say nothing about the new one's thresholds
+    def enter(self, family: str, slot: int) -> None:
+        """`family` is in force from `slot` on; the evidence starts again (the old family's decisions
+        say nothing about the new one's thresholds)."""
+        if family not in (DISTRIBUTION, ABSORPTION):
+            raise ValueError(f"unknown family {family!r}")
+        if family != self.family:
+            self.family, self.since = family, slot
+            self.recent.clear()
 
     def to_json(self) -> dict[str, Any]:
-        return {"family": self.family, "recent": [int(x) for x in self.recent]}
+        return {"family": self.family, "since": self.since, "recent": [int(x) for x in self.recent]}
 
     def restore(self, obj: dict[str, Any]) -> None:
         if obj["family"] not in (DISTRIBUTION, ABSORPTION):
             raise ValueError(f"unknown family {obj['family']!r}")
-        self.family = obj["family"]
+        self.family, self.since = obj["family"], int(obj["since"])
         self.recent = deque((bool(x) for x in obj["recent"]), maxlen=self.rule.evidence)
 
 
@@ -124,7 +130,7 @@ class Adaptive:
 
     def __init__(self, rule: FamilyRule | None = None, family: str = DISTRIBUTION) -> None:
         self.switch = FamilySwitch(rule, family)
-        self._families: dict[str, BudgetPolicy] = {DISTRIBUTION: PBD(), ABSORPTION: PBA()}
+        self._distribution = PBD()
 
     @property
     def family(self) -> str:
@@ -135,7 +141,15 @@ class Adaptive:
 
     def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
         assert isinstance(ledger, FixedLedger)
-        return window_room(ledger, slot, self._families[self.family].budgets(ledger, slot))
+        if self.family == DISTRIBUTION:
+            budget = self._distribution.budgets(ledger, slot)
+        else:  # absorption from the switch on: a publication of the distribution family absorbed nothing
+            publication = ledger.last_publication()
+            since = self.switch.since
+            if publication is not None and publication.slot < since:
+                publication = None
+            budget = absorption(ledger.requirement, slot, publication, max(ledger.since, since))
+        return window_room(ledger, slot, budget)
 
     def scheduled_kind(self, slot: int) -> Kind | None:
         return None

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
+from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger, Publication
 from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, TOLERANCE, Requirement
 from pwevent.state.spend import Kind
 
@@ -123,19 +123,24 @@ class PBA(OneRule):
 
     def budgets(self, ledger: Ledger, slot: int) -> SlotBudget:
         assert isinstance(ledger, FixedLedger)
-        req = ledger.requirement
-        share = req.share
-        publication = ledger.last_publication()
-        if publication is None:
-            absorbed, border = float(slot - ledger.since + 1), NO_BORDER
-        else:
-            nullified = _snap(publication.spend2 / share) - 1
-            border = publication.slot + nullified
-            absorbed = max(_snap(slot - border), 0.0)
-        return SlotBudget(share, share * min(absorbed, req.w), border)
+        return absorption(ledger.requirement, slot, ledger.last_publication(), ledger.since)
 
     def scheduled_kind(self, slot: int) -> Kind | None:
         return None
+
+
+def absorption(req: Requirement, slot: int, publication: Publication | None, since: int) -> SlotBudget:
+    """PBA's budgets at `slot` from the last publication that absorbed (None: none yet, so the shares
+    of the slots from `since` on are absorbed). Adaptive (operators/family.py) passes the switch
+    slot as `since` and ignores publications of the distribution family."""
+    share = req.share
+    if publication is None:
+        absorbed, border = float(slot - since + 1), NO_BORDER
+    else:
+        nullified = _snap(publication.spend2 / share) - 1
+        border = publication.slot + nullified
+        absorbed = max(_snap(slot - border), 0.0)
+    return SlotBudget(share, share * min(absorbed, req.w), border)
 
 
 def _dynamic_calculation(ledger: DynamicLedger, slot: int) -> tuple[float, float, float | None]:

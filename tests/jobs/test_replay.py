@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -215,3 +216,32 @@ def test_a_bad_duration_argument_is_a_usage_error_naming_it(argv, capsys):
         main(argv)
     assert exited.value.code == 2
     assert f"argument {argv[-2]}: the value must be a positive duration" in capsys.readouterr().err
+
+
+def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, capsys):
+    """`pwevent replay` with the default mechanism (a short evidence window, so that it switches),
+    then `pwevent audit` in full: every release names its family and is schema-valid, both families
+    are used, and the audit of every user's windows passes (docs/mechanisms.md section 14)."""
+    import jsonschema
+    import yaml
+
+    from pwevent.jobs.common.config import load_config
+
+    folder = streams[False]
+    config = tmp_path / "adaptive.yaml"
+    config.write_text(yaml.safe_dump({"slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "binary"},
+                                      "adaptive": {"evidence": 5}, "caps": {"max_w": 200}}))
+    assert load_config(str(config)).mechanism == "Adaptive"  # the default
+    files = {k: str(tmp_path / f"{k}.jsonl") for k in ("releases", "spend")}
+    inputs = ["--requirements", str(folder / "requirements.jsonl")]
+    assert main(["replay", "--config", str(config), "--events", str(folder / "events.jsonl"), *inputs,
+                 "--releases-out", files["releases"], "--spend-log", files["spend"], "--seed", "5", "--quiet"]) == 0
+    releases = read(files["releases"])
+    validator = jsonschema.Draft202012Validator(json.loads(
+        (Path(__file__).parents[2] / "docs" / "schemas" / "release.schema.json").read_text()))
+    for release in releases:
+        validator.validate(release)
+    assert {r["mechanism"] for r in releases} == {"Adaptive"} and {r["family"] for r in releases} == {"PBD", "PBA"}
+    capsys.readouterr()
+    assert main(["audit", "--spend-log", files["spend"], *inputs, "--releases", files["releases"],
+                 "--config", str(config)]) == 0, capsys.readouterr().out

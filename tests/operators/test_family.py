@@ -17,48 +17,57 @@ from pwevent.state.requirements import Requirement
 from pwevent.state.spend import Kind
 
 
-def outcome(kind: Kind, ran: bool = True) -> SlotOutcome:
-    return SlotOutcome(1, kind, np.zeros(2, dtype=np.int64), 1, dissimilarity=1.0 if ran else None)
+class Feed:
+    """Public outcomes for a FamilySwitch, slot after slot: P = publish, S = skip, N = nullified (no
+    dissimilarity); each call returns the family after each slot."""
 
+    def __init__(self, switch: FamilySwitch) -> None:
+        self.switch = switch
+        self.slot = 0
 
-def feed(switch: FamilySwitch, kinds: str) -> list[str]:
-    """P = publish, S = skip, N = nullified (no dissimilarity); the family after each slot."""
-    out = []
-    for k in kinds:
-        switch.observe(outcome({"P": Kind.PUBLISH, "S": Kind.SKIP, "N": Kind.NULLIFY}[k], k != "N"))
-        out.append(switch.family)
-    return out
+    def __call__(self, kinds: str) -> list[str]:
+        out = []
+        for k in kinds:
+            self.slot += 1
+            kind = {"P": Kind.PUBLISH, "S": Kind.SKIP, "N": Kind.NULLIFY}[k]
+            self.switch.observe(SlotOutcome(self.slot, kind, np.zeros(2, dtype=np.int64), 1,
+                                            dissimilarity=None if k == "N" else 1.0))
+            out.append(self.switch.family)
+        return out
 
 
 def test_a_quiet_stream_switches_to_absorption_once_the_window_is_full():
     switch = FamilySwitch(FamilyRule(evidence=4))
-    assert feed(switch, "SSS") == [DISTRIBUTION] * 3  # the window is not full yet
-    assert feed(switch, "S") == [ABSORPTION]
+    feed = Feed(switch)
+    assert feed("SSS") == [DISTRIBUTION] * 3  # the window is not full yet
+    assert feed("S") == [ABSORPTION] and switch.since == 5  # in force from the next slot
     assert switch.rate is None  # the evidence starts again under the new family
 
 
 def test_hysteresis_and_re_decision():
     switch = FamilySwitch(FamilyRule(evidence=4, switch_rate=0.5, hysteresis=0.25))
-    assert feed(switch, "PSPS") == [DISTRIBUTION] * 4
-    assert feed(switch, "SS") == [DISTRIBUTION] * 2  # windows SPSS, PSSS: 0.25 is not below 0.25
-    assert feed(switch, "S") == [ABSORPTION]  # SSSS: 0 < 0.25
-    assert feed(switch, "PPSS") == [ABSORPTION] * 4  # a fresh window: PPSS = 0.5 is not 0.75
-    assert feed(switch, "PPP") == [ABSORPTION, ABSORPTION, DISTRIBUTION]  # PSSP, SSPP, then SPPP = 0.75
+    feed = Feed(switch)
+    assert feed("PSPS") == [DISTRIBUTION] * 4
+    assert feed("SS") == [DISTRIBUTION] * 2  # windows SPSS, PSSS: 0.25 is not below 0.25
+    assert feed("S") == [ABSORPTION]  # SSSS: 0 < 0.25
+    assert feed("PPSS") == [ABSORPTION] * 4  # a fresh window: PPSS = 0.5 is not 0.75
+    assert feed("PPP") == [ABSORPTION, ABSORPTION, DISTRIBUTION]  # PSSP, SSPP, then SPPP = 0.75
 
 
 def test_slots_without_a_dissimilarity_are_no_evidence():
     switch = FamilySwitch(FamilyRule(evidence=2))
-    assert feed(switch, "NNNNNN") == [DISTRIBUTION] * 6 and switch.rate is None
+    assert Feed(switch)("NNNNNN") == [DISTRIBUTION] * 6 and switch.rate is None
 
 
 def test_the_state_round_trips_and_rules_are_validated():
     switch = FamilySwitch(FamilyRule(evidence=3))
-    feed(switch, "SSSPS")
+    Feed(switch)("SSSPS")
     again = FamilySwitch(FamilyRule(evidence=3))
     again.restore(switch.to_json())
     assert (again.family, list(again.recent)) == (switch.family, list(switch.recent))
+    assert (again.since, again.family) == (4, "PBA")  # SSS switched after slot 3
     with pytest.raises(ValueError, match="unknown family"):
-        again.restore({"family": "Uniform", "recent": []})
+        again.restore({"family": "Uniform", "since": 1, "recent": []})
     for bad in ({"evidence": 0}, {"evidence": "x"}, {"switch_rate": 0.95}, {"hysteresis": -0.1}):
         with pytest.raises(ValueError):
             FamilyRule(**bad)  # type: ignore[arg-type]

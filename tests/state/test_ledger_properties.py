@@ -40,7 +40,7 @@ def run_ledgers(policy, ledgers, kinds, changes=None, families=None):
     log = []
     for slot, wanted in enumerate(kinds, 1):
         if families:
-            policy.switch.family = families[slot - 1]
+            policy.switch.enter(families[slot - 1], slot)
         if changes:
             for ledger, sequence in zip(ledgers, changes, strict=True):
                 if sequence[slot - 1] is not None:
