@@ -216,6 +216,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
     strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
                 "close_after_ms": flink.close_after_ms, "idle_after_ms": flink.source_idleness_ms,
+                "start_grace_ms": flink.source_start_grace_ms,
                 "origin_ms": clock.origin_ms, "slot_ms": clock.length_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()

@@ -28,7 +28,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
                  time_field: str | None, max_bytes: int, strategy: dict[str, int]) -> Any:
     """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.PositionedRecords`)
     with the per-partition `pwevent.flink.SlotWatermarks` (keys of `strategy`: out_of_orderness_ms,
-    max_lead_ms, close_after_ms, idle_after_ms, origin_ms, slot_ms), read from the earliest offset."""
+    max_lead_ms, close_after_ms, idle_after_ms, start_grace_ms, origin_ms, slot_ms), read from the earliest offset."""
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream import DataStream
 
@@ -47,7 +47,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
         builder = builder.setProperty(key, value)
     j_strategy = jvm.pwevent.flink.SlotWatermarks(
         strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
-        strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"])
+        strategy["idle_after_ms"], strategy["start_grace_ms"], strategy["origin_ms"], strategy["slot_ms"])
     j_stream = env._j_stream_execution_environment.fromSource(builder.build(), WatermarkStrategy(j_strategy)
                                                               ._j_watermark_strategy, name)
     return DataStream(j_stream)

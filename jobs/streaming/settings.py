@@ -27,6 +27,7 @@ flink:
   close_after: 5s                 # a partition quiet this long closes the slot of its latest record
                                   # (so a quiet stream's last slot is released); 0 = never
   source_idleness: 10s            # a partition quiet this long stops holding event time back
+  source_start_grace: 60s         # ... but one that has given no record yet, only after this long
   bundle_size: 1000               # process mode: python.fn-execution.bundle.size
   bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
   max_lead: 1h                    # a record timed further ahead of its partition's event time goes to
@@ -95,6 +96,7 @@ class FlinkSettings:
     out_of_orderness_ms: int = 0
     close_after_ms: int = 5000
     source_idleness_ms: int = 10_000
+    source_start_grace_ms: int = 60_000
     bundle_size: int = 1000
     bundle_time_ms: int = 100
     max_lead_ms: int = 3_600_000
@@ -184,7 +186,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
                                    "checkpoint_timeout", "tolerable_failed_checkpoints",
                                    "state_backend", "incremental_checkpoints", "out_of_orderness", "close_after",
-                                   "source_idleness", "bundle_size", "bundle_time", "max_lead"})
+                                   "source_idleness", "source_start_grace", "bundle_size", "bundle_time", "max_lead"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
         raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
@@ -202,6 +204,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         out_of_orderness_ms=_duration(f, "flink", "out_of_orderness", 0, allow_zero=True),
         close_after_ms=_duration(f, "flink", "close_after", 5000, allow_zero=True),
         source_idleness_ms=_duration(f, "flink", "source_idleness", 10_000),
+        source_start_grace_ms=_duration(f, "flink", "source_start_grace", 60_000, allow_zero=True),
         bundle_size=_int(f, "flink", "bundle_size", 1000),
         bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
         max_lead_ms=_duration(f, "flink", "max_lead", 3_600_000, allow_zero=True),

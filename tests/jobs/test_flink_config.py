@@ -26,6 +26,7 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     assert s.flink.incremental_checkpoints is False
     assert s.kafka.topics["releases"] == "pwevent.releases"
     assert s.kafka.transaction_timeout_ms == 600_000
+    assert s.flink.source_start_grace_ms == 60_000 and s.flink.source_idleness_ms == 10_000
 
 
 @pytest.mark.parametrize(("sections", "message"), [
@@ -41,6 +42,7 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     ({"flink": {"max_lead": "soon"}}, "flink.max_lead"),
     ({"flink": {"checkpoint_timeout": "never"}}, "flink.checkpoint_timeout"),
     ({"flink": {"tolerable_failed_checkpoints": -1}}, "flink.tolerable_failed_checkpoints"),
+    ({"flink": {"source_start_grace": "later"}}, "flink.source_start_grace"),
 ])
 def test_errors_name_the_key(sections, message) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):

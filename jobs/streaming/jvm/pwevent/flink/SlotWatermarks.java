@@ -24,7 +24,9 @@ import org.apache.flink.util.clock.RelativeClock;
  *   <li>the watermark trails the latest time by the out-of-orderness bound;
  *   <li>a partition quiet for closeAfter (input-activity time, which pauses under backpressure)
  *       closes the slot of its latest record, so the last slot of a quiet stream is released;
- *   <li>a partition quiet for idleAfter stops holding the watermark back.
+ *   <li>a partition quiet for idleAfter stops holding the watermark back; one that has not given a
+ *       single record yet only after startGrace as well (a first fetch slowed by start-up or load
+ *       must not let the other partitions close slots without it).
  * </ul>
  */
 public final class SlotWatermarks implements WatermarkStrategy<Row> {
@@ -33,15 +35,17 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
     private final long maxLeadMs;
     private final long closeAfterMs;
     private final long idleAfterMs;
+    private final long startGraceMs;
     private final long originMs;
     private final long slotMs;
 
     public SlotWatermarks(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs,
-                          long originMs, long slotMs) {
+                          long startGraceMs, long originMs, long slotMs) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
         this.idleAfterMs = idleAfterMs;
+        this.startGraceMs = startGraceMs;
         this.originMs = originMs;
         this.slotMs = slotMs;
     }
@@ -132,7 +136,8 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
                 }
                 output.emitWatermark(new Watermark(mark));
             }
-            if (idleAfterMs > 0 && quiet >= idleAfterMs) {
+            long idleAt = latest == Long.MIN_VALUE ? Math.max(idleAfterMs, startGraceMs) : idleAfterMs;
+            if (idleAfterMs > 0 && quiet >= idleAt) {
                 output.markIdle();
                 idle = true;
             }
