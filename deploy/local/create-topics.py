@@ -6,8 +6,8 @@ Usage: .venv/bin/python deploy/local/create-topics.py [--job-config FILE] [--boo
 
 Roles and defaults: events (pwevent.events, 2 partitions), requirements (pwevent.requirements, 1),
 releases (pwevent.releases, 1), dead-letters (pwevent.dead-letters, 1), audit (pwevent.audit, 1).
-With --job-config (the job's YAML), the bootstrap address, the topic names and the client settings
-(`kafka.client`: security_protocol, sasl_mechanism, ssl_cafile, ...) come from that file; flags
+With --job-config (the job's YAML), the bootstrap address, the topic names and the security settings
+(`kafka.security`: protocol, SASL credentials, CA file) come from that file; flags
 given explicitly still win. Without it the bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to
 the file written by `deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap) and the client
 connects in plaintext. Needs kafka-python >= 3.0.
@@ -53,7 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="create-topics.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--job-config", metavar="FILE",
-                        help="the job's YAML: bootstrap, topic names and kafka.client settings from it")
+                        help="the job's YAML: bootstrap, topic names and kafka.security settings from it")
     parser.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers, host:port[,host:port]")
     for role, (name, partitions) in TOPICS.items():
         parser.add_argument(f"--{role}-topic", metavar="NAME", help=f"default {name} (or the job config's)")
@@ -76,7 +76,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         except (ConfigError, OSError) as err:
             parser.error(f"--job-config {args.job_config}: {err}")
         args.bootstrap = args.bootstrap or kafka.bootstrap
-        args.client = dict(kafka.client)
+        args.client = kafka.client_options()
         for role in TOPICS:
             attr = f"{role.replace('-', '_')}_topic"
             if getattr(args, attr) is None:

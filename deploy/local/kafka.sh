@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Single-node KRaft Kafka broker (combined broker+controller) on 127.0.0.1 for local runs/tests.
-#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N]
-# The bootstrap address is written to <run-dir>/bootstrap (default run dir <repo>/.run/kafka).
+#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure]
+# The bootstrap address is written to <run-dir>/bootstrap (default run dir <repo>/.run/kafka). The
+# port a run dir got at its first start is kept in <run-dir>/port and reused by every later start.
+#
+# --secure (at the first start of a run dir; later starts keep the run dir's mode): the client
+# listener is SASL_SSL with SCRAM-SHA-512 and a certificate signed by a CA made here with keytool
+# (<run-dir>/tls/ca.pem is what clients trust), the StandardAuthorizer denies whatever no ACL allows,
+# and the SCRAM users admin (super user), pwevent-job, pwevent-producer and pwevent-analyst are
+# created with random passwords in <run-dir>/secrets/<user> (mode 600). The ACLs of the default
+# topic names are then granted by deploy/local/kafka-acls.py (docs/operations.md, "Security").
+# <run-dir>/admin.properties is a Java client configuration of the admin user.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -12,17 +21,20 @@ KAFKA_JARS="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}/kafka"
 READY_TIMEOUT=60
 STOP_TIMEOUT=30
 
-usage() { echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N]" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure]" >&2; exit 2; }
 die() { echo "kafka.sh: $*" >&2; exit 1; }
 
 [[ $# -ge 1 ]] || usage
 CMD="$1"; shift
 RUN_DIR="$REPO_ROOT/.run/kafka"
 PORT=9092
+PORT_GIVEN=""
+SECURE=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --run-dir) RUN_DIR="$2"; shift 2 ;;
-    --port) PORT="$2"; shift 2 ;;
+    --port) PORT="$2"; PORT_GIVEN=1; shift 2 ;;
+    --secure) SECURE=1; shift ;;
     *) usage ;;
   esac
 done
@@ -30,6 +42,11 @@ mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 PID_FILE="$RUN_DIR/kafka.pid"
 BOOTSTRAP_FILE="$RUN_DIR/bootstrap"
+PORT_FILE="$RUN_DIR/port"
+MODE_FILE="$RUN_DIR/mode"
+SECRETS="$RUN_DIR/secrets"
+TLS="$RUN_DIR/tls"
+USERS="admin pwevent-job pwevent-producer pwevent-analyst"
 
 running_pid() { live_pid "$PID_FILE" 'kafka\.Kafka'; }
 
@@ -49,18 +66,94 @@ cluster_id() {
   cat "$RUN_DIR/cluster-id"
 }
 
+secret() { cat "$SECRETS/$1"; }
+
+# secure_material: random passwords of the users and of the keystore, a CA and the broker's key
+# pair and certificate (for 127.0.0.1 and localhost), made once per run dir.
+secure_material() {
+  mkdir -p "$SECRETS" "$TLS"
+  chmod 700 "$SECRETS" "$TLS"
+  local user
+  for user in $USERS keystore; do
+    [[ -s "$SECRETS/$user" ]] || (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$SECRETS/$user")
+  done
+  [[ -s "$TLS/ca.pem" && -s "$TLS/broker.p12" ]] && return
+  rm -f "$TLS"/*
+  local pass; pass="$(secret keystore)"
+  local kt=(keytool -storetype PKCS12 -storepass "$pass" -keypass "$pass")
+  "${kt[@]}" -genkeypair -keystore "$TLS/ca.p12" -alias ca -keyalg RSA -keysize 2048 -validity 3650 \
+    -dname "CN=pwevent local CA" -ext bc:c >/dev/null 2>&1
+  "${kt[@]}" -exportcert -keystore "$TLS/ca.p12" -alias ca -rfc -file "$TLS/ca.pem" >/dev/null 2>&1
+  "${kt[@]}" -genkeypair -keystore "$TLS/broker.p12" -alias broker -keyalg RSA -keysize 2048 -validity 3650 \
+    -dname "CN=localhost" >/dev/null 2>&1
+  "${kt[@]}" -certreq -keystore "$TLS/broker.p12" -alias broker -file "$TLS/broker.csr" >/dev/null 2>&1
+  "${kt[@]}" -gencert -keystore "$TLS/ca.p12" -alias ca -infile "$TLS/broker.csr" -outfile "$TLS/broker.pem" \
+    -rfc -validity 3650 -ext "SAN=ip:127.0.0.1,dns:localhost" >/dev/null 2>&1
+  "${kt[@]}" -importcert -keystore "$TLS/broker.p12" -alias ca -file "$TLS/ca.pem" -noprompt >/dev/null 2>&1
+  "${kt[@]}" -importcert -keystore "$TLS/broker.p12" -alias broker -file "$TLS/broker.pem" >/dev/null 2>&1
+  rm -f "$TLS/broker.csr"
+  [[ -s "$TLS/ca.pem" && -s "$TLS/broker.p12" ]] || die "keytool could not make the TLS material in $TLS"
+}
+
+# The broker's client listener: PLAINTEXT, or SASL_SSL (SCRAM-SHA-512, also between the broker and
+# itself, as admin) with the StandardAuthorizer; the controller listener authenticates the broker
+# with SASL PLAIN (SCRAM credentials live in the metadata the controller serves, so cannot be its own).
+listener_config() {
+  local port="$1" cport="$2"
+  if [[ -z "$SECURE" ]]; then
+    cat <<PROPS
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+PROPS
+    return
+  fi
+  local admin keystore; admin="$(secret admin)"; keystore="$(secret keystore)"
+  cat <<PROPS
+listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=SASL_SSL://127.0.0.1:$port
+inter.broker.listener.name=SASL_SSL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin";
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.sasl.enabled.mechanisms=PLAIN
+listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="$admin" user_admin="$admin";
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$TLS/broker.p12
+ssl.keystore.password=$keystore
+ssl.key.password=$keystore
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.pem
+ssl.client.auth=none
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:admin
+allow.everyone.if.no.acl.found=false
+PROPS
+}
+
+write_admin_properties() {
+  (umask 077; cat >"$RUN_DIR/admin.properties" <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$(secret admin)";
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.pem
+PROPS
+  )
+}
+
 write_config() {
   local port="$1" cport="$2"
-  cat >"$RUN_DIR/server.properties" <<PROPS
+  (umask 077; cat >"$RUN_DIR/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 # Static voters: the formatter stores no controller address, so the ports may change between runs.
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+$(listener_config "$port" "$cport")
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$RUN_DIR/data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -75,6 +168,7 @@ group.initial.rebalance.delay.ms=0
 # Must stay above the Flink sink's transaction.timeout.ms (600000).
 transaction.max.timeout.ms=900000
 PROPS
+  )
   cat >"$RUN_DIR/log4j2.properties" <<'LOG'
 appender.file.type = File
 appender.file.name = file
@@ -99,15 +193,38 @@ start_broker() {
   if pid="$(running_pid)"; then cat "$BOOTSTRAP_FILE"; return; fi
   rm -f "$PID_FILE" "$BOOTSTRAP_FILE"
   [[ -f "$KAFKA_JARS/.complete" ]] || "$SCRIPT_DIR/fetch-jars.sh" >/dev/null
-  port_free "$PORT" || PORT="$(free_port)"
+  # The run dir's mode is fixed at its first start (the SCRAM users are written when it is formatted).
+  local formatted=""; [[ -f "$RUN_DIR/data/meta.properties" ]] && formatted=1
+  if [[ -n "$formatted" ]]; then
+    local mode; mode="$(cat "$MODE_FILE" 2>/dev/null || echo plaintext)"
+    [[ -z "$SECURE" || "$mode" == secure ]] || die "$RUN_DIR was first started without --secure; use another --run-dir"
+    [[ "$mode" == secure ]] && SECURE=1
+  fi
+  if [[ -n "$SECURE" ]]; then echo secure >"$MODE_FILE"; else echo plaintext >"$MODE_FILE"; fi
+  # The port of the first start, kept: clients configured with it must find this broker again.
+  if [[ -z "$PORT_GIVEN" && -s "$PORT_FILE" ]]; then
+    PORT="$(cat "$PORT_FILE")"
+    port_free "$PORT" || die "port $PORT, this broker's since its first start, is taken by another process"
+  else
+    port_free "$PORT" || PORT="$(free_port)"
+  fi
+  echo "$PORT" >"$PORT_FILE"
   local cport; cport="$(free_port)"
   while [[ "$cport" == "$PORT" ]]; do cport="$(free_port)"; done
+  local format_extra=()
+  if [[ -n "$SECURE" ]]; then
+    secure_material
+    write_admin_properties
+    local user
+    for user in $USERS; do format_extra+=(--add-scram "SCRAM-SHA-512=[name=$user,password=$(secret "$user")]"); done
+  fi
   write_config "$PORT" "$cport"
   mkdir -p "$RUN_DIR/logs" "$RUN_DIR/data"
 
   local cp="$KAFKA_JARS/*"
   java -cp "$cp" kafka.tools.StorageTool format -t "$(cluster_id)" -c "$RUN_DIR/server.properties" \
-    --ignore-formatted >"$RUN_DIR/format.out" 2>&1 || { cat "$RUN_DIR/format.out" >&2; die "format failed"; }
+    --ignore-formatted "${format_extra[@]}" >"$RUN_DIR/format.out" 2>&1 \
+    || { cat "$RUN_DIR/format.out" >&2; die "format failed"; }
 
   # setsid: the broker outlives the calling shell's process group (e.g. Ctrl-C in a test runner).
   setsid java -Xms512m -Xmx512m -Djava.awt.headless=true \
@@ -123,7 +240,8 @@ start_broker() {
     sleep 0.2
   done
   local left=$((deadline - SECONDS)); (( left > 0 )) || left=1
-  java -cp "$cp" "$SCRIPT_DIR/KafkaReady.java" "127.0.0.1:$PORT" "$((left * 1000))" >>"$RUN_DIR/kafka.out" 2>&1 \
+  java -cp "$cp" "$SCRIPT_DIR/KafkaReady.java" "127.0.0.1:$PORT" "$((left * 1000))" \
+    ${SECURE:+"$RUN_DIR/admin.properties"} >>"$RUN_DIR/kafka.out" 2>&1 \
     || fail_start "no metadata response within ${READY_TIMEOUT}s"
   # The port may answer for another broker that took it between port_free and our bind (ours then
   # exits with "Unable to start acceptor"): only our own log saying it started counts.
@@ -132,6 +250,10 @@ start_broker() {
     (( SECONDS < deadline )) || fail_start "broker not started after ${READY_TIMEOUT}s"
     sleep 0.2
   done
+  if [[ -n "$SECURE" ]]; then
+    "${PWEVENT_PYTHON:-$REPO_ROOT/.venv/bin/python}" "$SCRIPT_DIR/kafka-acls.py" --bootstrap "127.0.0.1:$PORT" \
+      --run-dir "$RUN_DIR" >>"$RUN_DIR/kafka.out" 2>&1 || fail_start "granting the ACLs failed"
+  fi
   echo "127.0.0.1:$PORT" >"$BOOTSTRAP_FILE"
   cat "$BOOTSTRAP_FILE"
 }
@@ -154,6 +276,11 @@ case "$CMD" in
     else echo "not running"; exit 3; fi ;;
   env)
     running_pid >/dev/null && [[ -s "$BOOTSTRAP_FILE" ]] || die "not running (start it with: $0 start)"
-    echo "export PWEVENT_BOOTSTRAP=$(cat "$BOOTSTRAP_FILE")" ;;
+    echo "export PWEVENT_BOOTSTRAP=$(cat "$BOOTSTRAP_FILE")"
+    if [[ "$(cat "$MODE_FILE" 2>/dev/null)" == secure ]]; then
+      # Paths only: a password is read from its file by whoever needs it, never printed.
+      echo "export PWEVENT_KAFKA_CA=$TLS/ca.pem"
+      echo "export PWEVENT_KAFKA_SECRETS=$SECRETS"
+    fi ;;
   *) usage ;;
 esac

@@ -16,11 +16,17 @@ events: {user: user, time: time, value: value}           # JSON field names (or 
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
 max_record_bytes: 65536   # largest input record (event, requirement) accepted; larger ones are rejected
 ```
+
+Any string value may name environment variables, `${NAME}`, resolved at load (secrets such as
+`kafka.security.password` stay out of the file; docs/operations.md, "Security"); a variable that is
+not set is a configuration error naming the key and the variable. `$${` writes a literal `${`.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +86,7 @@ class Config:
     caps: RequirementCaps = field(default_factory=RequirementCaps)
     events: EventFields = field(default_factory=EventFields)
     requirements: RequirementFields = field(default_factory=RequirementFields)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)  # may hold resolved secrets
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -182,6 +188,33 @@ def _requirement_fields(obj: Any) -> RequirementFields:
     return RequirementFields(**obj, signature=signature)
 
 
+_ENV_REFERENCE = re.compile(r"\$(\$)?\{([^}]*)\}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def resolve_env(raw: Any, where: str = "") -> Any:
+    """`raw` with every `${NAME}` in its string values replaced by the environment variable NAME."""
+    if isinstance(raw, dict):
+        return {key: resolve_env(value, f"{where}{key}" if not where else f"{where}.{key}")
+                for key, value in raw.items()}
+    if isinstance(raw, list):
+        return [resolve_env(value, f"{where}[{n}]") for n, value in enumerate(raw)]
+    if not isinstance(raw, str) or "${" not in raw:
+        return raw
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(1):  # $${...}: a literal ${...}
+            return "${" + match.group(2) + "}"
+        name = match.group(2)
+        if not _ENV_NAME.fullmatch(name):
+            raise ConfigError(f"{where or 'config'}: ${{{name}}} is not an environment variable reference")
+        if name not in os.environ:
+            raise ConfigError(f"{where or 'config'}: environment variable {name} is not set")
+        return os.environ[name]
+
+    return _ENV_REFERENCE.sub(substitute, raw)
+
+
 def _options(raw: dict[str, Any], entry: MechanismEntry) -> dict[str, Any]:
     """The mechanism's own section ({} when absent); another mechanism's section is an error."""
     for other in REGISTRY:
@@ -194,7 +227,7 @@ def _options(raw: dict[str, Any], entry: MechanismEntry) -> dict[str, Any]:
 
 def parse_config(raw: Any) -> Config:
     sections = {e.section for e in REGISTRY if e.section is not None}
-    raw = _only("config", raw, TOP_KEYS | EXTRA_SECTIONS | sections)
+    raw = _only("config", resolve_env(raw), TOP_KEYS | EXTRA_SECTIONS | sections)
     name = raw.get("mechanism", DEFAULT_MECHANISM)
     try:
         entry = REGISTRY.get(name)

@@ -78,7 +78,7 @@ def _with(options: dict[str, str]) -> str:
 def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
     kafka = settings.kafka
     options = {"connector": "kafka", "topic": topic, "properties.bootstrap.servers": kafka.require_bootstrap()}
-    for key, value in kafka.properties.items():
+    for key, value in kafka.jvm_properties().items():
         options[f"properties.{key}"] = value
     return options
 
@@ -223,7 +223,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     for role, time_field in (("events", None if kafka_time else config.events.time),
                              ("requirements", config.requirements.time)):
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
-                                        f"{kafka.group_id}-{role}", kafka.properties, time_field,
+                                        f"{kafka.group_id}-{role}", kafka.jvm_properties(), time_field,
                                         config.max_record_bytes, strategy).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 

@@ -1,7 +1,7 @@
 """Kafka clients of the command-line tools (produce, tail) and of the tests, via kafka-python.
 
-Every client takes the configured `kafka.client` keyword arguments (security_protocol, sasl_*,
-ssl_*), so a locked-down cluster needs no code change. Readers of job output always use
+Every client takes the security settings of `kafka.security` (jobs/streaming/kafka_security.py), the
+same the job's Java clients take, so a locked-down cluster needs no code change. Readers of job output always use
 isolation_level=read_committed: the job writes releases, dead letters and the spend log in Kafka
 transactions, and uncommitted (or aborted, after a failover) messages must stay invisible.
 """
@@ -34,7 +34,7 @@ class Message:
 
 def producer(kafka: KafkaSettings, **overrides: Any) -> KafkaProducer:
     options: dict[str, Any] = {"bootstrap_servers": kafka.require_bootstrap(), "linger_ms": 5, "acks": "all"}
-    options.update(kafka.client)
+    options.update(kafka.client_options())
     options.update(overrides)
     return KafkaProducer(**options)
 
@@ -46,7 +46,7 @@ def consumer(kafka: KafkaSettings, **overrides: Any) -> KafkaConsumer:
         "enable_auto_commit": False,
         "auto_offset_reset": "earliest",
     }
-    options.update(kafka.client)
+    options.update(kafka.client_options())
     options.update(overrides)
     return KafkaConsumer(**options)
 

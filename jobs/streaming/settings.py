@@ -7,10 +7,10 @@ kafka:
   topics: {events: pwevent.events, requirements: pwevent.requirements, releases: pwevent.releases,
            dead_letters: pwevent.dead-letters, audit: pwevent.audit}
   event_time: field               # field (the events.time field, else the Kafka record timestamp) | kafka
+  security: {}                    # how every client authenticates: protocol, sasl_mechanism, username,
+                                  # password (${ENV_VAR}), ca_file (jobs/streaming/kafka_security.py)
   properties: {}                  # extra Java client properties for every Flink source and sink
-                                  # (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*)
-  client: {}                      # kafka-python keyword arguments for produce/tail (security_protocol,
-                                  # sasl_mechanism, sasl_plain_username, sasl_plain_password, ssl_cafile)
+                                  # (tuning only: security.*, sasl.*, ssl.* belong in kafka.security)
   transaction_timeout: 10m        # the sinks' transaction.timeout.ms; keep it under the broker's max
   transactional_id_prefix: pwevent
 flink:
@@ -44,6 +44,7 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, ConfigError
 from pwevent.jobs.common.slots import parse_duration_ms
+from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties, parse_security
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BOOTSTRAP_FILE = REPO_ROOT / ".run" / "kafka" / "bootstrap"
@@ -72,7 +73,7 @@ class KafkaSettings:
     topics: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TOPICS))
     event_time: str = "field"
     properties: dict[str, str] = field(default_factory=dict)
-    client: dict[str, Any] = field(default_factory=dict)
+    security: KafkaSecurity = field(default_factory=KafkaSecurity)
     transaction_timeout_ms: int = 600_000
     transactional_id_prefix: str = "pwevent"
 
@@ -81,6 +82,14 @@ class KafkaSettings:
             raise ConfigError("no Kafka bootstrap address: set kafka.bootstrap, $PWEVENT_BOOTSTRAP or run "
                               "deploy/local/kafka.sh start")
         return self.bootstrap
+
+    def jvm_properties(self) -> dict[str, str]:
+        """Java client properties of every Flink source and sink: `properties` and `security`."""
+        return {**self.properties, **self.security.jvm_properties()}
+
+    def client_options(self) -> dict[str, Any]:
+        """kafka-python keyword arguments of the Python tools (security only)."""
+        return self.security.python_options()
 
 
 @dataclass(frozen=True)
@@ -154,7 +163,10 @@ def _str(raw: dict[str, Any], section: str, key: str, default: str, choices: tup
 
 def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettings:
     """Validate the `kafka:` and `flink:` sections; every error names the key."""
-    k = _section(config, "kafka", {"bootstrap", "group_id", "topics", "event_time", "properties", "client",
+    if isinstance(config.extra.get("kafka"), dict) and "client" in config.extra["kafka"]:
+        raise ConfigError("kafka.client was replaced by kafka.security, which drives the Java and the Python "
+                          "clients alike (docs/operations.md, Security)")
+    k = _section(config, "kafka", {"bootstrap", "group_id", "topics", "event_time", "properties", "security",
                                    "transaction_timeout", "transactional_id_prefix"})
     topics = dict(DEFAULT_TOPICS)
     raw_topics = k.get("topics", {}) or {}
@@ -165,11 +177,9 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
             raise ConfigError(f"unknown key kafka.topics.{role} (allowed: {', '.join(TOPIC_ROLES)})")
         topics[role] = _str(raw_topics, "kafka.topics", role, "")
     properties = k.get("properties", {}) or {}
-    client = k.get("client", {}) or {}
     if not isinstance(properties, dict) or not all(isinstance(key, str) for key in properties):
         raise ConfigError("kafka.properties must be a mapping of Kafka client property names to values")
-    if not isinstance(client, dict):
-        raise ConfigError("kafka.client must be a mapping of kafka-python keyword arguments")
+    check_properties(properties)
     bootstrap = k.get("bootstrap") or default_bootstrap()
     if bootstrap is not None and not isinstance(bootstrap, str):
         raise ConfigError(f"kafka.bootstrap must be host:port[,host:port], got {bootstrap!r}")
@@ -179,7 +189,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         topics=topics,
         event_time=_str(k, "kafka", "event_time", "field", ("field", "kafka")),
         properties={str(key): str(value) for key, value in properties.items()},
-        client=dict(client),
+        security=parse_security(k.get("security"), base_dir),
         transaction_timeout_ms=_duration(k, "kafka", "transaction_timeout", 600_000),
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
     )
