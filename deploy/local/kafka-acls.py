@@ -18,8 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kafka.admin import ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, KafkaAdminClient, \
-    ResourcePattern, ResourceType
+from kafka.admin import (
+    ACL,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    KafkaAdminClient,
+    ResourcePattern,
+    ResourceType,
+)
 
 from pwevent.jobs.common.config import ConfigError, load_config, parse_config
 from pwevent.jobs.streaming.kafka_acls import Grant, Principals, acl_plan

@@ -32,10 +32,13 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 #: Java client property prefixes that belong to `kafka.security`, not `kafka.properties`.
 SECURITY_PROPERTY_PREFIXES = ("security.", "sasl.", "ssl.")
+#: The job's Java clients are those of flink-sql-connector-kafka, which relocates the Kafka client
+#: classes under this package: a JAAS line must name the relocated login module.
+SHADED_KAFKA = "org.apache.flink.kafka.shaded.org.apache.kafka"
 _LOGIN_MODULES = {
-    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-512": "common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-256": "common.security.scram.ScramLoginModule",
+    "PLAIN": "common.security.plain.PlainLoginModule",
 }
 
 
@@ -72,12 +75,13 @@ class KafkaSecurity:
         return self.protocol.endswith("SSL")
 
     def jvm_properties(self) -> dict[str, str]:
-        """Java Kafka client properties (Flink KafkaSource/KafkaSink)."""
+        """Java Kafka client properties of the job's Flink sources and sinks (the connector's
+        relocated Kafka client: `SHADED_KAFKA`)."""
         props = {"security.protocol": self.protocol}
         if self.sasl:
             assert self.username is not None and self.password is not None
             props["sasl.mechanism"] = self.sasl_mechanism
-            props["sasl.jaas.config"] = (f"{_LOGIN_MODULES[self.sasl_mechanism]} required "
+            props["sasl.jaas.config"] = (f"{SHADED_KAFKA}.{_LOGIN_MODULES[self.sasl_mechanism]} required "
                                          f"username={_jaas_quote(self.username)} "
                                          f"password={_jaas_quote(self.password.reveal())};")
         if self.tls:

@@ -25,7 +25,8 @@ def _job_config(tmp_path: Path) -> Path:
     path.write_text(yaml.safe_dump({
         "mechanism": "PBD", "slot": "60s", "origin": 0, "domain": {"type": "binary"},
         "kafka": {"bootstrap": "broker-1:9093", "topics": {"events": "ev", "audit": "spend"},
-                  "client": {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN"}},
+                  "security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "username": "admin",
+                               "password": "pw"}},
     }))
     return path
 
@@ -33,14 +34,15 @@ def _job_config(tmp_path: Path) -> Path:
 def test_the_job_config_gives_bootstrap_topics_and_client_settings(tmp_path: Path) -> None:
     args = _module().parse_args(["--job-config", str(_job_config(tmp_path)), "--releases-topic", "mine"])
     assert args.bootstrap == "broker-1:9093"
-    assert args.client == {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN"}
+    assert args.client == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                           "sasl_plain_username": "admin", "sasl_plain_password": "pw"}
     assert list(_module().wanted_topics(args)) == ["ev", "pwevent.requirements", "mine", "pwevent.dead-letters",
                                                    "spend"]
 
 
 def test_without_a_job_config_the_defaults_and_plaintext_apply() -> None:
     args = _module().parse_args(["--bootstrap", "127.0.0.1:1"])
-    assert args.client == {} and args.events_topic == "pwevent.events"
+    assert args.client == {} and args.events_topic == "pwevent.events"  # kafka-python's default: plaintext
 
 
 def test_a_bad_job_config_is_a_usage_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,7 +76,9 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 class StreamingJob:
     """One run of the real job against fresh topics; stop() kills its process group (our own pid)."""
 
-    def __init__(self, bootstrap: str, folder: Path, mechanism: str, extra: dict[str, Any] | None = None) -> None:
+    def __init__(self, bootstrap: str, folder: Path, mechanism: str, extra: dict[str, Any] | None = None,
+                 admin: dict[str, Any] | None = None) -> None:
+        """`admin`: kafka-python security arguments that may create topics (a secured broker's admin)."""
         self.folder = folder
         name = f"t{uuid.uuid4().hex[:8]}"
         roles = ("events", "requirements", "releases", "dead_letters", "audit")
@@ -95,7 +97,8 @@ class StreamingJob:
         self.config = load_config(str(self.config_path))
         self.kafka = stream_settings(self.config, str(folder)).kafka
         create = _create_topics_module().create_topics
-        outcome = create(bootstrap, {self.topics["events"]: 2, **{self.topics[r]: 1 for r in roles[1:]}})
+        outcome = create(bootstrap, {self.topics["events"]: 2, **{self.topics[r]: 1 for r in roles[1:]}},
+                         client=admin)
         assert set(outcome.values()) == {"created"}, outcome
         self.process: subprocess.Popen[bytes] | None = None
         self.runs = 0

@@ -1,0 +1,95 @@
+"""What a privacy service is watched by (docs/operations.md, "Metrics"), computed from the engine's
+state after each decided slot and from the dead letters; the Flink hosts only copy these numbers into
+Flink metrics (jobs/streaming/hosts.py), the names below are theirs.
+
+Per slot (`SlotReport`): the decision (publish / skip / nullify), the OBS threshold of the release
+step, the registered users and live ledger classes, and the budget utilisation per requirement level:
+for every class, what its ledger spent in the window of w slots ending at the slot, over the epsilon
+it may spend there (for dynamic requirements, the backward window's w and epsilon); a level's value is
+the largest of its classes' (the level's most constrained class). 1.0 means no budget is left for the
+slots still inside the window. Running totals (`ServiceTotals`): releases by kind, dead letters by
+reason, late records.
+
+Flink's gauges from Python carry integers, so fractional values are exported scaled, with the scale in
+the name: `obs_threshold_milli` (thresholds in thousandths) and `budget_utilisation_ppm` (millionths).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pwevent.state.population import LedgerClass
+from pwevent.state.requirements import DynamicRequirement, Requirement
+
+#: Release kinds, in the order of the counters `releases_<kind>`.
+KINDS = ("publish", "skip", "nullify")
+MILLI = 1_000
+PPM = 1_000_000
+
+
+def requirement_level(requirement: Requirement | DynamicRequirement) -> str:
+    """A label naming a requirement level: `w40_eps0.6`, dynamic ones by their backward window."""
+    fixed = requirement.backward if isinstance(requirement, DynamicRequirement) else requirement
+    return f"w{fixed.w}_eps{fixed.epsilon:g}"
+
+
+def window_utilisation(classes: list[LedgerClass], slot: int) -> dict[str, float]:
+    """Requirement level -> the largest share of its window budget a class of that level has spent
+    in the w slots ending at `slot`."""
+    out: dict[str, float] = {}
+    for cls in classes:
+        requirement = cls.requirement
+        fixed = requirement.backward if isinstance(requirement, DynamicRequirement) else requirement
+        spend1, spend2 = cls.ledger.spent(slot - fixed.w + 1, slot)
+        share = (spend1 + spend2) / fixed.epsilon
+        level = requirement_level(requirement)
+        out[level] = max(out.get(level, 0.0), share)
+    return out
+
+
+@dataclass(frozen=True)
+class SlotReport:
+    slot: int
+    kind: str
+    threshold: float | None
+    users: int
+    classes: int
+    utilisation: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, slot: int, kind: str, threshold: float | None, classes: list[LedgerClass]) -> SlotReport:
+        """The report of `slot` from the live classes after the slot was settled."""
+        return cls(slot, kind, threshold, sum(c.members for c in classes), len(classes),
+                   window_utilisation(classes, slot))
+
+    def gauges(self) -> dict[str, int]:
+        """The slot's gauges as Flink exports them (integers; see the module docstring)."""
+        return {
+            "last_decided_slot": self.slot,
+            "obs_threshold_milli": round((self.threshold or 0.0) * MILLI),
+            "registered_users": self.users,
+            "ledger_classes": self.classes,
+        }
+
+    def utilisation_ppm(self) -> dict[str, int]:
+        return {level: round(share * PPM) for level, share in self.utilisation.items()}
+
+
+@dataclass
+class ServiceTotals:
+    """Running totals since the job (or the host) started: not restored from a checkpoint, so a
+    restarted job counts from zero (Prometheus's `increase()` and `rate()` handle the reset)."""
+
+    releases: Counter[str] = field(default_factory=Counter)
+    dead_letters: Counter[str] = field(default_factory=Counter)
+
+    def released(self, report: SlotReport) -> None:
+        self.releases[report.kind] += 1
+
+    def dead_letter(self, reason: str) -> None:
+        self.dead_letters[reason] += 1
+
+    @property
+    def late(self) -> int:
+        return self.dead_letters["late"]
