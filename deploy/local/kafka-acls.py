@@ -1,8 +1,9 @@
-"""Grant the ACLs of a pwevent deployment (jobs/streaming/kafka_acls.py: job, producer, analyst,
-auditor) on a broker with an authorizer; safe to re-run (Kafka keeps one copy of an ACL).
+"""Grant the ACLs of a pwevent deployment (jobs/streaming/kafka_acls.py: job, producer, registrar,
+analyst, auditor) on a broker with an authorizer; safe to re-run (Kafka keeps one copy of an ACL).
 
 Usage: .venv/bin/python deploy/local/kafka-acls.py --run-dir DIR [--bootstrap HOST:PORT]
-       [--job-config FILE] [--job USER] [--producer USER] [--analyst USER] [--auditor USER]
+       [--job-config FILE] [--job USER] [--producer USER] [--registrar USER] [--analyst USER]
+       [--auditor USER]
 
 The admin connection is the local secured broker's (`deploy/local/kafka.sh start --secure`): the
 admin password in DIR/secrets/admin, the CA in DIR/tls/ca.pem, the address in DIR/bootstrap unless
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", help="default: the run dir's bootstrap file")
     parser.add_argument("--job-config", metavar="FILE", help="the job's YAML (topics, group id, transactional ids)")
     defaults = Principals()
-    for role in ("job", "producer", "analyst", "auditor"):
+    for role in ("job", "producer", "registrar", "analyst", "auditor"):
         parser.add_argument(f"--{role}", default=getattr(defaults, role), metavar="USER",
                             help=f"the {role}'s user name (default {getattr(defaults, role)})")
     args = parser.parse_args(argv)
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         parser.error(str(err))
     bootstrap = args.bootstrap or (args.run_dir / "bootstrap").read_text().strip()
-    grants = acl_plan(kafka, Principals(args.job, args.producer, args.analyst, args.auditor))
+    grants = acl_plan(kafka, Principals(args.job, args.producer, args.registrar, args.analyst, args.auditor))
     failed = apply_grants(bootstrap, local_admin(args.run_dir), grants)
     for line in failed:
         print(f"kafka-acls: {line}", file=sys.stderr)

@@ -7,8 +7,8 @@ step, the registered users and live ledger classes, and the budget utilisation p
 for every class, what its ledger spent in the window of w slots ending at the slot, over the epsilon
 it may spend there (for dynamic requirements, the backward window's w and epsilon); a level's value is
 the largest of its classes' (the level's most constrained class). 1.0 means no budget is left for the
-slots still inside the window. Running totals (`ServiceTotals`): releases by kind, dead letters by
-reason, late records.
+slots still inside the window. The counters (releases by kind, dead letters by reason, late records)
+are counted where the records are made.
 
 Flink's gauges from Python carry integers, so fractional values are exported scaled, with the scale in
 the name: `obs_threshold_milli` (thresholds in thousandths) and `budget_utilisation_ppm` (millionths).
@@ -16,13 +16,12 @@ the name: `obs_threshold_milli` (thresholds in thousandths) and `budget_utilisat
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from pwevent.state.population import LedgerClass
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
-#: Release kinds, in the order of the counters `releases_<kind>`.
+#: Release kinds (the label `kind` of the counter `releases`).
 KINDS = ("publish", "skip", "nullify")
 MILLI = 1_000
 PPM = 1_000_000
@@ -74,22 +73,3 @@ class SlotReport:
 
     def utilisation_ppm(self) -> dict[str, int]:
         return {level: round(share * PPM) for level, share in self.utilisation.items()}
-
-
-@dataclass
-class ServiceTotals:
-    """Running totals since the job (or the host) started: not restored from a checkpoint, so a
-    restarted job counts from zero (Prometheus's `increase()` and `rate()` handle the reset)."""
-
-    releases: Counter[str] = field(default_factory=Counter)
-    dead_letters: Counter[str] = field(default_factory=Counter)
-
-    def released(self, report: SlotReport) -> None:
-        self.releases[report.kind] += 1
-
-    def dead_letter(self, reason: str) -> None:
-        self.dead_letters[reason] += 1
-
-    @property
-    def late(self) -> int:
-        return self.dead_letters["late"]

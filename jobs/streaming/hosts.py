@@ -50,6 +50,7 @@ from pwevent.jobs.common.records import (
     unknown_user,
 )
 from pwevent.jobs.common.requirement_rules import RequirementRules
+from pwevent.jobs.common.service_metrics import KINDS, SlotReport
 from pwevent.jobs.offline.replay import release_record
 from pwevent.operators.noise import make_randomness
 from pwevent.state.population import MembershipChange
@@ -82,6 +83,30 @@ def _json(record: dict[str, Any] | list[Any]) -> str:
     return dumps(record)
 
 
+class HostMetrics:
+    """A host's Flink metrics, group `pwevent` (docs/operations.md, "Metrics"): dead letters by
+    reason (label `reason`, every reason registered at 0), late records, and settable integer
+    gauges (PyFlink's distribution: a Java gauge holding the last value, read without calling Python)."""
+
+    def __init__(self, runtime_context: Any) -> None:
+        self.group = runtime_context.get_metrics_group().add_group("pwevent")
+        self._dead = {r.value: self.group.add_group("reason", r.value).counter("dead_letters") for r in Reason}
+        self._late = self.group.counter("late_records")
+        self._gauges: dict[tuple[str, str | None], Any] = {}
+
+    def dead_letter(self, reason: str) -> None:
+        self._dead[reason].inc()
+        if reason == Reason.LATE:
+            self._late.inc()
+
+    def gauge(self, name: str, value: int, label: tuple[str, str] | None = None) -> None:
+        key = (name, None if label is None else f"{label[0]}={label[1]}")
+        if key not in self._gauges:
+            group = self.group if label is None else self.group.add_group(*label)
+            self._gauges[key] = group.distribution(name)
+        self._gauges[key].update(int(value))
+
+
 def _position(topic: str, row: Row) -> dict[str, Any]:
     return {"topic": topic, "partition": int(row[1]), "offset": int(row[2])}
 
@@ -96,20 +121,26 @@ class _ParseRecords(ProcessFunction):
         self.topic = topic
         self.kafka_time = kafka_time
 
+    def open(self, runtime_context: Any) -> None:
+        self.metrics = HostMetrics(runtime_context)
+
+    def _reject(self, position: dict[str, Any], reason: Reason, detail: str, raw: bytes) -> str:
+        self.metrics.dead_letter(reason)
+        return _json(reject_record(self.source, position, reason, detail, raw))
+
     def _checked(self, row: Row, ctx: Any, parse: Any) -> tuple[Any, dict[str, Any], bytes] | str:
         raw: bytes = bytes(row[0]) if row[0] is not None else b""
         position = _position(self.topic, row)
         try:
             record = parse(raw, row[3])
         except Rejected as err:
-            return _json(reject_record(self.source, position, err.reason, err.detail, raw))
+            return self._reject(position, err.reason, err.detail, raw)
         if self.config.clock.slot_of(record.time_ms) < 1:
-            return _json(reject_record(self.source, position, Reason.BEFORE_ORIGIN,
-                                       "time is before the configured origin", raw))
+            return self._reject(position, Reason.BEFORE_ORIGIN, "time is before the configured origin", raw)
         jtime = row[4]
         if jtime is not None and jtime > ctx.timestamp():
-            return _json(reject_record(self.source, position, Reason.TOO_FAR_AHEAD,
-                                       "time is more than flink.max_lead ahead of its partition's event time", raw))
+            return self._reject(position, Reason.TOO_FAR_AHEAD,
+                                "time is more than flink.max_lead ahead of its partition's event time", raw)
         return record, position, raw
 
 
@@ -150,7 +181,8 @@ class ParseRequirements(_ParseRecords):
         yield Row(update.user, pending)
 
 
-def _dead(rejection: Rejection) -> Row:
+def _dead(rejection: Rejection, metrics: HostMetrics) -> Row:
+    metrics.dead_letter(rejection.reason)
     text = _json(reject_record("requirements", rejection.position, rejection.reason, rejection.detail,
                                rejection.original))
     return Row(DEAD_ROUTE, None, None, None, None, text)
@@ -171,6 +203,7 @@ class MembershipHost(KeyedCoProcessFunction):
         self.state = runtime_context.get_state(ValueStateDescriptor("membership", Types.PICKLED_BYTE_ARRAY()))
         self.clock = self.config.clock
         self.membership = Membership(RequirementRules(self.config.mechanism_spec(), self.config.caps.max_w))
+        self.metrics = HostMetrics(runtime_context)
 
     def _load(self) -> UserMembership:
         stored = self.state.value()
@@ -187,7 +220,7 @@ class MembershipHost(KeyedCoProcessFunction):
         user = self._load()
         rejection = user.receive(pending, ctx.timer_service().current_watermark(), self.clock)
         if rejection is not None:
-            yield _dead(rejection)
+            yield _dead(rejection, self.metrics)
             return
         ctx.timer_service().register_event_time_timer(self.clock.end_ms(pending.slot) - 1)
         self._save(user)
@@ -203,7 +236,7 @@ class MembershipHost(KeyedCoProcessFunction):
         user = self._load()
         for out in user.close(slot, name, self.membership):
             if isinstance(out, Rejection):
-                yield _dead(out)
+                yield _dead(out, self.metrics)
             else:
                 text = _json(out.to_json())
                 yield Row(CHANGE_ROUTE, name, out.target, self.clock.start_ms(out.slot), out.slot, text)
@@ -250,6 +283,20 @@ class PopulationHost(KeyedProcessFunction):
         self.smoother = config.smoother()
         self._loaded = False
         self._timer_slot = 0
+        self.metrics = HostMetrics(runtime_context)
+        self.releases = {kind: self.metrics.group.add_group("kind", kind).counter("releases") for kind in KINDS}
+        self.levels: set[str] = set()
+
+    def _report(self, report: SlotReport, watermark: int) -> None:
+        """The slot's numbers (jobs.common.service_metrics) into the Flink metrics."""
+        self.releases[report.kind].inc()
+        for name, value in report.gauges().items():
+            self.metrics.gauge(name, value)
+        self.metrics.gauge("watermark_ms", min(watermark, END_OF_TIME_MS))
+        shares = report.utilisation_ppm()
+        self.levels |= set(shares)
+        for level in self.levels:  # a level whose classes are gone spends nothing any more
+            self.metrics.gauge("budget_utilisation_ppm", shares.get(level, 0), ("level", level))
 
     def _load(self) -> None:
         if self._loaded:
@@ -267,6 +314,7 @@ class PopulationHost(KeyedProcessFunction):
 
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
         if value[5] is not None:
+            self.metrics.dead_letter(value[5])
             yield Row(DEAD_ROUTE, None, sql_dead_letter(self.events_topic, value))
             return
         self._load()
@@ -317,13 +365,17 @@ class PopulationHost(KeyedProcessFunction):
             present = counts.pop(t, {})
             live = {c.id for c in engine.population.live()}
             for cls in [c for c in present if c not in live]:  # cannot happen: a change precedes its counts
+                self.metrics.dead_letter(Reason.UNKNOWN_USER)
                 yield Row(DEAD_ROUTE, None, _json(reject_record(
                     "events", f"slot {t}", Reason.UNKNOWN_USER,
                     f"{int(present.pop(cls).sum())} events counted for class {cls}, which has no member", "")))
             outcome, projections = engine.decide(t, present)
             yield from self._flush_lines()
             for projection in projections:
+                self.metrics.dead_letter(Reason.INFEASIBLE_BACKWARD)
                 yield Row(DEAD_ROUTE, None, _json(projection.reject()))
+            self._report(SlotReport.of(t, outcome.kind.value, outcome.threshold, engine.population.live()),
+                         ctx.timer_service().current_watermark())
             yield Row(RELEASE_ROUTE, str(t), _json(release_record(outcome, self.config, self.rng.label, self.smoother)))
         self.pending.update(rest)
         self._save()

@@ -35,6 +35,8 @@ from pwevent.jobs.streaming.settings import REPO_ROOT, StreamSettings, stream_se
 
 CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
 PYROOT = REPO_ROOT / ".run" / "pyroot"
+#: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
+PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
 #: Where a job without state continues: (last committed slot, its counts, last publication slot).
 ResumePoint = tuple[int, list[int], int | None]
 
@@ -50,6 +52,13 @@ def connector_jar() -> Path:
 def jvm_jar() -> Path:
     """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use."""
     built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-jvm.sh")], check=True,
+                           capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
+    return Path(built.stdout.strip().splitlines()[-1])
+
+
+def metrics_plugins() -> Path:
+    """A Flink plugins folder holding the job's Prometheus reporter, built into the cache on first use."""
+    built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-metrics-plugin.sh")], check=True,
                            capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
     return Path(built.stdout.strip().splitlines()[-1])
 
@@ -140,6 +149,11 @@ def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[s
         "restart-strategy.fixed-delay.attempts": "3",
         "restart-strategy.fixed-delay.delay": "2 s",
     }
+    if f.prometheus is not None:  # docs/operations.md, "Metrics"
+        reporter = "metrics.reporter.prom."
+        conf[reporter + "factory.class"] = PROMETHEUS_REPORTER
+        conf[reporter + "host"] = f.prometheus.host
+        conf[reporter + "port"] = f.prometheus.port
     if restore:
         conf["execution.state-recovery.path"] = restore
     return conf
@@ -334,6 +348,8 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    if settings.flink.prometheus is not None:  # read when the gateway (and the mini-cluster) start
+        os.environ["FLINK_PLUGINS_DIR"] = str(metrics_plugins())
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment

@@ -6,7 +6,11 @@ explains. Everything else is denied by the broker's authorizer.
   prefixed by `kafka.group_id`); writes the releases, dead letters and audit topics in transactions
   whose ids start with `kafka.transactional_id_prefix`; reads the releases topic at start-up (the
   refusal to start twice, docs/streaming.md, "Starting twice").
-- producers: write the events and requirements topics.
+- producers: write the events topic.
+- the registrar: writes the requirements topic. Whoever writes a user's first requirement decides
+  that user's protection (docs/formats.md, "Requirement provenance"): in production this is the
+  registration service alone; locally `pwevent produce` writes both topics, so both roles default
+  to the one user pwevent-producer.
 - analysts: read the releases topic (with read_committed: `pwevent tail`).
 - auditors: read the releases and audit topics (`pwevent audit` of an exported spend log).
 """
@@ -36,6 +40,7 @@ class Principals:
 
     job: str = "pwevent-job"
     producer: str = "pwevent-producer"
+    registrar: str = "pwevent-producer"
     analyst: str = "pwevent-analyst"
     auditor: str = "pwevent-analyst"
 
@@ -59,7 +64,7 @@ def acl_plan(kafka: KafkaSettings, who: Principals = Principals()) -> list[Grant
         Grant(f"User:{job}", "transactional_id", kafka.transactional_id_prefix, "WRITE", prefixed=True),
         Grant(f"User:{job}", "transactional_id", kafka.transactional_id_prefix, "DESCRIBE", prefixed=True),
         *_topic(who.producer, topics["events"], "WRITE"),
-        *_topic(who.producer, topics["requirements"], "WRITE"),
+        *_topic(who.registrar, topics["requirements"], "WRITE"),
         *_topic(who.analyst, topics["releases"], "READ"),
         *_topic(who.auditor, topics["releases"], "READ"),
         *_topic(who.auditor, topics["audit"], "READ"),

@@ -32,6 +32,8 @@ flink:
   bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
   max_lead: 1h                    # a record timed further ahead of its partition's event time goes to
                                   # the dead letters (unless the next record confirms the jump); 0 = off
+  prometheus: {host: 127.0.0.1, port: 9249}   # optional: export the metrics for Prometheus on this
+                                  # address (port: a port or a range, 9249-9259); docs/operations.md, Metrics
 ```
 """
 
@@ -93,6 +95,14 @@ class KafkaSettings:
 
 
 @dataclass(frozen=True)
+class PrometheusSettings:
+    """Where the mini-cluster's Prometheus reporter listens (docs/operations.md, "Metrics")."""
+
+    host: str = "127.0.0.1"
+    port: str = "9249"
+
+
+@dataclass(frozen=True)
 class FlinkSettings:
     execution_mode: str = "thread"
     parallelism: int = 1
@@ -109,6 +119,7 @@ class FlinkSettings:
     bundle_size: int = 1000
     bundle_time_ms: int = 100
     max_lead_ms: int = 3_600_000
+    prometheus: PrometheusSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +172,23 @@ def _str(raw: dict[str, Any], section: str, key: str, default: str, choices: tup
     return value
 
 
+def _prometheus(raw: Any) -> PrometheusSettings | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError("flink.prometheus must be a mapping (host, port)")
+    unknown = sorted(set(raw) - {"host", "port"})
+    if unknown:
+        raise ConfigError(f"unknown key flink.prometheus.{unknown[0]} (allowed: host, port)")
+    host = _str(raw, "flink.prometheus", "host", "127.0.0.1")
+    port = str(raw.get("port", "9249"))
+    bounds = port.split("-")
+    valid = len(bounds) <= 2 and all(b.isdigit() and 0 < int(b) < 65536 for b in bounds)
+    if not valid or int(bounds[0]) > int(bounds[-1]):
+        raise ConfigError(f"flink.prometheus.port must be a port or a range low-high, got {raw.get('port')!r}")
+    return PrometheusSettings(host, port)
+
+
 def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettings:
     """Validate the `kafka:` and `flink:` sections; every error names the key."""
     if isinstance(config.extra.get("kafka"), dict) and "client" in config.extra["kafka"]:
@@ -196,7 +224,8 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
                                    "checkpoint_timeout", "tolerable_failed_checkpoints",
                                    "state_backend", "incremental_checkpoints", "out_of_orderness", "close_after",
-                                   "source_idleness", "source_start_grace", "bundle_size", "bundle_time", "max_lead"})
+                                   "source_idleness", "source_start_grace", "bundle_size", "bundle_time", "max_lead",
+                                   "prometheus"})
     checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
         raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
@@ -218,6 +247,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         bundle_size=_int(f, "flink", "bundle_size", 1000),
         bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
         max_lead_ms=_duration(f, "flink", "max_lead", 3_600_000, allow_zero=True),
+        prometheus=_prometheus(f.get("prometheus")),
     )
     if kafka.transaction_timeout_ms > 900_000:
         raise ConfigError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "
