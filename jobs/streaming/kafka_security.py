@@ -150,8 +150,8 @@ def parse_security(raw: Any, base_dir: str | None) -> KafkaSecurity:
     check_hostname = raw.get("check_hostname", True)
     if not isinstance(check_hostname, bool):
         raise ConfigError(f"kafka.security.check_hostname must be true or false, got {check_hostname!r}")
-    return KafkaSecurity(protocol, mechanism, username if sasl else None, Secret(password) if sasl else None,
-                         ca_file, check_hostname)
+    secret = Secret(password) if sasl and isinstance(password, str) else None
+    return KafkaSecurity(protocol, mechanism, username if sasl else None, secret, ca_file, check_hostname)
 
 
 def check_properties(properties: dict[str, Any]) -> None:

@@ -114,7 +114,8 @@ def test_environment_variables_resolve_at_load(monkeypatch: pytest.MonkeyPatch) 
     kafka = settings({"bootstrap": "${PWEVENT_T_BROKER}:9093", "group_id": "$${literal}"}).kafka
     assert kafka.bootstrap == "broker-1:9093" and kafka.group_id == "${literal}"
     monkeypatch.delenv("PWEVENT_T_UNSET", raising=False)
-    with pytest.raises(ConfigError, match=r"^kafka\.security\.password: environment variable PWEVENT_T_UNSET is not set"):
+    unset = r"^kafka\.security\.password: environment variable PWEVENT_T_UNSET is not set"
+    with pytest.raises(ConfigError, match=unset):
         settings({"security": {"protocol": "SASL_SSL", "username": "u", "password": "${PWEVENT_T_UNSET}"}})
     with pytest.raises(ConfigError, match=r"kafka\.topics\.events: \$\{1x\} is not an environment variable"):
         settings({"topics": {"events": "${1x}"}})
