@@ -79,8 +79,7 @@ secure_material() {
   done
   [[ -s "$TLS/ca.pem" && -s "$TLS/broker.p12" ]] && return
   rm -f "$TLS"/*
-  local pass; pass="$(secret keystore)"
-  local kt=(keytool -storetype PKCS12 -storepass "$pass" -keypass "$pass")
+  local kt=(keytool -storetype PKCS12 -storepass:file "$SECRETS/keystore" -keypass:file "$SECRETS/keystore")
   "${kt[@]}" -genkeypair -keystore "$TLS/ca.p12" -alias ca -keyalg RSA -keysize 2048 -validity 3650 \
     -dname "CN=pwevent local CA" -ext bc:c >/dev/null 2>&1
   "${kt[@]}" -exportcert -keystore "$TLS/ca.p12" -alias ca -rfc -file "$TLS/ca.pem" >/dev/null 2>&1

@@ -56,9 +56,9 @@ def jvm_jar() -> Path:
     return Path(built.stdout.strip().splitlines()[-1])
 
 
-def metrics_plugins() -> Path:
-    """A Flink plugins folder holding the job's Prometheus reporter, built into the cache on first use."""
-    built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-metrics-plugin.sh")], check=True,
+def metrics_lib() -> Path:
+    """PyFlink's lib folder plus the job's Prometheus reporter, built into the cache on first use."""
+    built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-metrics-lib.sh")], check=True,
                            capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
     return Path(built.stdout.strip().splitlines()[-1])
 
@@ -348,8 +348,12 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
-    if settings.flink.prometheus is not None:  # read when the gateway (and the mini-cluster) start
-        os.environ["FLINK_PLUGINS_DIR"] = str(metrics_plugins())
+    if settings.flink.prometheus is not None:  # the gateway's class path, where the mini-cluster finds reporters
+        import pyflink
+
+        # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR to its own lib folder when it starts the gateway.
+        os.environ.setdefault("FLINK_HOME", os.path.dirname(pyflink.__file__))
+        os.environ["FLINK_LIB_DIR"] = str(metrics_lib())
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment

@@ -21,7 +21,9 @@ SAMPLE = re.compile(r'^(flink_\w+?pwevent_(\w+))\{([^}]*)\}\s+(\S+)$')
 
 
 def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """pwevent metric name -> [(labels, value)] from the endpoint."""
+    """pwevent metric name -> [(labels, value)] from the endpoint. A metric in a key/value group
+    (`add_group("kind", "publish").counter("releases")`) is named with the key (`kind_releases`) and
+    labelled with the value (`kind="publish"`) by Flink's Prometheus reporter."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     out: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
     for line in text.splitlines():
@@ -61,29 +63,29 @@ def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any) -> None:
     # account for every committed release (bounded; no assertion on time).
     deadline = time.monotonic() + 60
     metrics = scrape(port)
-    while total(metrics, "releases") < len(releases) and time.monotonic() < deadline:
+    while total(metrics, "kind_releases") < len(releases) and time.monotonic() < deadline:
         time.sleep(1.0)
         metrics = scrape(port)
     job.stop()
 
     for kind in ("publish", "skip", "nullify"):
-        assert total(metrics, "releases", kind=kind) >= kinds[kind], (kind, metrics.get("releases"))
-    assert total(metrics, "releases") == max(by_slot)  # every slot decided once, none twice
+        assert total(metrics, "kind_releases", kind=kind) >= kinds[kind], (kind, metrics.get("kind_releases"))
+    assert total(metrics, "kind_releases") == max(by_slot)  # every slot decided once, none twice
     assert total(metrics, "registered_users") == users
     assert total(metrics, "ledger_classes") >= 1
     assert total(metrics, "last_decided_slot") == max(by_slot)
     last = by_slot[max(by_slot)]
     assert total(metrics, "obs_threshold_milli") == round((last["threshold"] or 0.0) * 1000)
     assert total(metrics, "watermark_ms") >= (max(by_slot) - 1) * SLOT_MS + 1_704_067_200_000
-    levels = metrics["budget_utilisation_ppm"]
+    levels = metrics["level_budget_utilisation_ppm"]
     assert levels and all(0 <= v <= 1_000_000 for _, v in levels), levels
     assert all(labels["level"].startswith("w40_") for labels, _ in levels), levels  # the synthetic users' w
     assert any(v > 0 for _, v in levels)
     want = Counter(r["reason"] for r in expected["rejects"])
     assert set(want) >= {"unparsable", "missing_field"}, want
     for reason, n in want.items():
-        assert total(metrics, "dead_letters", reason=reason) == n, reason
+        assert total(metrics, "reason_dead_letters", reason=reason) == n, reason
     assert total(metrics, "late_records") == want.get("late", 0)
     # Every reason is registered, at zero until it happens (so a rate alert has a series to watch).
-    assert total(metrics, "dead_letters", reason="too_far_ahead") == 0
-    assert len({labels["reason"] for labels, _ in metrics["dead_letters"]}) >= 15
+    assert total(metrics, "reason_dead_letters", reason="too_far_ahead") == 0
+    assert len({labels["reason"] for labels, _ in metrics["reason_dead_letters"]}) >= 15
