@@ -8,23 +8,26 @@ import socket
 import time
 import urllib.request
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import SEED, SLOT_MS, check_releases, generate, replay
+from tests.integration.conftest import SEED, SLOT_MS, check_releases, generate
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink]
 
 SAMPLE = re.compile(r'^(flink_\w+?pwevent_(\w+))\{([^}]*)\}\s+(\S+)$')
 
 
-def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
+def scrape(port: int, keep: Path | None = None) -> dict[str, list[tuple[dict[str, str], float]]]:
     """pwevent metric name -> [(labels, value)] from the endpoint. A metric in a key/value group
     (`add_group("kind", "publish").counter("releases")`) is named with the key (`kind_releases`) and
     labelled with the value (`kind="publish"`) by Flink's Prometheus reporter."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    if keep is not None:
+        keep.write_text(text)
     out: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
     for line in text.splitlines():
         match = SAMPLE.match(line)
@@ -56,7 +59,6 @@ def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any) -> None:
     job.start(seed=SEED)
     releases = job.wait_releases(slots, timeout=240)
     by_slot = check_releases(releases, slots)
-    expected = replay(job, events, requirements)
     kinds = Counter(r["kind"] for r in releases)
 
     # The counters are updated when a slot is decided, before its release commits: poll until they
@@ -66,6 +68,8 @@ def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any) -> None:
     while total(metrics, "kind_releases") < len(releases) and time.monotonic() < deadline:
         time.sleep(1.0)
         metrics = scrape(port)
+    metrics = scrape(port, job.folder / "metrics.txt")
+    dead = Counter(m.json()["reason"] for m in job.read("dead_letters", idle_s=1.0))
     job.stop()
 
     for kind in ("publish", "skip", "nullify"):
@@ -81,11 +85,14 @@ def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any) -> None:
     assert levels and all(0 <= v <= 1_000_000 for _, v in levels), levels
     assert all(labels["level"].startswith("w40_") for labels, _ in levels), levels  # the synthetic users' w
     assert any(v > 0 for _, v in levels)
-    want = Counter(r["reason"] for r in expected["rejects"])
-    assert set(want) >= {"unparsable", "missing_field"}, want
-    for reason, n in want.items():
-        assert total(metrics, "reason_dead_letters", reason=reason) == n, reason
+    # Against what the job wrote to its dead-letter topic (on a loaded machine a starved partition can
+    # close a slot early and make records late: the counts must say so too).
+    want = dead
+    assert want["unparsable"] == 1 and want["missing_field"] == 1, want
+    reasons = {labels["reason"] for labels, _ in metrics["reason_dead_letters"]}
+    for reason in reasons:
+        assert total(metrics, "reason_dead_letters", reason=reason) == want.get(reason, 0), reason
     assert total(metrics, "late_records") == want.get("late", 0)
     # Every reason is registered, at zero until it happens (so a rate alert has a series to watch).
     assert total(metrics, "reason_dead_letters", reason="too_far_ahead") == 0
-    assert len({labels["reason"] for labels, _ in metrics["reason_dead_letters"]}) >= 15
+    assert len(reasons) >= 15
