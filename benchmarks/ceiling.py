@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     env, t_env = make_environment(settings, None)
     t_env.get_config().set("table.local-time-zone", "UTC")  # windows align in UTC, as in the job
     t_env.execute_sql(source_ddl(args.format, kafka.topics["events"], kafka.require_bootstrap(),
-                                 f"{kafka.group_id}-events", kafka.jvm_properties(), settings.flink.out_of_orderness_ms))
+                                 f"{kafka.group_id}-events", kafka.jvm_properties(),
+                                 settings.flink.out_of_orderness_ms))
     t_env.execute_sql(sink_ddl("counts", args.counts_topic, "counts", False, settings))
     query = counts_sql(args.format, config.slot_ms, config.origin_ms)
     if args.explain:

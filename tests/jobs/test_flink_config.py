@@ -58,11 +58,11 @@ def test_checkpoint_timeout_and_tolerance_reach_flink() -> None:
 
 
 def test_security_properties_reach_every_table() -> None:
-    s = settings(kafka={"bootstrap": "127.0.0.1:1", "properties": {"security.protocol": "SASL_SSL",
-                                                                  "sasl.jaas.config": "x password='p';"}})
+    s = settings(kafka={"bootstrap": "127.0.0.1:1", "security": {"protocol": "SASL_PLAINTEXT", "username": "u",
+                                                                "password": "it's"}})
     ddl = sink_ddl("b", "t", "releases", True, s)
-    assert "'properties.security.protocol' = 'SASL_SSL'" in ddl
-    assert "'properties.sasl.jaas.config' = 'x password=''p'';'" in ddl  # quotes escaped
+    assert "'properties.security.protocol' = 'SASL_PLAINTEXT'" in ddl
+    assert """username="u" password="it''s";""" in ddl  # SQL quotes escaped
     keyed = sink_ddl("b", "t", "releases", True, s)
     assert "'sink.delivery-guarantee' = 'exactly-once'" in keyed and "'key.fields' = 'k'" in keyed
     assert "'properties.transaction.timeout.ms' = '600000'" in keyed

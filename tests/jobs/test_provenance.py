@@ -149,11 +149,44 @@ class _Context:
         return 0
 
 
+class _Counter:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def inc(self, n: int = 1) -> None:
+        self.count += n
+
+
+class _MetricGroup:
+    """What the hosts ask of Flink's metric group (counters by path), recorded."""
+
+    def __init__(self, counters: dict[str, _Counter], path: str = "") -> None:
+        self.counters, self.path = counters, path
+
+    def add_group(self, name: str, extra: str | None = None) -> _MetricGroup:
+        return _MetricGroup(self.counters, f"{self.path}{name}{'=' + extra if extra else ''}/")
+
+    def counter(self, name: str) -> _Counter:
+        return self.counters.setdefault(self.path + name, _Counter())
+
+
+class _RuntimeContext:
+    def __init__(self) -> None:
+        self.counters: dict[str, _Counter] = {}
+
+    def get_metrics_group(self) -> _MetricGroup:
+        return _MetricGroup(self.counters)
+
+
 def test_the_streaming_job_dead_letters_an_unsigned_requirement():
     config = parse_config({**config_with_signature(key_env=KEY_ENV), "origin": 0})
     host = ParseRequirements(config, "pwevent.requirements")
+    runtime = _RuntimeContext()
+    host.open(runtime)
     record = {"user": "a", "time": 0, "w": 4, "epsilon": 0.6}
     [(tag, text)] = host.process_element(Row(json.dumps(record).encode(), 0, 3, None, 0, None), _Context())
     assert tag is DEAD_LETTERS and json.loads(text)["reason"] == "unauthenticated_requirement"
+    counted = {path: c.count for path, c in runtime.counters.items() if c.count}
+    assert counted == {"pwevent/reason=unauthenticated_requirement/dead_letters": 1}  # docs/operations.md, Metrics
     [keyed] = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None, 0, None), _Context())
     assert keyed[0] == "a" and keyed[1].requested == Requirement(4, 0.6)
