@@ -11,7 +11,7 @@ import pytest
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.service_metrics import SlotReport, requirement_level, window_utilisation
 from pwevent.operators.noise import NumpyRandomness
-from pwevent.operators.policies import mechanism
+from pwevent.operators.registry import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
 D = 4
