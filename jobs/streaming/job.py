@@ -52,7 +52,13 @@ def connector_jar() -> Path:
 
 
 def jvm_jar() -> Path:
-    """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use."""
+    """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use, or the
+    prebuilt jar named by $PWEVENT_JVM_JAR (the container image, deploy/kubernetes/Dockerfile)."""
+    prebuilt = os.environ.get("PWEVENT_JVM_JAR")
+    if prebuilt:
+        if not Path(prebuilt).is_file():
+            raise ConfigError(f"PWEVENT_JVM_JAR names no file: {prebuilt}")
+        return Path(prebuilt)
     built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-jvm.sh")], check=True,
                            capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
     return Path(built.stdout.strip().splitlines()[-1])
@@ -396,22 +402,25 @@ def local_run(settings: StreamSettings) -> LocalRun:
     return LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
 
 
-def make_environment(settings: StreamSettings, restore: str | None, run: LocalRun,  # type: ignore[no-untyped-def]
-                     allow_non_restored: bool = False):
-    """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode,
-    and FLINK_LOG_DIR (read when PyFlink starts its JVM) to the run's own log folder."""
+def make_environment(settings: StreamSettings, restore: str | None,  # type: ignore[no-untyped-def]
+                     run: LocalRun | None = None, allow_non_restored: bool = False):
+    """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
+    With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR (read when PyFlink
+    starts its JVM) is the run's own log folder and the REST API listens at the run's address."""
     root = str(python_root())
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
-    os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
+    local: dict[str, str] = {}
+    if run is not None:
+        os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
+        host, port = run.rest.rsplit(":", 1)
+        local = {"rest.bind-address": host, "rest.address": host, "rest.port": port}
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
 
     conf = Configuration()
-    host, port = run.rest.rsplit(":", 1)
-    local = {"rest.bind-address": host, "rest.address": host, "rest.port": port}
     for key, value in {**flink_configuration(settings, restore, allow_non_restored), **local}.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
@@ -538,6 +547,23 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     return 0
 
 
+RECOVERY_PATH = "execution.state-recovery.path"
+HA_TYPE = "high-availability.type"
+
+
+def cluster_restore(recovery_path: str | None, ha_type: str | None) -> str | None:
+    """What the entry point treats as restored state when the cluster, not `--restore`, decides it
+    (docs/kubernetes.md, "State"): a recovery path the cluster was given (the Kubernetes operator's
+    savepoint upgrade, `flink run -s`), or, under high availability, the cluster's own recovery of
+    its latest checkpoint ("ha:<type>"), since in application mode this entry point runs again on
+    every JobManager fail-over. None: the job starts without state (the release topic is checked)."""
+    if recovery_path:
+        return recovery_path
+    if ha_type and ha_type.lower() not in ("none", ""):
+        return f"ha:{ha_type}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point for `flink run -py jobs/streaming/job.py --config FILE` (cluster submission)."""
     parser = argparse.ArgumentParser(prog="flink_job.py")
@@ -548,20 +574,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     settings = stream_settings(config, str(Path(args.config).resolve().parent))
-    try:
-        start = start_point(settings, args.restore, args.resume_after_last_release)
-    except AlreadyReleasedError as err:
-        print(f"flink_job.py: refusing to start: {err}", file=sys.stderr)
-        return 2
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
+
+    from pwevent.jobs.streaming.pyflink_internals import effective_setting
 
     conf = Configuration()
     for key, value in flink_configuration(settings, None).items():
         if not key.startswith(("python.executable", "python.client.executable", "pipeline.jars")):
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    try:
+        start = start_point(settings, args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH),
+                                                                      effective_setting(env, HA_TYPE)),
+                            args.resume_after_last_release)
+    except AlreadyReleasedError as err:
+        print(f"flink_job.py: refusing to start: {err}", file=sys.stderr)
+        return 2
     # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
     # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
     # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
