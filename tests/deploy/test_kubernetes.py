@@ -130,7 +130,7 @@ def test_the_manifests_agree_with_the_job_and_the_image() -> None:
     args = job["args"]
     module = args[args.index("-pym") + 1]
     spec = importlib.util.find_spec(module)
-    assert spec is not None and callable(getattr(importlib.import_module(module), "main"))
+    assert spec is not None and callable(importlib.import_module(module).main)
     config_path = args[args.index("--config") + 1]
     volumes = {v["name"]: v for v in deployment["podTemplate"]["spec"]["volumes"]}
     assert Path(config_path).parent == Path(mount_of(deployment["podTemplate"]["spec"], "job-config"))
@@ -195,7 +195,8 @@ config = parse_config(yaml.safe_load(sys.argv[1]))
 settings = stream_settings(config, "/opt/pwevent/config")
 env, t_env = make_environment(settings, None)
 build_pipeline(env, t_env, config, settings, None)
-nodes = [[n.getOperatorName(), n.getTransformationUID()] for n in env._generate_stream_graph(False).getStreamNodes().toArray()]
+graph = env._generate_stream_graph(False)
+nodes = [[n.getOperatorName(), n.getTransformationUID()] for n in graph.getStreamNodes().toArray()]
 print("NODES " + json.dumps(nodes))
 """
 
