@@ -10,6 +10,7 @@ import yaml
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.job import (
+    cluster_restore,
     clean_checkpoints,
     flink_configuration,
     latest_checkpoint,
@@ -159,3 +160,12 @@ def test_print_submit_refuses_a_misspelled_key(tmp_path, capsys) -> None:
         config.write_text(yaml.safe_dump({**BASE, section: {key: 2}}))
         assert main(["run", "--config", str(config), "--print-submit"]) == 2
         assert f"unknown key {section}.{key}" in capsys.readouterr().err
+
+
+def test_the_entry_point_treats_cluster_managed_state_as_restored() -> None:
+    """Application mode (docs/kubernetes.md, "State"): the operator's recovery path, or HA, means the
+    cluster decides the state; only without both is the release topic checked (None)."""
+    assert cluster_restore("file:/sp/savepoint-1", None) == "file:/sp/savepoint-1"
+    assert cluster_restore(None, "kubernetes") == "ha:kubernetes"
+    assert cluster_restore(None, "NONE") is None and cluster_restore(None, None) is None
+    assert cluster_restore("", "none") is None
