@@ -10,8 +10,8 @@ import yaml
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.job import (
-    cluster_restore,
     clean_checkpoints,
+    cluster_restore,
     flink_configuration,
     latest_checkpoint,
     sink_ddl,
