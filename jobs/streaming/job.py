@@ -543,7 +543,16 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
         while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
             time.sleep(0.2)
         Path(ready_file).write_text(str(job_id))
-    client.get_job_execution_result().result()
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        client.get_job_execution_result().result()
+    except Py4JJavaError as err:  # the job failed (after its restart attempts)
+        text = str(err)
+        refused = re.search(r"restore refused: [^\n]*", text)
+        reason = refused.group(0) if refused else text.strip().splitlines()[0][:500]
+        print(f"pwevent run: job {job_id} failed: {reason}\n(the whole trace: {run.log_dir})", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,9 +1,9 @@
 """Savepoints, upgrades and rescaling (docs/operations.md): `pwevent stop --savepoint` over Flink's
-REST API and `pwevent run --restore`, on the local mini-cluster and on a standalone session cluster
+REST API and `pwevent run --restore`, on the local mini-cluster and on standalone session clusters
 (deploy/local/flink-cluster.sh). The input arrives in two halves around the stop; every slot is
-released exactly once, equal to the replay, and the spend log passes the full audit. On the cluster
-the job is restored at parallelism 2 after running at 1, and a restore whose configuration changes a
-fingerprinted field is refused, naming it."""
+released exactly once, equal to the replay, and the spend log passes the full audit. Locally a
+restore whose configuration changes a fingerprinted field is refused first, naming it; on the
+cluster the job is restored at parallelism 2 after running at 1."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import re
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import yaml
 
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import PWEVENT, SEED, check_equals_replay, generate
-from tests.integration.test_cluster_submit import ClusterJob, _rest, flink_cluster  # noqa: F401 (fixture)
+from tests.integration.test_cluster_submit import CLUSTER_SH, ClusterJob, _rest
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -78,6 +80,18 @@ def test_local_run_stop_with_savepoint_and_restore(streaming_job: Any) -> None:
     assert logs and job_id in logs[0].read_text(errors="replace"), list(first_log.iterdir())
 
     produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=HALF + 1)
+
+    # A changed cap: the Population refuses the state, naming the field (no restart: fail at once).
+    changed = yaml.safe_load(job.config_path.read_text())
+    changed["caps"]["max_w"] = 300
+    changed["flink"]["restart_attempts"] = 0
+    (job.folder / "changed.yaml").write_text(yaml.safe_dump(changed))
+    refused = subprocess.run([*PWEVENT, "run", "--config", str(job.folder / "changed.yaml"), "--seed", str(SEED),
+                              "--restore", savepoint], capture_output=True, text=True, timeout=600, cwd=job.folder)
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert "failed: restore refused: the configuration changed caps (caps: state has" in refused.stderr, \
+        refused.stderr[-3000:]
+
     job.start(seed=SEED, restore=savepoint)
     second_log = re.search(r"Flink log in (\S+)", job.log_tail())
     assert second_log and Path(second_log.group(1)) != first_log
@@ -93,39 +107,47 @@ def wait_state(job: ClusterJob, want: str, passing: tuple[str, ...]) -> None:
         time.sleep(0.5)
 
 
-def test_cluster_savepoint_rescale_1_to_2_and_a_refused_restore(kafka_bootstrap: str, flink_cluster: str,  # noqa: F811
-                                                                tmp_path: Path) -> None:
-    job = ClusterJob(flink_cluster, kafka_bootstrap, tmp_path, "DPBD", {"flink": {"parallelism": 1, **FAST_CLOSE}})
-    events, requirements = generate(tmp_path, users=40, slots=SLOTS, dynamic=True)
-    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
+@contextmanager
+def session_cluster(run_dir: Path) -> Iterator[str]:
+    """A standalone session cluster of two TaskManagers with one slot each, stopped by its pids."""
+    started = subprocess.run([str(CLUSTER_SH), "start", "--run-dir", str(run_dir), "--taskmanagers", "2",
+                              "--slots", "1"], capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stderr[-3000:]
     try:
-        job.submit(SEED)
-        wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
-        job.wait_releases(3, timeout=240)
-        savepoint = stop_with_savepoint(flink_cluster, tmp_path / "savepoints")
-        assert job.state() == "FINISHED"
-        produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=HALF + 1)
-
-        # A changed cap: the Population refuses the state (no restart: fail at once), naming the field.
-        original = job.config_path.read_text()
-        raw = yaml.safe_load(original)
-        raw["caps"]["max_w"] = 300
-        raw["flink"]["restart_attempts"] = 0
-        job.config_path.write_text(yaml.safe_dump(raw))
-        job.submit(SEED, ("--restore", savepoint))
-        wait_state(job, "FAILED", ("CREATED", "INITIALIZING", "RUNNING"))
-        cause = str(_rest(flink_cluster, f"/jobs/{job.job_id}/exceptions"))
-        assert "restore refused: the configuration changed caps" in cause, cause[-3000:]
-
-        # The same configuration at parallelism 2: every slot once, equal to the replay, audited.
-        job.config_path.write_text(original)
-        rewrite_config(job.config_path, parallelism=2)
-        words = job.submit(SEED, ("--restore", savepoint))
-        assert words[words.index("-s") + 1] == savepoint and words[words.index("-p") + 1] == "2"
-        wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
-        check_equals_replay(job, events, requirements, SLOTS)
-        vertices = {v["name"]: v["parallelism"] for v in _rest(flink_cluster, f"/jobs/{job.job_id}")["vertices"]}
-        assert any("Membership" in name and p == 2 for name, p in vertices.items()), vertices
-        assert any("Population" in name and p == 1 for name, p in vertices.items()), vertices
+        yield started.stdout.strip().splitlines()[-1]
     finally:
-        job.stop()
+        stopped = subprocess.run([str(CLUSTER_SH), "stop", "--run-dir", str(run_dir)], capture_output=True,
+                                 text=True, timeout=240)
+        assert stopped.returncode == 0, stopped.stderr[-2000:]
+
+
+def test_cluster_savepoint_then_restore_at_parallelism_2(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Stop with a savepoint at parallelism 1, restore at 2 on a new cluster (as an upgrade in
+    application mode does; thread mode cannot start a second Python job in a TaskManager that ran
+    one: pemja fails with NoSuchFieldException loadedLibraryNames, docs/operations.md)."""
+    with session_cluster(tmp_path / "cluster-1") as rest:
+        job = ClusterJob(rest, kafka_bootstrap, tmp_path, "DPBD", {"flink": {"parallelism": 1, **FAST_CLOSE}})
+        events, requirements = generate(tmp_path, users=40, slots=SLOTS, dynamic=True)
+        produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
+        try:
+            job.submit(SEED)
+            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
+            job.wait_releases(3, timeout=240)
+            savepoint = stop_with_savepoint(rest, tmp_path / "savepoints")
+            assert job.state() == "FINISHED"
+        finally:
+            job.stop()
+    produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=HALF + 1)
+    rewrite_config(job.config_path, parallelism=2)
+    with session_cluster(tmp_path / "cluster-2") as rest:
+        job.rest = rest
+        try:
+            words = job.submit(SEED, ("--restore", savepoint))
+            assert words[words.index("-s") + 1] == savepoint and words[words.index("-p") + 1] == "2"
+            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
+            check_equals_replay(job, events, requirements, SLOTS)
+            vertices = {v["name"]: v["parallelism"] for v in _rest(rest, f"/jobs/{job.job_id}")["vertices"]}
+            assert any("Membership" in name and p == 2 for name, p in vertices.items()), vertices
+            assert any("Population" in name and p == 1 for name, p in vertices.items()), vertices
+        finally:
+            job.stop()
