@@ -3,7 +3,8 @@
 
 The state of a running job (ledgers, release history, population, the smoother) only means what it
 means under the configuration that wrote it: a different slot length or origin renumbers every slot,
-a different domain changes the histograms' shape, a different mechanism or cap reads the ledgers
+a different domain changes the histograms' shape, a different mechanism, mechanism section (e.g.
+`adaptive:`) or cap reads the ledgers
 under other rules. The job keeps this fingerprint in its state and refuses a restore whose
 configuration differs in any of these fields, naming the field. Everything else in the configuration
 (parallelism, checkpointing, Kafka client settings, parsing limits, field names) may change.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pwevent.jobs.common.config import Config
 
 #: The fingerprint's fields, in the order a refusal names them.
-FIELDS = ("mechanism", "window", "epsilon", "origin_ms", "slot_ms", "domain", "caps", "noise", "postprocess")
+FIELDS = ("mechanism", "window", "epsilon", "options", "origin_ms", "slot_ms", "domain", "caps", "noise", "postprocess")
 
 
 class RestoreMismatchError(RuntimeError):
@@ -43,6 +44,7 @@ class RestoreFingerprint:
             "mechanism": config.mechanism,
             "window": json.dumps(config.window),
             "epsilon": json.dumps(config.epsilon),
+            "options": json.dumps(config.options, sort_keys=True, default=str),
             "origin_ms": str(config.origin_ms),
             "slot_ms": str(config.slot_ms),
             "domain": _describe_domain(config),

@@ -72,3 +72,10 @@ def test_a_field_only_one_side_knows_differs() -> None:
 def test_a_malformed_stored_fingerprint_is_an_error(text) -> None:
     with pytest.raises(ValueError, match="not a restore fingerprint"):
         RestoreFingerprint.from_json(text)
+
+
+def test_a_changed_mechanism_section_is_refused() -> None:
+    stored = fingerprint(mechanism="Adaptive", adaptive={"evidence": 240})
+    with pytest.raises(RestoreMismatchError, match="changed options "):
+        fingerprint(mechanism="Adaptive", adaptive={"evidence": 120}).check_restore(stored)
+    fingerprint(mechanism="Adaptive", adaptive={"evidence": 240}).check_restore(stored)
