@@ -19,7 +19,7 @@ from pwevent.jobs.offline.audit import AuditInputError, audit_file
 from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
-from pwevent.jobs.streaming import produce, tail
+from pwevent.jobs.streaming import produce, stop, tail
 from pwevent.operators.registry import REGISTRY
 
 
@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     flink_job.register(sub)
     produce.register(sub)
+    stop.register(sub)
     tail.register(sub)
 
     add_evaluate_parser(sub)

@@ -50,6 +50,7 @@ from pwevent.jobs.common.records import (
     unknown_user,
 )
 from pwevent.jobs.common.requirement_rules import RequirementRules
+from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
 from pwevent.jobs.offline.replay import release_record
 from pwevent.operators.noise import make_randomness
@@ -274,6 +275,7 @@ class PopulationHost(KeyedProcessFunction):
     def open(self, runtime_context: Any) -> None:
         self.pending = runtime_context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
         self.saved = runtime_context.get_state(ValueStateDescriptor("engine", Types.PICKLED_BYTE_ARRAY()))
+        self.fingerprint = runtime_context.get_state(ValueStateDescriptor("fingerprint", Types.STRING()))
         config = self.config
         self.clock = config.clock
         self.rng = make_randomness(config.noise, self.seed)
@@ -302,6 +304,7 @@ class PopulationHost(KeyedProcessFunction):
         if self._loaded:
             return
         self._loaded = True
+        self._check_fingerprint()
         stored = self.saved.value()
         if stored is not None:
             engine_bytes, smoother = pickle.loads(stored)
@@ -312,12 +315,22 @@ class PopulationHost(KeyedProcessFunction):
             slot, counts, publication = self.resume
             self.engine.history = ReleaseHistory(np.asarray(counts, dtype=np.int64), publication, slot)
 
+    def _check_fingerprint(self) -> None:
+        """Refuse state written under another configuration (RestoreMismatchError names the field);
+        state without a fingerprint (a first start, or state of an earlier version) gets this one."""
+        current = RestoreFingerprint.of(self.config)
+        stored = self.fingerprint.value()
+        if stored is None:
+            self.fingerprint.update(current.to_json())
+        else:
+            current.check_restore(RestoreFingerprint.from_json(stored))
+
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
+        self._load()  # first: a refused restore writes nothing
         if value[5] is not None:
             self.metrics.dead_letter(value[5])
             yield Row(DEAD_ROUTE, None, sql_dead_letter(self.events_topic, value))
             return
-        self._load()
         slot = int(value[0])
         decided = self.engine.history.decided
         if slot <= decided:

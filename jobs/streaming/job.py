@@ -22,16 +22,20 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import re
 import shlex
+import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.jobs.streaming.settings import REPO_ROOT, StreamSettings, stream_settings
+from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, REPO_ROOT, StreamSettings, stream_settings
 
 CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
 PYROOT = REPO_ROOT / ".run" / "pyroot"
@@ -50,7 +54,13 @@ def connector_jar() -> Path:
 
 
 def jvm_jar() -> Path:
-    """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use."""
+    """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use, or the
+    prebuilt jar named by $PWEVENT_JVM_JAR (the container image, deploy/kubernetes/Dockerfile)."""
+    prebuilt = os.environ.get("PWEVENT_JVM_JAR")
+    if prebuilt:
+        if not Path(prebuilt).is_file():
+            raise ConfigError(f"PWEVENT_JVM_JAR names no file: {prebuilt}")
+        return Path(prebuilt)
     built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-jvm.sh")], check=True,
                            capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
     return Path(built.stdout.strip().splitlines()[-1])
@@ -110,10 +120,14 @@ def sink_ddl(name: str, topic: str, role: str, keyed: bool, settings: StreamSett
     return f"CREATE TEMPORARY TABLE `{name}` ({columns}) WITH ({_with(options)})"
 
 
-def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[str, str]:
+def flink_configuration(settings: StreamSettings, restore: str | None,
+                        allow_non_restored: bool = False) -> dict[str, str]:
+    """The job's Flink configuration: `flink.extra` first, then the keys the job owns
+    (settings.OWNED_FLINK_KEYS; `flink.extra` cannot hold them)."""
     f = settings.flink
     checkpoints = f.checkpoint_dir if "://" in f.checkpoint_dir else "file://" + f.checkpoint_dir
-    conf = {
+    conf = dict(f.extra)
+    conf.update({
         "python.execution-mode": f.execution_mode,
         "python.executable": sys.executable,
         "python.client.executable": sys.executable,
@@ -146,16 +160,24 @@ def flink_configuration(settings: StreamSettings, restore: str | None) -> dict[s
         # down behind the tombstones of fired timers); every registration fires one Membership timer.
         "state.backend.rocksdb.timer-service.factory": "HEAP",
         "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": "3",
-        "restart-strategy.fixed-delay.delay": "2 s",
-    }
+        "restart-strategy.fixed-delay.attempts": str(f.restart_attempts),
+        "restart-strategy.fixed-delay.delay": f"{f.restart_delay_ms} ms",
+        # The SQL operators get uids from the planner (node id, node type, transformation), as the
+        # DataStream operators have theirs: a restore maps state by uid (docs/operations.md,
+        # "Savepoints, upgrades and rescaling"). The type in the uid turns a shifted plan into a
+        # refused restore instead of state handed to another kind of operator.
+        "table.exec.uid.generation": "ALWAYS",
+        "table.exec.uid.format": "<id>_<type>_<transformation>",
+    })
     if f.prometheus is not None:  # docs/operations.md, "Metrics"
-        reporter = "metrics.reporter.prom."
+        reporter = PROMETHEUS_PREFIX
         conf[reporter + "factory.class"] = PROMETHEUS_REPORTER
         conf[reporter + "host"] = f.prometheus.host
         conf[reporter + "port"] = f.prometheus.port
     if restore:
         conf["execution.state-recovery.path"] = restore
+        if allow_non_restored:
+            conf["execution.state-recovery.ignore-unclaimed-state"] = "true"
     return conf
 
 
@@ -166,6 +188,34 @@ def latest_checkpoint(checkpoint_dir: str) -> str | None:
     if not found:
         return None
     return os.path.dirname(max(found, key=os.path.getmtime))
+
+
+def clean_checkpoints(checkpoint_dir: str, keep: int, restore: str | None) -> list[str]:
+    """Remove the checkpoint folders of earlier jobs (docs/operations.md, "Savepoints, upgrades and
+    rescaling"): under a local checkpoint dir, every job-id folder except the `keep` + 1 whose
+    newest completed checkpoint is newest (the first is what `--restore latest` picks) and the one
+    `restore` lies in. Folders without a completed checkpoint are earlier jobs' too. Remote stores
+    (s3://, ...) are left alone. Returns the removed folders."""
+    if "://" in checkpoint_dir and not checkpoint_dir.startswith("file://"):
+        return []
+    base = Path(checkpoint_dir.removeprefix("file://"))
+    if not base.is_dir():
+        return []
+    jobs = [p for p in base.iterdir() if p.is_dir() and re.fullmatch("[0-9a-f]{32}", p.name)]
+
+    def newest(folder: Path) -> float:
+        done = [m.stat().st_mtime for m in folder.glob("chk-*/_metadata")]
+        return max(done, default=-1.0)
+
+    ranked = sorted(jobs, key=newest, reverse=True)
+    kept = {p for p in ranked[:keep + 1] if newest(p) >= 0}
+    if restore:
+        local = Path(restore.removeprefix("file://").removeprefix("file:")).resolve()
+        kept |= {p for p in jobs if p.resolve() in local.parents}
+    removed = [p for p in jobs if p not in kept]
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    return [str(p) for p in removed]
 
 
 def _interval(ms: int) -> str:
@@ -342,8 +392,35 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     statements.attach_as_datastream()
 
 
-def make_environment(settings: StreamSettings, restore: str | None):  # type: ignore[no-untyped-def]
-    """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode."""
+def free_loopback_port() -> int:
+    """A port nothing listens on at 127.0.0.1 now (the OS's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """Where a local run can be reached and read: its REST API / web UI and its own log folder."""
+
+    rest: str
+    log_dir: Path
+
+
+def local_run(settings: StreamSettings) -> LocalRun:
+    """A fresh log folder under flink.log_dir (Flink's log of this run only, named by start time and
+    pid), and the REST address on loopback (flink.web_port, else a free port)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    log_dir = Path(settings.flink.log_dir) / f"run-{stamp}-{os.getpid()}"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
+
+
+def make_environment(settings: StreamSettings, restore: str | None,  # type: ignore[no-untyped-def]
+                     run: LocalRun | None = None, allow_non_restored: bool = False):
+    """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
+    With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR (read when PyFlink
+    starts its JVM) is the run's own log folder and the REST API listens at the run's address."""
     root = str(python_root())
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
@@ -354,12 +431,17 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
         # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR to its own lib folder when it starts the gateway.
         os.environ.setdefault("FLINK_HOME", os.path.dirname(pyflink.__file__))
         os.environ["FLINK_LIB_DIR"] = str(metrics_lib())
+    local: dict[str, str] = {}
+    if run is not None:
+        os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
+        host, port = run.rest.rsplit(":", 1)
+        local = {"rest.bind-address": host, "rest.address": host, "rest.port": port}
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
 
     conf = Configuration()
-    for key, value in flink_configuration(settings, restore).items():
+    for key, value in {**flink_configuration(settings, restore, allow_non_restored), **local}.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.add_jars(connector_jar().resolve().as_uri(), jvm_jar().resolve().as_uri())
@@ -368,13 +450,14 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
 
 
 def submit_command(config_path: str, jobmanager: str | None = None, seed: int | None = None,
-                   restore: str | None = None, resume: bool = False) -> str:
+                   restore: str | None = None, resume: bool = False, allow_non_restored: bool = False) -> str:
     """The shell command that submits this job, detached, to a running Flink session cluster (the
     one at `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
     Every path and argument is shell-quoted. `-p` is the configuration's `flink.parallelism` (the
     job's default parallelism; the Population is pinned to 1 in the graph); `seed` (tests and
     reproduction only) is passed on to the job; `restore` (a checkpoint/savepoint path or `latest`)
-    becomes `-s` and tells the entry point that the job has state; `resume` is
+    becomes `-s` (with `-n` when `allow_non_restored`) and tells the entry point that the job has
+    state; `resume` is
     --resume-after-last-release (docs/streaming.md, "Starting twice").
 
     The client reads the configuration; the cluster's TaskManagers need the interpreter at the same
@@ -391,7 +474,8 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
         if restore is None:
             raise ConfigError(f"--restore latest: no completed checkpoint under {settings.flink.checkpoint_dir}")
     argv = [str(flink_home / "bin" / "flink"), "run", "-d", *(["-m", jobmanager] if jobmanager else []),
-            *(["-s", restore] if restore else []), "-p", str(settings.flink.parallelism),
+            *(["-s", restore] if restore else []), *(["-n"] if restore and allow_non_restored else []),
+            "-p", str(settings.flink.parallelism),
             "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(python_root()),
             "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve()),
             *(["--seed", str(seed)] if seed is not None else []), *(["--restore", restore] if restore else []),
@@ -451,8 +535,8 @@ def start_point(settings: StreamSettings, restore: str | None, resume: bool) -> 
 
 
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
-            ready_file: str | None = None, resume: bool = False) -> int:
-    """Build and run the job on the local mini-cluster until it is cancelled or killed."""
+            ready_file: str | None = None, resume: bool = False, allow_non_restored: bool = False) -> int:
+    """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed."""
     config = load_config(config_path)
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
     settings.kafka.require_bootstrap()
@@ -464,18 +548,49 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     except AlreadyReleasedError as err:
         print(f"pwevent run: refusing to start: {err}", file=sys.stderr)
         return 2
-    env, t_env = make_environment(settings, restore)
+    for folder in clean_checkpoints(settings.flink.checkpoint_dir, settings.flink.retained_jobs, restore):
+        print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
+    run = local_run(settings)
+    env, t_env = make_environment(settings, restore, run, allow_non_restored)
     build_pipeline(env, t_env, config, settings, seed, start)
     client = env.execute_async(f"pwevent {config.mechanism}")
     job_id = client.get_job_id()
     print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
+    print(f"pwevent run: web UI and REST API at http://{run.rest} (loopback only); Flink log in {run.log_dir}",
+          file=sys.stderr, flush=True)
     if ready_file:
         deadline = time.monotonic() + 120
         while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
             time.sleep(0.2)
         Path(ready_file).write_text(str(job_id))
-    client.get_job_execution_result().result()
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        client.get_job_execution_result().result()
+    except Py4JJavaError as err:  # the job failed (after its restart attempts)
+        text = str(err)
+        refused = re.search(r"restore refused: [^\n]*", text)
+        reason = refused.group(0) if refused else text.strip().splitlines()[0][:500]
+        print(f"pwevent run: job {job_id} failed: {reason}\n(the whole trace: {run.log_dir})", file=sys.stderr)
+        return 1
     return 0
+
+
+RECOVERY_PATH = "execution.state-recovery.path"
+HA_TYPE = "high-availability.type"
+
+
+def cluster_restore(recovery_path: str | None, ha_type: str | None) -> str | None:
+    """What the entry point treats as restored state when the cluster, not `--restore`, decides it
+    (docs/kubernetes.md, "State"): a recovery path the cluster was given (the Kubernetes operator's
+    savepoint upgrade, `flink run -s`), or, under high availability, the cluster's own recovery of
+    its latest checkpoint ("ha:<type>"), since in application mode this entry point runs again on
+    every JobManager fail-over. None: the job starts without state (the release topic is checked)."""
+    if recovery_path:
+        return recovery_path
+    if ha_type and ha_type.lower() not in ("none", ""):
+        return f"ha:{ha_type}"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -488,20 +603,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     settings = stream_settings(config, str(Path(args.config).resolve().parent))
-    try:
-        start = start_point(settings, args.restore, args.resume_after_last_release)
-    except AlreadyReleasedError as err:
-        print(f"flink_job.py: refusing to start: {err}", file=sys.stderr)
-        return 2
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
+
+    from pwevent.jobs.streaming.pyflink_internals import effective_setting
 
     conf = Configuration()
     for key, value in flink_configuration(settings, None).items():
         if not key.startswith(("python.executable", "python.client.executable", "pipeline.jars")):
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    try:
+        start = start_point(settings, args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH),
+                                                                      effective_setting(env, HA_TYPE)),
+                            args.resume_after_last_release)
+    except AlreadyReleasedError as err:
+        print(f"flink_job.py: refusing to start: {err}", file=sys.stderr)
+        return 2
     # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
     # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
     # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
@@ -522,9 +641,11 @@ if __name__ == "__main__":
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.print_submit:
-        print(submit_command(args.config, args.jobmanager, args.seed, args.restore, args.resume_after_last_release))
+        print(submit_command(args.config, args.jobmanager, args.seed, args.restore, args.resume_after_last_release,
+                             args.allow_non_restored_state))
         return 0
-    return run_job(args.config, args.seed, args.restore, args.ready_file, args.resume_after_last_release)
+    return run_job(args.config, args.seed, args.restore, args.ready_file, args.resume_after_last_release,
+                   args.allow_non_restored_state)
 
 
 def register(sub) -> None:  # type: ignore[no-untyped-def]
@@ -535,7 +656,12 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
         "log written exactly once) and run it on the local mini-cluster until killed. See docs/streaming.md.",
     )
     p.add_argument("--config", required=True, help="YAML configuration with kafka: and flink: sections")
-    p.add_argument("--restore", help="checkpoint/savepoint path to restore from, or 'latest'")
+    p.add_argument("--restore", help="checkpoint/savepoint path to restore from, or 'latest' (the newest "
+                   "completed checkpoint under flink.checkpoint_dir)")
+    p.add_argument("--allow-non-restored-state", action="store_true",
+                   help="with --restore: start even if some state in it belongs to no operator of this job "
+                   "(an upgrade that removed or renamed a stateful operator; docs/operations.md, 'Savepoints, "
+                   "upgrades and rescaling')")
     p.add_argument("--resume-after-last-release", action="store_true",
                    help="when the release topic already holds releases and no state is restored: continue "
                    "after the last committed slot with fresh ledgers (users' budgets in windows spanning the "

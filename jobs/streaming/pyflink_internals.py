@@ -11,6 +11,8 @@ operator creeps back onto the per-record path. An upgrade of apache-flink starts
 - `set_output_type`: re-declares a stream's type (a `to_data_stream` Row as the RowTypeInfo a
   Python operator or a union needs; same Row objects, another serializer).
 - `side_output`: `DataStream.get_side_output` adds a Python identity map per record.
+- `effective_setting`: PyFlink has no reader of the environment's effective configuration (the
+  cluster's and the submitter's keys), which tells the entry point whether the cluster restores state.
 """
 
 from __future__ import annotations
@@ -72,3 +74,10 @@ def side_output(stream: Any, tag: Any) -> Any:
     from pyflink.datastream import DataStream
 
     return DataStream(stream._j_data_stream.getSideOutput(tag.get_java_output_tag()))
+
+
+def effective_setting(env: Any, key: str) -> str | None:
+    """The value of Flink configuration `key` the environment runs with (cluster configuration,
+    `flink run` options, the operator's settings), or None."""
+    value = env._j_stream_execution_environment.getConfiguration().toMap().get(key)
+    return None if value is None else str(value)

@@ -34,6 +34,13 @@ flink:
                                   # the dead letters (unless the next record confirms the jump); 0 = off
   prometheus: {host: 127.0.0.1, port: 9249}   # optional: export the metrics for Prometheus on this
                                   # address (port: a port or a range, 9249-9259); docs/operations.md, Metrics
+  restart_attempts: 3             # a failed job restarts from its last checkpoint this many times ...
+  restart_delay: 2s               # ... waiting this long before each; 0 attempts = fail at once
+  web_port: 0                     # local run: port of the web UI / REST API on 127.0.0.1 (0 = a free one)
+  log_dir: .run/logs              # local run: each run logs into its own folder under this one
+  retained_jobs: 1                # local checkpoint dirs: earlier jobs' folders kept besides the newest
+  extra: {}                       # more Flink configuration, key: value, passed through as strings;
+                                  # keys the job sets itself are refused (OWNED_FLINK_KEYS)
 ```
 """
 
@@ -120,6 +127,62 @@ class FlinkSettings:
     bundle_time_ms: int = 100
     max_lead_ms: int = 3_600_000
     prometheus: PrometheusSettings | None = None
+    restart_attempts: int = 3
+    restart_delay_ms: int = 2000
+    web_port: int = 0
+    log_dir: str = str(REPO_ROOT / ".run" / "logs")
+    retained_jobs: int = 1
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+#: Flink keys the job sets itself (jobs/streaming/job.py, flink_configuration, tested to match): an
+#: operator sets them through the `flink:` keys above or the `pwevent run` options, not `flink.extra`.
+OWNED_FLINK_KEYS = frozenset({
+    "python.execution-mode", "python.executable", "python.client.executable", "python.fn-execution.bundle.size",
+    "python.fn-execution.bundle.time", "pipeline.auto-watermark-interval", "parallelism.default",
+    "execution.checkpointing.interval", "execution.checkpointing.mode", "execution.checkpointing.dir",
+    "execution.checkpointing.externalized-checkpoint-retention", "execution.checkpointing.num-retained",
+    "execution.checkpointing.min-pause", "execution.checkpointing.timeout",
+    "execution.checkpointing.tolerable-failed-checkpoints", "pipeline.object-reuse", "state.backend.type",
+    "execution.checkpointing.incremental", "state.backend.rocksdb.use-bloom-filter",
+    "state.backend.rocksdb.timer-service.factory", "restart-strategy.type", "restart-strategy.fixed-delay.attempts",
+    "restart-strategy.fixed-delay.delay", "table.exec.uid.generation", "table.exec.uid.format",
+    "rest.bind-address", "rest.address", "rest.port", "execution.state-recovery.path",
+    "execution.state-recovery.ignore-unclaimed-state", "pipeline.jars", "python.files", "table.local-time-zone",
+})
+#: Set by the job only when `flink.prometheus` is: otherwise `flink.extra` may configure a reporter itself.
+PROMETHEUS_PREFIX = "metrics.reporter.prom."
+
+
+def _extra(raw: Any) -> dict[str, str]:
+    """flink.extra: Flink keys to values, each a string (numbers and booleans are written as Flink
+    reads them); keys the job owns are refused."""
+    if not isinstance(raw, dict):
+        raise ConfigError("flink.extra must be a mapping of Flink configuration keys to values")
+    out = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key or any(c.isspace() for c in key):
+            raise ConfigError(f"flink.extra: {key!r} is not a Flink configuration key")
+        if key in OWNED_FLINK_KEYS:
+            raise ConfigError(f"flink.extra.{key} is set by the job itself; use the flink: keys or the "
+                              "pwevent run options (docs/streaming.md, 'Flink settings')")
+        if isinstance(value, bool):
+            out[key] = str(value).lower()
+        elif isinstance(value, (str, int, float)):
+            out[key] = str(value)
+        else:
+            raise ConfigError(f"flink.extra.{key} must be a string, number or boolean, got {value!r}")
+    return out
+
+
+def _local_path(raw: dict[str, Any], key: str, default: str, base_dir: str | None) -> str:
+    """flink.<key>: a path or URI; relative paths are relative to the config file's folder."""
+    value = raw.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"flink.{key} must be a path, got {value!r}")
+    if "://" not in value and not os.path.isabs(value):
+        value = str(Path(base_dir or ".").resolve() / value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -225,12 +288,12 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
                                    "checkpoint_timeout", "tolerable_failed_checkpoints",
                                    "state_backend", "incremental_checkpoints", "out_of_orderness", "close_after",
                                    "source_idleness", "source_start_grace", "bundle_size", "bundle_time", "max_lead",
-                                   "prometheus"})
-    checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
-    if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
-        raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
-    if "://" not in checkpoint_dir and not os.path.isabs(checkpoint_dir):
-        checkpoint_dir = str(Path(base_dir or ".").resolve() / checkpoint_dir)
+                                   "restart_attempts", "restart_delay", "web_port", "log_dir", "retained_jobs",
+                                   "extra", "prometheus"})
+    checkpoint_dir = _local_path(f, "checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"), base_dir)
+    web_port = _int(f, "flink", "web_port", 0, low=0)
+    if web_port > 65535:
+        raise ConfigError(f"flink.web_port must be a port number (0 = a free one), got {web_port}")
     flink = FlinkSettings(
         execution_mode=_str(f, "flink", "execution_mode", "thread", ("thread", "process")),
         parallelism=_int(f, "flink", "parallelism", 1),
@@ -248,7 +311,16 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
         max_lead_ms=_duration(f, "flink", "max_lead", 3_600_000, allow_zero=True),
         prometheus=_prometheus(f.get("prometheus")),
+        restart_attempts=_int(f, "flink", "restart_attempts", 3, low=0),
+        restart_delay_ms=_duration(f, "flink", "restart_delay", 2000, allow_zero=True),
+        web_port=web_port,
+        log_dir=_local_path(f, "log_dir", str(REPO_ROOT / ".run" / "logs"), base_dir),
+        retained_jobs=_int(f, "flink", "retained_jobs", 1, low=0),
+        extra=_extra(f.get("extra", {}) or {}),
     )
+    clash = sorted(key for key in flink.extra if flink.prometheus is not None and key.startswith(PROMETHEUS_PREFIX))
+    if clash:
+        raise ConfigError(f"flink.extra.{clash[0]} is set by flink.prometheus; configure the reporter in one place")
     if kafka.transaction_timeout_ms > 900_000:
         raise ConfigError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "
                           "(15m by default)")

@@ -58,11 +58,11 @@ class ClusterJob(StreamingJob):
         self.rest = rest
         self.job_id: str | None = None
 
-    def submit(self, seed: int) -> list[str]:
-        """Run the command `--print-submit` prints; returns its words."""
+    def submit(self, seed: int, extra_args: tuple[str, ...] = ()) -> list[str]:
+        """Run the command `--print-submit` prints (with `extra_args` for `pwevent run`); returns its words."""
         printed = subprocess.run([*PWEVENT, "run", "--config", str(self.config_path), "--print-submit",
-                                  "--jobmanager", self.rest, "--seed", str(seed)], capture_output=True, text=True,
-                                 check=True, timeout=120)
+                                  "--jobmanager", self.rest, "--seed", str(seed), *extra_args], capture_output=True,
+                                 text=True, check=True, timeout=120)
         command = printed.stdout.strip()
         submitted = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300,
                                    cwd=self.folder)

@@ -7,9 +7,17 @@ import shlex
 import pytest
 import yaml
 
+from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
-from pwevent.jobs.streaming.job import flink_configuration, sink_ddl, submit_command
-from pwevent.jobs.streaming.settings import stream_settings
+from pwevent.jobs.streaming.job import (
+    clean_checkpoints,
+    cluster_restore,
+    flink_configuration,
+    latest_checkpoint,
+    sink_ddl,
+    submit_command,
+)
+from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 
@@ -43,6 +51,16 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     ({"flink": {"checkpoint_timeout": "never"}}, "flink.checkpoint_timeout"),
     ({"flink": {"tolerable_failed_checkpoints": -1}}, "flink.tolerable_failed_checkpoints"),
     ({"flink": {"source_start_grace": "later"}}, "flink.source_start_grace"),
+    ({"flink": {"restart_attempts": -1}}, "flink.restart_attempts"),
+    ({"flink": {"restart_delay": "later"}}, "flink.restart_delay"),
+    ({"flink": {"web_port": 70000}}, "flink.web_port"),
+    ({"flink": {"retained_jobs": "all"}}, "flink.retained_jobs"),
+    ({"flink": {"extra": ["a"]}}, "flink.extra"),
+    ({"flink": {"extra": {"metrics.reporters": ["prom"]}}}, "flink.extra.metrics.reporters"),
+    ({"flink": {"extra": {"bad key": "1"}}}, "flink.extra: 'bad key'"),
+    ({"flink": {"extra": {"parallelism.default": 4}}}, "flink.extra.parallelism.default is set by the job"),
+    ({"flink": {"extra": {"restart-strategy.type": "none"}}}, "flink.extra.restart-strategy.type"),
+    ({"flink": {"extra": {"execution.state-recovery.path": "/x"}}}, "flink.extra.execution.state-recovery.path"),
 ])
 def test_errors_name_the_key(sections, message) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
@@ -82,3 +100,77 @@ def test_the_submit_command_quotes_paths_for_the_shell(tmp_path, monkeypatch):
     assert words[words.index("-p") + 1] == "3" and "--seed" not in words
     seeded = shlex.split(submit_command(str(config), None, seed=7))
     assert seeded[-2:] == ["--seed", "7"] and "-m" not in seeded
+
+
+def test_restart_strategy_and_extra_keys_reach_the_flink_configuration() -> None:
+    s = settings(flink={"restart_attempts": 0, "restart_delay": "15s",
+                        "extra": {"metrics.reporter.prom.port": 9250, "pipeline.name": "p", "x.enabled": True}})
+    conf = flink_configuration(s, None)
+    assert conf["restart-strategy.fixed-delay.attempts"] == "0"
+    assert conf["restart-strategy.fixed-delay.delay"] == "15000 ms"
+    assert conf["metrics.reporter.prom.port"] == "9250" and conf["x.enabled"] == "true"
+    assert "execution.state-recovery.path" not in conf
+    defaults = flink_configuration(settings(), "/sp/savepoint-1", allow_non_restored=True)
+    assert defaults["restart-strategy.fixed-delay.attempts"] == "3"
+    assert defaults["restart-strategy.fixed-delay.delay"] == "2000 ms"
+    assert defaults["execution.state-recovery.path"] == "/sp/savepoint-1"
+    assert defaults["execution.state-recovery.ignore-unclaimed-state"] == "true"
+    assert defaults["table.exec.uid.generation"] == "ALWAYS"
+
+
+def test_a_reporter_is_configured_in_one_place() -> None:
+    with pytest.raises(ConfigError, match=r"flink\.extra\.metrics\.reporter\.prom\.port is set by flink\.prometheus"):
+        settings(flink={"prometheus": {"port": 9249}, "extra": {"metrics.reporter.prom.port": 9250}})
+
+
+def test_every_key_the_job_sets_is_refused_in_extra() -> None:
+    """OWNED_FLINK_KEYS is the one list of the job's keys: it covers everything flink_configuration
+    writes (restore and local REST keys included, see make_environment)."""
+    written = set(flink_configuration(settings(), "/sp", allow_non_restored=True))
+    assert written - OWNED_FLINK_KEYS == set()
+    assert {"rest.bind-address", "rest.address", "rest.port"} <= OWNED_FLINK_KEYS
+
+
+def _checkpoint(base, job: str, n: int, mtime: float) -> str:
+    folder = base / job / f"chk-{n}"
+    folder.mkdir(parents=True)
+    (folder / "_metadata").write_bytes(b"m")
+    import os
+    os.utime(folder / "_metadata", (mtime, mtime))
+    return str(folder)
+
+
+def test_clean_checkpoints_keeps_what_restore_latest_needs(tmp_path) -> None:
+    old, older, newest, empty = "a" * 32, "b" * 32, "c" * 32, "d" * 32
+    _checkpoint(tmp_path, older, 1, 1000)
+    restored_from = _checkpoint(tmp_path, old, 7, 2000)
+    latest = _checkpoint(tmp_path, newest, 3, 3000)
+    (tmp_path / empty / "chk-1").mkdir(parents=True)  # a job that never completed a checkpoint
+    (tmp_path / "savepoints").mkdir()  # not a job folder: never touched
+    removed = clean_checkpoints(str(tmp_path), 0, None)
+    assert sorted(removed) == sorted(str(tmp_path / j) for j in (old, older, empty))
+    assert latest_checkpoint(str(tmp_path)) == latest and (tmp_path / "savepoints").is_dir()
+
+    _checkpoint(tmp_path, old, 7, 2000)
+    _checkpoint(tmp_path, older, 1, 1000)
+    assert clean_checkpoints("file://" + str(tmp_path), 0, "file:" + restored_from) == [str(tmp_path / older)]
+    assert (tmp_path / old).is_dir() and (tmp_path / newest).is_dir()
+    assert clean_checkpoints(str(tmp_path), 1, None) == []  # the newest and one earlier job
+    assert clean_checkpoints("s3://bucket/ck", 0, None) == []
+
+
+def test_print_submit_refuses_a_misspelled_key(tmp_path, capsys) -> None:
+    config = tmp_path / "job.yaml"
+    for section, key in (("flink", "paralelism"), ("kafka", "topic"), ("flink", "restart_attempt")):
+        config.write_text(yaml.safe_dump({**BASE, section: {key: 2}}))
+        assert main(["run", "--config", str(config), "--print-submit"]) == 2
+        assert f"unknown key {section}.{key}" in capsys.readouterr().err
+
+
+def test_the_entry_point_treats_cluster_managed_state_as_restored() -> None:
+    """Application mode (docs/kubernetes.md, "State"): the operator's recovery path, or HA, means the
+    cluster decides the state; only without both is the release topic checked (None)."""
+    assert cluster_restore("file:/sp/savepoint-1", None) == "file:/sp/savepoint-1"
+    assert cluster_restore(None, "kubernetes") == "ha:kubernetes"
+    assert cluster_restore(None, "NONE") is None and cluster_restore(None, None) is None
+    assert cluster_restore("", "none") is None

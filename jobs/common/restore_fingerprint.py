@@ -1,0 +1,83 @@
+"""What a restored job must share with the job whose state it takes over (docs/operations.md,
+"Savepoints, upgrades and rescaling").
+
+The state of a running job (ledgers, release history, population, the smoother) only means what it
+means under the configuration that wrote it: a different slot length or origin renumbers every slot,
+a different domain changes the histograms' shape, a different mechanism, mechanism section (e.g.
+`adaptive:`) or cap reads the ledgers
+under other rules. The job keeps this fingerprint in its state and refuses a restore whose
+configuration differs in any of these fields, naming the field. Everything else in the configuration
+(parallelism, checkpointing, Kafka client settings, parsing limits, field names) may change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from pwevent.jobs.common.config import Config
+
+#: The fingerprint's fields, in the order a refusal names them.
+FIELDS = ("mechanism", "window", "epsilon", "options", "origin_ms", "slot_ms", "domain", "caps", "noise", "postprocess")
+
+
+class RestoreMismatchError(RuntimeError):
+    """A restore whose configuration differs from the restored state's in a fingerprinted field."""
+
+
+def _describe_domain(config: Config) -> str:
+    domain = config.domain
+    return json.dumps({"type": type(domain).__name__, **dataclasses.asdict(domain)}, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class RestoreFingerprint:
+    """The fingerprinted fields of one configuration, each as a canonical string."""
+
+    values: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, config: Config) -> RestoreFingerprint:
+        caps = config.caps
+        raw = {
+            "mechanism": config.mechanism,
+            "window": json.dumps(config.window),
+            "epsilon": json.dumps(config.epsilon),
+            "options": json.dumps(config.options, sort_keys=True, default=str),
+            "origin_ms": str(config.origin_ms),
+            "slot_ms": str(config.slot_ms),
+            "domain": _describe_domain(config),
+            "caps": json.dumps({"max_w": caps.max_w, "max_epsilon": caps.max_epsilon,
+                                "min_slot_epsilon": caps.min_slot_epsilon}, sort_keys=True),
+            "noise": config.noise,
+            "postprocess": config.postprocess,
+        }
+        return cls(tuple((name, raw[name]) for name in FIELDS))
+
+    def to_json(self) -> str:
+        return json.dumps(dict(self.values), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RestoreFingerprint:
+        stored = json.loads(text)
+        if not isinstance(stored, dict) or not all(isinstance(v, str) for v in stored.values()):
+            raise ValueError(f"not a restore fingerprint: {text[:200]!r}")
+        return cls(tuple((str(k), v) for k, v in stored.items()))
+
+    def differences(self, stored: RestoreFingerprint) -> list[tuple[str, str | None, str | None]]:
+        """(field, value in the stored state, value now) of every field that differs; a field only
+        one side knows (a fingerprint of another version) differs too."""
+        now, then = dict(self.values), dict(stored.values)
+        names = [*FIELDS, *sorted((set(now) | set(then)) - set(FIELDS))]
+        return [(name, then.get(name), now.get(name)) for name in names if then.get(name) != now.get(name)]
+
+    def check_restore(self, stored: RestoreFingerprint) -> None:
+        """Raise RestoreMismatchError naming every changed field, the first one first."""
+        changed = self.differences(stored)
+        if changed:
+            detail = "; ".join(f"{name}: state has {then}, configuration has {now}" for name, then, now in changed)
+            raise RestoreMismatchError(
+                f"restore refused: the configuration changed {changed[0][0]} ({detail}). The restored state "
+                "only holds under the configuration that wrote it; start a new job on new topics instead "
+                "(docs/operations.md, 'Savepoints, upgrades and rescaling', lists the changes a restore allows)")

@@ -1,0 +1,153 @@
+"""Savepoints, upgrades and rescaling (docs/operations.md): `pwevent stop --savepoint` over Flink's
+REST API and `pwevent run --restore`, on the local mini-cluster and on standalone session clusters
+(deploy/local/flink-cluster.sh). The input arrives in two halves around the stop; every slot is
+released exactly once, equal to the replay, and the spend log passes the full audit. Locally a
+restore whose configuration changes a fingerprinted field is refused first, naming it; on the
+cluster the job is restored at parallelism 2 after running at 1."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pwevent.jobs.streaming.produce import produce_files
+from tests.integration.conftest import PWEVENT, SEED, check_equals_replay, generate
+from tests.integration.test_cluster_submit import CLUSTER_SH, ClusterJob, _rest
+
+pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
+
+FAST_CLOSE = {"close_after": "1s", "source_idleness": "3s"}
+SLOTS = 12
+HALF = 6
+
+
+def stop_with_savepoint(rest: str, folder: Path) -> str:
+    stopped = subprocess.run([*PWEVENT, "stop", "--jobmanager", rest, "--savepoint", str(folder)],
+                             capture_output=True, text=True, timeout=400)
+    assert stopped.returncode == 0, stopped.stderr[-3000:]
+    savepoint = stopped.stdout.strip()
+    assert "savepoint-" in savepoint and Path(savepoint.removeprefix("file:")).is_dir(), savepoint
+    return savepoint
+
+
+def rewrite_config(path: Path, **flink: Any) -> None:
+    raw = yaml.safe_load(path.read_text())
+    raw["flink"].update(flink)
+    path.write_text(yaml.safe_dump(raw))
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses of the sockets listening on `port` (/proc/net/tcp and tcp6, state 0A)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:
+                found.add(address)
+    return found
+
+
+def test_local_run_stop_with_savepoint_and_restore(streaming_job: Any) -> None:
+    job = streaming_job("PBA", {"flink": FAST_CLOSE})
+    events, requirements = generate(job.folder, users=30, slots=SLOTS, w=5)
+    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
+    job.start(seed=SEED)
+    said = re.search(r"web UI and REST API at http://(127\.0\.0\.1:(\d+)) \(loopback only\); Flink log in (\S+)",
+                     job.log_tail())
+    assert said, job.log_tail()
+    rest, port, first_log = said.group(1), int(said.group(2)), Path(said.group(3))
+    # 127.0.0.1 (IPv4, or IPv4-mapped in the IPv6 table) and nothing else
+    assert listening_addresses(port) <= {"0100007F", "0000000000000000FFFF00000100007F"}, listening_addresses(port)
+    assert listening_addresses(port)
+    with urllib.request.urlopen(f"http://{rest}/jobs/overview", timeout=10) as answer:
+        assert '"state":"RUNNING"' in answer.read().decode()
+    job.wait_releases(3, timeout=180)
+
+    savepoint = stop_with_savepoint(rest, job.folder / "savepoints")
+    assert job.process is not None and job.process.wait(timeout=120) == 0, job.log_tail()
+    job_id = (job.folder / "ready-1").read_text().strip()
+    logs = list(first_log.glob("flink-*.log"))
+    assert logs and job_id in logs[0].read_text(errors="replace"), list(first_log.iterdir())
+
+    produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=HALF + 1)
+
+    # A changed cap: the Population refuses the state, naming the field (no restart: fail at once).
+    changed = yaml.safe_load(job.config_path.read_text())
+    changed["caps"]["max_w"] = 300
+    changed["flink"]["restart_attempts"] = 0
+    (job.folder / "changed.yaml").write_text(yaml.safe_dump(changed))
+    refused = subprocess.run([*PWEVENT, "run", "--config", str(job.folder / "changed.yaml"), "--seed", str(SEED),
+                              "--restore", savepoint], capture_output=True, text=True, timeout=600, cwd=job.folder)
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert "failed: restore refused: the configuration changed caps (caps: state has" in refused.stderr, \
+        refused.stderr[-3000:]
+
+    job.start(seed=SEED, restore=savepoint)
+    second_log = re.search(r"Flink log in (\S+)", job.log_tail())
+    assert second_log and Path(second_log.group(1)) != first_log
+    check_equals_replay(job, events, requirements, SLOTS)
+    assert job_id not in list(Path(second_log.group(1)).glob("flink-*.log"))[0].read_text(errors="replace")
+
+
+def wait_state(job: ClusterJob, want: str, passing: tuple[str, ...]) -> None:
+    deadline = time.monotonic() + 240  # a guard against a hang, not a measured duration
+    while (state := job.state()) != want:
+        assert state in passing, job.log_tail()
+        assert time.monotonic() < deadline, f"job still {state}"
+        time.sleep(0.5)
+
+
+@contextmanager
+def session_cluster(run_dir: Path) -> Iterator[str]:
+    """A standalone session cluster of two TaskManagers with one slot each, stopped by its pids."""
+    started = subprocess.run([str(CLUSTER_SH), "start", "--run-dir", str(run_dir), "--taskmanagers", "2",
+                              "--slots", "1"], capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stderr[-3000:]
+    try:
+        yield started.stdout.strip().splitlines()[-1]
+    finally:
+        stopped = subprocess.run([str(CLUSTER_SH), "stop", "--run-dir", str(run_dir)], capture_output=True,
+                                 text=True, timeout=240)
+        assert stopped.returncode == 0, stopped.stderr[-2000:]
+
+
+def test_cluster_savepoint_then_restore_at_parallelism_2(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Stop with a savepoint at parallelism 1, restore at 2 on a new cluster (as an upgrade in
+    application mode does; thread mode cannot start a second Python job in a TaskManager that ran
+    one: pemja fails with NoSuchFieldException loadedLibraryNames, docs/operations.md)."""
+    with session_cluster(tmp_path / "cluster-1") as rest:
+        job = ClusterJob(rest, kafka_bootstrap, tmp_path, "DPBD", {"flink": {"parallelism": 1, **FAST_CLOSE}})
+        events, requirements = generate(tmp_path, users=40, slots=SLOTS, dynamic=True)
+        produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
+        try:
+            job.submit(SEED)
+            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
+            job.wait_releases(3, timeout=240)
+            savepoint = stop_with_savepoint(rest, tmp_path / "savepoints")
+            assert job.state() == "FINISHED"
+        finally:
+            job.stop()
+    produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=HALF + 1)
+    rewrite_config(job.config_path, parallelism=2)
+    with session_cluster(tmp_path / "cluster-2") as rest:
+        job.rest = rest
+        try:
+            words = job.submit(SEED, ("--restore", savepoint))
+            assert words[words.index("-s") + 1] == savepoint and words[words.index("-p") + 1] == "2"
+            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
+            check_equals_replay(job, events, requirements, SLOTS)
+            vertices = {v["name"]: v["parallelism"] for v in _rest(rest, f"/jobs/{job.job_id}")["vertices"]}
+            assert any("Membership" in name and p == 2 for name, p in vertices.items()), vertices
+            assert any("Population" in name and p == 1 for name, p in vertices.items()), vertices
+        finally:
+            job.stop()
