@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 
 from pwevent.jobs.common.config import ConfigError, load_config, parse_config
@@ -105,12 +107,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+#: Package data of the wheel (pyproject.toml, tool.setuptools.package-data): the repository's
+#: deploy/examples and docs/schemas, one copy.
+PACKAGED_FILES = {"examples": ("pwevent.examples", ".yaml"), "schemas": ("pwevent.schemas", ".json")}
+
+
+def cmd_examples(args: argparse.Namespace) -> int:
+    """Copy the example configurations and the record schemas the package carries into --out."""
+    out = Path(args.out)
+    copies = []
+    for folder, (package, suffix) in PACKAGED_FILES.items():
+        # Data-only folders are namespace packages: an editable install's search path also holds
+        # a placeholder of its import hook, which importlib.resources cannot walk; real folders only.
+        spec = importlib.util.find_spec(package)
+        places = [Path(p) for p in (spec.submodule_search_locations or []) if Path(p).is_dir()] if spec else []
+        copies += [(item, out / folder / item.name) for place in places for item in place.glob(f"*{suffix}")]
+    existing = [str(target) for _, target in copies if target.exists()]
+    if existing:
+        print(f"pwevent examples: not overwriting {', '.join(sorted(existing))}", file=sys.stderr)
+        return 2
+    for item, target in sorted(copies, key=lambda pair: str(pair[1])):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item.read_bytes())
+        print(target)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pwevent",
         description="Personalized w-event differentially private release of per-slot histograms "
         f"from user event streams (mechanisms: {', '.join(REGISTRY.names())}).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('pwevent')}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     replay = sub.add_parser(
@@ -179,6 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--slots", type=int, default=600)
     demo.add_argument("--out", help="folder for the files (default: a new temporary folder)")
     demo.set_defaults(func=cmd_demo)
+    examples = sub.add_parser(
+        "examples", help="copy the example configurations and the record schemas into a folder",
+        description="Write the example YAML configurations (examples/) and the JSON Schemas of every record "
+        "(schemas/) that the installed package carries into --out; existing files are never overwritten.",
+    )
+    examples.add_argument("--out", required=True, help="folder to write examples/ and schemas/ into")
+    examples.set_defaults(func=cmd_examples)
     flink_job.register(sub)
     produce.register(sub)
     tail.register(sub)

@@ -12,9 +12,8 @@
 Sources are the Java KafkaSource with the job's own reader and watermarks (jobs/streaming/jvm, built by
 deploy/local/build-jvm.sh), bridged to Flink SQL with `from_data_stream`; sinks are SQL Kafka tables.
 
-Python workers import `pwevent.*` from a generated folder (`.run/pyroot/pwevent/{jobs,operators,state}`
-linking to the repository's folders): the editable install's meta-path finder is only installed by
-a `.pth` file, which the PYTHONPATH-based start-up of Flink's Python workers never processes.
+Python workers import `pwevent.*` from a copy of the package's sources (jobs/streaming/locations.py,
+`python_root`); the jars come from jobs/streaming/jars.py, in a checkout or installed from the wheel.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import argparse
 import glob
 import os
 import shlex
-import subprocess
 import sys
 import sysconfig
 import time
@@ -31,40 +29,12 @@ from pathlib import Path
 
 from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.jobs.streaming.settings import REPO_ROOT, StreamSettings, stream_settings
+from pwevent.jobs.streaming.jars import connector_jar, jvm_jar
+from pwevent.jobs.streaming.locations import python_root
+from pwevent.jobs.streaming.settings import StreamSettings, stream_settings
 
-CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
-PYROOT = REPO_ROOT / ".run" / "pyroot"
 #: Where a job without state continues: (last committed slot, its counts, last publication slot).
 ResumePoint = tuple[int, list[int], int | None]
-
-
-def connector_jar() -> Path:
-    """The Flink Kafka connector jar, fetched into the cache on first use."""
-    jar = Path(os.environ.get("PWEVENT_KAFKA_CONNECTOR_JAR", CONNECTOR_JAR))
-    if not jar.is_file():
-        subprocess.run([str(REPO_ROOT / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
-    return jar
-
-
-def jvm_jar() -> Path:
-    """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use."""
-    built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-jvm.sh")], check=True,
-                           capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
-    return Path(built.stdout.strip().splitlines()[-1])
-
-
-def python_root() -> Path:
-    """A folder holding `pwevent/` (links to jobs/, operators/, state/) for Flink's Python workers."""
-    package = PYROOT / "pwevent"
-    package.mkdir(parents=True, exist_ok=True)
-    for name in ("jobs", "operators", "state"):
-        link = package / name
-        if not link.is_symlink() or os.readlink(link) != str(REPO_ROOT / name):
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(REPO_ROOT / name, target_is_directory=True)
-    return PYROOT
 
 
 def _sql_str(value: str) -> str:

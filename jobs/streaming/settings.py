@@ -20,7 +20,9 @@ flink:
   checkpoint_timeout: 10m         # a checkpoint not complete by then expires (and counts as failed)
   tolerable_failed_checkpoints: 5 # failed/expired checkpoints in a row before the job fails over; a
                                   # step longer than one timeout (e.g. a registration burst) needs > 0
-  checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder
+  checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder; default:
+                                     # <repo>/.run/checkpoints in a checkout, else
+                                     # $XDG_STATE_HOME/pwevent/checkpoints (jobs/streaming/locations.py)
   state_backend: hashmap          # hashmap | rocksdb
   incremental_checkpoints: false  # rocksdb: each checkpoint writes only what changed since the last
   out_of_orderness: 0ms           # bounded out-of-orderness of event time, per partition
@@ -44,9 +46,9 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, ConfigError
 from pwevent.jobs.common.slots import parse_duration_ms
+from pwevent.jobs.streaming.locations import default_checkpoint_dir, run_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_BOOTSTRAP_FILE = REPO_ROOT / ".run" / "kafka" / "bootstrap"
+DEFAULT_BOOTSTRAP_FILE = run_dir() / "kafka" / "bootstrap"
 TOPIC_ROLES = ("events", "requirements", "releases", "dead_letters", "audit")
 DEFAULT_TOPICS = {
     "events": "pwevent.events",
@@ -90,7 +92,7 @@ class FlinkSettings:
     checkpoint_interval_ms: int = 1000
     checkpoint_timeout_ms: int = 600_000
     tolerable_failed_checkpoints: int = 5
-    checkpoint_dir: str = str(REPO_ROOT / ".run" / "checkpoints")
+    checkpoint_dir: str = field(default_factory=default_checkpoint_dir)
     state_backend: str = "hashmap"
     incremental_checkpoints: bool = False
     out_of_orderness_ms: int = 0
@@ -187,7 +189,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
                                    "checkpoint_timeout", "tolerable_failed_checkpoints",
                                    "state_backend", "incremental_checkpoints", "out_of_orderness", "close_after",
                                    "source_idleness", "source_start_grace", "bundle_size", "bundle_time", "max_lead"})
-    checkpoint_dir = f.get("checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"))
+    checkpoint_dir = f.get("checkpoint_dir", default_checkpoint_dir())
     if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
         raise ConfigError(f"flink.checkpoint_dir must be a path, got {checkpoint_dir!r}")
     if "://" not in checkpoint_dir and not os.path.isabs(checkpoint_dir):
