@@ -8,7 +8,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import traceback
 from importlib.metadata import version
 from pathlib import Path
 
@@ -19,22 +19,24 @@ from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.evaluation.evaluate import add_evaluate_parser, progress_bar
 from pwevent.jobs.offline.audit import AuditInputError, audit_file
 from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
-from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.offline.replay import Progress, run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, tail
+from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError
 from pwevent.operators.registry import REGISTRY
 
 
-def progress_printer(label: str, every_s: float = 2.0) -> Callable[[int, int], None]:
-    """Prints 'label: i/n' to stderr at most every `every_s` seconds, and at the end."""
+def progress_printer(label: str, every_s: float = 2.0) -> Progress:
+    """Prints 'label: what i/n (p%)' to stderr at most every `every_s` seconds, and at the end: one
+    line rewritten in place on a terminal, separate lines otherwise (logs, pipes)."""
     last = [time.monotonic()]
     live = sys.stderr.isatty()
 
-    def show(done: int, total: int) -> None:
+    def show(done: int, total: int, what: str = "slot") -> None:
         now = time.monotonic()
         if now - last[0] >= every_s or done == total:
             last[0] = now
-            text = f"{label}: slot {done}/{total} ({100 * done // max(total, 1)}%)"
+            text = f"{label}: {what} {done}/{total} ({100 * done // max(total, 1)}%)"
             if live:
                 print("\r" + text, end="\n" if done == total else "", file=sys.stderr, flush=True)
             else:
@@ -64,6 +66,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2
+    except Exception:  # exit 1 means violations found: a failure of the auditor itself must not say that
+        traceback.print_exc()
+        print("pwevent audit: the auditor failed (a bug, not a verdict on the log); exit code 3", file=sys.stderr)
+        return 3
     print(report.render())
     return 0 if report.ok else 1
 
@@ -167,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--requirements, --releases and --config, each user's (followed through its member lines) against the "
         "requirements the user declared in the input, plus membership, gaps and every line against its slot's "
         "release. With --spend-log alone only the ledger-level checks run, and the report says what it skipped. "
-        "Exit 0: no violation; 1: violations (each with its rule, slot, ledger/user); 2: unreadable input. "
+        "Exit 0: no violation; 1: violations (each with its rule, slot, ledger/user); 2: unreadable or corrupt "
+        "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict). "
         "Rules: docs/mechanisms.md, 'What the auditor proves'.",
     )
     audit.add_argument("--spend-log", required=True, help="spend log written by replay or the streaming job")
@@ -234,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"pwevent: {err}", file=sys.stderr)
         return 2
+    except BrokerUnavailableError as err:
+        print(f"pwevent: {err}", file=sys.stderr)
+        return 4
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStr
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
 from pwevent.jobs.evaluation.metrics import errors
-from pwevent.jobs.evaluation.report import plot, summary_markdown
+from pwevent.jobs.evaluation.report import matplotlib_missing, plot, summary_markdown
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import REGISTRY, mechanism
@@ -331,6 +331,10 @@ def grid_command(grid: GridSpec, out: str) -> str:
     return "pwevent evaluate " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in options.items())
 
 
+#: What a run writes besides the plots; a folder holding one of them is not overwritten by accident.
+RESULT_FILES = ("runs.csv", "summary.md", "wall_seconds.txt")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     grid = GridSpec(
         datasets=_names(args.datasets), mechanisms=_names(args.mechanisms), epsilons=_floats(args.epsilons),
@@ -340,7 +344,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
         workers=args.workers,
     )
+    missing = matplotlib_missing()
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
     command = grid_command(grid, args.out)
+    existing = [name for name in RESULT_FILES if (Path(args.out) / name).exists()]
+    if existing and not (args.replot or args.overwrite):
+        print(f"pwevent evaluate: {args.out} already holds {', '.join(existing)}; pass --overwrite to replace "
+              "them, or choose another --out", file=sys.stderr)
+        return 2
     if args.replot:
         runs = read_csv(Path(args.out) / "runs.csv")
         wall = Path(args.out) / "wall_seconds.txt"
@@ -379,7 +392,9 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--types", type=int, default=g.types, help="dynamic: requirement types K")
     p.add_argument("--change-every", type=int, default=g.change_every, help="dynamic: slots S between redraws")
     p.add_argument("--workers", type=int, default=default_workers(), help="worker processes (default: cores)")
-    p.add_argument("--out", default="docs/results", help="output folder")
+    p.add_argument("--out", default="pwevent-results", help="output folder (default: ./pwevent-results); a folder "
+                   "that already holds results is refused unless --overwrite (or --replot)")
+    p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
     p.add_argument("--replot", action="store_true", help="rebuild summary and plots from OUT/runs.csv")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)
