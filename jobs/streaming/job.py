@@ -192,9 +192,11 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         .watermark("rt", "SOURCE_WATERMARK()").build()
     for role, time_field in (("events", None if kafka_time else config.events.time),
                              ("requirements", config.requirements.time)):
+        # kafka.start moves the events only: Membership needs every requirement record ever declared
+        start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
                                         f"{kafka.group_id}-{role}", kafka.properties, time_field,
-                                        config.max_record_bytes, strategy).uid(f"source-{role}")
+                                        config.max_record_bytes, strategy, start).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;

@@ -7,6 +7,12 @@ kafka:
   topics: {events: pwevent.events, requirements: pwevent.requirements, releases: pwevent.releases,
            dead_letters: pwevent.dead-letters, audit: pwevent.audit}
   event_time: field               # field (the events.time field, else the Kafka record timestamp) | kafka
+  start: earliest                 # where a job without restored state reads the events topic: earliest |
+                                  # latest | committed (the offsets the job's consumer group committed at
+                                  # its checkpoints; earliest where none) | a time (ISO-8601 or epoch ms:
+                                  # the first record with a Kafka timestamp at or after it). Requirements
+                                  # are always read from the earliest offset (docs/streaming.md,
+                                  # "Reading an existing events topic")
   properties: {}                  # extra Java client properties for every Flink source and sink
                                   # (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*)
   client: {}                      # kafka-python keyword arguments for produce/tail (security_protocol,
@@ -45,10 +51,12 @@ from pathlib import Path
 from typing import Any
 
 from pwevent.jobs.common.config import Config, ConfigError
-from pwevent.jobs.common.slots import parse_duration_ms
+from pwevent.jobs.common.slots import parse_duration_ms, parse_time_ms
 from pwevent.jobs.streaming.locations import default_checkpoint_dir, run_dir
 
 DEFAULT_BOOTSTRAP_FILE = run_dir() / "kafka" / "bootstrap"
+#: kafka.start values besides a time.
+START_POSITIONS = ("earliest", "latest", "committed")
 TOPIC_ROLES = ("events", "requirements", "releases", "dead_letters", "audit")
 DEFAULT_TOPICS = {
     "events": "pwevent.events",
@@ -77,6 +85,8 @@ class KafkaSettings:
     client: dict[str, Any] = field(default_factory=dict)
     transaction_timeout_ms: int = 600_000
     transactional_id_prefix: str = "pwevent"
+    start: str = "earliest"  # one of START_POSITIONS, or "timestamp" with start_time_ms
+    start_time_ms: int | None = None
 
     def require_bootstrap(self) -> str:
         if not self.bootstrap:
@@ -154,10 +164,25 @@ def _str(raw: dict[str, Any], section: str, key: str, default: str, choices: tup
     return value
 
 
+def _start(raw: dict[str, Any]) -> tuple[str, int | None]:
+    """kafka.start: a named position, or a time (the Kafka timestamp to start at)."""
+    value = raw.get("start", "earliest")
+    if value in START_POSITIONS:
+        return value, None
+    try:
+        moment = parse_time_ms(value, "kafka.start")
+    except ValueError:
+        raise ConfigError(f"kafka.start must be {', '.join(START_POSITIONS)} or a time (ISO-8601 or epoch "
+                          f"milliseconds), got {value!r}") from None
+    if moment < 0:
+        raise ConfigError(f"kafka.start must not be before 1970, got {value!r}")
+    return "timestamp", moment
+
+
 def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettings:
     """Validate the `kafka:` and `flink:` sections; every error names the key."""
     k = _section(config, "kafka", {"bootstrap", "group_id", "topics", "event_time", "properties", "client",
-                                   "transaction_timeout", "transactional_id_prefix"})
+                                   "transaction_timeout", "transactional_id_prefix", "start"})
     topics = dict(DEFAULT_TOPICS)
     raw_topics = k.get("topics", {}) or {}
     if not isinstance(raw_topics, dict):
@@ -175,6 +200,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
     bootstrap = k.get("bootstrap") or default_bootstrap()
     if bootstrap is not None and not isinstance(bootstrap, str):
         raise ConfigError(f"kafka.bootstrap must be host:port[,host:port], got {bootstrap!r}")
+    start, start_time_ms = _start(k)
     kafka = KafkaSettings(
         bootstrap=bootstrap,
         group_id=_str(k, "kafka", "group_id", "pwevent-job"),
@@ -184,6 +210,8 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         client=dict(client),
         transaction_timeout_ms=_duration(k, "kafka", "transaction_timeout", 600_000),
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
+        start=start,
+        start_time_ms=start_time_ms,
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
                                    "checkpoint_timeout", "tolerable_failed_checkpoints",

@@ -82,3 +82,27 @@ def test_the_submit_command_quotes_paths_for_the_shell(tmp_path, monkeypatch):
     assert words[words.index("-p") + 1] == "3" and "--seed" not in words
     seeded = shlex.split(submit_command(str(config), None, seed=7))
     assert seeded[-2:] == ["--seed", "7"] and "-m" not in seeded
+
+
+@pytest.mark.parametrize(("value", "start", "time_ms"), [
+    (None, "earliest", None),
+    ("earliest", "earliest", None),
+    ("latest", "latest", None),
+    ("committed", "committed", None),
+    ("2024-01-01T00:03:00Z", "timestamp", 1_704_067_380_000),
+    (1_704_067_380_000, "timestamp", 1_704_067_380_000),
+])
+def test_the_start_position_of_the_events(value, start, time_ms) -> None:
+    s = settings(kafka={} if value is None else {"start": value})
+    assert (s.kafka.start, s.kafka.start_time_ms) == (start, time_ms)
+
+
+def test_an_unquoted_yaml_time_is_a_start_time() -> None:
+    s = settings(kafka=yaml.safe_load("start: 2024-01-01T00:03:00Z"))
+    assert (s.kafka.start, s.kafka.start_time_ms) == ("timestamp", 1_704_067_380_000)
+
+
+@pytest.mark.parametrize("value", ["newest", "", True, -5, [1], {"at": 1}, "2024-13-01"])
+def test_a_bad_start_position_names_the_key(value) -> None:
+    with pytest.raises(ConfigError, match=r"kafka\.start"):
+        settings(kafka={"start": value})
