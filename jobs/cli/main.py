@@ -7,42 +7,23 @@ import importlib.util
 import json
 import sys
 import tempfile
-import time
 import traceback
 from importlib.metadata import version
 from pathlib import Path
 
 from pwevent.jobs.common.config import ConfigError, load_config, parse_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
+from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
-from pwevent.jobs.evaluation.evaluate import add_evaluate_parser, progress_bar
+from pwevent.jobs.evaluation.evaluate import add_evaluate_parser
 from pwevent.jobs.offline.audit import AuditInputError, audit_file
 from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
-from pwevent.jobs.offline.replay import Progress, run_replay
+from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, tail
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError
 from pwevent.operators.registry import REGISTRY
-
-
-def progress_printer(label: str, every_s: float = 2.0) -> Progress:
-    """Prints 'label: what i/n (p%)' to stderr at most every `every_s` seconds, and at the end: one
-    line rewritten in place on a terminal, separate lines otherwise (logs, pipes)."""
-    last = [time.monotonic()]
-    live = sys.stderr.isatty()
-
-    def show(done: int, total: int, what: str = "slot") -> None:
-        now = time.monotonic()
-        if now - last[0] >= every_s or done == total:
-            last[0] = now
-            text = f"{label}: {what} {done}/{total} ({100 * done // max(total, 1)}%)"
-            if live:
-                print("\r" + text, end="\n" if done == total else "", file=sys.stderr, flush=True)
-            else:
-                print(text, file=sys.stderr, flush=True)
-
-    return show
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -227,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.register(sub)
 
     add_evaluate_parser(sub)
-    add_privacy_test_parser(sub, progress_bar)
+    add_privacy_test_parser(sub, lambda label: progress_printer(label, "trial"))
     return parser
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStream
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
@@ -248,20 +249,6 @@ def run_grid(grid: GridSpec, progress: Callable[[int, int], None] | None = None)
                 progress(i, len(tasks))
 
 
-def progress_bar(label: str) -> Callable[[int, int], None]:
-    """A one-line progress bar on stderr with elapsed time and a naive ETA."""
-    started = time.monotonic()
-
-    def show(done: int, total: int) -> None:
-        elapsed = time.monotonic() - started
-        eta = elapsed / done * (total - done)
-        bar = "#" * int(30 * done / total)
-        print(f"\r{label} [{bar:<30}] {done}/{total} tasks {elapsed:6.0f}s eta {eta:5.0f}s",
-              end="\n" if done == total else "", file=sys.stderr, flush=True)
-
-    return show
-
-
 FIELDS = [f for f in Run.__dataclass_fields__]
 
 
@@ -291,7 +278,7 @@ def evaluate(grid: GridSpec, out: Path, command: str, quiet: bool = False) -> tu
     """Run the grid and write runs.csv, summary.md and the plots into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    runs = write_csv(run_grid(grid, None if quiet else progress_bar("evaluate")), out / "runs.csv")
+    runs = write_csv(run_grid(grid, None if quiet else progress_printer("evaluate", "task")), out / "runs.csv")
     seconds = time.monotonic() - started
     (out / "wall_seconds.txt").write_text(f"{seconds:.1f}\n", encoding="utf-8")
     summary = out / "summary.md"

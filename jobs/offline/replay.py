@@ -22,6 +22,7 @@ import numpy as np
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
+from pwevent.jobs.common.progress import Progress
 from pwevent.jobs.common.records import (
     ORIGINAL_HEAD_BYTES,
     Event,
@@ -88,8 +89,6 @@ def release_record(
     return record
 
 
-#: What a progress callback gets: (done, total, what is counted).
-Progress = Callable[[int, int, str], None]
 _MB = 1 << 20
 
 

@@ -112,7 +112,7 @@ def read_topic(
     """Every committed message of `topic` up to its current end (the last stable offset, for
     read_committed), waiting at most `max_s`; `idle_s` bounds the wait for a topic still being filled.
     `committed=False` reads uncommitted and aborted messages too (tests of exactly-once only)."""
-    client = consumer(kafka, **({} if committed else {"isolation_level": "read_uncommitted"}))
+    client = consumer(kafka, isolation_level="read_committed" if committed else "read_uncommitted")
     out: list[Message] = []
     try:
         deadline = time.monotonic() + max_s
