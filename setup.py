@@ -15,6 +15,8 @@ HERE = Path(__file__).resolve().parent
 
 class BuildPyWithJvmClasses(build_py):
     def run(self) -> None:
+        if not self.editable_mode:  # setuptools keeps build/lib between builds: a deleted module must not ship
+            shutil.rmtree(Path(self.build_lib) / "pwevent", ignore_errors=True)
         super().run()
         if self.editable_mode:
             return

@@ -21,11 +21,11 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from pwevent.jobs.streaming.locations import checkout, jar_cache
+from pwevent.jobs.streaming.locations import JVM_JAR_IN_PACKAGE, PACKAGE_ROOT, checkout, jar_cache
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
-#: Where the wheel's build puts the compiled JVM classes (package data of pwevent.jobs.streaming).
-PACKAGED_JVM_JAR = Path(__file__).resolve().parent / "jvm" / "pwevent-jvm.jar"
+#: Where the wheel's build (and the workers' copy, locations.python_root) puts the compiled JVM classes.
+PACKAGED_JVM_JAR = PACKAGE_ROOT / JVM_JAR_IN_PACKAGE
 
 
 class JarError(RuntimeError):

@@ -302,7 +302,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
 def make_environment(settings: StreamSettings, restore: str | None):  # type: ignore[no-untyped-def]
     """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode."""
-    root = str(python_root())
+    classes = jvm_jar()
+    root = str(python_root(classes))
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
@@ -314,7 +315,7 @@ def make_environment(settings: StreamSettings, restore: str | None):  # type: ig
     for key, value in flink_configuration(settings, restore).items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.add_jars(connector_jar().resolve().as_uri(), jvm_jar().resolve().as_uri())
+    env.add_jars(connector_jar().resolve().as_uri(), classes.resolve().as_uri())
     env.add_python_file(root)
     return env, StreamTableEnvironment.create(env)
 
@@ -338,17 +339,18 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
+    workers = python_root(jvm_jar())
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         if restore is None:
             raise ConfigError(f"--restore latest: no completed checkpoint under {settings.flink.checkpoint_dir}")
     argv = [str(flink_home / "bin" / "flink"), "run", "-d", *(["-m", jobmanager] if jobmanager else []),
             *(["-s", restore] if restore else []), "-p", str(settings.flink.parallelism),
-            "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(python_root()),
+            "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(workers),
             "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve()),
             *(["--seed", str(seed)] if seed is not None else []), *(["--restore", restore] if restore else []),
             *(["--resume-after-last-release"] if resume else [])]
-    env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(python_root()))}"
+    env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(workers))}"
     return f"{env} {shlex.join(argv)}"
 
 

@@ -60,24 +60,31 @@ def _python_sources() -> list[Path]:
                   if "__pycache__" not in p.parts)
 
 
-def python_root() -> Path:
-    """A folder holding `pwevent/{jobs,operators,state}` as real files, for Flink's Python workers.
+#: Where the compiled JVM classes sit inside the package (the wheel's copy; jobs/streaming/jars.py).
+JVM_JAR_IN_PACKAGE = Path("jobs") / "streaming" / "jvm" / "pwevent-jvm.jar"
+
+
+def python_root(jvm_jar: Path) -> Path:
+    """A folder holding `pwevent/{jobs,operators,state}` as real files, for Flink's Python workers,
+    with the job's JVM classes `jvm_jar` where an installed package has them.
 
     Workers start with PYTHONPATH and never process `.pth` files, so an editable install's import
     hook does not reach them; a copy (not links into a checkout) is also what `-pyfs` can ship to a
-    cluster. The folder is named by a digest of the sources, so a run never sees a half-written or
-    older copy; it is written once, into a temporary sibling renamed into place."""
-    sources = _python_sources()
+    cluster, and what `flink run -py` imports the job from: the copy is a complete package, so that
+    client finds the JVM classes in it as an installed job does. The folder is named by a digest of
+    its content, so a run never sees a half-written or older copy; it is written once, into a
+    temporary sibling renamed into place."""
+    files = [(path, path.relative_to(PACKAGE_ROOT)) for path in _python_sources()] + [(jvm_jar, JVM_JAR_IN_PACKAGE)]
     digest = hashlib.sha256()
-    for path in sources:
-        digest.update(str(path.relative_to(PACKAGE_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path, name in files:
+        digest.update(str(name).encode() + b"\0" + path.read_bytes() + b"\0")
     root = run_dir() / "pyroot" / digest.hexdigest()[:16]
     if root.is_dir():
         return root
     tmp = root.with_name(f"{root.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    for path in sources:
-        target = tmp / "pwevent" / path.relative_to(PACKAGE_ROOT)
+    for path, name in files:
+        target = tmp / "pwevent" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     try:

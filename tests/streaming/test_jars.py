@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pwevent.jobs.streaming.jars import KAFKA_CONNECTOR, JarError, MavenJar, download
-from pwevent.jobs.streaming.locations import PACKAGE_ROOT, python_root
+from pwevent.jobs.streaming.locations import JVM_JAR_IN_PACKAGE, PACKAGE_ROOT, python_root
 
 JAR = b"PK\x03\x04 not really a jar, but bytes with a known digest"
 PINNED = MavenJar("org.example", "thing", "1.0", hashlib.sha256(JAR).hexdigest())
@@ -54,10 +54,16 @@ def test_the_pinned_connector_is_the_one_the_scripts_fetch() -> None:
     assert coordinate.group(1) == f"{KAFKA_CONNECTOR.group}:{KAFKA_CONNECTOR.artifact}:{KAFKA_CONNECTOR.version}"
 
 
-def test_the_workers_get_a_copy_of_real_files_named_by_their_digest() -> None:
-    root = python_root()
-    files = [p for p in root.rglob("*") if p.is_file()]
-    assert files and not any(p.is_symlink() for p in root.rglob("*"))
+def test_the_workers_get_a_complete_copy_of_real_files_named_by_their_digest(tmp_path: Path) -> None:
+    """The copy is a package as installed: sources and the JVM classes (`flink run -py` imports the
+    job from it and must find them there, tests/integration/test_cluster_submit.py)."""
+    classes = tmp_path / "classes.jar"
+    classes.write_bytes(JAR)
+    root = python_root(classes)
+    assert not any(p.is_symlink() for p in root.rglob("*"))
     assert (root / "pwevent" / "jobs" / "streaming" / "hosts.py").read_bytes() == \
         (PACKAGE_ROOT / "jobs" / "streaming" / "hosts.py").read_bytes()
-    assert python_root() == root  # unchanged sources: the same folder, not a new copy
+    assert (root / "pwevent" / JVM_JAR_IN_PACKAGE).read_bytes() == JAR
+    assert python_root(classes) == root  # unchanged content: the same folder, not a new copy
+    classes.write_bytes(JAR + b"changed")
+    assert python_root(classes) != root
