@@ -25,7 +25,7 @@ import time
 
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.streaming.event_sql import fast_path_sql, register_record_groups
-from pwevent.jobs.streaming.job import jvm_jar
+from pwevent.jobs.streaming.jars import jvm_jar
 from pwevent.operators.domain import GridDomain
 
 ORIGIN_MS = 1_704_067_200_000

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from kafka.admin import KafkaAdminClient
-from kafka.errors import TopicAlreadyExistsError, for_code
+from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError, for_code
 
 # role -> (default topic name, default partition count)
 TOPICS: dict[str, tuple[str, int]] = {
@@ -107,7 +107,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: in
     `client`: kafka-python keyword arguments (security settings) for the admin client."""
     configs = {"retention.ms": "-1"} if configs is None else configs
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pwevent-create-topics",
-                             request_timeout_ms=timeout_ms, **(client or {}))
+                             request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms, **(client or {}))
     try:
         request = {name: {"num_partitions": n, "replication_factor": replication_factor, "configs": dict(configs)}
                    for name, n in topics.items()}
@@ -139,7 +139,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"create-topics: --config needs KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
         configs[key] = value
-    outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms, configs, args.client)
+    try:
+        outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms, configs,
+                                args.client)
+    except KafkaTimeoutError:
+        print(f"create-topics: no Kafka broker answered at {args.bootstrap} within {args.timeout_ms} ms "
+              "(--timeout-ms)", file=sys.stderr)
+        return 4
     ok = True
     for name, partitions in topics.items():
         state = outcome.get(name, "no answer from the broker")

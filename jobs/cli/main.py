@@ -3,42 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import tempfile
-import time
-from collections.abc import Callable
+import traceback
+from importlib.metadata import version
 from pathlib import Path
 
 from pwevent.jobs.common.config import ConfigError, load_config, parse_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
+from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
-from pwevent.jobs.evaluation.evaluate import add_evaluate_parser, progress_bar
+from pwevent.jobs.evaluation.evaluate import add_evaluate_parser
 from pwevent.jobs.offline.audit import AuditInputError, audit_file
 from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, stop, tail
+from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError
 from pwevent.operators.registry import REGISTRY
-
-
-def progress_printer(label: str, every_s: float = 2.0) -> Callable[[int, int], None]:
-    """Prints 'label: i/n' to stderr at most every `every_s` seconds, and at the end."""
-    last = [time.monotonic()]
-    live = sys.stderr.isatty()
-
-    def show(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= every_s or done == total:
-            last[0] = now
-            text = f"{label}: slot {done}/{total} ({100 * done // max(total, 1)}%)"
-            if live:
-                print("\r" + text, end="\n" if done == total else "", file=sys.stderr, flush=True)
-            else:
-                print(text, file=sys.stderr, flush=True)
-
-    return show
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -62,6 +47,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2
+    except Exception:  # exit 1 means violations found: a failure of the auditor itself must not say that
+        traceback.print_exc()
+        print("pwevent audit: the auditor failed (a bug, not a verdict on the log); exit code 3", file=sys.stderr)
+        return 3
     print(report.render())
     return 0 if report.ok else 1
 
@@ -105,12 +94,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+#: Package data of the wheel (pyproject.toml, tool.setuptools.package-data): the repository's
+#: deploy/examples and docs/schemas, one copy.
+PACKAGED_FILES = {"examples": ("pwevent.examples", ".yaml"), "schemas": ("pwevent.schemas", ".json")}
+
+
+def cmd_examples(args: argparse.Namespace) -> int:
+    """Copy the example configurations and the record schemas the package carries into --out."""
+    out = Path(args.out)
+    copies = []
+    for folder, (package, suffix) in PACKAGED_FILES.items():
+        # Data-only folders are namespace packages: an editable install's search path also holds
+        # a placeholder of its import hook, which importlib.resources cannot walk; real folders only.
+        spec = importlib.util.find_spec(package)
+        places = [Path(p) for p in (spec.submodule_search_locations or []) if Path(p).is_dir()] if spec else []
+        copies += [(item, out / folder / item.name) for place in places for item in place.glob(f"*{suffix}")]
+    existing = [str(target) for _, target in copies if target.exists()]
+    if existing:
+        print(f"pwevent examples: not overwriting {', '.join(sorted(existing))}", file=sys.stderr)
+        return 2
+    for item, target in sorted(copies, key=lambda pair: str(pair[1])):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item.read_bytes())
+        print(target)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pwevent",
         description="Personalized w-event differentially private release of per-slot histograms "
         f"from user event streams (mechanisms: {', '.join(REGISTRY.names())}).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('pwevent')}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     replay = sub.add_parser(
@@ -138,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--requirements, --releases and --config, each user's (followed through its member lines) against the "
         "requirements the user declared in the input, plus membership, gaps and every line against its slot's "
         "release. With --spend-log alone only the ledger-level checks run, and the report says what it skipped. "
-        "Exit 0: no violation; 1: violations (each with its rule, slot, ledger/user); 2: unreadable input. "
+        "Exit 0: no violation; 1: violations (each with its rule, slot, ledger/user); 2: unreadable or corrupt "
+        "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict). "
         "Rules: docs/mechanisms.md, 'What the auditor proves'.",
     )
     audit.add_argument("--spend-log", required=True, help="spend log written by replay or the streaming job")
@@ -179,13 +196,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--slots", type=int, default=600)
     demo.add_argument("--out", help="folder for the files (default: a new temporary folder)")
     demo.set_defaults(func=cmd_demo)
+    examples = sub.add_parser(
+        "examples", help="copy the example configurations and the record schemas into a folder",
+        description="Write the example YAML configurations (examples/) and the JSON Schemas of every record "
+        "(schemas/) that the installed package carries into --out; existing files are never overwritten.",
+    )
+    examples.add_argument("--out", required=True, help="folder to write examples/ and schemas/ into")
+    examples.set_defaults(func=cmd_examples)
     flink_job.register(sub)
     produce.register(sub)
     stop.register(sub)
     tail.register(sub)
 
     add_evaluate_parser(sub)
-    add_privacy_test_parser(sub, progress_bar)
+    add_privacy_test_parser(sub, lambda label: progress_printer(label, "trial"))
     return parser
 
 
@@ -199,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"pwevent: {err}", file=sys.stderr)
         return 2
+    except BrokerUnavailableError as err:
+        print(f"pwevent: {err}", file=sys.stderr)
+        return 4
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -30,12 +30,15 @@ def duration_arg(text: str) -> int:
 
 
 def parse_time_ms(value: Any, field: str = "time") -> int:
-    """ISO-8601 (a time without an offset is UTC) or epoch milliseconds -> epoch milliseconds."""
+    """ISO-8601 (a time without an offset is UTC; a date alone is its midnight UTC) or epoch milliseconds
+    -> epoch milliseconds."""
     if isinstance(value, bool):
         raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}")
     if isinstance(value, datetime):  # YAML reads an unquoted ISO-8601 time as a datetime
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
         return int(round(moment.timestamp() * 1000))
+    if isinstance(value, date):  # ... and an unquoted date as a date: its midnight, UTC
+        return int(datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp() * 1000)
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
             raise ValueError(f"{field} must be finite, got {value!r}")

@@ -31,11 +31,12 @@ from typing import Any
 import numpy as np
 
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStream
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
 from pwevent.jobs.evaluation.metrics import errors
-from pwevent.jobs.evaluation.report import plot, summary_markdown
+from pwevent.jobs.evaluation.report import matplotlib_missing, plot, summary_markdown
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import REGISTRY, mechanism
@@ -248,20 +249,6 @@ def run_grid(grid: GridSpec, progress: Callable[[int, int], None] | None = None)
                 progress(i, len(tasks))
 
 
-def progress_bar(label: str) -> Callable[[int, int], None]:
-    """A one-line progress bar on stderr with elapsed time and a naive ETA."""
-    started = time.monotonic()
-
-    def show(done: int, total: int) -> None:
-        elapsed = time.monotonic() - started
-        eta = elapsed / done * (total - done)
-        bar = "#" * int(30 * done / total)
-        print(f"\r{label} [{bar:<30}] {done}/{total} tasks {elapsed:6.0f}s eta {eta:5.0f}s",
-              end="\n" if done == total else "", file=sys.stderr, flush=True)
-
-    return show
-
-
 FIELDS = [f for f in Run.__dataclass_fields__]
 
 
@@ -291,7 +278,7 @@ def evaluate(grid: GridSpec, out: Path, command: str, quiet: bool = False) -> tu
     """Run the grid and write runs.csv, summary.md and the plots into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    runs = write_csv(run_grid(grid, None if quiet else progress_bar("evaluate")), out / "runs.csv")
+    runs = write_csv(run_grid(grid, None if quiet else progress_printer("evaluate", "task")), out / "runs.csv")
     seconds = time.monotonic() - started
     (out / "wall_seconds.txt").write_text(f"{seconds:.1f}\n", encoding="utf-8")
     summary = out / "summary.md"
@@ -331,6 +318,10 @@ def grid_command(grid: GridSpec, out: str) -> str:
     return "pwevent evaluate " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in options.items())
 
 
+#: What a run writes besides the plots; a folder holding one of them is not overwritten by accident.
+RESULT_FILES = ("runs.csv", "summary.md", "wall_seconds.txt")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     grid = GridSpec(
         datasets=_names(args.datasets), mechanisms=_names(args.mechanisms), epsilons=_floats(args.epsilons),
@@ -340,7 +331,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
         workers=args.workers,
     )
+    missing = matplotlib_missing()
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
     command = grid_command(grid, args.out)
+    existing = [name for name in RESULT_FILES if (Path(args.out) / name).exists()]
+    if existing and not (args.replot or args.overwrite):
+        print(f"pwevent evaluate: {args.out} already holds {', '.join(existing)}; pass --overwrite to replace "
+              "them, or choose another --out", file=sys.stderr)
+        return 2
     if args.replot:
         runs = read_csv(Path(args.out) / "runs.csv")
         wall = Path(args.out) / "wall_seconds.txt"
@@ -379,7 +379,9 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--types", type=int, default=g.types, help="dynamic: requirement types K")
     p.add_argument("--change-every", type=int, default=g.change_every, help="dynamic: slots S between redraws")
     p.add_argument("--workers", type=int, default=default_workers(), help="worker processes (default: cores)")
-    p.add_argument("--out", default="docs/results", help="output folder")
+    p.add_argument("--out", default="pwevent-results", help="output folder (default: ./pwevent-results); a folder "
+                   "that already holds results is refused unless --overwrite (or --replot)")
+    p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
     p.add_argument("--replot", action="store_true", help="rebuild summary and plots from OUT/runs.csv")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)

@@ -163,6 +163,16 @@ def _sweep_table(runs: list[Run], dataset: str, sweep: str, param: str, labels: 
     return rows
 
 
+def matplotlib_missing() -> str | None:
+    """Why plots cannot be drawn (matplotlib is the optional extra `evaluate`), or None."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ("pwevent evaluate draws its plots with matplotlib, an optional dependency: "
+                "pip install 'pwevent[evaluate]'")
+    return None
+
+
 def plot(runs: list[Run], grid: GridSpec, out: Path) -> list[Path]:
     """Paper-style plots: MSE (log scale) vs E, vs w, vs o per dataset; solid = raw, dashed = with
     Kalman (only for FILTERED_PLOTTED, to keep the figure readable; every value is in the summary)."""

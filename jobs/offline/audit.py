@@ -81,6 +81,14 @@ RULES = {
 }
 
 
+#: Largest integer a spend-log field may hold: 2^53, beyond which JSON readers lose exactness (a slot
+#: of any clock, even 1 ms slots up to year 9999, is below it).
+MAX_FIELD_INT = 2**53
+#: A ledger's lines may leave this many slots (more than the lines themselves) empty; a log whose slot
+#: numbers are sparser is refused as corrupt rather than given an array of that size.
+MAX_EMPTY_SLOTS = 10_000_000
+
+
 class AuditInputError(ValueError):
     """An input the auditor cannot read (not JSON, a record without its fields): exit code 2."""
 
@@ -291,10 +299,10 @@ class _Log:
 
 def _need(rec: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...] = int, minimum: int = 1) -> Any:
     """A field of a record, of the given type(s) and never a boolean, or AuditInputError. An integer
-    field is a slot (slots start at 1) unless another `minimum` is given."""
+    field is a slot (slots start at 1) unless another `minimum` is given, and at most MAX_FIELD_INT."""
     value = rec.get(key)
-    too_small = kind is int and isinstance(value, int) and value < minimum
-    if isinstance(value, bool) or not isinstance(value, kind) or too_small:
+    out_of_range = kind is int and isinstance(value, int) and not minimum <= value <= MAX_FIELD_INT
+    if isinstance(value, bool) or not isinstance(value, kind) or out_of_range:
         raise AuditInputError(f"{where}: field {key!r} is missing or mistyped ({value!r})")
     return value
 
@@ -457,6 +465,9 @@ def _ledger_checks(log: _Log, found: list[Violation]) -> int:
         if not lines:
             continue
         first, last = min(lines), max(lines)
+        if last - first + 1 > MAX_EMPTY_SLOTS + 2 * len(lines):
+            raise AuditInputError(f"ledger {name}: spend lines from slot {first} to {last}, only {len(lines)} of "
+                                  "them: slot numbers this sparse are not a log the job or the replay writes")
         spend = np.zeros(last - first + 1)
         for slot, line in lines.items():
             spend[slot - first] = line.total

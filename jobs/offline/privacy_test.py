@@ -29,13 +29,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.progress import Progress
 from pwevent.operators.noise import NumpyRandomness, Randomness
 from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.registry import REGISTRY
 from pwevent.state.population import UserRequirement
 from pwevent.state.requirements import TOLERANCE, DynamicRequirement, Requirement
-
-Progress = Callable[[int, int], None]
 
 
 class ScaledNoise:

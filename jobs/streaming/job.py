@@ -12,9 +12,8 @@
 Sources are the Java KafkaSource with the job's own reader and watermarks (jobs/streaming/jvm, built by
 deploy/local/build-jvm.sh), bridged to Flink SQL with `from_data_stream`; sinks are SQL Kafka tables.
 
-Python workers import `pwevent.*` from a generated folder (`.run/pyroot/pwevent/{jobs,operators,state}`
-linking to the repository's folders): the editable install's meta-path finder is only installed by
-a `.pth` file, which the PYTHONPATH-based start-up of Flink's Python workers never processes.
+Python workers import `pwevent.*` from a copy of the package's sources (jobs/streaming/locations.py,
+`python_root`); the jars come from jobs/streaming/jars.py, in a checkout or installed from the wheel.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import re
 import shlex
 import shutil
 import socket
-import subprocess
 import sys
 import sysconfig
 import time
@@ -35,55 +33,14 @@ from pathlib import Path
 
 from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, REPO_ROOT, StreamSettings, stream_settings
+from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib
+from pwevent.jobs.streaming.locations import python_root
+from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, stream_settings
 
-CONNECTOR_JAR = REPO_ROOT / ".cache" / "jars" / "flink" / "flink-sql-connector-kafka-5.0.0-2.2.jar"
-PYROOT = REPO_ROOT / ".run" / "pyroot"
 #: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
 PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
 #: Where a job without state continues: (last committed slot, its counts, last publication slot).
 ResumePoint = tuple[int, list[int], int | None]
-
-
-def connector_jar() -> Path:
-    """The Flink Kafka connector jar, fetched into the cache on first use."""
-    jar = Path(os.environ.get("PWEVENT_KAFKA_CONNECTOR_JAR", CONNECTOR_JAR))
-    if not jar.is_file():
-        subprocess.run([str(REPO_ROOT / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
-    return jar
-
-
-def jvm_jar() -> Path:
-    """The job's JVM pieces (jobs/streaming/jvm), compiled into the cache on first use, or the
-    prebuilt jar named by $PWEVENT_JVM_JAR (the container image, deploy/kubernetes/Dockerfile)."""
-    prebuilt = os.environ.get("PWEVENT_JVM_JAR")
-    if prebuilt:
-        if not Path(prebuilt).is_file():
-            raise ConfigError(f"PWEVENT_JVM_JAR names no file: {prebuilt}")
-        return Path(prebuilt)
-    built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-jvm.sh")], check=True,
-                           capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
-    return Path(built.stdout.strip().splitlines()[-1])
-
-
-def metrics_lib() -> Path:
-    """PyFlink's lib folder plus the job's Prometheus reporter, built into the cache on first use."""
-    built = subprocess.run([str(REPO_ROOT / "deploy" / "local" / "build-metrics-lib.sh")], check=True,
-                           capture_output=True, text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
-    return Path(built.stdout.strip().splitlines()[-1])
-
-
-def python_root() -> Path:
-    """A folder holding `pwevent/` (links to jobs/, operators/, state/) for Flink's Python workers."""
-    package = PYROOT / "pwevent"
-    package.mkdir(parents=True, exist_ok=True)
-    for name in ("jobs", "operators", "state"):
-        link = package / name
-        if not link.is_symlink() or os.readlink(link) != str(REPO_ROOT / name):
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(REPO_ROOT / name, target_is_directory=True)
-    return PYROOT
 
 
 def _sql_str(value: str) -> str:
@@ -286,9 +243,11 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         .watermark("rt", "SOURCE_WATERMARK()").build()
     for role, time_field in (("events", None if kafka_time else config.events.time),
                              ("requirements", config.requirements.time)):
+        # kafka.start moves the events only: Membership needs every requirement record ever declared
+        start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
                                         f"{kafka.group_id}-{role}", kafka.jvm_properties(), time_field,
-                                        config.max_record_bytes, strategy).uid(f"source-{role}")
+                                        config.max_record_bytes, strategy, start).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
@@ -421,7 +380,8 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
     With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR (read when PyFlink
     starts its JVM) is the run's own log folder and the REST API listens at the run's address."""
-    root = str(python_root())
+    classes = jvm_jar()
+    root = str(python_root(classes))
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
@@ -444,7 +404,7 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     for key, value in {**flink_configuration(settings, restore, allow_non_restored), **local}.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.add_jars(connector_jar().resolve().as_uri(), jvm_jar().resolve().as_uri())
+    env.add_jars(connector_jar().resolve().as_uri(), classes.resolve().as_uri())
     env.add_python_file(root)
     return env, StreamTableEnvironment.create(env)
 
@@ -469,6 +429,7 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
+    workers = python_root(jvm_jar())
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         if restore is None:
@@ -476,11 +437,11 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     argv = [str(flink_home / "bin" / "flink"), "run", "-d", *(["-m", jobmanager] if jobmanager else []),
             *(["-s", restore] if restore else []), *(["-n"] if restore and allow_non_restored else []),
             "-p", str(settings.flink.parallelism),
-            "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(python_root()),
+            "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(workers),
             "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve()),
             *(["--seed", str(seed)] if seed is not None else []), *(["--restore", restore] if restore else []),
             *(["--resume-after-last-release"] if resume else [])]
-    env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(python_root()))}"
+    env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(workers))}"
     return f"{env} {shlex.join(argv)}"
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaTimeoutError
 
 from pwevent.jobs.streaming.settings import KafkaSettings
 
@@ -32,14 +33,34 @@ class Message:
         return json.loads(self.value)
 
 
-def producer(kafka: KafkaSettings, **overrides: Any) -> KafkaProducer:
+#: How long a client waits for the first answer of a broker (kafka-python's bootstrap_timeout_ms,
+#: new in kafka-python 3.0) unless told otherwise.
+CONNECT_TIMEOUT_S = 30.0
+
+
+class BrokerUnavailableError(RuntimeError):
+    """No broker answered at the bootstrap address in time, or the topic does not exist; the CLI
+    prints the message and exits with code 4."""
+
+
+def _connect(make: Any, kafka: KafkaSettings, options: dict[str, Any], timeout_s: float) -> Any:
+    options = {**options, "bootstrap_timeout_ms": int(timeout_s * 1000)}
+    try:
+        return make(**options)
+    except KafkaTimeoutError:
+        raise BrokerUnavailableError(
+            f"no Kafka broker answered at {kafka.bootstrap} within {timeout_s:g} s (kafka.bootstrap, "
+            "$PWEVENT_BOOTSTRAP; is the broker running and reachable?)") from None
+
+
+def producer(kafka: KafkaSettings, connect_timeout_s: float = CONNECT_TIMEOUT_S, **overrides: Any) -> KafkaProducer:
     options: dict[str, Any] = {"bootstrap_servers": kafka.require_bootstrap(), "linger_ms": 5, "acks": "all"}
     options.update(kafka.client_options())
     options.update(overrides)
-    return KafkaProducer(**options)
+    return _connect(KafkaProducer, kafka, options, connect_timeout_s)
 
 
-def consumer(kafka: KafkaSettings, **overrides: Any) -> KafkaConsumer:
+def consumer(kafka: KafkaSettings, connect_timeout_s: float = CONNECT_TIMEOUT_S, **overrides: Any) -> KafkaConsumer:
     options: dict[str, Any] = {
         "bootstrap_servers": kafka.require_bootstrap(),
         "isolation_level": "read_committed",
@@ -48,22 +69,24 @@ def consumer(kafka: KafkaSettings, **overrides: Any) -> KafkaConsumer:
     }
     options.update(kafka.client_options())
     options.update(overrides)
-    return KafkaConsumer(**options)
+    return _connect(KafkaConsumer, kafka, options, connect_timeout_s)
 
 
 def follow(
-    kafka: KafkaSettings, topic: str, from_beginning: bool = True, poll_ms: int = 200
+    kafka: KafkaSettings, topic: str, from_beginning: bool = True, poll_ms: int = 200,
+    wait_s: float = CONNECT_TIMEOUT_S,
 ) -> Iterator[Message | None]:
-    """Committed messages of `topic` as they arrive; yields None after each empty poll."""
-    client = consumer(kafka)
+    """Committed messages of `topic` as they arrive; yields None after each empty poll. Waits at most
+    `wait_s` for the broker's first answer and again for the topic (BrokerUnavailableError)."""
+    client = consumer(kafka, connect_timeout_s=wait_s)
     try:
         partitions = None
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + wait_s
         while not partitions:
             partitions = client.partitions_for_topic(topic)
             if not partitions:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"topic {topic} does not exist")
+                    raise BrokerUnavailableError(f"topic {topic} does not exist at {kafka.bootstrap}")
                 time.sleep(0.2)
         assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
         client.assign(assigned)
@@ -89,7 +112,7 @@ def read_topic(
     """Every committed message of `topic` up to its current end (the last stable offset, for
     read_committed), waiting at most `max_s`; `idle_s` bounds the wait for a topic still being filled.
     `committed=False` reads uncommitted and aborted messages too (tests of exactly-once only)."""
-    client = consumer(kafka, **({} if committed else {"isolation_level": "read_uncommitted"}))
+    client = consumer(kafka, isolation_level="read_committed" if committed else "read_uncommitted")
     out: list[Message] = []
     try:
         deadline = time.monotonic() + max_s

@@ -26,11 +26,29 @@ def _jvm() -> Any:
     return get_gateway().jvm
 
 
+def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
+    """The connector's OffsetsInitializer of a `kafka.start` position (jobs/streaming/settings.py)."""
+    jvm = _jvm()
+    offsets = jvm.org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer
+    if start == "latest":
+        return offsets.latest()
+    if start == "committed":  # the connector shades the Kafka client: its reset strategy too
+        reset = jvm.org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.OffsetResetStrategy.EARLIEST
+        return offsets.committedOffsets(reset)
+    if start == "timestamp":
+        assert start_time_ms is not None
+        return offsets.timestamp(start_time_ms)
+    assert start == "earliest", start
+    return offsets.earliest()
+
+
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
-                 time_field: str | None, max_bytes: int, strategy: dict[str, int]) -> Any:
+                 time_field: str | None, max_bytes: int, strategy: dict[str, int],
+                 start: tuple[str, int | None] = ("earliest", None)) -> Any:
     """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.PositionedRecords`)
     with the per-partition `pwevent.flink.SlotWatermarks` (keys of `strategy`: out_of_orderness_ms,
-    max_lead_ms, close_after_ms, idle_after_ms, start_grace_ms, origin_ms, slot_ms), read from the earliest offset."""
+    max_lead_ms, close_after_ms, idle_after_ms, start_grace_ms, origin_ms, slot_ms), read from `start` (a
+    `kafka.start` position and its time) when no state is restored."""
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream import DataStream
 
@@ -40,8 +58,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
         .setBootstrapServers(bootstrap)
         .setTopics(jvm.java.util.Collections.singletonList(topic))
         .setGroupId(group_id)
-        .setStartingOffsets(jvm.org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer
-                            .earliest())
+        .setStartingOffsets(_starting_offsets(*start))
         .setDeserializer(jvm.pwevent.flink.PositionedRecords(time_field, max_bytes))
         .setProperty("isolation.level", "read_committed")
     )

@@ -9,6 +9,12 @@ kafka:
   event_time: field               # field (the events.time field, else the Kafka record timestamp) | kafka
   security: {}                    # how every client authenticates: protocol, sasl_mechanism, username,
                                   # password (${ENV_VAR}), ca_file (jobs/streaming/kafka_security.py)
+  start: earliest                 # where a job without restored state reads the events topic: earliest |
+                                  # latest | committed (the offsets the job's consumer group committed at
+                                  # its checkpoints; earliest where none) | a time (ISO-8601 or epoch ms:
+                                  # the first record with a Kafka timestamp at or after it). Requirements
+                                  # are always read from the earliest offset (docs/streaming.md,
+                                  # "Reading an existing events topic")
   properties: {}                  # extra Java client properties for every Flink source and sink
                                   # (tuning only: security.*, sasl.*, ssl.* belong in kafka.security)
   transaction_timeout: 10m        # the sinks' transaction.timeout.ms; keep it under the broker's max
@@ -20,7 +26,9 @@ flink:
   checkpoint_timeout: 10m         # a checkpoint not complete by then expires (and counts as failed)
   tolerable_failed_checkpoints: 5 # failed/expired checkpoints in a row before the job fails over; a
                                   # step longer than one timeout (e.g. a registration burst) needs > 0
-  checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder
+  checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder; default:
+                                     # <repo>/.run/checkpoints in a checkout, else
+                                     # $XDG_STATE_HOME/pwevent/checkpoints (jobs/streaming/locations.py)
   state_backend: hashmap          # hashmap | rocksdb
   incremental_checkpoints: false  # rocksdb: each checkpoint writes only what changed since the last
   out_of_orderness: 0ms           # bounded out-of-orderness of event time, per partition
@@ -52,11 +60,13 @@ from pathlib import Path
 from typing import Any
 
 from pwevent.jobs.common.config import Config, ConfigError
-from pwevent.jobs.common.slots import parse_duration_ms
+from pwevent.jobs.common.slots import parse_duration_ms, parse_time_ms
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties, parse_security
+from pwevent.jobs.streaming.locations import default_checkpoint_dir, run_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_BOOTSTRAP_FILE = REPO_ROOT / ".run" / "kafka" / "bootstrap"
+DEFAULT_BOOTSTRAP_FILE = run_dir() / "kafka" / "bootstrap"
+#: kafka.start values besides a time.
+START_POSITIONS = ("earliest", "latest", "committed")
 TOPIC_ROLES = ("events", "requirements", "releases", "dead_letters", "audit")
 DEFAULT_TOPICS = {
     "events": "pwevent.events",
@@ -85,6 +95,8 @@ class KafkaSettings:
     security: KafkaSecurity = field(default_factory=KafkaSecurity)
     transaction_timeout_ms: int = 600_000
     transactional_id_prefix: str = "pwevent"
+    start: str = "earliest"  # one of START_POSITIONS, or "timestamp" with start_time_ms
+    start_time_ms: int | None = None
 
     def require_bootstrap(self) -> str:
         if not self.bootstrap:
@@ -116,7 +128,7 @@ class FlinkSettings:
     checkpoint_interval_ms: int = 1000
     checkpoint_timeout_ms: int = 600_000
     tolerable_failed_checkpoints: int = 5
-    checkpoint_dir: str = str(REPO_ROOT / ".run" / "checkpoints")
+    checkpoint_dir: str = field(default_factory=default_checkpoint_dir)
     state_backend: str = "hashmap"
     incremental_checkpoints: bool = False
     out_of_orderness_ms: int = 0
@@ -130,7 +142,7 @@ class FlinkSettings:
     restart_attempts: int = 3
     restart_delay_ms: int = 2000
     web_port: int = 0
-    log_dir: str = str(REPO_ROOT / ".run" / "logs")
+    log_dir: str = str(run_dir() / "logs")
     retained_jobs: int = 1
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -252,13 +264,28 @@ def _prometheus(raw: Any) -> PrometheusSettings | None:
     return PrometheusSettings(host, port)
 
 
+def _start(raw: dict[str, Any]) -> tuple[str, int | None]:
+    """kafka.start: a named position, or a time (the Kafka timestamp to start at)."""
+    value = raw.get("start", "earliest")
+    if value in START_POSITIONS:
+        return value, None
+    try:
+        moment = parse_time_ms(value, "kafka.start")
+    except ValueError:
+        raise ConfigError(f"kafka.start must be {', '.join(START_POSITIONS)} or a time (ISO-8601 or epoch "
+                          f"milliseconds), got {value!r}") from None
+    if moment < 0:
+        raise ConfigError(f"kafka.start must not be before 1970, got {value!r}")
+    return "timestamp", moment
+
+
 def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettings:
     """Validate the `kafka:` and `flink:` sections; every error names the key."""
     if isinstance(config.extra.get("kafka"), dict) and "client" in config.extra["kafka"]:
         raise ConfigError("kafka.client was replaced by kafka.security, which drives the Java and the Python "
                           "clients alike (docs/operations.md, Security)")
     k = _section(config, "kafka", {"bootstrap", "group_id", "topics", "event_time", "properties", "security",
-                                   "transaction_timeout", "transactional_id_prefix"})
+                                   "transaction_timeout", "transactional_id_prefix", "start"})
     topics = dict(DEFAULT_TOPICS)
     raw_topics = k.get("topics", {}) or {}
     if not isinstance(raw_topics, dict):
@@ -274,6 +301,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
     bootstrap = k.get("bootstrap") or default_bootstrap()
     if bootstrap is not None and not isinstance(bootstrap, str):
         raise ConfigError(f"kafka.bootstrap must be host:port[,host:port], got {bootstrap!r}")
+    start, start_time_ms = _start(k)
     kafka = KafkaSettings(
         bootstrap=bootstrap,
         group_id=_str(k, "kafka", "group_id", "pwevent-job"),
@@ -283,6 +311,8 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         security=parse_security(k.get("security"), base_dir),
         transaction_timeout_ms=_duration(k, "kafka", "transaction_timeout", 600_000),
         transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
+        start=start,
+        start_time_ms=start_time_ms,
     )
     f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
                                    "checkpoint_timeout", "tolerable_failed_checkpoints",
@@ -290,7 +320,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
                                    "source_idleness", "source_start_grace", "bundle_size", "bundle_time", "max_lead",
                                    "restart_attempts", "restart_delay", "web_port", "log_dir", "retained_jobs",
                                    "extra", "prometheus"})
-    checkpoint_dir = _local_path(f, "checkpoint_dir", str(REPO_ROOT / ".run" / "checkpoints"), base_dir)
+    checkpoint_dir = _local_path(f, "checkpoint_dir", default_checkpoint_dir(), base_dir)
     web_port = _int(f, "flink", "web_port", 0, low=0)
     if web_port > 65535:
         raise ConfigError(f"flink.web_port must be a port number (0 = a free one), got {web_port}")
@@ -314,7 +344,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         restart_attempts=_int(f, "flink", "restart_attempts", 3, low=0),
         restart_delay_ms=_duration(f, "flink", "restart_delay", 2000, allow_zero=True),
         web_port=web_port,
-        log_dir=_local_path(f, "log_dir", str(REPO_ROOT / ".run" / "logs"), base_dir),
+        log_dir=_local_path(f, "log_dir", str(run_dir() / "logs"), base_dir),
         retained_jobs=_int(f, "flink", "retained_jobs", 1, low=0),
         extra=_extra(f.get("extra", {}) or {}),
     )

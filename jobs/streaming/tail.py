@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pwevent.jobs.common.config import load_config
-from pwevent.jobs.streaming.kafka_io import follow
+from pwevent.jobs.streaming.kafka_io import CONNECT_TIMEOUT_S, follow
 from pwevent.jobs.streaming.settings import stream_settings
 
 
@@ -28,7 +28,9 @@ def cmd_tail(args: argparse.Namespace) -> int:
     print(f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  counts", flush=True)
     seen = 0
     start = last = time.monotonic()
-    for message in follow(settings.kafka, topic, from_beginning=not args.from_end):
+    # --timeout bounds the whole run, the wait for an unreachable broker included
+    wait_s = min(args.timeout, CONNECT_TIMEOUT_S) if args.timeout else CONNECT_TIMEOUT_S
+    for message in follow(settings.kafka, topic, from_beginning=not args.from_end, wait_s=wait_s):
         now = time.monotonic()
         if message is not None:
             last = now
@@ -55,5 +57,6 @@ def register(sub: Any) -> None:
     p.add_argument("--cells", type=int, default=8, help="counts shown per line")
     p.add_argument("--max-slots", type=int, default=0, help="stop after this many releases (0: never)")
     p.add_argument("--idle-exit", type=float, default=0, help="stop after this many seconds without a release")
-    p.add_argument("--timeout", type=float, default=0, help="stop after this many seconds")
+    p.add_argument("--timeout", type=float, default=0, help="stop after this many seconds, waiting for an "
+                   "unreachable broker included (0: no limit; the broker gets 30 s to answer)")
     p.set_defaults(func=cmd_tail)

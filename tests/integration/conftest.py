@@ -102,10 +102,12 @@ class StreamingJob:
         assert set(outcome.values()) == {"created"}, outcome
         self.process: subprocess.Popen[bytes] | None = None
         self.runs = 0
+        self.pwevent = PWEVENT  # the command that runs `pwevent` (test_wheel_install.py: an installed one)
+        self.env: dict[str, str] | None = None  # the job's environment (None: this process's)
 
     def command(self, seed: int | None = 1, restore: str | None = None) -> list[str]:
         """The `pwevent run` command line of this job."""
-        args = [*PWEVENT, "run", "--config", str(self.config_path)]
+        args = [*self.pwevent, "run", "--config", str(self.config_path)]
         if seed is not None:
             args += ["--seed", str(seed)]
         if restore:
@@ -121,7 +123,7 @@ class StreamingJob:
         log = open(self.folder / f"job-{self.runs}.log", "wb")
         began = time.monotonic()
         self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                        cwd=str(self.folder))
+                                        cwd=str(self.folder), env=self.env)
         while not ready.exists():
             assert self.process.poll() is None, self.log_tail()
             assert time.monotonic() - began < timeout, "job not RUNNING in time"

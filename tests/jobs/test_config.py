@@ -68,3 +68,11 @@ def test_yaml_timestamps_are_times(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("mechanism: PBD\nslot: 60s\norigin: 2024-01-01T00:00:00Z\ndomain: {type: binary}\n")
     assert load_config(str(path)).origin_ms == 1_704_067_200_000
+
+
+@pytest.mark.parametrize("text", ["2024-01-01", "2024-01-01T00:00:00Z", "2024-01-01 00:00:00", "'2024-01-01'"])
+def test_an_unquoted_yaml_date_or_time_is_an_origin(tmp_path, text):
+    """YAML reads `origin: 2024-01-01` as a datetime.date: it is that day's midnight, UTC."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"mechanism: PBD\nslot: 60s\norigin: {text}\ndomain: {{type: binary}}\n")
+    assert load_config(str(path)).origin_ms == 1_704_067_200_000

@@ -82,6 +82,15 @@ def test_cli_writes_csv_summary_and_plots_and_replots(tmp_path):
     assert "PBD/BD" in summary and "numpy-geometric (fast)" in summary and "pwevent evaluate --datasets Sin" in summary
     assert (out / "sin_mse_vs_epsilon.png").stat().st_size > 1000
     assert main(argv + ["--replot"]) == 0
+    before = (out / "runs.csv").read_bytes()
+    assert main(argv) == 2  # a folder holding results is never overwritten by accident
+    assert (out / "runs.csv").read_bytes() == before
+
+
+def test_the_default_output_folder_is_new_and_local():
+    """Not docs/results relative to wherever it runs (the committed results of a checkout)."""
+    args = build_parser().parse_args(["evaluate"])
+    assert args.out == "pwevent-results" and not args.overwrite
 
 
 def test_command_round_trips_through_the_parser():

@@ -174,3 +174,27 @@ def test_the_entry_point_treats_cluster_managed_state_as_restored() -> None:
     assert cluster_restore(None, "kubernetes") == "ha:kubernetes"
     assert cluster_restore(None, "NONE") is None and cluster_restore(None, None) is None
     assert cluster_restore("", "none") is None
+
+
+@pytest.mark.parametrize(("value", "start", "time_ms"), [
+    (None, "earliest", None),
+    ("earliest", "earliest", None),
+    ("latest", "latest", None),
+    ("committed", "committed", None),
+    ("2024-01-01T00:03:00Z", "timestamp", 1_704_067_380_000),
+    (1_704_067_380_000, "timestamp", 1_704_067_380_000),
+])
+def test_the_start_position_of_the_events(value, start, time_ms) -> None:
+    s = settings(kafka={} if value is None else {"start": value})
+    assert (s.kafka.start, s.kafka.start_time_ms) == (start, time_ms)
+
+
+def test_an_unquoted_yaml_time_is_a_start_time() -> None:
+    s = settings(kafka=yaml.safe_load("start: 2024-01-01T00:03:00Z"))
+    assert (s.kafka.start, s.kafka.start_time_ms) == ("timestamp", 1_704_067_380_000)
+
+
+@pytest.mark.parametrize("value", ["newest", "", True, -5, [1], {"at": 1}, "2024-13-01"])
+def test_a_bad_start_position_names_the_key(value) -> None:
+    with pytest.raises(ConfigError, match=r"kafka\.start"):
+        settings(kafka={"start": value})

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.common.records import Rejected, parse_event
 from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
-from pwevent.jobs.streaming.job import jvm_jar
+from pwevent.jobs.streaming.jars import jvm_jar
 from tests.corpus import poison_records
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]

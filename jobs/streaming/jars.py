@@ -1,0 +1,130 @@
+"""The two jars the job adds to Flink: the Kafka connector and the job's own JVM classes
+(docs/streaming.md, "Installing from the wheel"; docs/architecture.md, "Dependencies").
+
+- The Flink SQL Kafka connector, one self-contained jar of a pinned version. In a checkout
+  `deploy/local/fetch-jars.sh` fetches it (with the broker's jars) through Maven; installed, it is
+  downloaded from Maven Central (or `$PWEVENT_MAVEN_REPOSITORY`) into the user cache on first use and
+  checked against the SHA-256 pinned here; `$PWEVENT_KAFKA_CONNECTOR_JAR` names a jar to use instead.
+- The job's JVM classes (jobs/streaming/jvm): the wheel carries them compiled (`setup.py` runs
+  `deploy/local/build-jvm.sh` when it builds the wheel), so an installed job needs no JDK; a checkout
+  compiles them on first use and after every change of the sources, with the same script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from pwevent.jobs.streaming.locations import JVM_JAR_IN_PACKAGE, PACKAGE_ROOT, checkout, jar_cache
+
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+#: Where the wheel's build (and the workers' copy, locations.python_root) puts the compiled JVM classes.
+PACKAGED_JVM_JAR = PACKAGE_ROOT / JVM_JAR_IN_PACKAGE
+
+
+class JarError(RuntimeError):
+    """A jar the job needs is missing and cannot be fetched or built; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class MavenJar:
+    """One jar of a Maven repository, pinned by version and SHA-256."""
+
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+    def url(self, repository: str) -> str:
+        folder = f"{self.group.replace('.', '/')}/{self.artifact}/{self.version}"
+        return f"{repository.rstrip('/')}/{folder}/{self.file_name}"
+
+
+#: Must match FLINK_CONNECTOR in deploy/local/fetch-jars.sh (tests/streaming/test_jars.py checks).
+KAFKA_CONNECTOR = MavenJar("org.apache.flink", "flink-sql-connector-kafka", "5.0.0-2.2",
+                           "5605c691d11a501382c383fecba37a7a552467da5ab7ba904ef5d6f3d62c5616")
+
+
+def download(jar: MavenJar, folder: Path, repository: str, timeout_s: float = 60.0) -> Path:
+    """`jar` in `folder`, downloaded from `repository` unless already there; a download whose SHA-256
+    differs from the pinned one is refused and nothing is kept."""
+    target = folder / jar.file_name
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f"{jar.file_name}.part{os.getpid()}"
+    url = jar.url(repository)
+    print(f"pwevent: downloading {url} into {folder}", file=sys.stderr)
+    digest = hashlib.sha256()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response, partial.open("wb") as out:
+            while chunk := response.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != jar.sha256:
+            raise JarError(f"{url}: SHA-256 {digest.hexdigest()} is not the pinned {jar.sha256}; not used")
+        partial.replace(target)
+    except (urllib.error.URLError, OSError) as err:
+        raise JarError(f"cannot download {url}: {err}. Download it by hand and set $PWEVENT_KAFKA_CONNECTOR_JAR, "
+                       "or set $PWEVENT_MAVEN_REPOSITORY to a reachable Maven mirror") from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def connector_jar() -> Path:
+    """The Flink Kafka connector jar: $PWEVENT_KAFKA_CONNECTOR_JAR, else the cached one, fetched on first use."""
+    if os.environ.get("PWEVENT_KAFKA_CONNECTOR_JAR"):
+        jar = Path(os.environ["PWEVENT_KAFKA_CONNECTOR_JAR"])
+        if not jar.is_file():
+            raise JarError(f"$PWEVENT_KAFKA_CONNECTOR_JAR: no file {jar}")
+        return jar
+    folder = jar_cache() / "flink"
+    repo = checkout()
+    if repo is not None and not (folder / KAFKA_CONNECTOR.file_name).is_file():
+        subprocess.run([str(repo / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
+    return download(KAFKA_CONNECTOR, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
+
+
+def jvm_jar() -> Path:
+    """The job's JVM classes: the prebuilt jar named by $PWEVENT_JVM_JAR (the container image,
+    deploy/kubernetes/Dockerfile), else compiled from a checkout's sources (cached by their digest),
+    else the jar the wheel carries."""
+    prebuilt = os.environ.get("PWEVENT_JVM_JAR")
+    if prebuilt:
+        if not Path(prebuilt).is_file():
+            raise JarError(f"$PWEVENT_JVM_JAR: no file {prebuilt}")
+        return Path(prebuilt)
+    repo = checkout()
+    if repo is not None:
+        built = subprocess.run([str(repo / "deploy" / "local" / "build-jvm.sh")], check=True, capture_output=True,
+                               text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
+        return Path(built.stdout.strip().splitlines()[-1])
+    if PACKAGED_JVM_JAR.is_file():
+        return PACKAGED_JVM_JAR
+    raise JarError(f"{PACKAGED_JVM_JAR} is missing: this installation was built without the job's JVM classes. "
+                   "Build the wheel from a checkout set up by deploy/local/setup.sh (docs/streaming.md, "
+                   "'Installing from the wheel')")
+
+
+def metrics_lib() -> Path:
+    """PyFlink's lib folder plus the job's loopback Prometheus reporter (jobs/streaming/jvm-metrics),
+    built into the jar cache on first use; a checkout only (docs/operations.md, "Metrics")."""
+    repo = checkout()
+    if repo is None:
+        raise JarError("flink.prometheus on the local run needs a checkout (deploy/local/build-metrics-lib.sh "
+                       "builds the reporter); on a cluster configure Flink's own reporter instead "
+                       "(docs/operations.md, 'Metrics')")
+    built = subprocess.run([str(repo / "deploy" / "local" / "build-metrics-lib.sh")], check=True, capture_output=True,
+                           text=True, env={**os.environ, "PWEVENT_VENV_PYTHON": sys.executable})
+    return Path(built.stdout.strip().splitlines()[-1])

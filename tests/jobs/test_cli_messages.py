@@ -1,0 +1,88 @@
+"""What a newcomer sees from the CLI (docs/streaming.md and README.md, "Exit codes"): a version, the
+packaged examples, clear messages and distinct exit codes instead of tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from pwevent.jobs.cli.main import main
+from pwevent.jobs.common.config import load_config, parse_config
+from pwevent.jobs.streaming.settings import stream_settings
+
+PWEVENT = [sys.executable, "-m", "pwevent.jobs.cli.main"]
+CONFIG = "mechanism: PBD\nslot: 60s\norigin: 2024-01-01\ndomain: {type: binary}\n"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"pwevent {version('pwevent')}"
+
+
+def test_examples_are_copied_valid_and_never_overwritten(tmp_path: Path) -> None:
+    assert main(["examples", "--out", str(tmp_path)]) == 0
+    configs = sorted((tmp_path / "examples").glob("*.yaml"))
+    assert {p.name for p in configs} >= {"replay-pbd.yaml", "stream-pbd.yaml"}
+    for path in configs:
+        stream_settings(load_config(str(path)), str(path.parent))  # every section valid
+    for path in (tmp_path / "schemas").glob("*.json"):
+        assert json.loads(path.read_text())["$schema"].startswith("https://json-schema.org/")
+    (tmp_path / "examples" / "stream-pbd.yaml").write_text("mine")
+    assert main(["examples", "--out", str(tmp_path)]) == 2
+    assert (tmp_path / "examples" / "stream-pbd.yaml").read_text() == "mine"
+
+
+def spend_log(tmp_path: Path, slot: int) -> Path:
+    path = tmp_path / "spend.jsonl"
+    lines = [{"record": "ledger", "ledger": "a", "parent": None, "since": 1, "requirement": {"w": 2, "epsilon": 1.0}},
+             {"record": "spend", "ledger": "a", "slot": 1, "calculation": 0.1, "publication": 0.0},
+             {"record": "spend", "ledger": "a", "slot": slot, "calculation": 0.1, "publication": 0.0}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("slot", [2**70, 2**52])
+def test_a_corrupt_spend_log_is_exit_2_with_a_message_not_a_traceback(tmp_path: Path, slot: int) -> None:
+    done = subprocess.run([*PWEVENT, "audit", "--spend-log", str(spend_log(tmp_path, slot))], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "cannot audit" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unreachable_broker_is_a_message_and_exit_4_within_the_timeout(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG + "kafka: {bootstrap: '127.0.0.1:1'}\n")  # port 1 on loopback: refused
+    done = subprocess.run([*PWEVENT, "tail", "--config", str(config), "--timeout", "1"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 4, done.stderr
+    assert "no Kafka broker answered at 127.0.0.1:1 within 1 s" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_evaluate_without_matplotlib_says_which_extra_to_install(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['matplotlib'] = None; from pwevent.jobs.cli.main import main; "
+            f"sys.exit(main(['evaluate', '--out', {str(tmp_path)!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "pip install 'pwevent[evaluate]'" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_replay_reports_progress_while_reading(tmp_path: Path) -> None:
+    from pwevent.jobs.common.files import write_synthetic
+    from pwevent.jobs.common.synthetic import SyntheticStream
+    from pwevent.jobs.offline.replay import run_replay
+
+    events, requirements = write_synthetic(SyntheticStream("Sin", 20, 5, 1), str(tmp_path), 0.6, 40, 60_000)
+    seen: list[tuple[int, int, str]] = []
+    config = parse_config({"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z",
+                           "domain": {"type": "binary"}})
+    run_replay(config, str(events), str(requirements), str(tmp_path / "r.jsonl"), str(tmp_path / "s.jsonl"),
+               seed=1, progress=lambda done, total, what: seen.append((done, total, what)))
+    whats = [what for _, _, what in seen]
+    assert whats.index("reading requirements (MB)") < whats.index("reading events (MB)") < whats.index("slot")
+    assert seen[-1] == (5, 5, "slot")
