@@ -2,9 +2,9 @@
 
 For each repetition (data seed = repetition, as in `pwevent evaluate`) at E = 0.6, w = 120: the releases
 of Uniform, Sample, DPBA and Adaptive (jobs/evaluation/evaluate.py's runners, fast numpy noise), each
-filtered by the Kalman bank without the slots' own sampling deviation (`FilterConfig(sampling=(False,))`,
-the bank before it had B) and with it (the default), scored by MSE over the whole stream and over three
-segments (the steep rise 1-240, the bend 241-1000, the flat rest). Two family choices that
+filtered by the default Kalman bank and by the bank with the opt-in "+B" variants that model each
+slot's own sampling deviation (`FilterConfig(sampling=(False, True))`), scored by MSE over the whole
+stream and over three segments (the steep rise 1-240, the bend 241-1000, the flat rest). Two family choices that
 `Adaptive` could make are spliced from the same runs, which is exact in distribution because Uniform
 has no state (each of its releases is the slot's counts plus fresh noise of a fixed variance):
 
@@ -28,7 +28,7 @@ from pwevent.jobs.evaluation.references import oracle_release
 from pwevent.jobs.evaluation.report import Interval
 from pwevent.operators.postprocess import FilterConfig, KalmanSmoother, PublicRelease
 
-BANKS = {"bank without B": FilterConfig(sampling=(False,)), "bank with B (default)": FilterConfig()}
+BANKS = {"bank": FilterConfig(), "bank with +B variants": FilterConfig(sampling=(False, True))}
 
 
 def releases(task: Task, data: list, d: int, users: int) -> dict[str, list[PublicRelease]]:

@@ -10,19 +10,21 @@ Models, per cell, with R the variance of the latest publication (public):
 - local level: x_t = x_{t-1} + N(0, f R) (a random walk; `levels` holds the fractions f);
 - local linear trend: x_t = x_{t-1} + b_{t-1}, b_t = b_{t-1} + N(0, g R) (a smooth trend whose slope
   drifts; `trends` holds the fractions g).
-A slot's true count is the level plus its own sampling deviation: c_t = x_t + u_t, u_t white with
-variance B (each of the n registered users falls in a cell independently, so B ~ x (1 - x / n) per
-cell, taken from the filter's own level and the public population, averaged over cells). A PUBLISH
-slot observes r_t = c_t + N(0, R_t); SKIP and NULLIFY slots repeat an old release and carry no new
-observation, so the filters only predict. Without B an accurate but rare publication (Sample, DPBA:
-R_t far below B) looks like a jump of the level and the filters follow it; with B they average
-successive publications into the level, and a publishing slot's output is the level plus the share
-(P + B) / (P + B + R_t) of its innovation (docs/evaluation.md, "Post-processing").
+A PUBLISH slot observes r_t = x_t + N(0, R_t); SKIP and NULLIFY slots repeat an old release and carry
+no new observation, so the filters only predict.
+Opt-in (`FilterConfig.sampling`), variants "+B": a slot's true count is the level plus its own
+sampling deviation, c_t = x_t + u_t, u_t white with variance B (each of the n registered users falls
+in a cell independently, so B ~ x (1 - x / n) per cell, taken from the filter's own level and the
+public population, averaged over cells), and r_t = c_t + N(0, R_t). Without B an accurate but rare
+publication (Sample, DPBA: R_t far below B) looks like a jump of the level and the filters follow it;
+with B they average successive publications into the level, and a publishing slot's output is the
+level plus the share (P + B) / (P + B + R_t) of its innovation (docs/evaluation.md, "Post-processing").
 Which model and fraction fit is not known: the bank runs them all and outputs the one with the best
 exponentially weighted predictive likelihood of the releases: each publication adds log S + e^2 / S
 per cell to a filter's score, e = r_t - x_pred its one-step prediction error and
-S = P_pred + B + R_t its predictive variance. This is the Gaussian negative log-likelihood of the
-releases, i.e. a discounted maximum-likelihood choice made from releases alone.
+S = P_pred + B + R_t its predictive variance (B = 0 without the opt-in). This is the Gaussian
+negative log-likelihood of the releases, i.e. a discounted maximum-likelihood choice made from
+releases alone.
 The output is clipped to [0, population] (counts are non-negative and no cell can exceed the number
 of registered users). Everything is per slot and causal; `snapshot`/`restore` carry the state for a
 streaming host. All cells share R and the model, so each filter keeps one 2 x 2 covariance.
@@ -86,14 +88,16 @@ class FilterConfig:
     forgetting: weight of the past in the predictive score (0.999 ~ the last 1,000 publications).
     default: index (levels first, then trends) of the filter output before the first scored publication.
     sampling: each model runs without (False) and/or with (True) the slot's own sampling deviation B
-    around the level (module docstring); the likelihood picks, so smooth counts keep B out.
+    around the level (module docstring). Default: without only; (False, True) lets the likelihood
+    pick, which helps rare accurate publications on long streams but not everywhere
+    (docs/results/README.md, "The Log gap"), so it is opt-in.
     """
 
     levels: tuple[float, ...] = DEFAULT_LEVELS
     trends: tuple[float, ...] = DEFAULT_TRENDS
     forgetting: float = 0.999
     default: int = 4
-    sampling: tuple[bool, ...] = (False, True)
+    sampling: tuple[bool, ...] = (False,)
 
     def __post_init__(self) -> None:
         if not self.levels + self.trends or any(not f > 0 for f in self.levels + self.trends):

@@ -92,7 +92,7 @@ def test_config_is_validated():
     with pytest.raises(ValueError, match="sampling"):
         FilterConfig(sampling=(True, True))
     with pytest.raises(ValueError, match="default"):
-        FilterConfig(sampling=(True,), default=15)
+        FilterConfig(default=15)
     with pytest.raises(ValueError, match="shape"):
         KalmanSmoother(2).restore({"estimate": [[0.0]], "covariance": None, "score": [], "noise": None, "scored": 0})
 
@@ -120,9 +120,10 @@ def _rare_accurate_publications(config: FilterConfig) -> float:
 
 def test_sampling_deviation_averages_rare_accurate_publications():
     without = _rare_accurate_publications(FilterConfig(sampling=(False,)))
-    with_b = _rare_accurate_publications(FilterConfig())
+    with_b = _rare_accurate_publications(FilterConfig(sampling=(False, True)))
     assert without > 1.8 * 1_875  # follows each publication: its own deviation plus the slot's
     assert with_b < 1.5 * 1_875 and with_b < 0.75 * without  # averages them into the level (measured: 2,600 vs 3,974)
-    smoother = KalmanSmoother(2)
+    smoother = KalmanSmoother(2, FilterConfig(sampling=(False, True)))
     smoother.step(publish(1, [7_500.0, 2_500.0], 5.0, population=10_000))
-    assert "+B" not in smoother.chosen  # the default before any scored publication
+    assert "+B" not in smoother.chosen  # the default filter before any scored publication
+    assert not any("+B" in name for name in KalmanSmoother(2).config.models()[3])  # opt-in
