@@ -293,7 +293,7 @@ def _draw_panel(ax: Axes, values: dict[str, dict[float, list[float]]], names: li
                 markersize=7 if is_default else 5, linewidth=2.8 if is_default else 1.4, zorder=4 if is_default else 3,
                 markerfacecolor="none" if post == "kalman" and not is_default else color)
         lower = np.where(mean - half > 0, mean - half, mean / 2)
-        ax.fill_between(xs, lower, mean + half, color=color, alpha=0.15, linewidth=0)
+        ax.fill_between(xs, lower, mean + half, color=color, alpha=0.12, linewidth=0)
         low, high = min(low, float(lower.min())), max(high, float((mean + half).max()))
     return low, high
 
