@@ -332,10 +332,10 @@ def plot(runs: list[Run], grid: GridSpec, out: Path, default: str = DEFAULT) -> 
             handles += [Line2D([], [], color="0.4", marker="o", label="raw: solid, filled"),
                         Line2D([], [], color="0.4", marker="o", linestyle="--", markerfacecolor="none",
                                label=f"{FILTERED}: dashed, hollow")]
-            if default in values:
-                handles.append(Line2D([], [], color="black", marker=MARKERS[names.index(default.removesuffix(
-                    FILTERED))] if default.removesuffix(FILTERED) in names else "o", linewidth=2.8, linestyle="--",
-                    label=f"{default} (the default)"))
+            own = default.removesuffix(FILTERED)
+            if default in values and own in names:
+                handles.append(Line2D([], [], color="black", marker=MARKERS[names.index(own) % len(MARKERS)],
+                                      linewidth=2.8, linestyle="--", label=f"{default} (the default)"))
             off_scale = []
             for name in references:
                 if name not in values:
