@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -309,7 +309,8 @@ def plot(runs: list[Run], grid: GridSpec, out: Path, default: str = DEFAULT) -> 
     from matplotlib.lines import Line2D
 
     names, references = mechanisms_of(runs, grid.mechanisms), references_of(runs)
-    ref_style = {ORACLE: (":", "oracle floor (binomial variance)"), ZERO: ("-.", "all-zero release")}
+    ref_style: dict[str, tuple[Literal[":", "-.", "--"], str]] = {
+        ORACLE: (":", "oracle floor (binomial variance)"), ZERO: ("-.", "all-zero release")}
     written = []
     for dataset in datasets_of(runs, grid):
         for sweep, xlabel in SWEEPS:
