@@ -1,13 +1,16 @@
 """Where the default loses on the Log stream, measured (docs/results/README.md, "The Log gap").
 
 For each repetition (data seed = repetition, as in `pwevent evaluate`) at E = 0.6, w = 120: the releases
-of Uniform, Sample, DPBA and Adaptive (jobs/evaluation/evaluate.py's runners, fast numpy noise), each
+of Uniform, Sample, DPBA and the deployable Adaptive (PBD/PBA, docs/mechanisms.md section 14) through
+jobs/evaluation/evaluate.py's runner (fast numpy noise), each
 filtered by the default Kalman bank and by the bank with the opt-in "+B" variants that model each
 slot's own sampling deviation (`FilterConfig(sampling=(False, True))`), scored by MSE over the whole
-stream and over three segments (the steep rise 1-240, the bend 241-1000, the flat rest). Two family choices that
-`Adaptive` could make are spliced from the same runs, which is exact in distribution because Uniform
-has no state (each of its releases is the slot's counts plus fresh noise of a fixed variance):
+stream and over three segments (the steep rise 1-240, the bend 241-1000, the flat rest). Two
+even-vs-burst family choices are spliced from the same runs, which is exact in distribution because
+Uniform has no state (each of its releases is the slot's counts plus fresh noise of a fixed variance):
 
+- "Sample to 2w, then Uniform": the earlier, evaluation-only default (Sample publications at 1 and
+  w+1, then Uniform from 2w+1 when they show drift, as they do on Log);
 - "Sample to w, then Uniform": decide at Sample's first publication and switch at w+1, the first slot
   whose window holds no Sample spend (no second Sample publication);
 - even spending from slot 1 is Uniform itself.
@@ -23,7 +26,7 @@ import argparse
 
 import numpy as np
 
-from pwevent.jobs.evaluation.evaluate import GridSpec, Task, dataset_of, run_adaptive, run_mechanism
+from pwevent.jobs.evaluation.evaluate import GridSpec, Task, dataset_of, run_mechanism
 from pwevent.jobs.evaluation.references import oracle_release
 from pwevent.jobs.evaluation.report import Interval
 from pwevent.operators.postprocess import FilterConfig, KalmanSmoother, PublicRelease
@@ -33,8 +36,9 @@ BANKS = {"bank": FilterConfig(), "bank with +B variants": FilterConfig(sampling=
 
 def releases(task: Task, data: list, d: int, users: int) -> dict[str, list[PublicRelease]]:
     """Every stream compared: the mechanisms as run, then the spliced family choices."""
-    runs = {name: run_mechanism(name, task, data, d, users).records for name in ("Uniform", "Sample", "DPBA")}
-    runs["Adaptive (Sample to 2w, then Uniform)"] = run_adaptive(task, data, d, users).records
+    names = ("Uniform", "Sample", "DPBA", "Adaptive")
+    runs = {name: run_mechanism(name, task, data, d, users).records for name in names}
+    runs["Sample to 2w, then Uniform"] = runs["Sample"][: 2 * task.w] + runs["Uniform"][2 * task.w:]
     runs["Sample to w, then Uniform"] = runs["Sample"][: task.w] + runs["Uniform"][task.w:]
     return runs
 
