@@ -11,11 +11,20 @@ Models, per cell, with R the variance of the latest publication (public):
 - local linear trend: x_t = x_{t-1} + b_{t-1}, b_t = b_{t-1} + N(0, g R) (a smooth trend whose slope
   drifts; `trends` holds the fractions g).
 A PUBLISH slot observes r_t = x_t + N(0, R_t); SKIP and NULLIFY slots repeat an old release and carry
-no new observation, so the filters only predict. Which model and fraction fit is not known: the bank
-runs them all and outputs the one with the best exponentially weighted predictive likelihood of the
-releases: each publication adds log S + e^2 / S per cell to a filter's score, e = r_t - x_pred its
-one-step prediction error and S = P_pred + R_t its predictive variance. This is the Gaussian negative
-log-likelihood of the releases, i.e. a discounted maximum-likelihood choice made from releases alone.
+no new observation, so the filters only predict.
+Opt-in (`FilterConfig.sampling`), variants "+B": a slot's true count is the level plus its own
+sampling deviation, c_t = x_t + u_t, u_t white with variance B (each of the n registered users falls
+in a cell independently, so B ~ x (1 - x / n) per cell, taken from the filter's own level and the
+public population, averaged over cells), and r_t = c_t + N(0, R_t). Without B an accurate but rare
+publication (Sample, DPBA: R_t far below B) looks like a jump of the level and the filters follow it;
+with B they average successive publications into the level, and a publishing slot's output is the
+level plus the share (P + B) / (P + B + R_t) of its innovation (docs/evaluation.md, "Post-processing").
+Which model and fraction fit is not known: the bank runs them all and outputs the one with the best
+exponentially weighted predictive likelihood of the releases: each publication adds log S + e^2 / S
+per cell to a filter's score, e = r_t - x_pred its one-step prediction error and
+S = P_pred + B + R_t its predictive variance (B = 0 without the opt-in). This is the Gaussian
+negative log-likelihood of the releases, i.e. a discounted maximum-likelihood choice made from
+releases alone.
 The output is clipped to [0, population] (counts are non-negative and no cell can exceed the number
 of registered users). Everything is per slot and causal; `snapshot`/`restore` carry the state for a
 streaming host. All cells share R and the model, so each filter keeps one 2 x 2 covariance.
@@ -78,35 +87,44 @@ class FilterConfig:
     trends: slope variances of the local-linear-trend filters, as fractions of the publication variance.
     forgetting: weight of the past in the predictive score (0.999 ~ the last 1,000 publications).
     default: index (levels first, then trends) of the filter output before the first scored publication.
+    sampling: each model runs without (False) and/or with (True) the slot's own sampling deviation B
+    around the level (module docstring). Default: without only; (False, True) lets the likelihood
+    pick, which helps rare accurate publications on long streams but not everywhere
+    (docs/results/README.md, "The Log gap"), so it is opt-in.
     """
 
     levels: tuple[float, ...] = DEFAULT_LEVELS
     trends: tuple[float, ...] = DEFAULT_TRENDS
     forgetting: float = 0.999
     default: int = 4
+    sampling: tuple[bool, ...] = (False,)
 
     def __post_init__(self) -> None:
         if not self.levels + self.trends or any(not f > 0 for f in self.levels + self.trends):
             raise ValueError(f"levels and trends must be positive fractions, got {self.levels!r}, {self.trends!r}")
         if not 0 < self.forgetting <= 1:
             raise ValueError(f"forgetting must be in (0, 1], got {self.forgetting!r}")
-        if not 0 <= self.default < len(self.levels) + len(self.trends):
+        if not self.sampling or len(set(self.sampling)) != len(self.sampling):
+            raise ValueError(f"sampling must be distinct booleans, got {self.sampling!r}")
+        if not 0 <= self.default < (len(self.levels) + len(self.trends)) * len(self.sampling):
             raise ValueError(f"default must index a filter, got {self.default!r}")
 
-    def models(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """Transition matrices (k, 2, 2), process covariances per unit R (k, 2, 2) and names."""
-        k = len(self.levels) + len(self.trends)
-        transition, process = np.zeros((k, 2, 2)), np.zeros((k, 2, 2))
-        names = []
-        for i, f in enumerate(self.levels):
-            transition[i] = [[1.0, 0.0], [0.0, 0.0]]
-            process[i, 0, 0] = f
-            names.append(f"level {f:g}")
-        for i, g in enumerate(self.trends, len(self.levels)):
-            transition[i] = [[1.0, 1.0], [0.0, 1.0]]
-            process[i, 1, 1] = g
-            names.append(f"trend {g:g}")
-        return transition, process, names
+    def models(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Transition matrices (k, 2, 2), process covariances per unit R (k, 2, 2), whether each filter
+        models B (k,) and names: levels, then trends, once per `sampling` value."""
+        transitions, processes, own, names = [], [], [], []
+        for with_b in self.sampling:
+            suffix = " +B" if with_b else ""
+            for f in self.levels:
+                transitions.append([[1.0, 0.0], [0.0, 0.0]])
+                processes.append([[f, 0.0], [0.0, 0.0]])
+                names.append(f"level {f:g}{suffix}")
+            for g in self.trends:
+                transitions.append([[1.0, 1.0], [0.0, 1.0]])
+                processes.append([[0.0, 0.0], [0.0, g]])
+                names.append(f"trend {g:g}{suffix}")
+            own += [with_b] * (len(self.levels) + len(self.trends))
+        return np.array(transitions), np.array(processes), np.array(own), names
 
 
 @dataclass
@@ -124,7 +142,7 @@ class KalmanSmoother:
     def __init__(self, d: int, config: FilterConfig | None = None) -> None:
         self.d = d
         self.config = config or FilterConfig()
-        self._transition, self._process, self._names = self.config.models()
+        self._transition, self._process, self._own, self._names = self.config.models()
         k = len(self._names)
         self._state = _BankState(np.zeros((k, d, 2)), np.full((k, 2, 2), np.nan), np.zeros(k))
 
@@ -152,20 +170,32 @@ class KalmanSmoother:
             f = self._transition
             s.estimate = np.einsum("kij,kcj->kci", f, s.estimate)
             s.covariance = f @ s.covariance @ f.transpose(0, 2, 1) + self._process * s.noise
+        upper = max(float(release.population), 0.0)
+        output = s.estimate[:, :, 0]  # (k, d): the predicted level, what a slot without publication gets
         if release.kind is Kind.PUBLISH:
             assert release.variance is not None
-            predicted = s.estimate[:, :, 0]
-            spread = s.covariance[:, 0, 0] + release.variance  # predictive variance of the release
+            predicted = output
+            own = self._sampling_variance(predicted, upper)  # (k,) B of each filter
+            spread = s.covariance[:, 0, 0] + own + release.variance  # predictive variance of the release
             if s.noise is not None:
                 error = np.mean((counts[None, :] - predicted) ** 2, axis=1)
                 s.score = self.config.forgetting * s.score + np.log(spread) + error / spread
                 s.scored += 1
+            innovation = counts[None, :] - predicted
+            output = predicted + ((s.covariance[:, 0, 0] + own) / spread)[:, None] * innovation  # E[c_t | r_1..t]
             gain = s.covariance[:, :, 0] / spread[:, None]  # (k, 2)
-            s.estimate = s.estimate + gain[:, None, :] * (counts[None, :] - predicted)[:, :, None]
+            s.estimate = s.estimate + gain[:, None, :] * innovation[:, :, None]
             s.covariance = s.covariance - gain[:, :, None] * s.covariance[:, None, 0, :]
             s.noise = release.variance
-        upper = max(float(release.population), 0.0)
-        return np.clip(s.estimate[self._choice(), :, 0], 0.0, upper)
+        return np.clip(output[self._choice()], 0.0, upper)
+
+    def _sampling_variance(self, level: np.ndarray, population: float) -> np.ndarray:
+        """B per filter: mean over cells of x (1 - x / n), x the level clipped to [0, n]; 0 for the
+        filters without B."""
+        if population <= 0:
+            return np.zeros(level.shape[0])
+        x = np.clip(level, 0.0, population)
+        return np.where(self._own, np.mean(x * (1.0 - x / population), axis=1), 0.0)
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state as plain JSON-able values."""

@@ -36,6 +36,7 @@ from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStr
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
 from pwevent.jobs.evaluation.metrics import errors
+from pwevent.jobs.evaluation.references import REFERENCE, reference_errors
 from pwevent.jobs.evaluation.report import matplotlib_missing, plot, summary_markdown
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
@@ -214,7 +215,8 @@ def smooth(released: Released, d: int) -> np.ndarray:
 
 
 def run_task(task: Task) -> list[Run]:
-    """Every mechanism of the grid on one task's data, raw and post-processed."""
+    """Every mechanism of the grid on one task's data, raw and post-processed, then the references
+    (jobs/evaluation/references.py)."""
     dataset = dataset_of(task)
     cells = np.int8 if dataset.d <= 127 else np.int32  # values are held for all slots: keep them small
     data = [(np.asarray(u), np.asarray(v, dtype=cells)) for u, v in dataset.slot_values()]
@@ -230,6 +232,9 @@ def run_task(task: Task) -> list[Run]:
             rows.append(Run(task.dataset, name, post, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
                             e.mse, e.mae, e.mre, e.ajsd, publications, seconds, NumpyRandomness().label,
                             released.note))
+    for name, e in reference_errors(dataset, truth).items():
+        rows.append(Run(task.dataset, name, REFERENCE, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
+                        e.mse, e.mae, e.mre, e.ajsd, 0, 0.0, "none", "evaluation-only reference"))
     return rows
 
 

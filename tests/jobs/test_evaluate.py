@@ -16,6 +16,7 @@ from pwevent.jobs.evaluation.evaluate import (
     run_grid,
     run_mechanism,
 )
+from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO
 from pwevent.jobs.evaluation.report import Interval
 
 TINY = GridSpec(datasets=("Sin",), epsilons=(0.6, 1.0), windows=(40, 120), ratios=(0.5,), reps=2, users=300,
@@ -43,8 +44,11 @@ def test_grid_rows_cover_every_mechanism_raw_and_filtered():
     grid = GridSpec(datasets=("Sin",), epsilons=(0.6,), windows=(40,), ratios=(), reps=1, users=200, slots=150,
                     workers=1, w=40)
     runs = list(run_grid(grid))
-    assert {(r.mechanism, r.post) for r in runs} == {(m, p) for m in grid.mechanisms for p in ("none", "kalman")}
-    assert all(r.noise == "numpy-geometric (fast)" and np.isfinite(r.mse) for r in runs)
+    released = [r for r in runs if r.post != REFERENCE]
+    assert {(r.mechanism, r.post) for r in released} == {(m, p) for m in grid.mechanisms for p in ("none", "kalman")}
+    assert all(r.noise == "numpy-geometric (fast)" and np.isfinite(r.mse) for r in released)
+    references = {r.mechanism: r.mse for r in runs if r.post == REFERENCE}
+    assert set(references) == {ORACLE, ZERO} and 0 < references[ORACLE] < references[ZERO]
 
 
 def test_the_evaluated_adaptive_is_the_deployable_one():
@@ -77,9 +81,11 @@ def test_cli_writes_csv_summary_and_plots_and_replots(tmp_path):
             "--workers", "2", "--out", str(out), "--quiet"]
     assert main(argv) == 0
     runs = read_csv(out / "runs.csv")
-    assert len(runs) == 2 * 4 * 2 * 4  # reps x mechanisms x posts x points (E 0.6, E 1.0, w 40, o 0.5)
+    # reps x points (E 0.6, E 1.0, w 40, o 0.5) x (mechanisms x posts + the two references)
+    assert len(runs) == 2 * 4 * (4 * 2 + 2)
     summary = (out / "summary.md").read_text()
-    assert "PBD/BD" in summary and "numpy-geometric (fast)" in summary and "pwevent evaluate --datasets Sin" in summary
+    assert summary.index("against every mechanism") < summary.index("PBD/BD")
+    assert "numpy-geometric (fast)" in summary and "pwevent evaluate --datasets Sin" in summary
     assert (out / "sin_mse_vs_epsilon.png").stat().st_size > 1000
     assert main(argv + ["--replot"]) == 0
     before = (out / "runs.csv").read_bytes()

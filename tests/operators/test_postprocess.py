@@ -89,5 +89,41 @@ def test_config_is_validated():
         FilterConfig(forgetting=0)
     with pytest.raises(ValueError, match="positive"):
         FilterConfig(levels=(0.0,))
+    with pytest.raises(ValueError, match="sampling"):
+        FilterConfig(sampling=(True, True))
+    with pytest.raises(ValueError, match="default"):
+        FilterConfig(default=15)
     with pytest.raises(ValueError, match="shape"):
         KalmanSmoother(2).restore({"estimate": [[0.0]], "covariance": None, "score": [], "noise": None, "scored": 0})
+
+
+def _rare_accurate_publications(config: FilterConfig) -> float:
+    """MSE against the true counts of a filtered Sample-like release (an accurate publication every 50
+    slots, repeats in between) of a binomial stream with a constant p: the slots' own deviations are
+    the error, B = n p (1 - p) = 1,875 per slot, which a release carrying one slot's deviation doubles."""
+    rng = np.random.default_rng(4)
+    n, p, r = 10_000, 0.25, 5.0
+    smoother, errors, last = KalmanSmoother(2, config), [], None
+    for t in range(1, 5001):
+        ones = rng.binomial(n, p)
+        truth = np.array([n - ones, ones], dtype=float)
+        if t % 50 == 1:
+            last = truth + rng.normal(0, np.sqrt(r), 2)
+            release = publish(t, last, r, population=n)
+        else:
+            release = PublicRelease(t, Kind.SKIP, last, n, None)
+        out = smoother.step(release)
+        if t > 1000:
+            errors.append(np.mean((out - truth) ** 2))
+    return float(np.mean(errors))
+
+
+def test_sampling_deviation_averages_rare_accurate_publications():
+    without = _rare_accurate_publications(FilterConfig(sampling=(False,)))
+    with_b = _rare_accurate_publications(FilterConfig(sampling=(False, True)))
+    assert without > 1.8 * 1_875  # follows each publication: its own deviation plus the slot's
+    assert with_b < 1.5 * 1_875 and with_b < 0.75 * without  # averages them into the level (measured: 2,600 vs 3,974)
+    smoother = KalmanSmoother(2, FilterConfig(sampling=(False, True)))
+    smoother.step(publish(1, [7_500.0, 2_500.0], 5.0, population=10_000))
+    assert "+B" not in smoother.chosen  # the default filter before any scored publication
+    assert not any("+B" in name for name in KalmanSmoother(2).config.models()[3])  # opt-in
