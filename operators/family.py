@@ -2,10 +2,11 @@
 slot boundaries from public releases only (docs/mechanisms.md section 14).
 
 Adaptive starts by spending evenly: every ledger puts its E_i/w_i on a publication at every slot,
-which gives a release per slot with a known error variance R. From consecutive such releases it
-estimates the stream's per-slot drift Q (E[(r_t - r_{t-1})^2] per cell is R_t + R_{t-1} + Q); a
-stream whose drift is, with confidence, small against R is nearly static and switches to absorption,
-which spends one large publication where even spending spreads many small ones. Under absorption
+which gives a release per slot. From the last `evidence` of them it estimates the stream's per-slot
+drift Q: with R the releases' error (noise, sampling, the stream's own jitter), the mean squared
+difference per cell at lag k is 2R + k Q, so the lag-L and lag-1 differences give Q without
+knowing R. A stream whose drift is, with confidence, small against R is nearly static and switches
+to absorption, which spends one large publication where even spending spreads many small ones. Under absorption
 (and distribution) the evidence is the share of PUBLISH among the slots that ran a dissimilarity; a
 share at or above `switch_rate + hysteresis` means the stream moves again, and absorption goes back
 to even spending (distribution, reachable only as the configured `start`, goes to absorption below
@@ -37,16 +38,17 @@ ABSORPTION = "PBA"
 #: Every family a release may name (the release schema's `family` enum, operators/registry.py).
 FAMILIES = (EVEN, ABSORPTION, DISTRIBUTION)
 #: Standard errors between the drift estimate and its bound: a switch to absorption needs the
-#: estimate plus this many standard errors below `static_drift` R (about 98% one-sided).
-DRIFT_CONFIDENCE = 2.0
+#: estimate plus this many standard errors below `static_drift` R (the test runs at every slot).
+DRIFT_CONFIDENCE = 3.0
 
 
 @dataclass(frozen=True)
 class FamilyRule:
     """evidence: how many recent slots each test reads (a switch needs that many since the last one):
-    consecutive even releases for the drift, dissimilarity slots for the publication share.
-    static_drift: under even spending, a drift bound (estimate + DRIFT_CONFIDENCE standard errors)
-    below static_drift x the releases' variance R switches to absorption. switch_rate +- hysteresis:
+    consecutive even releases for the drift (lags 1 and evidence // 2), dissimilarity slots for the
+    publication share. static_drift: under even spending, a drift bound (estimate +
+    DRIFT_CONFIDENCE standard errors) below static_drift x the releases' error R switches to
+    absorption. switch_rate +- hysteresis:
     under absorption a publication share at or above switch_rate + hysteresis switches to even
     spending; under distribution a share below switch_rate - hysteresis switches to absorption.
     start: the family in force at slot 1."""
@@ -54,7 +56,7 @@ class FamilyRule:
     evidence: int = 240
     switch_rate: float = 0.5
     hysteresis: float = 0.1
-    static_drift: float = 0.01
+    static_drift: float = 0.001
     start: str = EVEN
 
     def __post_init__(self) -> None:
@@ -64,8 +66,8 @@ class FamilyRule:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if self.evidence < 2:
-            raise ValueError(f"evidence must be at least two slots, got {self.evidence}")
+        if self.evidence < 4:
+            raise ValueError(f"evidence must be at least 4 slots (two lags of the drift), got {self.evidence}")
         if not 0 <= self.hysteresis <= self.switch_rate <= 1 - self.hysteresis:
             raise ValueError(f"need 0 <= hysteresis <= switch_rate <= 1 - hysteresis, got switch_rate "
                              f"{self.switch_rate} and hysteresis {self.hysteresis}")
@@ -83,17 +85,15 @@ def _family(name: Any) -> str:
 
 class FamilySwitch:
     """The family in force, the slot it came into force (`since`) and the public evidence since:
-    `recent`, the kinds of dissimilarity slots (absorption, distribution); `drift`, one
-    (drift estimate, variance R) per pair of consecutive even releases, and `last`, the last even
-    release (slot, counts, R)."""
+    `recent`, the kinds of dissimilarity slots (absorption, distribution); `releases`, the last
+    even releases of consecutive slots (even spending)."""
 
     def __init__(self, rule: FamilyRule | None = None, family: str | None = None) -> None:
         self.rule = rule or FamilyRule()
         self.family = _family(family if family is not None else self.rule.start)
         self.since = 1
         self.recent: deque[bool] = deque(maxlen=self.rule.evidence)
-        self.drift: deque[tuple[float, float]] = deque(maxlen=self.rule.evidence)
-        self.last: tuple[int, list[int], float] | None = None
+        self.releases: deque[tuple[int, list[int]]] = deque(maxlen=self.rule.evidence)
 
     @property
     def rate(self) -> float | None:
@@ -103,13 +103,19 @@ class FamilySwitch:
         return sum(self.recent) / len(self.recent)
 
     def drift_bound(self) -> tuple[float, float] | None:
-        """(upper bound on the per-slot drift Q, mean release variance R) over the evidence window,
-        once it is full: the mean of the pairs' estimates plus DRIFT_CONFIDENCE standard errors."""
-        if len(self.drift) < self.rule.evidence:
+        """(upper bound on the per-slot drift Q, the releases' error R) over the evidence window, once
+        it is full. With D_k the squared differences per cell at lag k (mean 2R + k Q) and L =
+        evidence // 2: Q = (mean D_L - mean D_1) / (L - 1), R = mean D_1 / 2 (at most Q/2 high), and
+        the bound adds DRIFT_CONFIDENCE standard errors of the two means (taken as independent)."""
+        if len(self.releases) < self.rule.evidence:
             return None
-        estimates = np.array([q for q, _ in self.drift])
-        spread = float(estimates.std(ddof=1)) / math.sqrt(len(estimates))
-        return float(estimates.mean()) + DRIFT_CONFIDENCE * spread, float(np.mean([r for _, r in self.drift]))
+        counts = np.array([c for _, c in self.releases], dtype=float)
+        lag = self.rule.evidence // 2
+        near = ((counts[1:] - counts[:-1]) ** 2).ravel()
+        far = ((counts[lag:] - counts[:-lag]) ** 2).ravel()
+        estimate = (far.mean() - near.mean()) / (lag - 1)
+        spread = math.sqrt(far.var(ddof=1) / far.size + near.var(ddof=1) / near.size) / (lag - 1)
+        return float(estimate + DRIFT_CONFIDENCE * spread), float(near.mean() / 2)
 
     def observe(self, outcome: SlotOutcome) -> None:
         """A decided slot's public outcome; may switch the family for the next slot."""
@@ -119,19 +125,12 @@ class FamilySwitch:
             self._observe_decided(outcome)
 
     def _observe_even(self, outcome: SlotOutcome) -> None:
-        """A pair of consecutive even publications, r_a at slot a and r_b at b, gives the drift
-        estimate (mean over cells of (r_b - r_a)^2 - R_a - R_b) / (b - a): unbiased when the noise is
-        independent with variances R_a, R_b and the stream drifts by Q per slot."""
-        if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
+        """An even release; a slot without one (no users, no positive budget) breaks the run of
+        consecutive releases, which starts again."""
+        if outcome.kind is not Kind.PUBLISH:
+            self.releases.clear()
             return
-        counts = [int(c) for c in outcome.counts]
-        variance = float(outcome.publication.error)
-        if self.last is not None:
-            slot, previous, previous_variance = self.last
-            step = np.asarray(counts, dtype=float) - np.asarray(previous, dtype=float)
-            excess = float(np.mean(step * step)) - variance - previous_variance
-            self.drift.append((excess / (outcome.slot - slot), variance))
-        self.last = (outcome.slot, counts, variance)
+        self.releases.append((outcome.slot, [int(c) for c in outcome.counts]))
         bound = self.drift_bound()
         if bound is not None and bound[0] < self.rule.static_drift * bound[1]:
             self.enter(ABSORPTION, outcome.slot + 1)
@@ -155,20 +154,17 @@ class FamilySwitch:
         if _family(family) != self.family:
             self.family, self.since = family, slot
             self.recent.clear()
-            self.drift.clear()
-            self.last = None
+            self.releases.clear()
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "since": self.since, "recent": [int(x) for x in self.recent],
-                "drift": [list(pair) for pair in self.drift],
-                "last": None if self.last is None else list(self.last)}
+                "releases": [[slot, counts] for slot, counts in self.releases]}
 
     def restore(self, obj: dict[str, Any]) -> None:
         self.family, self.since = _family(obj["family"]), int(obj["since"])
         self.recent = deque((bool(x) for x in obj["recent"]), maxlen=self.rule.evidence)
-        self.drift = deque(((float(q), float(r)) for q, r in obj.get("drift", [])), maxlen=self.rule.evidence)
-        last = obj.get("last")
-        self.last = None if last is None else (int(last[0]), [int(c) for c in last[1]], float(last[2]))
+        self.releases = deque(((int(slot), [int(c) for c in counts]) for slot, counts in obj.get("releases", [])),
+                              maxlen=self.rule.evidence)
 
 
 def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool) -> SlotBudget:
@@ -233,6 +229,11 @@ class Adaptive:
         """Even spending publishes at every slot (Uniform's schedule); the other families let the
         dissimilarity decide."""
         return Kind.PUBLISH if self.family == EVEN else None
+
+    def unsampled(self, slot: int) -> bool:
+        """Even releases are published at the lowest positive E_i/w_i with every user kept: a filter
+        averages many of them, which shrinks their noise but not a sampling bias (section 14)."""
+        return self.family == EVEN
 
     def observe(self, outcome: SlotOutcome) -> None:
         self.switch.observe(outcome)

@@ -33,7 +33,8 @@ def keep_probabilities(levels: np.ndarray, theta: float) -> np.ndarray:
 
 
 def optimal_budget(
-    levels: np.ndarray, counts: np.ndarray, noise_variance: Callable[[np.ndarray], np.ndarray | float]
+    levels: np.ndarray, counts: np.ndarray, noise_variance: Callable[[np.ndarray], np.ndarray | float],
+    lowest: bool = False,
 ) -> BudgetChoice | None:
     """argmin over the distinct positive budgets theta of err_s(theta) + err_dp(theta).
 
@@ -44,6 +45,10 @@ def optimal_budget(
     the noise variance overflows) is never chosen. Returns None when no candidate remains (nothing
     can be released). docs/mechanisms.md, Budget floor: the floor keeps such budgets out; this
     keeps OBS finite on any input.
+
+    lowest: theta is the smallest positive budget, so that every user with a positive budget is kept
+    (docs/mechanisms.md section 14: Adaptive's even spending, whose releases a filter averages, where
+    a sampling bias would not average out); its error is computed the same way.
     """
     levels = np.asarray(levels, dtype=float)
     counts = np.asarray(counts, dtype=float)
@@ -60,7 +65,7 @@ def optimal_budget(
     below_n = np.concatenate(([0.0], np.cumsum(counts)))[:-1]
     below_q = np.concatenate(([0.0], np.cumsum(counts * q)))[:-1]
     below_q2 = np.concatenate(([0.0], np.cumsum(counts * q * q)))[:-1]
-    cand = np.flatnonzero(positive)
+    cand = np.flatnonzero(positive)[:1] if lowest else np.flatnonzero(positive)
     big_q = q[cand]
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         kept = below_q[cand] / big_q  # sum of p over users below theta

@@ -57,6 +57,10 @@ class BudgetPolicy(Protocol):
         """The family whose rule sets the next slot's budgets, for a policy that switches (Adaptive)."""
         ...
 
+    def unsampled(self, slot: int) -> bool:
+        """Publish at the lowest positive budget, nobody sampled out (Adaptive's even spending)."""
+        ...
+
     def observe(self, outcome: SlotOutcome) -> None:
         """A decided slot's public outcome (the only input a policy may learn from besides ledgers)."""
         ...
@@ -73,6 +77,9 @@ class OneRule:
 
     def in_force(self) -> str | None:
         return None
+
+    def unsampled(self, slot: int) -> bool:
+        return False
 
     def observe(self, outcome: SlotOutcome) -> None:
         """Nothing to learn: the budgets depend on the ledger alone."""

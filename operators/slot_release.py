@@ -78,14 +78,17 @@ class SlotRelease:
         self.d = d
         self.rng = rng
 
-    def _choose(self, budgets: np.ndarray, groups: SlotGroups) -> tuple[BudgetChoice | None, np.ndarray, np.ndarray]:
+    def _choose(self, budgets: np.ndarray, groups: SlotGroups,
+                lowest: bool = False) -> tuple[BudgetChoice | None, np.ndarray, np.ndarray]:
         levels, counts, cells = _levels(budgets, groups.members, groups.present)
-        return optimal_budget(levels, counts, discrete_laplace_variance), levels, cells
+        return optimal_budget(levels, counts, discrete_laplace_variance, lowest), levels, cells
 
-    def decide(self, slot: int, groups: SlotGroups, last: np.ndarray, scheduled: Kind | None) -> SlotOutcome:
+    def decide(self, slot: int, groups: SlotGroups, last: np.ndarray, scheduled: Kind | None,
+               unsampled: bool = False) -> SlotOutcome:
         """One slot. `last` is the last released histogram (r_{t-1}, the last non-null publication).
 
         scheduled: a decision fixed by the mechanism (Uniform, Sample) or None for the adaptive rule.
+        unsampled: publish at the lowest positive budget, every such user kept (section 14).
         """
         population = int(groups.members.sum())
         repeat = np.asarray(last, dtype=np.int64)
@@ -105,7 +108,7 @@ class SlotRelease:
                 dissimilarity = noisy / self.d
         if scheduled is Kind.SKIP or (scheduled is None and dissimilarity is None):
             return SlotOutcome(slot, Kind.SKIP, repeat, population, calculation)
-        publication, levels2, cells2 = self._choose(groups.eps2, groups)
+        publication, levels2, cells2 = self._choose(groups.eps2, groups, unsampled)
         if publication is None:
             return SlotOutcome(slot, Kind.SKIP, repeat, population, calculation, None, dissimilarity)
         if scheduled is None and not (dissimilarity is not None and dissimilarity > math.sqrt(publication.error)):

@@ -45,8 +45,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 #: Baselines run every user at one global requirement; the synthetic users' own are looser (w 40, E >= 0.6).
 BASELINE = {"window": 40, "epsilon": 0.6}
 FAST_CLOSE = {"flink": {"close_after": "1s", "source_idleness": "3s"}}
-#: Adaptive re-decides from a short evidence window, so that 12 slots see it switch family.
-QUICK_SWITCH = {"adaptive": {"evidence": 2}}
+#: Adaptive re-decides from a short evidence window and a loose drift test, so that 12 slots see it
+#: switch family (even spending to absorption).
+QUICK_SWITCH = {"adaptive": {"evidence": 4, "static_drift": 100.0}}
 
 
 def slot_time(slot: int, offset_ms: int = 0) -> int:
@@ -89,8 +90,8 @@ def test_job_equals_replay_from_a_backlog_on_a_busy_machine(streaming_job: Any, 
         job.start(seed=SEED)
         expected = replay(job, events, requirements)
         check_equals_replay(job, events, requirements, slots, expected)
-    if mechanism == "Adaptive":  # with evidence 2 it switches family within the 12 slots, in the job as in the replay
-        assert {r["family"] for r in expected["releases"]} == {"PBD", "PBA"}
+    if mechanism == "Adaptive":  # it switches family within the 12 slots, in the job as in the replay
+        assert {"Uniform", "PBA"} <= {r["family"] for r in expected["releases"]}
     dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
     for record in dead:
         schema("dead-letter").validate(record)

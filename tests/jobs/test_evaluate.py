@@ -18,6 +18,7 @@ from pwevent.jobs.evaluation.evaluate import (
 )
 from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO
 from pwevent.jobs.evaluation.report import Interval
+from pwevent.operators.family import FAMILIES
 
 TINY = GridSpec(datasets=("Sin",), epsilons=(0.6, 1.0), windows=(40, 120), ratios=(0.5,), reps=2, users=300,
                 slots=200, workers=1, w=40, epsilon=0.6)
@@ -58,7 +59,7 @@ def test_the_evaluated_adaptive_is_the_deployable_one():
     data = list(dataset_of(task).slot_values())
     adaptive = run_mechanism("Adaptive", task, data, 2, 300)
     assert [r.slot for r in adaptive.records] == list(range(1, 201))
-    assert set(adaptive.families) <= {"PBD", "PBA"} and adaptive.note.startswith("PBD from 1")
+    assert set(adaptive.families) <= set(FAMILIES) and adaptive.note.startswith("Uniform from 1")
     assert run_mechanism("PBD", task, data, 2, 300).note == ""
     assert family_note(["PBD", "PBD", "PBA", "PBA", "PBD"]) == "PBD from 1, PBA from 3, PBD from 5"
 

@@ -219,7 +219,8 @@ def test_a_bad_duration_argument_is_a_usage_error_naming_it(argv, capsys):
 
 
 def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, capsys):
-    """`pwevent replay` with the default mechanism (a short evidence window, so that it switches),
+    """`pwevent replay` with the default mechanism (a short evidence window and a loose drift test, so
+    that it switches between even spending and absorption),
     then `pwevent audit` in full: every release names its family and is schema-valid, both families
     are used, and the audit of every user's windows passes (docs/mechanisms.md section 14)."""
     import jsonschema
@@ -230,7 +231,8 @@ def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, c
     folder = streams[False]
     config = tmp_path / "adaptive.yaml"
     config.write_text(yaml.safe_dump({"slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "binary"},
-                                      "adaptive": {"evidence": 5}, "caps": {"max_w": 200}}))
+                                      "adaptive": {"evidence": 4, "static_drift": 100.0},
+                                      "caps": {"max_w": 200}}))
     assert load_config(str(config)).mechanism == "Adaptive"  # the default
     files = {k: str(tmp_path / f"{k}.jsonl") for k in ("releases", "spend")}
     inputs = ["--requirements", str(folder / "requirements.jsonl")]
@@ -241,7 +243,7 @@ def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, c
         (Path(__file__).parents[2] / "docs" / "schemas" / "release.schema.json").read_text()))
     for release in releases:
         validator.validate(release)
-    assert {r["mechanism"] for r in releases} == {"Adaptive"} and {r["family"] for r in releases} == {"PBD", "PBA"}
+    assert {r["mechanism"] for r in releases} == {"Adaptive"} and {r["family"] for r in releases} == {"Uniform", "PBA"}
     capsys.readouterr()
     assert main(["audit", "--spend-log", files["spend"], *inputs, "--releases", files["releases"],
                  "--config", str(config)]) == 0, capsys.readouterr().out

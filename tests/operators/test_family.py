@@ -10,9 +10,17 @@ import pytest
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.membership import Membership, UserState
 from pwevent.jobs.common.requirement_rules import RequirementRules
-from pwevent.operators.family import ABSORPTION, DISTRIBUTION, EVEN, Adaptive, FamilyRule, FamilySwitch
-from pwevent.operators.noise import NumpyRandomness
-from pwevent.operators.obs import BudgetChoice
+from pwevent.operators.family import (
+    ABSORPTION,
+    DISTRIBUTION,
+    DRIFT_CONFIDENCE,
+    EVEN,
+    Adaptive,
+    FamilyRule,
+    FamilySwitch,
+)
+from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
+from pwevent.operators.obs import BudgetChoice, optimal_budget
 from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.requirements import Requirement
@@ -57,88 +65,86 @@ def test_hysteresis_and_re_decision():
 
 
 def test_slots_without_a_dissimilarity_are_no_evidence():
-    switch = FamilySwitch(FamilyRule(evidence=2), ABSORPTION)
+    switch = FamilySwitch(FamilyRule(evidence=4), ABSORPTION)
     assert Feed(switch)("NNNNNN") == [ABSORPTION] * 6 and switch.rate is None
 
 
 def test_the_state_round_trips_and_rules_are_validated():
-    switch = FamilySwitch(FamilyRule(evidence=3, start=DISTRIBUTION))
-    Feed(switch)("SSSPS")
-    again = FamilySwitch(FamilyRule(evidence=3))
+    switch = FamilySwitch(FamilyRule(evidence=4, start=DISTRIBUTION))
+    Feed(switch)("SSSSPS")
+    again = FamilySwitch(FamilyRule(evidence=4))
     again.restore(switch.to_json())
     assert (again.family, list(again.recent)) == (switch.family, list(switch.recent))
-    assert (again.since, again.family) == (4, "PBA")  # SSS switched after slot 3
-    even = FamilySwitch(FamilyRule(evidence=3))
-    Even(even)([0, 0, 0], [100.0, 100.0, 100.0])
-    copy = FamilySwitch(FamilyRule(evidence=3))
+    assert (again.since, again.family) == (5, "PBA")  # SSSS switched after slot 4
+    even = FamilySwitch(FamilyRule(evidence=4))
+    Even(even)([0, 3, 1])
+    copy = FamilySwitch(FamilyRule(evidence=4))
     copy.restore(even.to_json())
-    assert (copy.family, list(copy.drift), copy.last) == (EVEN, list(even.drift), even.last) and copy.last
+    assert (copy.family, list(copy.releases)) == (EVEN, [(1, [0]), (2, [3]), (3, [1])])
     with pytest.raises(ValueError, match="unknown family"):
         again.restore({"family": "Sample", "since": 1, "recent": []})
-    for bad in ({"evidence": 1}, {"evidence": "x"}, {"switch_rate": 0.95}, {"hysteresis": -0.1},
+    for bad in ({"evidence": 3}, {"evidence": "x"}, {"switch_rate": 0.95}, {"hysteresis": -0.1},
                 {"static_drift": -1.0}, {"static_drift": float("nan")}, {"start": "Sample"}):
         with pytest.raises(ValueError):
             FamilyRule(**bad)  # type: ignore[arg-type]
 
 
 class Even:
-    """Even releases for a FamilySwitch: one publication per slot of one cell with the given count
-    and error variance; each call returns the family after each slot."""
+    """Even releases for a FamilySwitch: one publication per slot of one cell with the given count;
+    each call returns the family after each slot."""
 
     def __init__(self, switch: FamilySwitch) -> None:
         self.switch = switch
         self.slot = 0
 
-    def __call__(self, counts: list[int], variances: list[float]) -> list[str]:
+    def __call__(self, counts: list[int]) -> list[str]:
         out = []
-        for count, variance in zip(counts, variances, strict=True):
+        for count in counts:
             self.slot += 1
             self.switch.observe(SlotOutcome(self.slot, Kind.PUBLISH, np.array([count]), 1,
-                                            publication=BudgetChoice(0.01, variance)))
+                                            publication=BudgetChoice(0.01, 1.0)))
             out.append(self.switch.family)
         return out
 
 
-def test_even_spending_estimates_the_drift_from_consecutive_releases():
-    """(r_b - r_a)^2 - R_a - R_b per slot between them: 0-10-0 with R = 1 gives 100 - 2 = 98 per pair."""
-    switch = FamilySwitch(FamilyRule(evidence=2, static_drift=0.5))
-    assert Even(switch)([0, 10, 0], [1.0, 1.0, 1.0]) == [EVEN] * 3
-    assert list(switch.drift) == [(98.0, 1.0), (98.0, 1.0)]
-    bound = switch.drift_bound()
-    assert bound is not None and bound[0] == pytest.approx(98.0) and bound[1] == 1.0  # no spread
-    assert switch.rate is None  # even slots run no dissimilarity: no publication-share evidence
+def test_even_spending_estimates_the_drift_from_two_lags():
+    """evidence 4, lag 2: a trend of 10 per slot has squared differences 100 at lag 1 and 400 at lag
+    2, so Q = 300 per slot and R = 100 / 2; a run that does not spread (no standard error) is its
+    bound. Even slots run no dissimilarity, so there is no publication-share evidence."""
+    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=1.0))
+    assert Even(switch)([0, 10, 20, 30]) == [EVEN] * 4
+    assert switch.drift_bound() == (300.0, 50.0) and switch.rate is None
 
 
 def test_a_static_stream_under_even_spending_switches_to_absorption():
-    """Releases that differ by no more than their noise (drift bound below static_drift R) switch;
-    the evidence window must be full first; a drifting stream stays even."""
-    switch = FamilySwitch(FamilyRule(evidence=3, static_drift=0.1))
+    """Releases that jump by their noise and come back (lag-2 differences 0, lag-1 100): the drift is
+    -100 < static_drift R; the evidence window must be full first, and then starts again."""
+    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=0.0))
     feed = Even(switch)
-    assert feed([5, 6, 5], [1.0, 1.0, 1.0]) == [EVEN] * 3  # two pairs: the window is not full yet
-    assert feed([6], [1.0]) == [ABSORPTION] and switch.since == 5  # 1 - 2 = -1 per pair: static
-    assert switch.last is None and not switch.drift  # the evidence starts again
-    moving = FamilySwitch(FamilyRule(evidence=3, static_drift=0.1))
-    assert Even(moving)(list(range(0, 400, 20)), [1.0] * 20) == [EVEN] * 20  # 400 - 2 per slot
-    assert moving.drift_bound() == (398.0, 1.0)
+    assert feed([0, 10, 0]) == [EVEN] * 3 and switch.drift_bound() is None  # not full yet
+    assert feed([10]) == [ABSORPTION] and switch.since == 5
+    assert not switch.releases and switch.drift_bound() is None
 
 
 def test_a_noisy_drift_estimate_does_not_switch():
-    """The bound adds DRIFT_CONFIDENCE standard errors: estimates of -100 and 96 average -2, below
-    0.6 x 50, but their spread puts the bound above it."""
-    rule = FamilyRule(evidence=2, static_drift=0.6)
-    switch = FamilySwitch(rule)
-    assert Even(switch)([0, 0, 14], [50.0, 50.0, 50.0]) == [EVEN] * 3  # pairs: 0 - 100, 196 - 100
+    """0, 10, 0, 0: Q = 50 - 66.7 = -16.7, below 1 x R = 33.3, but DRIFT_CONFIDENCE standard errors
+    (sqrt(3333/3 + 5000/2) = 60.1 each) put the bound at 163.6, above it."""
+    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=1.0))
+    assert Even(switch)([0, 10, 0, 0]) == [EVEN] * 4
     bound = switch.drift_bound()
-    assert bound is not None and bound[0] > 0.6 * 50 > sum(q for q, _ in switch.drift) / 2
+    assert bound is not None and bound[0] == pytest.approx(-50 / 3 + DRIFT_CONFIDENCE * 60.093, abs=0.01)
+    assert bound[1] == pytest.approx(100 / 3)
 
 
-def test_skips_and_gaps_under_even_spending():
-    """A slot without a publication (no users) is no evidence; a gap of g slots divides the excess by g."""
-    switch = FamilySwitch(FamilyRule(evidence=2, static_drift=0.0))
-    Even(switch)([0], [1.0])
-    switch.observe(SlotOutcome(2, Kind.SKIP, np.array([0]), 0))
-    switch.observe(SlotOutcome(3, Kind.PUBLISH, np.array([6]), 1, publication=BudgetChoice(0.01, 1.0)))
-    assert list(switch.drift) == [(17.0, 1.0)]  # (36 - 2) / 2
+def test_a_slot_without_an_even_release_starts_the_run_again():
+    """Consecutive releases only: a skip (no users) empties the window."""
+    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=0.0))
+    Even(switch)([0, 10, 0])
+    switch.observe(SlotOutcome(4, Kind.SKIP, np.array([0]), 0))
+    assert not switch.releases
+    feed = Even(switch)
+    feed.slot = 4
+    assert feed([10, 0, 10]) == [EVEN] * 3 and len(switch.releases) == 3
 
 
 def run(split: int | None, slots: int = 40) -> list[tuple[str, str | None, list[int]]]:
@@ -146,7 +152,7 @@ def run(split: int | None, slots: int = 40) -> list[tuple[str, str | None, list[
     Engine running Adaptive (evidence 3) on a stream that alternates between busy and quiet; a restart
     from the snapshot at `split` (new engine, other seed) must continue exactly as the uninterrupted one."""
     def engine(seed: int) -> Engine:
-        spec = MechanismSpec("Adaptive", Adaptive(FamilyRule(evidence=3, static_drift=1.0)), None)
+        spec = MechanismSpec("Adaptive", Adaptive(FamilyRule(evidence=4, static_drift=100.0)), None)
         return Engine(spec, 2, NumpyRandomness(seed), 10)
 
     current = engine(4)
@@ -180,3 +186,22 @@ def test_adaptive_in_an_engine_switches_and_survives_a_restart():
     assert [kind for (kind, _, _), family in zip(whole, families, strict=True) if family == EVEN] == \
         ["publish"] * families.count(EVEN)  # even spending publishes at every slot
     assert run(split=17) == whole
+
+
+def test_even_releases_keep_every_user_at_the_lowest_budget():
+    """Even spending publishes at min E_i/w_i with nobody sampled out (OBS restricted to its lowest
+    candidate), although each ledger is charged its own E_i/w_i like a personalized Uniform."""
+    spec = MechanismSpec("Adaptive", Adaptive(), None)
+    engine = Engine(spec, 2, NumpyRandomness(3), 10)
+    for user, requirement in enumerate([Requirement(4, 2.0), Requirement(8, 0.4), Requirement(5, 3.0)]):
+        engine.register(user, requirement, 1)
+    free = optimal_budget(np.array([0.5, 0.05, 0.6]), np.ones(3), discrete_laplace_variance)
+    assert free is not None and free.epsilon > 0.05  # OBS alone would sample the strict user out
+    for slot in range(1, 4):
+        outcome, _ = engine.step(slot, np.array([0, 1, 2]), np.array([1, 1, 0]))
+        assert outcome.kind is Kind.PUBLISH and outcome.family == EVEN and outcome.dissimilarity is None
+        assert outcome.publication == BudgetChoice(0.05, float(discrete_laplace_variance(0.05)))
+    lowest = optimal_budget(np.array([0.0, 0.5, 0.05]), np.array([2.0, 1.0, 1.0]), discrete_laplace_variance,
+                            lowest=True)
+    assert lowest is not None and lowest.epsilon == 0.05  # users at 0 still count as bias, theta the lowest
+    assert lowest.error == pytest.approx(4 + float(discrete_laplace_variance(0.05)))

@@ -142,7 +142,7 @@ def engine_run_passes_the_audit(data, name):
     (each user followed through its member lines against the requirements it declared, every line
     against its release) pass. Adaptive runs with a short evidence window, so that it switches."""
     entry = REGISTRY.get(name)
-    options = ({"evidence": data.draw(st.integers(2, 4)), "static_drift": data.draw(st.sampled_from([0.0, 1.0, 100.0])),
+    options = ({"evidence": data.draw(st.integers(4, 6)), "static_drift": data.draw(st.sampled_from([0.0, 1.0, 100.0])),
                 "start": data.draw(st.sampled_from(FAMILIES))} if "evidence" in entry.section_keys else {})
     spec = entry.spec(8, 0.3, options)
     log, releases, declared = [], [], []
