@@ -65,7 +65,7 @@ class FamilyRule:
         for name in ("switch_rate", "hysteresis", "static_drift"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
+                raise ValueError(f"{name} must be a number (finite), got {value!r}")
         if self.evidence < 4:
             raise ValueError(f"evidence must be at least 4 slots (two lags of the drift), got {self.evidence}")
         if not 0 <= self.hysteresis <= self.switch_rate <= 1 - self.hysteresis:
@@ -193,7 +193,7 @@ def _cap(value: float, room: float) -> float:
 
 class Adaptive:
     """The Adaptive budget policy: the budgets of the family in force (Uniform's E_i/w_i published at
-    every slot, PBD or PBA; fixed requirements), capped by each window's room; `observe` re-decides
+    every slot, PBA or PBD; fixed requirements), capped by each window's room; `observe` re-decides
     the family after every slot."""
 
     name = "Adaptive"
