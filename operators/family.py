@@ -6,9 +6,9 @@ which gives a release per slot. From the last `evidence` of them it estimates th
 drift Q: with R the releases' error (noise, sampling, the stream's own jitter), the mean squared
 difference per cell at lag k is 2R + k Q, so the lag-L and lag-1 differences give Q without
 knowing R. A stream whose drift is, with confidence, small against R is nearly static and switches
-to absorption, which spends one large publication where even spending spreads many small ones. Under absorption
-(and distribution) the evidence is the share of PUBLISH among the slots that ran a dissimilarity; a
-share at or above `switch_rate + hysteresis` means the stream moves again, and absorption goes back
+to absorption, which spends one large publication where even spending spreads many small ones.
+Under absorption (and distribution) the evidence is the share of PUBLISH among the slots that ran a
+dissimilarity; a share at or above `switch_rate + hysteresis` means the stream moves again, and absorption goes back
 to even spending (distribution, reachable only as the configured `start`, goes to absorption below
 `switch_rate - hysteresis`). Every input is part of the releases, so the choice is post-processing.
 
@@ -48,10 +48,9 @@ class FamilyRule:
     consecutive even releases for the drift (lags 1 and evidence // 2), dissimilarity slots for the
     publication share. static_drift: under even spending, a drift bound (estimate +
     DRIFT_CONFIDENCE standard errors) below static_drift x the releases' error R switches to
-    absorption. switch_rate +- hysteresis:
-    under absorption a publication share at or above switch_rate + hysteresis switches to even
-    spending; under distribution a share below switch_rate - hysteresis switches to absorption.
-    start: the family in force at slot 1."""
+    absorption. switch_rate +- hysteresis: under absorption a publication share at or above
+    switch_rate + hysteresis switches to even spending; under distribution a share below
+    switch_rate - hysteresis switches to absorption. start: the family in force at slot 1."""
 
     evidence: int = 240
     switch_rate: float = 0.5
@@ -93,7 +92,7 @@ class FamilySwitch:
         self.family = _family(family if family is not None else self.rule.start)
         self.since = 1
         self.recent: deque[bool] = deque(maxlen=self.rule.evidence)
-        self.releases: deque[tuple[int, list[int]]] = deque(maxlen=self.rule.evidence)
+        self.releases: deque[list[int]] = deque(maxlen=self.rule.evidence)
 
     @property
     def rate(self) -> float | None:
@@ -109,7 +108,7 @@ class FamilySwitch:
         the bound adds DRIFT_CONFIDENCE standard errors of the two means (taken as independent)."""
         if len(self.releases) < self.rule.evidence:
             return None
-        counts = np.array([c for _, c in self.releases], dtype=float)
+        counts = np.array(self.releases, dtype=float)
         lag = self.rule.evidence // 2
         near = ((counts[1:] - counts[:-1]) ** 2).ravel()
         far = ((counts[lag:] - counts[:-lag]) ** 2).ravel()
@@ -130,7 +129,7 @@ class FamilySwitch:
         if outcome.kind is not Kind.PUBLISH:
             self.releases.clear()
             return
-        self.releases.append((outcome.slot, [int(c) for c in outcome.counts]))
+        self.releases.append([int(c) for c in outcome.counts])
         bound = self.drift_bound()
         if bound is not None and bound[0] < self.rule.static_drift * bound[1]:
             self.enter(ABSORPTION, outcome.slot + 1)
@@ -158,12 +157,12 @@ class FamilySwitch:
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "since": self.since, "recent": [int(x) for x in self.recent],
-                "releases": [[slot, counts] for slot, counts in self.releases]}
+                "releases": list(self.releases)}
 
     def restore(self, obj: dict[str, Any]) -> None:
         self.family, self.since = _family(obj["family"]), int(obj["since"])
         self.recent = deque((bool(x) for x in obj["recent"]), maxlen=self.rule.evidence)
-        self.releases = deque(((int(slot), [int(c) for c in counts]) for slot, counts in obj.get("releases", [])),
+        self.releases = deque(([int(c) for c in counts] for counts in obj.get("releases", [])),
                               maxlen=self.rule.evidence)
 
 
