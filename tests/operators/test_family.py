@@ -107,33 +107,42 @@ class Even:
         return out
 
 
+def loaded(counts: list[int], **rule: float) -> FamilySwitch:
+    """A switch in even spending holding one-cell releases `counts` (as restored from a snapshot)."""
+    switch = FamilySwitch(FamilyRule(evidence=4, **rule))  # type: ignore[arg-type]
+    switch.restore({"family": EVEN, "since": 1, "recent": [], "releases": [[c] for c in counts]})
+    return switch
+
+
 def test_even_spending_estimates_the_drift_from_two_lags():
     """evidence 4, lag 2: a trend of 10 per slot has squared differences 100 at lag 1 and 400 at lag
     2, so Q = 300 per slot and R = 100 / 2; a run that does not spread (no standard error) is its
     bound. Even slots run no dissimilarity, so there is no publication-share evidence."""
+    assert loaded([0, 10, 20]).drift_bound() is None  # not full yet
+    assert loaded([0, 10, 20, 30]).drift_bound() == (300.0, 50.0)
     switch = FamilySwitch(FamilyRule(evidence=4, static_drift=1.0))
-    assert Even(switch)([0, 10, 20, 30]) == [EVEN] * 4
-    assert switch.drift_bound() == (300.0, 50.0) and switch.rate is None
+    assert Even(switch)([0, 10, 20, 30]) == [EVEN] * 4 and switch.rate is None
+    assert not switch.releases  # the block was tested; the next one starts empty
+    assert Even(switch)([40, 50, 60]) == [EVEN] * 3 and len(switch.releases) == 3
 
 
 def test_a_static_stream_under_even_spending_switches_to_absorption():
     """Releases that jump by their noise and come back (lag-2 differences 0, lag-1 100): the drift is
-    -100 < static_drift R; the evidence window must be full first, and then starts again."""
+    -100 < static_drift R once the block of `evidence` releases is full; the evidence starts again."""
     switch = FamilySwitch(FamilyRule(evidence=4, static_drift=0.0))
     feed = Even(switch)
-    assert feed([0, 10, 0]) == [EVEN] * 3 and switch.drift_bound() is None  # not full yet
+    assert feed([0, 10, 0]) == [EVEN] * 3
     assert feed([10]) == [ABSORPTION] and switch.since == 5
     assert not switch.releases and switch.drift_bound() is None
 
 
 def test_a_noisy_drift_estimate_does_not_switch():
     """0, 10, 0, 0: Q = 50 - 66.7 = -16.7, below 1 x R = 33.3, but DRIFT_CONFIDENCE standard errors
-    (sqrt(3333/3 + 5000/2) = 60.1 each) put the bound at 163.6, above it."""
-    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=1.0))
-    assert Even(switch)([0, 10, 0, 0]) == [EVEN] * 4
-    bound = switch.drift_bound()
+    (sqrt(3333/3 + 5000/2) = 60.1 each) put the bound above it."""
+    bound = loaded([0, 10, 0, 0]).drift_bound()
     assert bound is not None and bound[0] == pytest.approx(-50 / 3 + DRIFT_CONFIDENCE * 60.093, abs=0.01)
-    assert bound[1] == pytest.approx(100 / 3)
+    assert bound[1] == pytest.approx(100 / 3) and bound[0] > bound[1]
+    assert Even(FamilySwitch(FamilyRule(evidence=4, static_drift=1.0)))([0, 10, 0, 0]) == [EVEN] * 4
 
 
 def test_a_slot_without_an_even_release_starts_the_run_again():
