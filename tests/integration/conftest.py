@@ -52,8 +52,10 @@ def check_releases(releases: list[dict[str, Any]], slots: int) -> dict[int, dict
     return {r["slot"]: r for r in releases}
 
 
-def _create_topics_module() -> Any:
-    spec = importlib.util.spec_from_file_location("create_topics", REPO / "deploy" / "local" / "create-topics.py")
+def load_script(name: str) -> Any:
+    """A script of deploy/local (a file name with a dash, not importable by name) as a module."""
+    spec = importlib.util.spec_from_file_location(name.removesuffix(".py").replace("-", "_"),
+                                                  REPO / "deploy" / "local" / name)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -96,7 +98,7 @@ class StreamingJob:
         self.config_path.write_text(yaml.safe_dump(raw))
         self.config = load_config(str(self.config_path))
         self.kafka = stream_settings(self.config, str(folder)).kafka
-        create = _create_topics_module().create_topics
+        create = load_script("create-topics.py").create_topics
         outcome = create(bootstrap, {self.topics["events"]: 2, **{self.topics[r]: 1 for r in roles[1:]}},
                          client=admin)
         assert set(outcome.values()) == {"created"}, outcome

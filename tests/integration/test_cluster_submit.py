@@ -14,6 +14,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,11 @@ TASKMANAGERS = 2
 PARALLELISM = 2
 
 
-@pytest.fixture
-def flink_cluster(tmp_path: Path) -> Iterator[str]:
-    """Two TaskManagers of one slot each: a job of parallelism 2 needs both."""
-    run_dir = tmp_path / "cluster"
+@contextmanager
+def session_cluster(run_dir: Path) -> Iterator[str]:
+    """A standalone session cluster of two TaskManagers with one slot each, stopped by its pids."""
     started = subprocess.run([str(CLUSTER_SH), "start", "--run-dir", str(run_dir), "--taskmanagers",
-                              str(TASKMANAGERS), "--slots", "1"], capture_output=True, text=True, timeout=240)
+                              str(TASKMANAGERS), "--slots", "1"], capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stderr[-3000:]
     try:
         yield started.stdout.strip().splitlines()[-1]
@@ -42,6 +42,13 @@ def flink_cluster(tmp_path: Path) -> Iterator[str]:
         stopped = subprocess.run([str(CLUSTER_SH), "stop", "--run-dir", str(run_dir)], capture_output=True,
                                  text=True, timeout=240)
         assert stopped.returncode == 0, stopped.stderr[-2000:]
+
+
+@pytest.fixture
+def flink_cluster(tmp_path: Path) -> Iterator[str]:
+    """Two TaskManagers of one slot each: a job of parallelism 2 needs both."""
+    with session_cluster(tmp_path / "cluster") as rest:
+        yield rest
 
 
 def _rest(address: str, path: str, method: str = "GET") -> Any:

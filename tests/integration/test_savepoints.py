@@ -11,8 +11,6 @@ import re
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ import yaml
 
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import PWEVENT, SEED, check_equals_replay, generate
-from tests.integration.test_cluster_submit import CLUSTER_SH, ClusterJob, _rest
+from tests.integration.test_cluster_submit import ClusterJob, _rest, session_cluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -105,20 +103,6 @@ def wait_state(job: ClusterJob, want: str, passing: tuple[str, ...]) -> None:
         assert state in passing, job.log_tail()
         assert time.monotonic() < deadline, f"job still {state}"
         time.sleep(0.5)
-
-
-@contextmanager
-def session_cluster(run_dir: Path) -> Iterator[str]:
-    """A standalone session cluster of two TaskManagers with one slot each, stopped by its pids."""
-    started = subprocess.run([str(CLUSTER_SH), "start", "--run-dir", str(run_dir), "--taskmanagers", "2",
-                              "--slots", "1"], capture_output=True, text=True, timeout=300)
-    assert started.returncode == 0, started.stderr[-3000:]
-    try:
-        yield started.stdout.strip().splitlines()[-1]
-    finally:
-        stopped = subprocess.run([str(CLUSTER_SH), "stop", "--run-dir", str(run_dir)], capture_output=True,
-                                 text=True, timeout=240)
-        assert stopped.returncode == 0, stopped.stderr[-2000:]
 
 
 def test_cluster_savepoint_then_restore_at_parallelism_2(kafka_bootstrap: str, tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ the StandardAuthorizer), and the broker's port across a stop and a start (docs/o
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -20,17 +19,16 @@ from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, parse_security
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import KAFKA_SH, REPO, SEED, StreamingJob, check_equals_replay, generate
+from tests.integration.conftest import (
+    KAFKA_SH,
+    SEED,
+    StreamingJob,
+    check_equals_replay,
+    generate,
+    load_script,
+)
 
 pytestmark = [pytest.mark.kafka]
-
-
-def _acls_module() -> Any:
-    spec = importlib.util.spec_from_file_location("kafka_acls_script", REPO / "deploy" / "local" / "kafka-acls.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class SecureBroker:
@@ -97,7 +95,7 @@ def test_the_job_runs_with_credentials_and_others_are_kept_out(
         "flink": {"close_after": "1s", "source_idleness": "3s"},
     }, admin=broker.python("admin"))
     assert password not in job.config_path.read_text()
-    failed = _acls_module().apply_grants(broker.bootstrap, broker.python("admin"), acl_plan(job.kafka))
+    failed = load_script("kafka-acls.py").apply_grants(broker.bootstrap, broker.python("admin"), acl_plan(job.kafka))
     assert failed == []
     events, requirements = generate(job.folder, users=20, slots=slots)
     producer_settings = dataclasses.replace(job.kafka, security=_security(broker, "pwevent-producer"))
