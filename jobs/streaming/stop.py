@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 LIVE_STATES = ("CREATED", "INITIALIZING", "RUNNING", "RESTARTING")
+ENDING_STATES = ("CANCELLING", "FAILING", "RECONCILING")  # on the way to a terminal state
 
 
 class StopError(RuntimeError):
@@ -80,23 +81,34 @@ def stop_with_savepoint(rest: FlinkRest, job_id: str, directory: str, drain: boo
         answer = rest.call(f"/jobs/{job_id}/savepoints/{trigger}")
         if answer["status"]["id"] == "COMPLETED":
             operation = answer.get("operation") or {}
-            if "location" in operation:
-                return str(operation["location"])
-            cause = operation.get("failure-cause", {})
-            raise StopError(f"the savepoint failed, the job keeps running: "
-                            f"{cause.get('stack-trace', cause) if isinstance(cause, dict) else cause}"[:3000])
+            if "location" not in operation:
+                cause = operation.get("failure-cause", {})
+                raise StopError(f"the savepoint failed, the job keeps running: "
+                                f"{cause.get('stack-trace', cause) if isinstance(cause, dict) else cause}"[:3000])
+            location = str(operation["location"])
+            # The operation completes with the savepoint; the job reaches FINISHED a moment later. An
+            # upgrade must not start the next job while this one still runs, so wait for it.
+            wait_for_state(rest, job_id, "FINISHED", deadline, f"savepoint {location} written but ")
+            return location
         if time.monotonic() > deadline:
             raise StopError(f"no savepoint within {timeout_s:.0f}s (request {trigger}); the job may still stop")
         time.sleep(0.5)
 
 
+def wait_for_state(rest: FlinkRest, job_id: str, want: str, deadline: float, context: str = "") -> None:
+    """Poll the job until it is in state `want`; StopError when the deadline (time.monotonic()) passes
+    or the job ends in another terminal state."""
+    while (state := rest.job_state(job_id)) != want:
+        if state not in LIVE_STATES + ENDING_STATES:
+            raise StopError(f"{context}job {job_id} ended {state}, not {want}")
+        if time.monotonic() > deadline:
+            raise StopError(f"{context}job {job_id} still {state}, not {want}, at the timeout")
+        time.sleep(0.5)
+
+
 def cancel(rest: FlinkRest, job_id: str, timeout_s: float) -> None:
     rest.call(f"/jobs/{job_id}?mode=cancel", "PATCH")
-    deadline = time.monotonic() + timeout_s
-    while rest.job_state(job_id) != "CANCELED":
-        if time.monotonic() > deadline:
-            raise StopError(f"job {job_id} not CANCELED within {timeout_s:.0f}s")
-        time.sleep(0.5)
+    wait_for_state(rest, job_id, "CANCELED", time.monotonic() + timeout_s)
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import json
 import shlex
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,10 +92,15 @@ class ClusterJob(StreamingJob):
         return f"job {self.job_id} {self.state()}: {json.dumps(exceptions)[-4000:]}"
 
     def stop(self, sig: int = 0) -> None:
-        if self.job_id is not None and self.state() not in ("CANCELED", "FAILED", "FINISHED"):
-            _rest(self.rest, f"/jobs/{self.job_id}?mode=cancel", method="PATCH")
+        terminal = ("CANCELED", "FAILED", "FINISHED")
+        if self.job_id is not None and self.state() not in terminal:
+            try:
+                _rest(self.rest, f"/jobs/{self.job_id}?mode=cancel", method="PATCH")
+            except urllib.error.HTTPError as err:
+                if err.code != 409:  # 409: already on its way to a terminal state
+                    raise
             deadline = time.monotonic() + 60
-            while self.state() != "CANCELED" and time.monotonic() < deadline:
+            while self.state() not in terminal and time.monotonic() < deadline:
                 time.sleep(0.5)
 
 
