@@ -14,6 +14,9 @@ caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may decl
        min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
 events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
+default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a user seen in the events
+                          # before any requirement record of theirs ({backward: .., forward: ..} for
+                          # dynamic mechanisms; docs/streaming.md, "Users without a requirement record")
 max_record_bytes: 65536   # largest input record (event, requirement) accepted; larger ones are rejected
 ```
 
@@ -40,7 +43,7 @@ from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.operators.registry import GLOBAL_KEYS, REGISTRY, MechanismEntry
 from pwevent.state.errors import InvalidRequirementError
-from pwevent.state.requirements import Requirement, RequirementCaps
+from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
 
 #: The mechanism when the configuration names none (docs/mechanisms.md section 14).
 DEFAULT_MECHANISM = "Adaptive"
@@ -89,6 +92,7 @@ class Config:
     extra: dict[str, Any] = field(default_factory=dict, repr=False)  # may hold resolved secrets
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     options: dict[str, Any] = field(default_factory=dict)
+    default_requirement: Requirement | DynamicRequirement | None = None
 
     @property
     def clock(self) -> SlotClock:
@@ -105,7 +109,7 @@ class Config:
 
 TOP_KEYS = {
     "mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "postprocess", "caps", "events",
-    "requirements", "max_record_bytes",
+    "requirements", "max_record_bytes", "default_requirement",
 }
 #: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
 EXTRA_SECTIONS: set[str] = {"kafka", "flink"}  # validated by jobs/flink_config.stream_settings
@@ -275,14 +279,37 @@ def parse_config(raw: Any) -> Config:
         raise ConfigError(f"max_record_bytes must be an integer >= 64, got {max_bytes!r}")
     options = _options(raw, entry)
     try:
-        entry.spec(window, epsilon, options)
+        spec = entry.spec(window, epsilon, options)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{entry.section or 'mechanism'}: {err}") from None
+    default = _default_requirement(raw.get("default_requirement"), caps, spec)
     return Config(
         name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,
         None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra, max_bytes,
-        options,
+        options, default,
     )
+
+
+def _default_requirement(obj: Any, caps: RequirementCaps,
+                         spec: MechanismSpec) -> Requirement | DynamicRequirement | None:
+    """`default_requirement`: what a requirement record would carry (w/epsilon, or backward/forward
+    for a dynamic mechanism), within the caps and acceptable to the mechanism, so that applying it
+    can never be refused (docs/streaming.md, "Users without a requirement record")."""
+    if obj is None:
+        return None
+    # Imported here: requirement_rules imports records, which imports this module.
+    from pwevent.jobs.common.requirement_rules import RequirementRules
+
+    if not isinstance(obj, dict):
+        raise ConfigError("default_requirement must be a mapping: {w: .., epsilon: ..} or {backward: .., forward: ..}")
+    _only("default_requirement", obj, {"w", "epsilon", "backward", "forward"})
+    try:
+        requirement = parse_requirement(obj)
+        caps.check(requirement)
+        RequirementRules(spec, caps.max_w).ledger_requirement(requirement)
+    except InvalidRequirementError as err:
+        raise ConfigError(f"default_requirement: {err}") from None
+    return requirement
 
 
 def load_config(path: str) -> Config:

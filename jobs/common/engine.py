@@ -64,17 +64,19 @@ class Engine:
         spend_sink: SpendSink | None = None,
         last_release: np.ndarray | None = None,
         floor: float = DEFAULT_MIN_SLOT_EPSILON,
+        default_requirement: UserRequirement | None = None,
     ) -> None:
         """`last_release`: r_0, the histogram the first dissimilarity compares with (zeros by
         default; a public earlier release when a run continues another). `floor`: the per-slot
-        budget floor, caps.min_slot_epsilon (docs/mechanisms.md, Budget floor)."""
+        budget floor, caps.min_slot_epsilon (docs/mechanisms.md, Budget floor).
+        `default_requirement`: the configured one, for `declare_default`."""
         self.spec = spec
         self.d = d
         self.horizon = horizon
         self.rng = rng
         self.floor = floor
         self.rules = RequirementRules(spec, horizon)
-        self.membership = Membership(self.rules)
+        self.membership = Membership(self.rules, default_requirement)
         self.population = Population(self.rules.new_ledger)
         self.release = SlotRelease(d, rng)
         self.history = ReleaseHistory.start(d, last_release)
@@ -116,6 +118,23 @@ class Engine:
                 self.apply(applied.change)
                 self._set_class(index, applied.change.target)
         return applied.action
+
+    def declare_default(self, name: str, slot: int) -> bool:
+        """User `name`, present at `slot` without a class, registered with the default requirement (by
+        the same `Membership` rule as the job's keyed operator); False when there is no default."""
+        index = self._index.get(name)
+        applied = self.membership.apply_default(name, self._user_state(index), slot)
+        if applied is None:
+            return False
+        if index is None:
+            index = self._index[name] = len(self._index)
+            self._names[index] = name
+        assert applied.change is not None and applied.state.declared is not None
+        self._declared[index] = applied.state.declared
+        self._check_slot(slot)
+        self.apply(applied.change)
+        self._set_class(index, applied.change.target)
+        return True
 
     def register(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
         """A new user (dense index `user`) from `slot` on; raises on a requirement the rules refuse."""

@@ -12,6 +12,11 @@ that slot closes (the watermark passes the slot's end); later it is `late`. Reco
 applied in (time, partition, offset) order when the slot closes, so the outcome does not depend on
 the order in which Kafka delivered them. Pure Python, tested without Flink with an injected
 watermark (tests/jobs/test_membership.py).
+
+With a `default_requirement` configured, a user present in the events of a slot without a class
+is registered at that slot with the default, after the slot's own requirement records (a record
+of the same slot wins; a later one is a change, rejected by a fixed mechanism like any change;
+docs/streaming.md, "Users without a requirement record"). The replay does the same in `Engine`.
 """
 
 from __future__ import annotations
@@ -45,9 +50,21 @@ class Applied:
 
 @dataclass(frozen=True)
 class Membership:
-    """The membership rule over `RequirementRules` (one instance per mechanism)."""
+    """The membership rule over `RequirementRules` (one instance per mechanism), and the configured
+    default requirement of users seen before any requirement record (None: such users are unknown)."""
 
     rules: RequirementRules
+    default: UserRequirement | None = None
+
+    def apply_default(self, user: str, state: UserState, slot: int) -> Applied | None:
+        """Register a user present at `slot` without a class with the default requirement; None when
+        there is no default or the user has a class. The configuration checked that the rules accept
+        the default, so it always registers."""
+        if self.default is None or state.class_id is not None:
+            return None
+        applied = self.apply(user, state, slot, self.default)
+        assert applied.change is not None, applied.action
+        return applied
 
     def apply(self, user: str, state: UserState, slot: int, requested: UserRequirement) -> Applied:
         action = self.rules.requirement_action(state.declared, requested)
@@ -89,6 +106,8 @@ class UserMembership:
 
     state: UserState = field(default_factory=UserState)
     pending: list[PendingRequirement] = field(default_factory=list)
+    #: The first slot the user was present in without a class (only with a default requirement).
+    seen_at: int | None = None
 
     def receive(self, record: PendingRequirement, watermark_ms: int, clock: SlotClock) -> Rejection | None:
         """Buffer a record until its slot closes, or reject it as late if the slot has closed."""
@@ -98,12 +117,33 @@ class UserMembership:
         self.pending.append(record)
         return None
 
+    def seen(self, slot: int) -> bool:
+        """The user is present in the events of `slot` (fed only when a default requirement is
+        configured); True when the default may register the user as `slot` closes (the caller sets
+        a timer for it), False when the user has a class or an earlier presence is pending."""
+        if self.state.class_id is not None or (self.seen_at is not None and self.seen_at <= slot):
+            return False
+        self.seen_at = slot
+        return True
+
     def close(self, slot: int, user: str, membership: Membership) -> list[MembershipChange | Rejection]:
-        """Apply the buffered records of slots up to `slot`, in slot and (time, partition, offset) order."""
-        due = sorted((p for p in self.pending if p.slot <= slot), key=lambda p: (p.slot, p.order))
+        """Apply the buffered records of slots up to `slot`, in slot and (time, partition, offset) order;
+        a pending presence applies the default after the records of its own slot."""
+        due: list[tuple[int, PendingRequirement | None]] = [(p.slot, p) for p in self.pending if p.slot <= slot]
         self.pending = [p for p in self.pending if p.slot > slot]
+        if self.seen_at is not None and self.seen_at <= slot:
+            due.append((self.seen_at, None))
+            self.seen_at = None
+        due.sort(key=lambda item: (item[0], item[1] is None, item[1].order if item[1] is not None else ()))
         out: list[MembershipChange | Rejection] = []
-        for record in due:
+        for at, record in due:
+            if record is None:
+                registered = membership.apply_default(user, self.state, at)
+                if registered is not None:
+                    self.state = registered.state
+                    assert registered.change is not None
+                    out.append(registered.change)
+                continue
             applied = membership.apply(user, self.state, record.slot, record.requested)
             self.state = applied.state
             if applied.change is not None:
@@ -115,7 +155,7 @@ class UserMembership:
 
     @property
     def empty(self) -> bool:
-        return self.state.declared is None and not self.pending
+        return self.state.declared is None and not self.pending and self.seen_at is None
 
     def to_json(self) -> dict[str, Any]:
         s = self.state
@@ -124,6 +164,7 @@ class UserMembership:
             "class": s.class_id,
             "requirement": s.requirement.to_json() if s.requirement else None,
             "pending": [[p.slot, list(p.order), p.requested.to_json(), p.position, p.original] for p in self.pending],
+            "seen_at": self.seen_at,
         }
 
     @classmethod
@@ -135,4 +176,4 @@ class UserMembership:
         )
         pending = [PendingRequirement(int(s), (int(o[0]), int(o[1]), int(o[2])), requirement_from_json(r), pos, orig)
                    for s, o, r, pos, orig in obj["pending"]]
-        return cls(state, pending)
+        return cls(state, pending, obj.get("seen_at"))

@@ -179,20 +179,23 @@ class Release:
 @dataclass(frozen=True)
 class InputRules:
     """What decides whether a requirement record registers its user (docs/formats.md, Requirement):
-    the mechanism family, the slot clock, the caps and, for a baseline, the global requirement."""
+    the mechanism family, the slot clock, the caps, for a baseline the global requirement, and the
+    default requirement of users seen before any record of theirs."""
 
     mechanism: str
     clock: SlotClock
     caps: RequirementCaps
     fields: RequirementFields
     global_requirement: Requirement | None
+    default: AnyRequirement | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> InputRules:
         global_ = None
         if config.mechanism in BASELINE_MECHANISMS and config.window is not None and config.epsilon is not None:
             global_ = Requirement(config.window, config.epsilon)
-        return cls(config.mechanism, config.clock, config.caps, config.requirements, global_)
+        return cls(config.mechanism, config.clock, config.caps, config.requirements, global_,
+                   config.default_requirement)
 
     @property
     def dynamic(self) -> bool:
@@ -208,14 +211,18 @@ class InputRules:
         return True
 
 
+Updates: TypeAlias = tuple[tuple[int, AnyRequirement], ...]
+
+
 @dataclass(frozen=True)
 class AuditInputs:
-    """The full audit's inputs: each user's declared timeline, the releases, and, for a baseline,
-    the global requirement every ledger must run at."""
+    """The full audit's inputs: each user's valid requirement records as (slot, requirement) in the
+    order the replay applies them, the releases, and the rules (the mechanism's family, the global
+    requirement of a baseline, the default requirement)."""
 
-    declared: Mapping[str, Declared]
+    updates: Mapping[str, Updates]
     releases: tuple[Any, ...]
-    global_requirement: Requirement | None
+    rules: InputRules
 
     @classmethod
     def build(
@@ -223,17 +230,32 @@ class AuditInputs:
     ) -> AuditInputs:
         """From the raw requirement records (position, text), the release records and the run's configuration."""
         rules = InputRules.from_config(config)
-        return cls(declared_requirements(requirement_lines, rules), tuple(releases), rules.global_requirement)
+        return cls(valid_updates(requirement_lines, rules), tuple(releases), rules)
+
+    @property
+    def global_requirement(self) -> Requirement | None:
+        return self.rules.global_requirement
+
+    def declared(self, first_member: Mapping[str, int]) -> dict[str, Declared]:
+        """Each user's declared timeline. A record registers its user at its slot; with a default
+        requirement, a user whose first member line (`first_member`) comes before any record of
+        theirs was registered with the default at that slot (the auditor cannot see the events, so
+        it takes that slot from the log: protection from then on is what it checks), and a later
+        record is a change like any other (docs/streaming.md, "Users without a requirement record")."""
+        out = {}
+        for user in sorted(set(self.updates) | (set(first_member) if self.rules.default is not None else set())):
+            updates = self.updates.get(user, ())
+            seen = first_member.get(user)
+            if self.rules.default is not None and seen is not None and (not updates or updates[0][0] > seen):
+                updates = ((seen, self.rules.default), *updates)
+            out[user] = Declared(_timeline(updates, self.rules.dynamic))
+        return out
 
 
-def declared_requirements(lines: Iterable[tuple[str, str]], rules: InputRules) -> dict[str, Declared]:
-    """Each user's declared timeline from the raw requirement records (position, text), in input order.
-
-    Minimal on purpose: a record counts if it parses within the caps, is not before the origin and
-    is valid for the mechanism. The first one registers its user at its slot; a fixed mechanism keeps
-    it for ever; a dynamic one takes every later change from its slot on (the last record of a slot
-    wins). Records are ordered by time, then by input order, as the replay applies them.
-    """
+def valid_updates(lines: Iterable[tuple[str, str]], rules: InputRules) -> dict[str, Updates]:
+    """Each user's valid requirement records (position, text) as (slot, requirement), ordered by time,
+    then by input order, as the replay applies them. Minimal on purpose: a record counts if it parses
+    within the caps, is not before the origin and is valid for the mechanism."""
     parsed = []
     for order, (_, text) in enumerate(lines):
         try:
@@ -243,17 +265,25 @@ def declared_requirements(lines: Iterable[tuple[str, str]], rules: InputRules) -
         slot = rules.clock.slot_of(update.time_ms)
         if slot >= 1 and rules.valid(update.requirement):
             parsed.append((update.time_ms, order, slot, update.user, update.requirement))
-    timelines: dict[str, list[tuple[int, AnyRequirement]]] = {}
+    updates: dict[str, list[tuple[int, AnyRequirement]]] = defaultdict(list)
     for _, _, slot, user, requirement in sorted(parsed, key=lambda item: (item[0], item[1])):
-        timeline = timelines.setdefault(user, [])
+        updates[user].append((slot, requirement))
+    return {user: tuple(items) for user, items in updates.items()}
+
+
+def _timeline(updates: Updates, dynamic: bool) -> tuple[tuple[int, AnyRequirement], ...]:
+    """The first update registers its user at its slot; a fixed mechanism keeps it for ever; a
+    dynamic one takes every later change from its slot on (the last update of a slot wins)."""
+    timeline: list[tuple[int, AnyRequirement]] = []
+    for slot, requirement in updates:
         if not timeline:
             timeline.append((slot, requirement))
-        elif rules.dynamic and requirement != timeline[-1][1]:
+        elif dynamic and requirement != timeline[-1][1]:
             if timeline[-1][0] == slot:
                 timeline.pop()
             if not timeline or requirement != timeline[-1][1]:
                 timeline.append((slot, requirement))
-    return {user: Declared(tuple(timeline)) for user, timeline in timelines.items() if timeline}
+    return tuple(timeline)
 
 
 # ----------------------------------------------------------------------------------------- the log
@@ -589,11 +619,12 @@ def _user_checks(
 ) -> int:
     """Registration against membership, then, once per distinct (membership, timeline), the user's
     series from its member lines against the requirements the user declared."""
-    for user in sorted(set(users) - set(inputs.declared)):
+    declared_by_user = inputs.declared({user: segments[0][1] for user, segments in users.items()})
+    for user in sorted(set(users) - set(declared_by_user)):
         found.append(Violation("unregistered_member", users[user][0][1], "no valid requirement in the input",
                                users[user][0][0], user))
     groups: dict[tuple[Any, ...], list[str]] = defaultdict(list)
-    for user, declared in sorted(inputs.declared.items()):
+    for user, declared in sorted(declared_by_user.items()):
         if declared.registered > horizon:
             continue
         segments = users.get(user)
@@ -605,7 +636,7 @@ def _user_checks(
     empty = _LedgerSeries.of({})
     checked = 0
     for (segments, _), names in groups.items():
-        declared = inputs.declared[names[0]]
+        declared = declared_by_user[names[0]]
         who = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} with the same history)"
         first_member = segments[0][1]
         if first_member < declared.registered:

@@ -247,7 +247,8 @@ class Replay:
             progress,
         )
         engine = Engine(
-            config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon
+            config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon,
+            default_requirement=config.default_requirement,
         )
         last_slot = max([*requirements, events.last_slot], default=0)
         smoother = config.smoother()
@@ -258,6 +259,10 @@ class Replay:
                 latest: dict[int, int] = {}
                 for row in events.rows(slot):
                     latest[int(events.users[row])] = row  # the last event of a user in a slot wins (section 1)
+                # Users without a class, after the slot's requirement records: the default, if configured,
+                # registers them (in name order, as the job's Population applies a slot's changes).
+                for name in sorted(events.names[u] for u in latest if engine.index_of(events.names[u]) is None):
+                    engine.declare_default(name, slot)
                 present: dict[int, int] = {}
                 for user, row in latest.items():
                     name = events.names[user]

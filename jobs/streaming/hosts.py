@@ -192,10 +192,12 @@ def _dead(rejection: Rejection, metrics: HostMetrics) -> Row:
 class MembershipHost(KeyedCoProcessFunction):
     """One user's membership (`UserMembership`), keyed by user (docs/streaming.md, "Membership").
 
-    Input 1: the user's requirement records. Input 2 carries no records, only the events' watermark,
-    so that a requirement record is judged late against the events' progress and its slot closes
-    here no later than the events' slot does (the temporal join downstream then has the user's class
-    before it looks the slot's events up). Emits a change only when the user's class changes."""
+    Input 1: the user's requirement records. Input 2 carries the events' watermark, so that a
+    requirement record is judged late against the events' progress and its slot closes here no later
+    than the events' slot does (the temporal join downstream then has the user's class before it
+    looks the slot's events up); with a default requirement it also carries the slot of each (user,
+    slot) present in the events (else no records at all). Emits a change only when the user's class
+    changes."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -203,7 +205,8 @@ class MembershipHost(KeyedCoProcessFunction):
     def open(self, runtime_context: Any) -> None:
         self.state = runtime_context.get_state(ValueStateDescriptor("membership", Types.PICKLED_BYTE_ARRAY()))
         self.clock = self.config.clock
-        self.membership = Membership(RequirementRules(self.config.mechanism_spec(), self.config.caps.max_w))
+        self.membership = Membership(RequirementRules(self.config.mechanism_spec(), self.config.caps.max_w),
+                                     self.config.default_requirement)
         self.metrics = HostMetrics(runtime_context)
 
     def _load(self) -> UserMembership:
@@ -226,8 +229,13 @@ class MembershipHost(KeyedCoProcessFunction):
         ctx.timer_service().register_event_time_timer(self.clock.end_ms(pending.slot) - 1)
         self._save(user)
 
-    def process_element2(self, value: Row, ctx: Any):  # type: ignore[override]
-        return  # the events' watermark carrier has no records
+    def process_element2(self, value: int, ctx: Any):  # type: ignore[override]
+        """The user is present at slot `value` (fed only with a default requirement)."""
+        user = self._load()
+        if user.seen(int(value)):
+            ctx.timer_service().register_event_time_timer(self.clock.end_ms(int(value)) - 1)
+            self._save(user)
+        return
         yield  # pragma: no cover
 
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]

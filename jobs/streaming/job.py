@@ -280,24 +280,28 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                  f" {_slot_sql('time_ms', clock)} AS slot,"
                  f" COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms})"
                  f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE) AS late FROM events")
-    t_env.create_temporary_view("latest", t_env.sql_query(
-        "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time FROM ("
-        " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
-        "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
-        f" FROM {_tumble('events_judged', 'rt', clock)}"
-        " WHERE NOT late) WHERE rn = 1"))
+    # Read twice (the temporal join, the Membership carrier): made once; `rt` is the slot's window_time.
+    _materialize(t_env, "latest", rowtime,
+                 "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
+                 " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
+                 "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
+                 f" FROM {_tumble('events_judged', 'rt', clock)}"
+                 " WHERE NOT late) WHERE rn = 1")
 
-    # Requirements -> Membership (keyed by user; also fed the events' watermark, no records).
+    # Requirements -> Membership (keyed by user). Also fed the events' (user, slot) after the slot's
+    # window: its watermark always, its rows only with a default requirement (the same graph either
+    # way, so a restore may switch the default on or off; docs/streaming.md).
     requirement_rows = t_env.to_data_stream(t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
     requirements = requirement_rows.process(fn.ParseRequirements(config, topics["requirements"]),
                                             output_type=fn.KEYED_REQUIREMENT) \
         .uid("parse-requirements").name("parse requirements")
+    present = "TRUE" if config.default_requirement is not None else "`offset` < 0"  # never, yet not pruned
     carrier = internals.set_output_type(t_env.to_data_stream(t_env.sql_query(
-        "SELECT CAST(NULL AS STRING) AS k, CAST(NULL AS BYTES) AS v FROM raw_events WHERE `offset` < 0")),
-        Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.PICKLED_BYTE_ARRAY()]))
+        f"SELECT `user` AS k, slot AS v FROM latest WHERE {present}")),
+        Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()]))
     membership = internals.keyed_by_first_field(requirements, Types.STRING(), Types.PICKLED_BYTE_ARRAY()) \
-        .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.PICKLED_BYTE_ARRAY())) \
+        .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
         .process(fn.MembershipHost(config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
     t_env.create_temporary_view("membership_out", t_env.from_data_stream(membership, rowtime))
     changes = t_env.to_data_stream(t_env.sql_query(
@@ -307,8 +311,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         .column("vms", "BIGINT").column_by_expression("vt", "TO_TIMESTAMP_LTZ(vms, 3)")
         .watermark("vt", "SOURCE_WATERMARK()").primary_key("user").build(), ChangelogMode.upsert()))
     _materialize(t_env, "joined", rowtime,
-                 "SELECT l.`user`, l.slot, l.cell, l.`partition`, l.`offset`, l.original, l.window_time AS rt_in, m.cls"
-                 " FROM latest AS l LEFT JOIN membership FOR SYSTEM_TIME AS OF l.window_time AS m"
+                 "SELECT l.`user`, l.slot, l.cell, l.`partition`, l.`offset`, l.original, l.rt AS rt_in, m.cls"
+                 " FROM latest AS l LEFT JOIN membership FOR SYSTEM_TIME AS OF l.rt AS m"
                  " ON l.`user` = m.`user`")
 
     # The population: counts per (slot, class, cell) and membership changes, one key.
@@ -366,20 +370,41 @@ class LocalRun:
     log_dir: Path
 
 
+#: log4j 2 configuration of a local run's JVM. PyFlink's default (conf/log4j-cli.properties) opens
+#: the file with append=false and re-reads itself every 30 s; a second open of the same file (a
+#: reconfiguration, another JVM) then empties what the run had logged. This one appends and never
+#: reconfigures; the folder is the run's own, so appending mixes nothing.
+RUN_LOG4J = """\
+rootLogger.level = ${env:ROOT_LOG_LEVEL:-INFO}
+rootLogger.appenderRef.file.ref = FileAppender
+appender.file.name = FileAppender
+appender.file.type = FILE
+appender.file.append = true
+appender.file.fileName = ${sys:log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+logger.netty.name = org.jboss.netty.channel.DefaultChannelPipeline
+logger.netty.level = OFF
+"""
+
+
 def local_run(settings: StreamSettings) -> LocalRun:
     """A fresh log folder under flink.log_dir (Flink's log of this run only, named by start time and
-    pid), and the REST address on loopback (flink.web_port, else a free port)."""
+    pid, with the log4j configuration the run's JVM reads), and the REST address on loopback
+    (flink.web_port, else a free port)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     log_dir = Path(settings.flink.log_dir) / f"run-{stamp}-{os.getpid()}"
     log_dir.mkdir(parents=True, exist_ok=True)
+    (log_dir / "log4j.properties").write_text(RUN_LOG4J)
     return LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
 
 
 def make_environment(settings: StreamSettings, restore: str | None,  # type: ignore[no-untyped-def]
                      run: LocalRun | None = None, allow_non_restored: bool = False):
     """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
-    With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR (read when PyFlink
-    starts its JVM) is the run's own log folder and the REST API listens at the run's address."""
+    With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR and LOG4J_PROPERTIES
+    (read when PyFlink starts its JVM) are the run's own log folder and configuration, and the REST
+    API listens at the run's address."""
     classes = jvm_jar()
     root = str(python_root(classes))
     site = sysconfig.get_paths()["purelib"]
@@ -394,6 +419,7 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     local: dict[str, str] = {}
     if run is not None:
         os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
+        os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")  # read by PyFlink's gateway launcher
         host, port = run.rest.rsplit(":", 1)
         local = {"rest.bind-address": host, "rest.address": host, "rest.port": port}
     from pyflink.common import Configuration

@@ -24,7 +24,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from pwevent.jobs.common.files import DEMO_ORIGIN_MS
-from pwevent.jobs.common.slots import parse_duration_ms
+from pwevent.jobs.common.slots import parse_duration_ms, parse_time_ms
 from pwevent.jobs.streaming.kafka_io import producer, read_topic
 from pwevent.jobs.streaming.produce import produce_files
 from pwevent.operators.registry import REGISTRY
@@ -96,6 +96,32 @@ def test_job_equals_replay_from_a_backlog_on_a_busy_machine(streaming_job: Any, 
     for record in dead:
         schema("dead-letter").validate(record)
     assert Counter(r["reason"] for r in dead) == Counter(r["reason"] for r in expected["rejects"])
+
+
+def test_an_events_topic_alone_with_a_default_requirement(streaming_job: Any) -> None:
+    """`default_requirement`: 30 of 40 users never declare anything, 5 declare from slot 5 on (a
+    change of the default: a fork), 5 from slot 1. From a backlog beside a CPU burner the job equals
+    the replay and the full audit (which recomputes the default registrations) passes."""
+    slots = 12
+    default = {"backward": {"w": 1, "epsilon": 10.0}, "forward": {"w": 8, "epsilon": 1.0}}
+    job = make_job(streaming_job, "DPBA", {"default_requirement": default})
+    events, requirements = generate(job.folder, users=40, slots=slots, dynamic=True)
+    kept = []
+    for line in Path(requirements).read_text().splitlines():
+        record = json.loads(line)
+        user = int(record["user"].removeprefix("u"))
+        if user < 5 or (user < 10 and parse_time_ms(record["time"], "time") >= slot_time(5)):
+            kept.append(line)
+    Path(requirements).write_text("".join(f"{line}\n" for line in kept))
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    with cpu_burner():
+        job.start(seed=SEED)
+        expected = replay(job, events, requirements)
+        check_equals_replay(job, events, requirements, slots, expected)
+    members = {r["user"] for r in expected["spend"] if r.get("record") == "member"}
+    assert len(members) == 40 and not [r for r in expected["rejects"] if r["reason"] == "unknown_user"]
+    forks = {r["ledger"] for r in expected["spend"] if r.get("record") == "ledger" and r.get("parent")}
+    assert forks, "the users declaring from slot 5 fork the default's class"
 
 
 def test_kill_and_restore_mid_backlog_longer_than_the_windows(streaming_job: Any) -> None:
