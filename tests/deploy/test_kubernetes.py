@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import re
+import zipfile
 import shutil
 import subprocess
 import sys
@@ -161,6 +162,16 @@ def test_the_manifests_agree_with_the_job_and_the_image() -> None:
     for source in re.findall(r"^COPY (?!--)(.+) \S+$", docker, re.M):  # build context paths exist
         for path in source.split():
             assert (REPO / path).exists(), path
+    # Metrics: the stock reporter (its plugin ships in the Flink distribution of this version, as in
+    # PyFlink's copy of it), on the port the pods expose and announce for scraping.
+    factory = flink_conf["metrics.reporter.prom.factory.class"]
+    plugin = Path(importlib.import_module("pyflink").__file__).parent / "plugins" / "metrics-prometheus"
+    jars = list(plugin.glob("flink-metrics-prometheus-*.jar"))
+    assert jars and factory.replace(".", "/") + ".class" in zipfile.ZipFile(jars[0]).namelist()
+    port = flink_conf["metrics.reporter.prom.port"]
+    assert deployment["podTemplate"]["metadata"]["annotations"]["prometheus.io/port"] == port
+    container = deployment["podTemplate"]["spec"]["containers"][0]
+    assert {"name": "metrics", "containerPort": int(port)} in container["ports"]
 
 
 def test_the_topic_job_runs_create_topics_with_the_job_config(tmp_path: Path) -> None:
