@@ -209,8 +209,10 @@ def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore
 
 
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
-                   resume: ResumePoint | None = None) -> None:
+                   resume: ResumePoint | None = None, requirements_backlog: dict[int, int] | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
+    `requirements_backlog`: the requirements topic's end offsets now (`requirements_backlog()`), so
+    that its partitions stop holding event time back as soon as they have read what they held.
 
     docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
     parser), judged late against the watermark, collapsed to the latest per user and slot, given
@@ -247,7 +249,9 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
                                         f"{kafka.group_id}-{role}", kafka.jvm_properties(), time_field,
-                                        config.max_record_bytes, strategy, start).uid(f"source-{role}")
+                                        config.max_record_bytes, strategy, start,
+                                        requirements_backlog if role == "requirements" else None
+                                        ).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
@@ -510,6 +514,23 @@ def resume_point(settings: StreamSettings, resume: bool) -> ResumePoint | None:
     return int(last["slot"]), [int(c) for c in last["counts"]], max(published) if published else None
 
 
+def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
+    """The requirements topic's end offsets when the job is built (docs/streaming.md, "Time": its
+    partitions then stop holding event time back once they have read their backlog, instead of
+    after `source_idleness`); None, with a note, when the broker does not tell (the job then waits
+    for `source_idleness` as before)."""
+    from kafka.errors import KafkaError
+
+    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, end_offsets
+
+    try:
+        return end_offsets(settings.kafka, settings.kafka.topics["requirements"])
+    except (BrokerUnavailableError, KafkaError) as err:
+        print(f"pwevent run: requirements backlog unknown ({err}); its partitions idle after "
+              "flink.source_idleness", file=sys.stderr)
+        return None
+
+
 def start_point(settings: StreamSettings, restore: str | None, resume: bool) -> ResumePoint | None:
     """Where a job begins: with restored state, where that state is (None); without, after the last
     committed release when `resume`, else only if the release topic holds none (AlreadyReleasedError)."""
@@ -539,7 +560,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
         print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
     run = local_run(settings)
     env, t_env = make_environment(settings, restore, run, allow_non_restored)
-    build_pipeline(env, t_env, config, settings, seed, start)
+    build_pipeline(env, t_env, config, settings, seed, start, requirements_backlog(settings))
     client = env.execute_async(f"pwevent {config.mechanism}")
     job_id = client.get_job_id()
     print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
@@ -617,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     # (ClassNotFoundException: pwevent.flink.PositionedRecords, deserialising the Kafka source).
     env.add_jars(jvm_jar().resolve().as_uri())
     t_env = StreamTableEnvironment.create(env)
-    build_pipeline(env, t_env, config, settings, args.seed, start)
+    build_pipeline(env, t_env, config, settings, args.seed, start, requirements_backlog(settings))
     env.execute(f"pwevent {config.mechanism}")
     return 0
 

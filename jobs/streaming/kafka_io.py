@@ -106,6 +106,19 @@ def follow(
         client.close()
 
 
+def end_offsets(kafka: KafkaSettings, topic: str) -> dict[int, int]:
+    """Partition -> end offset (for read_committed: the last stable offset) of `topic` now."""
+    client = consumer(kafka)
+    try:
+        partitions = client.partitions_for_topic(topic)
+        if not partitions:
+            raise BrokerUnavailableError(f"topic {topic} does not exist")
+        ends = client.end_offsets([TopicPartition(topic, p) for p in sorted(partitions)])
+        return {tp.partition: int(offset) for tp, offset in ends.items()}
+    finally:
+        client.close()
+
+
 def read_topic(
     kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0, committed: bool = True
 ) -> list[Message]:

@@ -124,6 +124,19 @@ def test_an_events_topic_alone_with_a_default_requirement(streaming_job: Any) ->
     assert forks, "the users declaring from slot 5 fork the default's class"
 
 
+def test_a_read_requirements_backlog_holds_no_slot_back(streaming_job: Any) -> None:
+    """The requirements partition stops holding event time back once it has read what it held when
+    the job started (docs/streaming.md, "Time"), not after flink.source_idleness: with an idleness
+    of an hour, every slot is still released, equal to the replay. (Before, the quiet partition held
+    the events at slot 1 for the whole idleness: 10 s of every backlog start with the default.)"""
+    slots = 6
+    job = make_job(streaming_job, "PBD", {"flink": {"source_idleness": "1h"}})
+    events, requirements = generate(job.folder, users=20, slots=slots)
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    job.start(seed=SEED)
+    check_equals_replay(job, events, requirements, slots)
+
+
 def test_kill_and_restore_mid_backlog_longer_than_the_windows(streaming_job: Any) -> None:
     """SIGKILL mid-backlog (30 slots, windows of 5), restore from the latest checkpoint: every slot
     exactly once (read_committed), equal to the replay, spend log equal and audited."""

@@ -26,7 +26,12 @@ import org.apache.flink.util.clock.RelativeClock;
  *       closes the slot of its latest record, so the last slot of a quiet stream is released;
  *   <li>a partition quiet for idleAfter stops holding the watermark back; one that has not given a
  *       single record yet only after startGrace as well (a first fetch slowed by start-up or load
- *       must not let the other partitions close slots without it).
+ *       must not let the other partitions close slots without it);
+ *   <li>with {@code backlogEnd} (partition -> its end offset when the job was built; given for the
+ *       requirements source only): a partition whose latest record is the last one it held then
+ *       has read its whole backlog and stops holding the watermark back at once, instead of after
+ *       idleAfter. Its records are all ahead of the idle status in the stream, so none can be
+ *       overtaken by it; a later record makes the partition active again under the rules above.
  * </ul>
  */
 public final class SlotWatermarks implements WatermarkStrategy<Row> {
@@ -38,9 +43,10 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
     private final long startGraceMs;
     private final long originMs;
     private final long slotMs;
+    private final HashMap<Integer, Long> backlogEnd;
 
     public SlotWatermarks(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs,
-                          long startGraceMs, long originMs, long slotMs) {
+                          long startGraceMs, long originMs, long slotMs, Map<?, ?> backlogEnd) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
@@ -48,6 +54,17 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
         this.startGraceMs = startGraceMs;
         this.originMs = originMs;
         this.slotMs = slotMs;
+        this.backlogEnd = backlogEnd == null ? null : offsets(backlogEnd);
+    }
+
+    /** Partition -> offset from whatever numbers the caller passed (py4j hands Python ints over as
+     *  Integer or Long depending on their size). */
+    private static HashMap<Integer, Long> offsets(Map<?, ?> given) {
+        HashMap<Integer, Long> out = new HashMap<>();
+        for (Map.Entry<?, ?> entry : given.entrySet()) {
+            out.put(((Number) entry.getKey()).intValue(), ((Number) entry.getValue()).longValue());
+        }
+        return out;
     }
 
     @Override
@@ -109,6 +126,7 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
         private long latest = Long.MIN_VALUE;
         private long lastActivity;
         private boolean idle;
+        private boolean backlogRead;
 
         Generator(RelativeClock clock) {
             this.clock = clock;
@@ -121,6 +139,11 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
             latest = Math.max(latest, timestamp);
             lastActivity = clock.relativeTimeMillis();
             idle = false;
+            if (backlogEnd != null) {
+                Long end = backlogEnd.get((Integer) event.getField(1));
+                Long offset = (Long) event.getField(2);
+                backlogRead = end != null && offset != null && offset == end - 1;
+            }
         }
 
         @Override
@@ -137,7 +160,7 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
                 output.emitWatermark(new Watermark(mark));
             }
             long idleAt = latest == Long.MIN_VALUE ? Math.max(idleAfterMs, startGraceMs) : idleAfterMs;
-            if (idleAfterMs > 0 && quiet >= idleAt) {
+            if (backlogRead || (idleAfterMs > 0 && quiet >= idleAt)) {
                 output.markIdle();
                 idle = true;
             }
