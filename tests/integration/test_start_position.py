@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
+from kafka.errors import KafkaError
 
 from pwevent.jobs.common.files import DEMO_ORIGIN_MS
 from pwevent.jobs.common.slots import iso
@@ -27,11 +28,20 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 QUIET = {"close_after": "1s", "source_idleness": "3s"}
 
 
+def events_group(job: StreamingJob) -> str:
+    """The consumer group of the job's events source (jobs/streaming/job.py)."""
+    return f"{job.kafka.group_id}-events"
+
+
+def admin_client(job: StreamingJob) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=job.kafka.require_bootstrap(), **job.kafka.client_options())
+
+
 def committed_offsets(job: StreamingJob) -> dict[int, int]:
-    """The events offsets the job's consumer group (`<group_id>-events`) has committed, by partition."""
-    admin = KafkaAdminClient(bootstrap_servers=job.kafka.require_bootstrap(), **job.kafka.client_options())
+    """The events offsets the job's consumer group has committed, by partition."""
+    admin = admin_client(job)
     try:
-        offsets = admin.list_consumer_group_offsets(f"{job.kafka.group_id}-events")
+        offsets = admin.list_group_offsets({events_group(job): None})[events_group(job)]
     finally:
         admin.close()
     return {tp.partition: meta.offset for tp, meta in offsets.items()
@@ -57,7 +67,12 @@ def wait_committed(job: StreamingJob, until: Callable[[dict[int, int]], bool], w
     `timeout` bounds a guard, it measures nothing."""
     deadline = time.monotonic() + timeout
     while True:
-        offsets = committed_offsets(job)
+        try:
+            offsets = committed_offsets(job)
+        except KafkaError as error:  # e.g. the coordinator of a fresh broker's offsets topic not up yet
+            if not error.retriable:
+                raise
+            offsets = {}
         if until(offsets):
             return offsets
         assert job.alive(), job.log_tail()
@@ -133,7 +148,8 @@ def test_a_job_started_at_latest_never_counts_the_events_already_in_the_topic(st
 def test_a_job_started_at_committed_continues_where_its_consumer_group_got_to(streaming_job: Any) -> None:
     """A first job reads the first slots and is killed (no savepoint, no --restore after it); more
     events arrive; a second job with the same consumer group and input topics, fresh output topics and
-    `kafka.start: committed` reads exactly the events from the group's committed offsets on."""
+    `kafka.start: committed` reads exactly the events from the group's committed offsets on, and a
+    partition whose committed offset was deleted from the earliest."""
     slots, part = 4, 2
     first = streaming_job("PBD", {"flink": QUIET})
     events, requirements = generate(first.folder, users=30, slots=slots)
@@ -142,16 +158,24 @@ def test_a_job_started_at_committed_continues_where_its_consumer_group_got_to(st
     first.start()
     wait_committed(first, lambda offsets: offsets == part_end, "the first part never read")
     first.stop()  # SIGKILL: the job's offsets are the ones of its last completed checkpoint
+    # partition 1 without a committed offset: the second job reads it from the earliest
+    admin = admin_client(first)
+    try:
+        deleted = admin.delete_group_offsets(events_group(first), [TopicPartition(first.topics["events"], 1)])
+    finally:
+        admin.close()
+    assert [error.errno for error in deleted.values()] == [0], deleted
     committed = committed_offsets(first)
-    assert set(committed) == set(part_end) and any(committed.values()), committed  # not the earliest
+    assert list(committed) == [0] and committed[0] > 0, committed  # partition 0: past the earliest
     produce_files(first.kafka, first.config, events, requirements, 0.0, first_slot=part + 1)
 
     second = streaming_job("PBD", {"kafka": {"start": "committed"}, "flink": QUIET}, inputs_of=first)
     assert second.kafka.group_id == first.kafka.group_id
     assert second.topics["events"] == first.topics["events"]
     assert not {second.topics[r] for r in ("releases", "dead_letters", "audit")} & set(first.topics.values())
-    after = [m for m in second.read("events") if m.offset >= committed[m.partition]]
-    assert after and len(after) < len(Path(events).read_text().splitlines())  # not the latest, not all
+    topic = second.read("events")
+    after = [m for m in topic if m.offset >= committed.get(m.partition, 0)]
+    assert {m.partition for m in after} == {0, 1} and len(after) < len(topic)  # not the latest, not all
     read = events_file(second.folder / "data" / "events-read.jsonl", in_file_order(events, after))
     assert replay(second, events, requirements)["releases"] != replay(second, read, requirements)["releases"]
     second.start()  # without --restore
