@@ -9,10 +9,10 @@ import importlib.util
 import json
 import os
 import re
-import zipfile
 import shutil
 import subprocess
 import sys
+import zipfile
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
