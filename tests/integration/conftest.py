@@ -27,7 +27,7 @@ from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.kafka_io import Message, read_topic
-from pwevent.jobs.streaming.settings import stream_settings
+from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
@@ -79,16 +79,24 @@ class StreamingJob:
     """One run of the real job against fresh topics; stop() kills its process group (our own pid)."""
 
     def __init__(self, bootstrap: str, folder: Path, mechanism: str, extra: dict[str, Any] | None = None,
-                 admin: dict[str, Any] | None = None) -> None:
-        """`admin`: kafka-python security arguments that may create topics (a secured broker's admin)."""
+                 admin: dict[str, Any] | None = None, inputs_of: StreamingJob | None = None) -> None:
+        """`admin`: kafka-python security arguments that may create topics (a secured broker's admin).
+        `inputs_of`: an earlier job whose events and requirements topics and consumer group id this
+        one shares (its output topics and transactional ids stay its own)."""
         self.folder = folder
         name = f"t{uuid.uuid4().hex[:8]}"
         roles = ("events", "requirements", "releases", "dead_letters", "audit")
         self.topics = {role: f"{name}.{role}" for role in roles}
+        shared: tuple[str, ...] = ()
+        group_id = name
+        if inputs_of is not None:
+            shared = ("events", "requirements")
+            self.topics.update({role: inputs_of.topics[role] for role in shared})
+            group_id = inputs_of.kafka.group_id
         raw: dict[str, Any] = {
             "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
             "noise": "numpy-fast", "caps": {"max_w": 200},
-            "kafka": {"bootstrap": bootstrap, "group_id": name, "transactional_id_prefix": name,
+            "kafka": {"bootstrap": bootstrap, "group_id": group_id, "transactional_id_prefix": name,
                       "topics": self.topics, "transaction_timeout": "60s"},
             "flink": {"checkpoint_interval": "400ms", "checkpoint_dir": str(folder / "checkpoints")},
         }
@@ -97,10 +105,10 @@ class StreamingJob:
         self.config_path = folder / "config.yaml"
         self.config_path.write_text(yaml.safe_dump(raw))
         self.config = load_config(str(self.config_path))
-        self.kafka = stream_settings(self.config, str(folder)).kafka
+        self.kafka: KafkaSettings = stream_settings(self.config, str(folder)).kafka
         create = load_script("create-topics.py").create_topics
-        outcome = create(bootstrap, {self.topics["events"]: 2, **{self.topics[r]: 1 for r in roles[1:]}},
-                         client=admin)
+        partitions = {"events": 2, **{role: 1 for role in roles[1:]}}
+        outcome = create(bootstrap, {self.topics[r]: partitions[r] for r in roles if r not in shared}, client=admin)
         assert set(outcome.values()) == {"created"}, outcome
         self.process: subprocess.Popen[bytes] | None = None
         self.runs = 0
@@ -165,10 +173,11 @@ class StreamingJob:
 def streaming_job(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Any]:
     jobs: list[StreamingJob] = []
 
-    def make(mechanism: str, extra: dict[str, Any] | None = None) -> StreamingJob:
+    def make(mechanism: str, extra: dict[str, Any] | None = None,
+             inputs_of: StreamingJob | None = None) -> StreamingJob:
         folder = tmp_path / f"job{len(jobs)}"
         folder.mkdir()
-        job = StreamingJob(kafka_bootstrap, folder, mechanism, extra)
+        job = StreamingJob(kafka_bootstrap, folder, mechanism, extra, inputs_of=inputs_of)
         jobs.append(job)
         return job
 
