@@ -120,6 +120,9 @@ def main() -> int:
                         "--users of them send the events")
     parser.add_argument("--mechanism", default="PBD", help="the job's mechanism, or several comma-separated "
                         "(one job run each, same backlog; needs --live-slots 0)")
+    parser.add_argument("--default-requirement", metavar="W,EPSILON", help="fixed mechanisms: the job's "
+                        "default_requirement (e.g. 40,1.0); every (user, slot) with an event then also passes "
+                        "the Membership operator, which is what this measures")
     parser.add_argument("--change-every", type=int, default=0, help="dynamic mechanisms: requirement changes "
                         "every this many slots (0: none)")
     parser.add_argument("--change-share", type=float, default=0.01, help="share of registered users changing")
@@ -201,9 +204,13 @@ def main() -> int:
 def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict[str, str], work: Path,
                mechanism: str = "PBD") -> dict:
     """The job's configuration (also the ceiling's: it reads the kafka: and flink: sections)."""
+    default = {}
+    if args.default_requirement:
+        w, epsilon = args.default_requirement.split(",")
+        default = {"default_requirement": {"w": int(w), "epsilon": float(epsilon)}}
     return {
         "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
-        "noise": "numpy-fast", "caps": {"max_w": 200},
+        "noise": "numpy-fast", "caps": {"max_w": 200}, **default,
         "kafka": {"bootstrap": bootstrap, "group_id": name, "transactional_id_prefix": name, "topics": topics,
                   "event_time": args.event_time},
         "flink": {"checkpoint_interval": args.checkpoint_interval, "checkpoint_dir": str(work / f"checkpoints-{name}"),
