@@ -28,6 +28,10 @@ class StopError(RuntimeError):
     """The job could not be found or stopped; the message says why."""
 
 
+class RestUnreachable(StopError):
+    """Nothing answers at the REST address (any more)."""
+
+
 @dataclass(frozen=True)
 class FlinkRest:
     """A JobManager's REST API at `address` (host:port, or an http(s):// URL)."""
@@ -49,7 +53,7 @@ class FlinkRest:
         except urllib.error.HTTPError as err:
             raise StopError(f"{method} {path}: HTTP {err.code}: {err.read()[:500].decode(errors='replace')}") from None
         except (urllib.error.URLError, OSError) as err:
-            raise StopError(f"no Flink REST API at {self.base}: {err}") from None
+            raise RestUnreachable(f"no Flink REST API at {self.base}: {err}") from None
         return json.loads(text) if text else None
 
     def job_state(self, job_id: str) -> str:
@@ -87,8 +91,12 @@ def stop_with_savepoint(rest: FlinkRest, job_id: str, directory: str, drain: boo
                                 f"{cause.get('stack-trace', cause) if isinstance(cause, dict) else cause}"[:3000])
             location = str(operation["location"])
             # The operation completes with the savepoint; the job reaches FINISHED a moment later. An
-            # upgrade must not start the next job while this one still runs, so wait for it.
-            wait_for_state(rest, job_id, "FINISHED", deadline, f"savepoint {location} written but ")
+            # upgrade must not start the next job while this one still runs, so wait for it. A local
+            # run (`pwevent run`) ends its process, REST API included, as soon as its job has finished.
+            try:
+                wait_for_state(rest, job_id, "FINISHED", deadline, f"savepoint {location} written but ")
+            except RestUnreachable:
+                pass
             return location
         if time.monotonic() > deadline:
             raise StopError(f"no savepoint within {timeout_s:.0f}s (request {trigger}); the job may still stop")
