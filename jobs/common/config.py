@@ -23,17 +23,35 @@ max_record_bytes: 65536   # largest input record (event, requirement) accepted; 
 Any string value may name environment variables, `${NAME}`, resolved at load (secrets such as
 `kafka.security.password` stay out of the file; docs/operations.md, "Security"); a variable that is
 not set is a configuration error naming the key and the variable. `$${` writes a literal `${`.
+
+Each mapping is a frozen pydantic model with strict types (`"3"` is not a number) that refuses unknown
+keys; the project's own rules (durations, times, domains, the mechanism registry, the budget floor,
+the default requirement) are its validators. `config_error` turns pydantic's first error into a
+`ConfigError` naming the key by its dotted path. The models also give the configuration's JSON Schema
+(`docs/schemas/config.schema.json`, `pwevent config-schema`; jobs/streaming/config_schema.py).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
@@ -41,7 +59,7 @@ from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
 from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.postprocess import KalmanSmoother
-from pwevent.operators.registry import GLOBAL_KEYS, REGISTRY, MechanismEntry
+from pwevent.operators.registry import GLOBAL_KEYS, REGISTRY
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
 
@@ -49,50 +67,348 @@ from pwevent.state.requirements import DynamicRequirement, Requirement, Requirem
 DEFAULT_MECHANISM = "Adaptive"
 #: Default largest input record, in bytes (`max_record_bytes`).
 DEFAULT_MAX_RECORD_BYTES = 65_536
+#: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
+EXTRA_SECTIONS: frozenset[str] = frozenset({"kafka", "flink"})  # jobs/streaming/settings.stream_settings
+#: Keys whose value no error message shows (docs/operations.md, "Security").
+SECRET_KEYS = frozenset({"password"})
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
     """An invalid configuration; the message names the key."""
 
 
-@dataclass(frozen=True)
-class EventFields:
+class Section(BaseModel):
+    """A mapping of the YAML configuration: frozen, strict types, and an unknown key is an error that
+    lists the allowed ones. An empty section (`caps:` with no value) takes the defaults. `derived`:
+    fields the validation fills from other keys, not keys of the file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    derived: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def input_keys(cls) -> set[str]:
+        return {f.alias or name for name, f in cls.model_fields.items() if name not in cls.derived}
+
+    @classmethod
+    def derive(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """The raw mapping with the derived fields filled in (none by default)."""
+        return raw
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, raw: Any) -> Any:
+        raw = {} if raw is None else raw
+        if not isinstance(raw, dict):
+            return raw  # pydantic's error: not a mapping
+        allowed = cls.input_keys()
+        unknown = sorted(str(key) for key in raw if key not in allowed)
+        if unknown:
+            raise PydanticCustomError("unknown_key", "unknown key {key} (allowed: {allowed})",
+                                      {"key": unknown[0], "allowed": ", ".join(sorted(allowed))})
+        return cls.derive(raw)
+
+
+def config_error(err: ValidationError, section: str = "") -> ConfigError:
+    """The first error of a validation as a ConfigError naming the key by its dotted path (under
+    `section`, the path of the mapping validated). A secret's value is never shown."""
+    first = err.errors(include_url=False)[0]
+    loc = [str(part) for part in first["loc"]]
+    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
+    path = f"{section}{path}" if section else path.lstrip(".")
+    kind, ctx = first["type"], first.get("ctx", {})
+    if kind == "unknown_key":
+        return ConfigError(f"unknown key {path + '.' if path else ''}{ctx['key']} (allowed: {ctx['allowed']})")
+    if kind == "missing":
+        return ConfigError(f"missing key {path}")
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return ConfigError(f"{path or 'config'} must be a mapping")
+    if kind in ("value_error", "assertion_error"):
+        text = str(ctx.get("error", first["msg"]))
+        return ConfigError(text if not path or text.startswith(path) else f"{path}: {text}")
+    shown = "" if SECRET_KEYS & set(loc) else f", got {first['input']!r}"
+    return ConfigError(f"{path}: {first['msg']}{shown}")
+
+
+def _rule(parse: Callable[[Any, str], T]) -> Callable[[Any], T]:
+    """A parser of jobs.common.slots (its ValueError starts with the field name it is given) as a
+    validator: the message without a name, which `config_error` puts before it."""
+    def validate(value: Any) -> T:
+        try:
+            return parse(value, "")
+        except ValueError as err:
+            raise ValueError(str(err).strip()) from None
+
+    return validate
+
+
+_DURATION_PATTERN = r"^\s*\d+\s*(ms|s|m|h|d)\s*$"
+#: A positive duration: 500ms, 60s, 15m, 1h, 1d (jobs.common.slots.parse_duration_ms).
+Duration = Annotated[int, PlainValidator(_rule(parse_duration_ms)), WithJsonSchema(
+    {"type": "string", "pattern": _DURATION_PATTERN, "description": "a duration: 500ms, 60s, 15m, 1h, 1d"})]
+
+
+def _duration_or_zero(value: Any) -> int:
+    return 0 if value in (0, "0", "0ms", "0s") and not isinstance(value, bool) else _rule(parse_duration_ms)(value)
+
+
+#: A duration, or 0 (off).
+DurationOrZero = Annotated[int, PlainValidator(_duration_or_zero), WithJsonSchema(
+    {"anyOf": [{"type": "string", "pattern": _DURATION_PATTERN}, {"const": 0}],
+     "description": "a duration (500ms, 60s, 15m, 1h, 1d) or 0 (off)"})]
+#: An instant: ISO-8601 (a YAML date or time too; UTC without an offset) or epoch milliseconds.
+Time = Annotated[int, PlainValidator(_rule(parse_time_ms)), WithJsonSchema(
+    {"anyOf": [{"type": "string"}, {"type": "number"}],
+     "description": "ISO-8601 (UTC without an offset; a date alone is its midnight) or epoch milliseconds"})]
+#: A non-empty string.
+Name = Annotated[StrictStr, Field(min_length=1)]
+
+
+class BinarySpec(Section):
+    """Values 0/1 (or false/true)."""
+
+    type: Literal["binary"]
+
+
+class CellsSpec(Section):
+    """Cell indexes 0 .. d-1."""
+
+    type: Literal["cells"]
+    d: StrictInt = Field(ge=1)
+
+
+class CategoriesSpec(Section):
+    """Named categories, in cell order."""
+
+    type: Literal["categories"]
+    values: list[StrictStr] = Field(min_length=1)
+
+
+class BBox(Section):
+    min_lat: float
+    max_lat: float
+    min_lon: float
+    max_lon: float
+
+
+class GridSpec(Section):
+    """A rows x cols grid over a lat/lon bounding box."""
+
+    type: Literal["grid"]
+    rows: StrictInt = Field(ge=1)
+    cols: StrictInt = Field(ge=1)
+    bbox: BBox
+
+
+DOMAIN_SPECS: dict[str, type[Section]] = {"binary": BinarySpec, "cells": CellsSpec, "categories": CategoriesSpec,
+                                          "grid": GridSpec}
+DomainSpec = Annotated[BinarySpec | CellsSpec | CategoriesSpec | GridSpec, Field(discriminator="type")]
+
+
+def _domain(raw: Any) -> Domain:
+    """`domain:`, by its type (operators/domain.py checks what the key types cannot say)."""
+    if not isinstance(raw, dict):
+        raise ValueError("domain must be a mapping")
+    if "type" not in raw:
+        raise ValueError("missing key domain.type")
+    spec_type = DOMAIN_SPECS.get(raw["type"]) if isinstance(raw["type"], str) else None
+    if spec_type is None:
+        raise ValueError(f"domain.type must be {', '.join(list(DOMAIN_SPECS)[:-1])} or grid, got {raw['type']!r}")
+    spec = spec_type.model_validate(raw)
+    if isinstance(spec, CellsSpec):
+        return CellsDomain(spec.d)
+    if isinstance(spec, CategoriesSpec):
+        return CategoriesDomain(tuple(spec.values))
+    if isinstance(spec, GridSpec):
+        return GridDomain(rows=spec.rows, cols=spec.cols, **spec.bbox.model_dump())
+    return BinaryDomain()
+
+
+class CapsSection(Section):
+    """`caps:` (state.requirements.RequirementCaps, whose defaults these are)."""
+
+    max_w: StrictInt = Field(RequirementCaps.max_w, ge=1)
+    max_epsilon: float = Field(RequirementCaps.max_epsilon, gt=0)
+    min_slot_epsilon: float = Field(RequirementCaps.min_slot_epsilon, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _sampler_range(self) -> CapsSection:
+        """The budget floor is within the noise sampler's range (docs/mechanisms.md, Budget floor)."""
+        if self.min_slot_epsilon < SAMPLER_MIN_EPSILON:
+            raise ValueError(f"caps.min_slot_epsilon {self.min_slot_epsilon!r} is below the noise sampler's range "
+                             f"limit {SAMPLER_MIN_EPSILON:.4g}")
+        return self
+
+
+def _caps(raw: Any) -> RequirementCaps:
+    if isinstance(raw, RequirementCaps):
+        return raw
+    return RequirementCaps(**CapsSection.model_validate(raw).model_dump())
+
+
+class EventFields(Section):
     """Which JSON field of an event holds what. `value` or both `lat` and `lon` (grid domains)."""
 
-    user: str = "user"
-    time: str = "time"
-    value: str = "value"
-    lat: str | None = None
-    lon: str | None = None
+    user: Name = "user"
+    time: Name = "time"
+    value: Name = "value"
+    lat: Name | None = None
+    lon: Name | None = None
+
+    @model_validator(mode="after")
+    def _lat_lon(self) -> EventFields:
+        if (self.lat is None) != (self.lon is None):
+            raise ValueError("events.lat and events.lon go together")
+        return self
 
 
-@dataclass(frozen=True)
-class RequirementFields:
+class SignatureSection(Section):
+    """`requirements.signature:` (jobs.common.provenance)."""
+
+    key_env: Name
+    field: Name = "sig"
+
+
+def _signature(raw: Any) -> RequirementSignature | None:
+    """The signature every requirement record must carry; its key must be set now (a missing key is a
+    configuration error, not a rejected record later)."""
+    if raw is None or isinstance(raw, RequirementSignature):
+        return raw
+    section = SignatureSection.model_validate(raw)
+    signature = RequirementSignature(section.key_env, section.field)
+    signature.key()  # MissingKeyError (a ValueError naming requirements.signature.key_env)
+    return signature
+
+
+class RequirementFields(Section):
     """Field names of a requirement record, and the signature every record must carry, if any
     (jobs.common.provenance)."""
 
-    user: str = "user"
-    time: str = "time"
-    signature: RequirementSignature | None = None
+    user: Name = "user"
+    time: Name = "time"
+    signature: Annotated[RequirementSignature | None,
+                         PlainValidator(_signature, json_schema_input_type=SignatureSection | None)] = None
 
 
-@dataclass(frozen=True)
-class Config:
-    mechanism: str
-    slot_ms: int
-    origin_ms: int
-    domain: Domain
-    window: int | None = None
-    epsilon: float | None = None
-    noise: str = "opendp"
-    postprocess: str = "kalman"
-    caps: RequirementCaps = field(default_factory=RequirementCaps)
-    events: EventFields = field(default_factory=EventFields)
-    requirements: RequirementFields = field(default_factory=RequirementFields)
-    extra: dict[str, Any] = field(default_factory=dict, repr=False)  # may hold resolved secrets
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    options: dict[str, Any] = field(default_factory=dict)
-    default_requirement: Requirement | DynamicRequirement | None = None
+class FixedRequirementSpec(Section):
+    """A fixed requirement: window w and budget epsilon."""
+
+    w: StrictInt = Field(ge=1)
+    epsilon: float = Field(gt=0)
+
+
+class DynamicRequirementSpec(Section):
+    """A dynamic requirement: backward and forward (w, epsilon)."""
+
+    backward: FixedRequirementSpec
+    forward: FixedRequirementSpec
+
+
+def _default_requirement(raw: Any) -> Requirement | DynamicRequirement | None:
+    """`default_requirement:` parsed as a requirement record's requirement (state.requirements); the
+    caps and the mechanism's rules are checked with the whole configuration (`Config._rules`)."""
+    if raw is None or isinstance(raw, (Requirement, DynamicRequirement)):
+        return raw
+    if not isinstance(raw, dict):
+        raise ValueError("default_requirement must be a mapping: {w: .., epsilon: ..} or {backward: .., forward: ..}")
+    allowed = {"w", "epsilon", "backward", "forward"}
+    unknown = sorted(str(key) for key in raw if key not in allowed)
+    if unknown:
+        raise PydanticCustomError("unknown_key", "unknown key {key} (allowed: {allowed})",
+                                  {"key": unknown[0], "allowed": ", ".join(sorted(allowed))})
+    try:
+        return parse_requirement(raw)
+    except InvalidRequirementError as err:
+        raise ValueError(f"default_requirement: {err}") from None
+
+
+def _mechanism_schema(schema: dict[str, Any]) -> None:
+    schema["enum"] = list(REGISTRY.names())
+
+
+class Config(Section):
+    """The validated configuration. `extra`: the sections jobs/streaming/settings.py validates (raw; may
+    hold resolved secrets, so not in the repr). `options`: the mechanism's own section (registry)."""
+
+    derived: ClassVar[frozenset[str]] = frozenset({"extra", "options"})
+
+    mechanism: StrictStr = Field(DEFAULT_MECHANISM, json_schema_extra=_mechanism_schema)
+    slot_ms: Duration = Field(alias="slot")
+    origin_ms: Time = Field(alias="origin")
+    domain: Annotated[Domain, PlainValidator(_domain, json_schema_input_type=DomainSpec)]
+    window: StrictInt | None = Field(None, ge=1)
+    epsilon: float | None = Field(None, gt=0)
+    noise: Literal["opendp", "numpy-fast"] = "opendp"
+    postprocess: Literal["kalman", "none"] = "kalman"
+    caps: Annotated[RequirementCaps, PlainValidator(_caps, json_schema_input_type=CapsSection)] = Field(
+        default_factory=RequirementCaps)
+    events: EventFields = Field(default_factory=EventFields)
+    requirements: RequirementFields = Field(default_factory=RequirementFields)
+    extra: SkipJsonSchema[dict[str, Any]] = Field(default_factory=dict, repr=False)
+    max_record_bytes: StrictInt = Field(DEFAULT_MAX_RECORD_BYTES, ge=64)
+    options: SkipJsonSchema[dict[str, Any]] = Field(default_factory=dict)
+    default_requirement: Annotated[
+        Requirement | DynamicRequirement | None,
+        PlainValidator(_default_requirement,
+                       json_schema_input_type=FixedRequirementSpec | DynamicRequirementSpec | None)] = None
+
+    @classmethod
+    def input_keys(cls) -> set[str]:
+        return super().input_keys() | EXTRA_SECTIONS | {e.section for e in REGISTRY if e.section is not None}
+
+    @classmethod
+    def derive(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """The registry's rules on the top-level keys: a personalized mechanism refuses the global
+        window/epsilon, a mechanism section belongs to its mechanism only (docs/mechanisms.md, "The
+        mechanism registry"); that section becomes `options`, the streaming sections `extra`."""
+        name = raw.get("mechanism", DEFAULT_MECHANISM)
+        entry = REGISTRY.get(name)  # a ValueError that lists the names
+        for key in sorted(GLOBAL_KEYS - entry.config_keys):
+            if key in raw:
+                takers = ", ".join(e.name for e in REGISTRY if key in e.config_keys)
+                raise ValueError(
+                    f"{key}: mechanism {name} is personalized (every user runs at its own requirement), so a "
+                    f"global {key} would be ignored; remove it (only {takers} take it)"
+                )
+        sections = {e.section for e in REGISTRY if e.section is not None}
+        for other in REGISTRY:
+            if other.section in raw and other.section not in entry.config_keys:
+                raise ValueError(f"{other.section}: only mechanism {other.name} takes it, not {entry.name}")
+        options = {} if entry.section is None else raw.get(entry.section, {})
+        if not isinstance(options, dict):
+            raise ValueError(f"{entry.section} must be a mapping")
+        out = {key: value for key, value in raw.items() if key not in sections | EXTRA_SECTIONS}
+        return {**out, "extra": {key: raw[key] for key in EXTRA_SECTIONS if key in raw}, "options": options}
+
+    @model_validator(mode="after")
+    def _rules(self) -> Config:
+        """What needs several keys: a baseline's global requirement (present, above the budget floor),
+        the mechanism's section, the default requirement (within the caps, acceptable to the
+        mechanism, so that applying it can never be refused: docs/streaming.md, "Users without a
+        requirement record")."""
+        entry = REGISTRY.get(self.mechanism)
+        if entry.config_keys >= GLOBAL_KEYS:
+            if self.window is None or self.epsilon is None:
+                raise ValueError(f"mechanism {self.mechanism} needs the keys window and epsilon")
+            try:
+                self.caps.check_floor(Requirement(self.window, self.epsilon))
+            except InvalidRequirementError as err:
+                raise ValueError(f"window and epsilon (the global requirement): {err}") from None
+        try:
+            spec = entry.spec(self.window, self.epsilon, self.options)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{entry.section or 'mechanism'}: {err}") from None
+        if self.default_requirement is not None:
+            # Imported here: requirement_rules imports records, which imports this module.
+            from pwevent.jobs.common.requirement_rules import RequirementRules
+
+            try:
+                self.caps.check(self.default_requirement)
+                RequirementRules(spec, self.caps.max_w).ledger_requirement(self.default_requirement)
+            except InvalidRequirementError as err:
+                raise ValueError(f"default_requirement: {err}") from None
+        return self
 
     @property
     def clock(self) -> SlotClock:
@@ -105,91 +421,6 @@ class Config:
     def mechanism_spec(self) -> MechanismSpec:
         """A fresh mechanism (its policy may hold state, such as Adaptive's family: one per engine)."""
         return REGISTRY.spec(self.mechanism, self.window, self.epsilon, self.options)
-
-
-TOP_KEYS = {
-    "mechanism", "slot", "origin", "domain", "window", "epsilon", "noise", "postprocess", "caps", "events",
-    "requirements", "max_record_bytes", "default_requirement",
-}
-#: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
-EXTRA_SECTIONS: set[str] = {"kafka", "flink"}  # validated by jobs/flink_config.stream_settings
-
-
-def _only(section: str, obj: Any, allowed: set[str]) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise ConfigError(f"{section} must be a mapping")
-    unknown = sorted(set(obj) - allowed)
-    if unknown:
-        where = f"{section}." if section != "config" else ""
-        raise ConfigError(f"unknown key {where}{unknown[0]} (allowed: {', '.join(sorted(allowed))})")
-    return obj
-
-
-def _need(obj: dict[str, Any], key: str, section: str) -> Any:
-    if key not in obj:
-        raise ConfigError(f"missing key {section}{key}")
-    return obj[key]
-
-
-def _domain(obj: Any) -> Domain:
-    obj = _only("domain", obj, {"type", "d", "values", "rows", "cols", "bbox"})
-    kind = _need(obj, "type", "domain.")
-    try:
-        if kind == "binary":
-            _only("domain", obj, {"type"})
-            return BinaryDomain()
-        if kind == "cells":
-            _only("domain", obj, {"type", "d"})
-            return CellsDomain(_need(obj, "d", "domain."))
-        if kind == "categories":
-            _only("domain", obj, {"type", "values"})
-            values = _need(obj, "values", "domain.")
-            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-                raise ConfigError("domain.values must be a list of strings")
-            return CategoriesDomain(tuple(values))
-        if kind == "grid":
-            _only("domain", obj, {"type", "rows", "cols", "bbox"})
-            box = _only("domain.bbox", _need(obj, "bbox", "domain."), {"min_lat", "max_lat", "min_lon", "max_lon"})
-            coords = {k: _need(box, k, "domain.bbox.") for k in ("min_lat", "max_lat", "min_lon", "max_lon")}
-            for key, value in coords.items():
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise ConfigError(f"domain.bbox.{key} must be a number, got {value!r}")
-            return GridDomain(rows=_need(obj, "rows", "domain."), cols=_need(obj, "cols", "domain."), **coords)
-    except ValueError as err:
-        if isinstance(err, ConfigError):
-            raise
-        raise ConfigError(str(err)) from None
-    raise ConfigError(f"domain.type must be binary, cells, categories or grid, got {kind!r}")
-
-
-def _check_floor(caps: RequirementCaps, entry: MechanismEntry, window: int | None, epsilon: float | None) -> None:
-    """caps.min_slot_epsilon: a number within the noise sampler's range that a baseline's global
-    requirement can reach (docs/mechanisms.md, Budget floor)."""
-    floor = caps.min_slot_epsilon
-    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
-        raise ConfigError(f"caps.min_slot_epsilon must be a finite number, got {floor!r}")
-    if floor < SAMPLER_MIN_EPSILON:
-        raise ConfigError(
-            f"caps.min_slot_epsilon {floor!r} is below the noise sampler's range limit {SAMPLER_MIN_EPSILON:.4g}"
-        )
-    if not entry.personalized and window is not None and epsilon is not None:
-        try:
-            caps.check_floor(Requirement(window, epsilon))
-        except InvalidRequirementError as err:
-            raise ConfigError(f"window and epsilon (the global requirement): {err}") from None
-
-
-def _requirement_fields(obj: Any) -> RequirementFields:
-    obj = dict(_only("requirements", obj, {"user", "time", "signature"}))
-    if "signature" not in obj:
-        return RequirementFields(**obj)
-    sig = _only("requirements.signature", obj.pop("signature"), {"key_env", "field"})
-    try:
-        signature = RequirementSignature(_need(sig, "key_env", "requirements.signature."), sig.get("field", "sig"))
-        signature.key()  # a missing key is a configuration error now, not a rejected record later
-    except ValueError as err:  # ConfigError, a bad field, or MissingKeyError
-        raise ConfigError(str(err)) from None
-    return RequirementFields(**obj, signature=signature)
 
 
 _ENV_REFERENCE = re.compile(r"\$(\$)?\{([^}]*)\}")
@@ -219,97 +450,12 @@ def resolve_env(raw: Any, where: str = "") -> Any:
     return _ENV_REFERENCE.sub(substitute, raw)
 
 
-def _options(raw: dict[str, Any], entry: MechanismEntry) -> dict[str, Any]:
-    """The mechanism's own section ({} when absent); another mechanism's section is an error."""
-    for other in REGISTRY:
-        if other.section is not None and other.section in raw and other.section not in entry.config_keys:
-            raise ConfigError(f"{other.section}: only mechanism {other.name} takes it, not {entry.name}")
-    if entry.section is None:
-        return {}
-    return dict(_only(entry.section, raw.get(entry.section, {}), set(entry.section_keys)))
-
-
 def parse_config(raw: Any) -> Config:
-    sections = {e.section for e in REGISTRY if e.section is not None}
-    raw = _only("config", resolve_env(raw), TOP_KEYS | EXTRA_SECTIONS | sections)
-    name = raw.get("mechanism", DEFAULT_MECHANISM)
+    """The configuration of a parsed YAML document, its `${NAME}` resolved first."""
     try:
-        entry = REGISTRY.get(name)
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-    for key in sorted(GLOBAL_KEYS - entry.config_keys):
-        if key in raw:
-            takers = ", ".join(e.name for e in REGISTRY if key in e.config_keys)
-            raise ConfigError(
-                f"{key}: mechanism {name} is personalized (every user runs at its own requirement), so a "
-                f"global {key} would be ignored; remove it (only {takers} take it)"
-            )
-    try:
-        slot_ms = parse_duration_ms(_need(raw, "slot", ""), "slot")
-        origin_ms = parse_time_ms(_need(raw, "origin", ""), "origin")
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-    window, epsilon = raw.get("window"), raw.get("epsilon")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-        raise ConfigError(f"window must be an integer >= 1, got {window!r}")
-    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not epsilon > 0):
-        raise ConfigError(f"epsilon must be a number > 0, got {epsilon!r}")
-    if entry.config_keys >= GLOBAL_KEYS and (window is None or epsilon is None):
-        raise ConfigError(f"mechanism {name} needs the keys window and epsilon")
-    noise = raw.get("noise", "opendp")
-    if noise not in ("opendp", "numpy-fast"):
-        raise ConfigError(f"noise must be opendp or numpy-fast, got {noise!r}")
-    postprocess = raw.get("postprocess", "kalman")
-    if postprocess not in ("kalman", "none"):
-        raise ConfigError(f"postprocess must be kalman or none, got {postprocess!r}")
-    caps_raw = _only("caps", raw.get("caps", {}), {"max_w", "max_epsilon", "min_slot_epsilon"})
-    caps = RequirementCaps(**caps_raw)
-    if isinstance(caps.max_w, bool) or not isinstance(caps.max_w, int) or caps.max_w < 1:
-        raise ConfigError(f"caps.max_w must be an integer >= 1, got {caps.max_w!r}")
-    if not isinstance(caps.max_epsilon, (int, float)) or not caps.max_epsilon > 0:
-        raise ConfigError(f"caps.max_epsilon must be a number > 0, got {caps.max_epsilon!r}")
-    _check_floor(caps, entry, window, epsilon)
-    events = EventFields(**_only("events", raw.get("events", {}), {"user", "time", "value", "lat", "lon"}))
-    if (events.lat is None) != (events.lon is None):
-        raise ConfigError("events.lat and events.lon go together")
-    requirements = _requirement_fields(raw.get("requirements", {}))
-    extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
-    max_bytes = raw.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 64:
-        raise ConfigError(f"max_record_bytes must be an integer >= 64, got {max_bytes!r}")
-    options = _options(raw, entry)
-    try:
-        spec = entry.spec(window, epsilon, options)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{entry.section or 'mechanism'}: {err}") from None
-    default = _default_requirement(raw.get("default_requirement"), caps, spec)
-    return Config(
-        name, slot_ms, origin_ms, _domain(_need(raw, "domain", "")), window,
-        None if epsilon is None else float(epsilon), noise, postprocess, caps, events, requirements, extra, max_bytes,
-        options, default,
-    )
-
-
-def _default_requirement(obj: Any, caps: RequirementCaps,
-                         spec: MechanismSpec) -> Requirement | DynamicRequirement | None:
-    """`default_requirement`: what a requirement record would carry (w/epsilon, or backward/forward
-    for a dynamic mechanism), within the caps and acceptable to the mechanism, so that applying it
-    can never be refused (docs/streaming.md, "Users without a requirement record")."""
-    if obj is None:
-        return None
-    # Imported here: requirement_rules imports records, which imports this module.
-    from pwevent.jobs.common.requirement_rules import RequirementRules
-
-    if not isinstance(obj, dict):
-        raise ConfigError("default_requirement must be a mapping: {w: .., epsilon: ..} or {backward: .., forward: ..}")
-    _only("default_requirement", obj, {"w", "epsilon", "backward", "forward"})
-    try:
-        requirement = parse_requirement(obj)
-        caps.check(requirement)
-        RequirementRules(spec, caps.max_w).ledger_requirement(requirement)
-    except InvalidRequirementError as err:
-        raise ConfigError(f"default_requirement: {err}") from None
-    return requirement
+        return Config.model_validate(resolve_env(raw))
+    except ValidationError as err:
+        raise config_error(err) from None
 
 
 def load_config(path: str) -> Config:
