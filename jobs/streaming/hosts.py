@@ -24,7 +24,6 @@ Records between the operators:
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 from collections import defaultdict
 from typing import Any
@@ -150,7 +149,7 @@ class ParseEvents(_ParseRecords):
 
     def __init__(self, config: Config, topic: str, kafka_time: bool) -> None:
         super().__init__(config, "events", topic, kafka_time)
-        self.fields = dataclasses.replace(config.events, time=_KAFKA_TIME_FIELD) if kafka_time else config.events
+        self.fields = config.events.model_copy(update={"time": _KAFKA_TIME_FIELD}) if kafka_time else config.events
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain, ts,

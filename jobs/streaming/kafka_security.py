@@ -24,12 +24,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pwevent.jobs.common.config import ConfigError
+from pydantic import (
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
+from pwevent.jobs.common.config import ConfigError, Name, Section, config_error
+
 #: Java client property prefixes that belong to `kafka.security`, not `kafka.properties`.
 SECURITY_PROPERTY_PREFIXES = ("security.", "sasl.", "ssl.")
 #: The job's Java clients are those of flink-sql-connector-kafka, which relocates the Kafka client
@@ -57,14 +66,51 @@ class Secret:
     __str__ = __repr__
 
 
-@dataclass(frozen=True)
-class KafkaSecurity:
-    protocol: str = "PLAINTEXT"
-    sasl_mechanism: str = "SCRAM-SHA-512"
-    username: str | None = None
-    password: Secret | None = None
-    ca_file: str | None = None
-    check_hostname: bool = True
+def _secret(raw: Any) -> Secret | None:
+    if raw is None or isinstance(raw, Secret):
+        return raw
+    if not isinstance(raw, str):
+        raise ValueError("must be a string (write ${ENV_VAR} to take it from the environment)")
+    return Secret(raw)
+
+
+class KafkaSecurity(Section):
+    """`kafka.security`; `ca_file` relative to the config file's folder (validation context `base_dir`)."""
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"] = "SCRAM-SHA-512"
+    username: StrictStr | None = None
+    password: Annotated[Secret | None, PlainValidator(_secret, json_schema_input_type=str | None)] = Field(
+        None, description="write ${ENV_VAR}: the password stays out of the file")
+    ca_file: Name | None = None
+    check_hostname: StrictBool = True
+
+    @field_validator("ca_file")
+    @classmethod
+    def _ca_file(cls, value: str | None, info: ValidationInfo) -> str | None:
+        protocol = info.data.get("protocol")
+        if value is None:
+            return None
+        if protocol is not None and not protocol.endswith("SSL"):
+            raise ValueError(f"kafka.security.ca_file needs protocol SSL or SASL_SSL, not {protocol}")
+        if not os.path.isabs(value):
+            value = str(Path((info.context or {}).get("base_dir") or ".").resolve() / value)
+        if not os.path.isfile(value):
+            raise ValueError(f"kafka.security.ca_file {value} is not a file")
+        return value
+
+    @model_validator(mode="after")
+    def _credentials(self) -> KafkaSecurity:
+        """A SASL protocol needs a username and a password (never shown); the others take neither."""
+        if self.sasl:
+            if not self.username:
+                raise ValueError(f"kafka.security.username must be a non-empty string with protocol {self.protocol}")
+            if self.password is None or not self.password.reveal():
+                raise ValueError(f"kafka.security.password must be a non-empty string with protocol "
+                                 f"{self.protocol} (write ${{ENV_VAR}} to take it from the environment)")
+        elif self.username is not None or self.password is not None:
+            raise ValueError(f"kafka.security.username and password need a SASL protocol, not {self.protocol}")
+        return self
 
     @property
     def sasl(self) -> bool:
@@ -111,47 +157,11 @@ def _jaas_quote(value: str) -> str:
 
 
 def parse_security(raw: Any, base_dir: str | None) -> KafkaSecurity:
-    """Validate `kafka.security`; messages name the key and never show the password."""
-    if raw is None:
-        return KafkaSecurity()
-    if not isinstance(raw, dict):
-        raise ConfigError("kafka.security must be a mapping")
-    allowed = {"protocol", "sasl_mechanism", "username", "password", "ca_file", "check_hostname"}
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise ConfigError(f"unknown key kafka.security.{unknown[0]} (allowed: {', '.join(sorted(allowed))})")
-    protocol = raw.get("protocol", "PLAINTEXT")
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"kafka.security.protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    mechanism = raw.get("sasl_mechanism", "SCRAM-SHA-512")
-    if mechanism not in SASL_MECHANISMS:
-        raise ConfigError(f"kafka.security.sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, "
-                          f"got {mechanism!r}")
-    username, password = raw.get("username"), raw.get("password")
-    sasl = protocol.startswith("SASL_")
-    if sasl:
-        if not isinstance(username, str) or not username:
-            raise ConfigError(f"kafka.security.username must be a non-empty string with protocol {protocol}")
-        if not isinstance(password, str) or not password:
-            raise ConfigError(f"kafka.security.password must be a non-empty string with protocol {protocol} "
-                              "(write ${ENV_VAR} to take it from the environment)")
-    elif username is not None or password is not None:
-        raise ConfigError(f"kafka.security.username and password need a SASL protocol, not {protocol}")
-    ca_file = raw.get("ca_file")
-    if ca_file is not None:
-        if not protocol.endswith("SSL"):
-            raise ConfigError(f"kafka.security.ca_file needs protocol SSL or SASL_SSL, not {protocol}")
-        if not isinstance(ca_file, str) or not ca_file:
-            raise ConfigError(f"kafka.security.ca_file must be a path, got {ca_file!r}")
-        if not os.path.isabs(ca_file):
-            ca_file = str(Path(base_dir or ".").resolve() / ca_file)
-        if not os.path.isfile(ca_file):
-            raise ConfigError(f"kafka.security.ca_file {ca_file} is not a file")
-    check_hostname = raw.get("check_hostname", True)
-    if not isinstance(check_hostname, bool):
-        raise ConfigError(f"kafka.security.check_hostname must be true or false, got {check_hostname!r}")
-    secret = Secret(password) if sasl and isinstance(password, str) else None
-    return KafkaSecurity(protocol, mechanism, username if sasl else None, secret, ca_file, check_hostname)
+    """Validate `kafka.security` alone; messages name the key and never show the password."""
+    try:
+        return KafkaSecurity.model_validate(raw, context={"base_dir": base_dir})
+    except ValidationError as err:
+        raise config_error(err, "kafka.security") from None
 
 
 def check_properties(properties: dict[str, Any]) -> None:

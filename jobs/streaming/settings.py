@@ -50,31 +50,45 @@ flink:
   extra: {}                       # more Flink configuration, key: value, passed through as strings;
                                   # keys the job sets itself are refused (OWNED_FLINK_KEYS)
 ```
+
+Both sections are pydantic models (jobs.common.config.Section); their JSON Schema is part of the
+configuration's (jobs/streaming/config_schema.py).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
-from pwevent.jobs.common.config import Config, ConfigError
-from pwevent.jobs.common.slots import parse_duration_ms, parse_time_ms
-from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties, parse_security
+from pydantic import (
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from pwevent.jobs.common.config import (
+    Config,
+    ConfigError,
+    Duration,
+    DurationOrZero,
+    Name,
+    Section,
+    config_error,
+)
+from pwevent.jobs.common.slots import parse_time_ms
+from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties
 from pwevent.jobs.streaming.locations import default_checkpoint_dir, run_dir
 
 DEFAULT_BOOTSTRAP_FILE = run_dir() / "kafka" / "bootstrap"
 #: kafka.start values besides a time.
 START_POSITIONS = ("earliest", "latest", "committed")
-TOPIC_ROLES = ("events", "requirements", "releases", "dead_letters", "audit")
-DEFAULT_TOPICS = {
-    "events": "pwevent.events",
-    "requirements": "pwevent.requirements",
-    "releases": "pwevent.releases",
-    "dead_letters": "pwevent.dead-letters",
-    "audit": "pwevent.audit",
-}
 
 
 def default_bootstrap() -> str | None:
@@ -85,18 +99,83 @@ def default_bootstrap() -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class KafkaSettings:
-    bootstrap: str | None
-    group_id: str = "pwevent-job"
-    topics: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TOPICS))
-    event_time: str = "field"
-    properties: dict[str, str] = field(default_factory=dict)
-    security: KafkaSecurity = field(default_factory=KafkaSecurity)
-    transaction_timeout_ms: int = 600_000
-    transactional_id_prefix: str = "pwevent"
-    start: str = "earliest"  # one of START_POSITIONS, or "timestamp" with start_time_ms
-    start_time_ms: int | None = None
+class Topics(Section):
+    """`kafka.topics`: the topic of each role."""
+
+    events: Name = "pwevent.events"
+    requirements: Name = "pwevent.requirements"
+    releases: Name = "pwevent.releases"
+    dead_letters: Name = "pwevent.dead-letters"
+    audit: Name = "pwevent.audit"
+
+
+TOPIC_ROLES = tuple(Topics.model_fields)
+DEFAULT_TOPICS = Topics().model_dump()
+
+
+def _topics(raw: Any) -> dict[str, str]:
+    return Topics.model_validate(raw).model_dump()
+
+
+def _properties(raw: Any) -> dict[str, str]:
+    """kafka.properties: Java client property names to values (written as strings); tuning only."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict) or not all(isinstance(key, str) for key in raw):
+        raise ValueError("kafka.properties must be a mapping of Kafka client property names to values")
+    check_properties(raw)
+    return {key: str(value) for key, value in raw.items()}
+
+
+_START_SCHEMA = {"anyOf": [{"enum": list(START_POSITIONS)}, {"type": "string"}, {"type": "number"}],
+                 "description": "earliest | latest | committed | a time (ISO-8601 or epoch ms)"}
+
+
+class KafkaSettings(Section):
+    """`kafka:`. `start` is one of START_POSITIONS, or "timestamp" with `start_time_ms`."""
+
+    derived: ClassVar[frozenset[str]] = frozenset({"start_time_ms"})
+
+    bootstrap: Name | None = Field(default_factory=default_bootstrap)
+    group_id: Name = "pwevent-job"
+    topics: Annotated[dict[str, str], PlainValidator(_topics, json_schema_input_type=Topics)] = Field(
+        default_factory=lambda: dict(DEFAULT_TOPICS))
+    event_time: Literal["field", "kafka"] = "field"
+    properties: Annotated[dict[str, str], PlainValidator(
+        _properties, json_schema_input_type=dict[str, str | int | float | bool])] = Field(default_factory=dict)
+    security: KafkaSecurity = Field(default_factory=KafkaSecurity)
+    transaction_timeout_ms: Duration = Field(600_000, alias="transaction_timeout")
+    transactional_id_prefix: Name = "pwevent"
+    start: Annotated[Literal["earliest", "latest", "committed", "timestamp"], WithJsonSchema(_START_SCHEMA)] = (
+        "earliest")
+    start_time_ms: Annotated[int | None, WithJsonSchema({})] = None
+
+    @classmethod
+    def derive(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """kafka.start: a named position, or a time (the Kafka timestamp to start at)."""
+        value = raw.get("start", "earliest")
+        if value in START_POSITIONS:
+            return {**raw, "start": value}
+        try:
+            moment = parse_time_ms(value, "kafka.start")
+        except ValueError:
+            raise ValueError(f"kafka.start must be {', '.join(START_POSITIONS)} or a time (ISO-8601 or epoch "
+                             f"milliseconds), got {value!r}") from None
+        if moment < 0:
+            raise ValueError(f"kafka.start must not be before 1970, got {value!r}")
+        return {**raw, "start": "timestamp", "start_time_ms": moment}
+
+    @field_validator("bootstrap", mode="before")
+    @classmethod
+    def _default_bootstrap(cls, value: Any) -> Any:
+        return value if value else default_bootstrap()
+
+    @field_validator("transaction_timeout_ms")
+    @classmethod
+    def _under_broker_maximum(cls, value: int) -> int:
+        if value > 900_000:
+            raise ValueError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "
+                             "(15m by default)")
+        return value
 
     def require_bootstrap(self) -> str:
         if not self.bootstrap:
@@ -113,38 +192,91 @@ class KafkaSettings:
         return self.security.python_options()
 
 
-@dataclass(frozen=True)
-class PrometheusSettings:
+def _port(raw: Any) -> str:
+    """A port or a range low-high, as Flink's reporter reads it."""
+    port = str(raw)
+    bounds = port.split("-")
+    valid = not isinstance(raw, bool) and len(bounds) <= 2 and all(b.isdigit() and 0 < int(b) < 65536 for b in bounds)
+    if not valid or int(bounds[0]) > int(bounds[-1]):
+        raise ValueError(f"flink.prometheus.port must be a port or a range low-high, got {raw!r}")
+    return port
+
+
+class PrometheusSettings(Section):
     """Where the mini-cluster's Prometheus reporter listens (docs/operations.md, "Metrics")."""
 
-    host: str = "127.0.0.1"
-    port: str = "9249"
+    host: Name = "127.0.0.1"
+    port: Annotated[str, PlainValidator(_port, json_schema_input_type=int | str)] = "9249"
 
 
-@dataclass(frozen=True)
-class FlinkSettings:
-    execution_mode: str = "thread"
-    parallelism: int = 1
-    checkpoint_interval_ms: int = 1000
-    checkpoint_timeout_ms: int = 600_000
-    tolerable_failed_checkpoints: int = 5
-    checkpoint_dir: str = field(default_factory=default_checkpoint_dir)
-    state_backend: str = "hashmap"
-    incremental_checkpoints: bool = False
-    out_of_orderness_ms: int = 0
-    close_after_ms: int = 5000
-    source_idleness_ms: int = 10_000
-    source_start_grace_ms: int = 60_000
-    bundle_size: int = 1000
-    bundle_time_ms: int = 100
-    max_lead_ms: int = 3_600_000
+def _local_path(value: Any, info: ValidationInfo) -> str:
+    """A path or URI; relative paths are relative to the config file's folder (context `base_dir`)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"must be a path, got {value!r}")
+    if "://" not in value and not os.path.isabs(value):
+        value = str(Path((info.context or {}).get("base_dir") or ".").resolve() / value)
+    return value
+
+
+LocalPath = Annotated[str, PlainValidator(_local_path, json_schema_input_type=str)]
+
+
+def _extra(raw: Any) -> dict[str, str]:
+    """flink.extra: Flink keys to values, each a string (numbers and booleans are written as Flink
+    reads them); keys the job owns are refused."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ValueError("flink.extra must be a mapping of Flink configuration keys to values")
+    out = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key or any(c.isspace() for c in key):
+            raise ValueError(f"flink.extra: {key!r} is not a Flink configuration key")
+        if key in OWNED_FLINK_KEYS:
+            raise ValueError(f"flink.extra.{key} is set by the job itself; use the flink: keys or the "
+                             "pwevent run options (docs/streaming.md, 'Flink settings')")
+        if isinstance(value, bool):
+            out[key] = str(value).lower()
+        elif isinstance(value, (str, int, float)):
+            out[key] = str(value)
+        else:
+            raise ValueError(f"flink.extra.{key} must be a string, number or boolean, got {value!r}")
+    return out
+
+
+class FlinkSettings(Section):
+    """`flink:`."""
+
+    execution_mode: Literal["thread", "process"] = "thread"
+    parallelism: StrictInt = Field(1, ge=1)
+    checkpoint_interval_ms: Duration = Field(1000, alias="checkpoint_interval")
+    checkpoint_timeout_ms: Duration = Field(600_000, alias="checkpoint_timeout")
+    tolerable_failed_checkpoints: StrictInt = Field(5, ge=0)
+    checkpoint_dir: LocalPath = Field(default_factory=default_checkpoint_dir)
+    state_backend: Literal["hashmap", "rocksdb"] = "hashmap"
+    incremental_checkpoints: StrictBool = False
+    out_of_orderness_ms: DurationOrZero = Field(0, alias="out_of_orderness")
+    close_after_ms: DurationOrZero = Field(5000, alias="close_after")
+    source_idleness_ms: Duration = Field(10_000, alias="source_idleness")
+    source_start_grace_ms: DurationOrZero = Field(60_000, alias="source_start_grace")
+    bundle_size: StrictInt = Field(1000, ge=1)
+    bundle_time_ms: Duration = Field(100, alias="bundle_time")
+    max_lead_ms: DurationOrZero = Field(3_600_000, alias="max_lead")
     prometheus: PrometheusSettings | None = None
-    restart_attempts: int = 3
-    restart_delay_ms: int = 2000
-    web_port: int = 0
-    log_dir: str = str(run_dir() / "logs")
-    retained_jobs: int = 1
-    extra: dict[str, str] = field(default_factory=dict)
+    restart_attempts: StrictInt = Field(3, ge=0)
+    restart_delay_ms: DurationOrZero = Field(2000, alias="restart_delay")
+    web_port: StrictInt = Field(0, ge=0, le=65535, description="0 = a free one")
+    log_dir: LocalPath = str(run_dir() / "logs")
+    retained_jobs: StrictInt = Field(1, ge=0)
+    extra: Annotated[dict[str, str], PlainValidator(
+        _extra, json_schema_input_type=dict[str, str | int | float | bool])] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_reporter(self) -> FlinkSettings:
+        """A Prometheus reporter is configured in one place: flink.prometheus or flink.extra."""
+        clash = sorted(key for key in self.extra if self.prometheus is not None and key.startswith(PROMETHEUS_PREFIX))
+        if clash:
+            raise ValueError(f"flink.extra.{clash[0]} is set by flink.prometheus; configure the reporter in one place")
+        return self
 
 
 #: Flink keys the job sets itself (jobs/streaming/job.py, flink_configuration, tested to match): an
@@ -166,192 +298,20 @@ OWNED_FLINK_KEYS = frozenset({
 PROMETHEUS_PREFIX = "metrics.reporter.prom."
 
 
-def _extra(raw: Any) -> dict[str, str]:
-    """flink.extra: Flink keys to values, each a string (numbers and booleans are written as Flink
-    reads them); keys the job owns are refused."""
-    if not isinstance(raw, dict):
-        raise ConfigError("flink.extra must be a mapping of Flink configuration keys to values")
-    out = {}
-    for key, value in raw.items():
-        if not isinstance(key, str) or not key or any(c.isspace() for c in key):
-            raise ConfigError(f"flink.extra: {key!r} is not a Flink configuration key")
-        if key in OWNED_FLINK_KEYS:
-            raise ConfigError(f"flink.extra.{key} is set by the job itself; use the flink: keys or the "
-                              "pwevent run options (docs/streaming.md, 'Flink settings')")
-        if isinstance(value, bool):
-            out[key] = str(value).lower()
-        elif isinstance(value, (str, int, float)):
-            out[key] = str(value)
-        else:
-            raise ConfigError(f"flink.extra.{key} must be a string, number or boolean, got {value!r}")
-    return out
+class StreamSettings(Section):
+    """The streaming job's sections of the configuration (`Config.extra`)."""
 
-
-def _local_path(raw: dict[str, Any], key: str, default: str, base_dir: str | None) -> str:
-    """flink.<key>: a path or URI; relative paths are relative to the config file's folder."""
-    value = raw.get(key, default)
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"flink.{key} must be a path, got {value!r}")
-    if "://" not in value and not os.path.isabs(value):
-        value = str(Path(base_dir or ".").resolve() / value)
-    return value
-
-
-@dataclass(frozen=True)
-class StreamSettings:
-    kafka: KafkaSettings
-    flink: FlinkSettings
-
-
-def _section(config: Config, name: str, allowed: set[str]) -> dict[str, Any]:
-    raw = config.extra.get(name, {}) or {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{name} must be a mapping")
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise ConfigError(f"unknown key {name}.{unknown[0]} (allowed: {', '.join(sorted(allowed))})")
-    return raw
-
-
-def _duration(raw: dict[str, Any], section: str, key: str, default: int, allow_zero: bool = False) -> int:
-    if key not in raw:
-        return default
-    value = raw[key]
-    if allow_zero and value in (0, "0", "0ms", "0s"):
-        return 0
-    try:
-        return parse_duration_ms(value, f"{section}.{key}")
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-
-
-def _int(raw: dict[str, Any], section: str, key: str, default: int, low: int = 1) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"{section}.{key} must be an integer >= {low}, got {value!r}")
-    return value
-
-
-def _bool(raw: dict[str, Any], section: str, key: str, default: bool) -> bool:
-    value = raw.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{section}.{key} must be true or false, got {value!r}")
-    return value
-
-
-def _str(raw: dict[str, Any], section: str, key: str, default: str, choices: tuple[str, ...] = ()) -> str:
-    value = raw.get(key, default)
-    if not isinstance(value, str) or not value or (choices and value not in choices):
-        want = f"one of {', '.join(choices)}" if choices else "a non-empty string"
-        raise ConfigError(f"{section}.{key} must be {want}, got {value!r}")
-    return value
-
-
-def _prometheus(raw: Any) -> PrometheusSettings | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise ConfigError("flink.prometheus must be a mapping (host, port)")
-    unknown = sorted(set(raw) - {"host", "port"})
-    if unknown:
-        raise ConfigError(f"unknown key flink.prometheus.{unknown[0]} (allowed: host, port)")
-    host = _str(raw, "flink.prometheus", "host", "127.0.0.1")
-    port = str(raw.get("port", "9249"))
-    bounds = port.split("-")
-    valid = len(bounds) <= 2 and all(b.isdigit() and 0 < int(b) < 65536 for b in bounds)
-    if not valid or int(bounds[0]) > int(bounds[-1]):
-        raise ConfigError(f"flink.prometheus.port must be a port or a range low-high, got {raw.get('port')!r}")
-    return PrometheusSettings(host, port)
-
-
-def _start(raw: dict[str, Any]) -> tuple[str, int | None]:
-    """kafka.start: a named position, or a time (the Kafka timestamp to start at)."""
-    value = raw.get("start", "earliest")
-    if value in START_POSITIONS:
-        return value, None
-    try:
-        moment = parse_time_ms(value, "kafka.start")
-    except ValueError:
-        raise ConfigError(f"kafka.start must be {', '.join(START_POSITIONS)} or a time (ISO-8601 or epoch "
-                          f"milliseconds), got {value!r}") from None
-    if moment < 0:
-        raise ConfigError(f"kafka.start must not be before 1970, got {value!r}")
-    return "timestamp", moment
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    flink: FlinkSettings = Field(default_factory=FlinkSettings)
 
 
 def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettings:
-    """Validate the `kafka:` and `flink:` sections; every error names the key."""
+    """Validate the `kafka:` and `flink:` sections (paths relative to `base_dir`, the config file's
+    folder); every error names the key."""
     if isinstance(config.extra.get("kafka"), dict) and "client" in config.extra["kafka"]:
         raise ConfigError("kafka.client was replaced by kafka.security, which drives the Java and the Python "
                           "clients alike (docs/operations.md, Security)")
-    k = _section(config, "kafka", {"bootstrap", "group_id", "topics", "event_time", "properties", "security",
-                                   "transaction_timeout", "transactional_id_prefix", "start"})
-    topics = dict(DEFAULT_TOPICS)
-    raw_topics = k.get("topics", {}) or {}
-    if not isinstance(raw_topics, dict):
-        raise ConfigError("kafka.topics must be a mapping")
-    for role in raw_topics:
-        if role not in TOPIC_ROLES:
-            raise ConfigError(f"unknown key kafka.topics.{role} (allowed: {', '.join(TOPIC_ROLES)})")
-        topics[role] = _str(raw_topics, "kafka.topics", role, "")
-    properties = k.get("properties", {}) or {}
-    if not isinstance(properties, dict) or not all(isinstance(key, str) for key in properties):
-        raise ConfigError("kafka.properties must be a mapping of Kafka client property names to values")
-    check_properties(properties)
-    bootstrap = k.get("bootstrap") or default_bootstrap()
-    if bootstrap is not None and not isinstance(bootstrap, str):
-        raise ConfigError(f"kafka.bootstrap must be host:port[,host:port], got {bootstrap!r}")
-    start, start_time_ms = _start(k)
-    kafka = KafkaSettings(
-        bootstrap=bootstrap,
-        group_id=_str(k, "kafka", "group_id", "pwevent-job"),
-        topics=topics,
-        event_time=_str(k, "kafka", "event_time", "field", ("field", "kafka")),
-        properties={str(key): str(value) for key, value in properties.items()},
-        security=parse_security(k.get("security"), base_dir),
-        transaction_timeout_ms=_duration(k, "kafka", "transaction_timeout", 600_000),
-        transactional_id_prefix=_str(k, "kafka", "transactional_id_prefix", "pwevent"),
-        start=start,
-        start_time_ms=start_time_ms,
-    )
-    f = _section(config, "flink", {"execution_mode", "parallelism", "checkpoint_interval", "checkpoint_dir",
-                                   "checkpoint_timeout", "tolerable_failed_checkpoints",
-                                   "state_backend", "incremental_checkpoints", "out_of_orderness", "close_after",
-                                   "source_idleness", "source_start_grace", "bundle_size", "bundle_time", "max_lead",
-                                   "restart_attempts", "restart_delay", "web_port", "log_dir", "retained_jobs",
-                                   "extra", "prometheus"})
-    checkpoint_dir = _local_path(f, "checkpoint_dir", default_checkpoint_dir(), base_dir)
-    web_port = _int(f, "flink", "web_port", 0, low=0)
-    if web_port > 65535:
-        raise ConfigError(f"flink.web_port must be a port number (0 = a free one), got {web_port}")
-    flink = FlinkSettings(
-        execution_mode=_str(f, "flink", "execution_mode", "thread", ("thread", "process")),
-        parallelism=_int(f, "flink", "parallelism", 1),
-        checkpoint_interval_ms=_duration(f, "flink", "checkpoint_interval", 1000),
-        checkpoint_timeout_ms=_duration(f, "flink", "checkpoint_timeout", 600_000),
-        tolerable_failed_checkpoints=_int(f, "flink", "tolerable_failed_checkpoints", 5, low=0),
-        checkpoint_dir=checkpoint_dir,
-        state_backend=_str(f, "flink", "state_backend", "hashmap", ("hashmap", "rocksdb")),
-        incremental_checkpoints=_bool(f, "flink", "incremental_checkpoints", False),
-        out_of_orderness_ms=_duration(f, "flink", "out_of_orderness", 0, allow_zero=True),
-        close_after_ms=_duration(f, "flink", "close_after", 5000, allow_zero=True),
-        source_idleness_ms=_duration(f, "flink", "source_idleness", 10_000),
-        source_start_grace_ms=_duration(f, "flink", "source_start_grace", 60_000, allow_zero=True),
-        bundle_size=_int(f, "flink", "bundle_size", 1000),
-        bundle_time_ms=_duration(f, "flink", "bundle_time", 100),
-        max_lead_ms=_duration(f, "flink", "max_lead", 3_600_000, allow_zero=True),
-        prometheus=_prometheus(f.get("prometheus")),
-        restart_attempts=_int(f, "flink", "restart_attempts", 3, low=0),
-        restart_delay_ms=_duration(f, "flink", "restart_delay", 2000, allow_zero=True),
-        web_port=web_port,
-        log_dir=_local_path(f, "log_dir", str(run_dir() / "logs"), base_dir),
-        retained_jobs=_int(f, "flink", "retained_jobs", 1, low=0),
-        extra=_extra(f.get("extra", {}) or {}),
-    )
-    clash = sorted(key for key in flink.extra if flink.prometheus is not None and key.startswith(PROMETHEUS_PREFIX))
-    if clash:
-        raise ConfigError(f"flink.extra.{clash[0]} is set by flink.prometheus; configure the reporter in one place")
-    if kafka.transaction_timeout_ms > 900_000:
-        raise ConfigError("kafka.transaction_timeout must stay under the broker's transaction.max.timeout.ms "
-                          "(15m by default)")
-    return StreamSettings(kafka, flink)
+    try:
+        return StreamSettings.model_validate(config.extra, context={"base_dir": base_dir})
+    except ValidationError as err:
+        raise config_error(err) from None

@@ -4,7 +4,6 @@ the StandardAuthorizer), and the broker's port across a stop and a start (docs/o
 
 from __future__ import annotations
 
-import dataclasses
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -98,12 +97,12 @@ def test_the_job_runs_with_credentials_and_others_are_kept_out(
     failed = load_script("kafka-acls.py").apply_grants(broker.bootstrap, broker.python("admin"), acl_plan(job.kafka))
     assert failed == []
     events, requirements = generate(job.folder, users=20, slots=slots)
-    producer_settings = dataclasses.replace(job.kafka, security=_security(broker, "pwevent-producer"))
+    producer_settings = job.kafka.model_copy(update={"security": _security(broker, "pwevent-producer")})
     produce_files(producer_settings, job.config, events, requirements, 0.0)
     try:
         job.start(seed=SEED)
         # Releases and the spend log read as the auditor (pwevent-analyst: releases and audit only).
-        job.kafka = dataclasses.replace(job.kafka, security=_security(broker, "pwevent-analyst"))
+        job.kafka = job.kafka.model_copy(update={"security": _security(broker, "pwevent-analyst")})
         check_equals_replay(job, events, requirements, slots)
     finally:
         job.stop()
