@@ -123,7 +123,7 @@ class KafkaSecurity(Section):
     def jvm_properties(self) -> dict[str, str]:
         """Java Kafka client properties of the job's Flink sources and sinks (the connector's
         relocated Kafka client: `SHADED_KAFKA`)."""
-        props = {"security.protocol": self.protocol}
+        props: dict[str, str] = {"security.protocol": self.protocol}
         if self.sasl:
             assert self.username is not None and self.password is not None
             props["sasl.mechanism"] = self.sasl_mechanism
