@@ -22,6 +22,7 @@ from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, stop, tail
+from pwevent.jobs.streaming.config_schema import config_schema
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError
 from pwevent.operators.registry import REGISTRY
 
@@ -120,6 +121,16 @@ def cmd_examples(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config_schema(args: argparse.Namespace) -> int:
+    """Print (or write to --out) the configuration's JSON Schema, generated from its models."""
+    text = json.dumps(config_schema(), indent=2) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pwevent",
@@ -203,6 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     examples.add_argument("--out", required=True, help="folder to write examples/ and schemas/ into")
     examples.set_defaults(func=cmd_examples)
+    schema = sub.add_parser(
+        "config-schema", help="print the JSON Schema of the YAML configuration",
+        description="Print the JSON Schema (draft 2020-12) of the configuration file, generated from the models "
+        "that validate it; docs/schemas/config.schema.json is this output. It checks keys, types and ranges; "
+        "rules across keys and ${NAME} resolution are checked by pwevent only.",
+    )
+    schema.add_argument("--out", help="write the schema to this file instead of standard output")
+    schema.set_defaults(func=cmd_config_schema)
     flink_job.register(sub)
     produce.register(sub)
     stop.register(sub)

@@ -1,0 +1,96 @@
+"""The configuration's JSON Schema (jobs/streaming/config_schema.py) is generated from the models that
+validate the configuration; the committed copy is the generated one and every shipped configuration
+validates against it (docs/architecture.md, "Dependencies")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from pwevent.jobs.cli.main import main
+from pwevent.jobs.common.config import ConfigError, parse_config
+from pwevent.jobs.streaming.config_schema import config_schema
+from pwevent.jobs.streaming.settings import stream_settings
+
+ROOT = Path(__file__).parents[2]
+SCHEMA = ROOT / "docs" / "schemas" / "config.schema.json"
+EXAMPLES = sorted((ROOT / "deploy" / "examples").glob("*.yaml"))
+BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
+
+
+def as_json(raw: Any) -> Any:
+    """A YAML document as JSON would carry it: an unquoted YAML date or time becomes its ISO text."""
+    return json.loads(json.dumps(raw, default=lambda value: value.isoformat()))
+
+
+def validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_the_committed_schema_is_the_generated_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert json.loads(SCHEMA.read_text()) == config_schema(), (
+        "docs/schemas/config.schema.json is out of date: pwevent config-schema --out docs/schemas/config.schema.json")
+    assert main(["config-schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == config_schema()
+
+
+def test_the_examples_exist() -> None:
+    assert {p.name for p in EXAMPLES} >= {"replay-pbd.yaml", "stream-pbd.yaml"}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_validates_against_the_schema(path: Path) -> None:
+    raw = yaml.safe_load(path.read_text())
+    validator().validate(as_json(raw))
+    stream_settings(parse_config(raw), str(path.parent))  # and pwevent accepts it
+
+
+def test_the_kubernetes_configuration_validates_against_the_schema() -> None:
+    documents = yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "job-config.yaml").read_text())
+    config_map = next(doc for doc in documents if doc and doc.get("kind") == "ConfigMap")
+    validator().validate(as_json(yaml.safe_load(config_map["data"]["job.yaml"])))
+
+
+@pytest.mark.parametrize("change", [
+    {"colour": "red"},
+    {"caps": {"max_w": 0}},
+    {"caps": {"maxw": 3}},
+    {"slot": "15 minutes"},
+    {"domain": {"type": "hex"}},
+    {"domain": {"type": "cells"}},
+    {"noise": "gauss"},
+    {"window": "8"},
+    {"adaptive": {"pilot": 3}},
+    {"kafka": {"securty": {}}},
+    {"kafka": {"topics": {"evnts": "x"}}},
+    {"kafka": {"security": {"protocol": "SASL_SSH"}}},
+    {"flink": {"checkpoint_timeout": "never"}},
+    {"flink": {"parallelism": 0}},
+    {"flink": {"web_port": 70000}},
+    {"flink": {"state_backend": "memory"}},
+])
+def test_the_schema_refuses_what_the_models_refuse(change: dict[str, Any]) -> None:
+    """Key names, types and ranges: the schema and the models agree (each change is an error to both)."""
+    raw = {**BASE, **change}
+    assert list(validator().iter_errors(raw)), f"the schema accepts {change}"
+    with pytest.raises(ConfigError):
+        stream_settings(parse_config(raw), "/tmp")
+
+
+def test_the_schema_accepts_a_full_configuration() -> None:
+    raw = {**BASE, "mechanism": "Adaptive", "adaptive": {"evidence": 12}, "origin": 0,
+           "domain": {"type": "grid", "rows": 2, "cols": 2,
+                      "bbox": {"min_lat": 0, "max_lat": 1, "min_lon": 0, "max_lon": 1}},
+           "events": {"lat": "la", "lon": "lo"}, "caps": {"max_w": 50, "min_slot_epsilon": 1e-12},
+           "default_requirement": {"w": 5, "epsilon": 1.0}, "max_record_bytes": 4096,
+           "kafka": {"bootstrap": "127.0.0.1:1", "start": "2024-01-01T00:03:00Z", "properties": {"linger.ms": 5},
+                     "security": {"protocol": "SASL_PLAINTEXT", "username": "u", "password": "${P}"}},
+           "flink": {"close_after": 0, "prometheus": {"port": "9249-9259"}, "extra": {"pipeline.name": "p"}}}
+    validator().validate(raw)
