@@ -214,7 +214,8 @@ def _domain(raw: Any) -> Domain:
         raise ValueError("missing key domain.type")
     spec_type = DOMAIN_SPECS.get(raw["type"]) if isinstance(raw["type"], str) else None
     if spec_type is None:
-        raise ValueError(f"domain.type must be {', '.join(list(DOMAIN_SPECS)[:-1])} or grid, got {raw['type']!r}")
+        *kinds, last = DOMAIN_SPECS
+        raise ValueError(f"domain.type must be {', '.join(kinds)} or {last}, got {raw['type']!r}")
     spec = spec_type.model_validate(raw)
     if isinstance(spec, CellsSpec):
         return CellsDomain(spec.d)

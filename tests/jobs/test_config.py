@@ -76,3 +76,25 @@ def test_an_unquoted_yaml_date_or_time_is_an_origin(tmp_path, text):
     path = tmp_path / "c.yaml"
     path.write_text(f"mechanism: PBD\nslot: 60s\norigin: {text}\ndomain: {{type: binary}}\n")
     assert load_config(str(path)).origin_ms == 1_704_067_200_000
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"window": "8", "mechanism": "BD", "epsilon": 1}, r"^window: Input should be a valid integer, got '8'$"),
+    ({"caps": {"max_w": True}}, r"^caps\.max_w: Input should be a valid integer, got True$"),
+    ({"domain": {"type": "categories", "values": ["a", 2]}}, r"^domain\.values\[1\]: .*string, got 2$"),
+    ({"caps": [1]}, r"^caps must be a mapping$"),
+    ({"events": {"user": ""}}, r"^events\.user: "),
+])
+def test_types_are_strict_and_errors_give_the_dotted_path(change, message):
+    """pydantic's strict mode: no "8" for 8 and no true for 1, as the hand-written checks did."""
+    with pytest.raises(ConfigError, match=message):
+        parse_config({**BASE, **change})
+
+
+def test_an_empty_section_takes_the_defaults(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("mechanism: PBD\nslot: 60s\norigin: 0\ndomain: {type: binary}\ncaps:\nevents:\n")
+    config = load_config(str(path))
+    assert config.caps.max_w == 1000 and config.events.user == "user"
+    with pytest.raises(ConfigError, match="^missing key slot$"):
+        parse_config(None)  # an empty file

@@ -71,6 +71,12 @@ def test_the_password_shows_in_no_repr_and_no_error(ca: Path, monkeypatch: pytes
     assert SECRET not in str(err.value)
 
 
+def test_a_password_of_another_type_is_named_not_shown() -> None:
+    with pytest.raises(ConfigError, match=r"^kafka\.security\.password: must be a string") as err:
+        settings({"security": {"protocol": "SASL_SSL", "username": "u", "password": [SECRET]}})
+    assert SECRET not in str(err.value)
+
+
 def test_print_submit_shows_no_secret(ca: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     jar = tmp_path / "connector.jar"
