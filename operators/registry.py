@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pwevent.operators.family import FAMILIES, Adaptive, FamilyRule
@@ -31,7 +31,8 @@ class MechanismEntry:
     (window, epsilon) of the configuration, which must cover each user's own requirement.
     dynamic: users declare backward/forward requirements and may change them; otherwise (w, epsilon)
     kept for ever. build: the policy, given the global requirement (None when personalized) and the
-    mechanism's own configuration section (`section`, with keys `section_keys`; {} when absent).
+    mechanism's own configuration section (`section`, {} when absent; its keys and their types and
+    defaults are the fields of the dataclass `section_type`, which the configuration's JSON Schema reads).
     """
 
     name: str
@@ -41,7 +42,12 @@ class MechanismEntry:
     strategy: str
     source: str
     section: str | None = None
-    section_keys: frozenset[str] = frozenset()
+    section_type: type | None = None
+
+    @property
+    def section_keys(self) -> frozenset[str]:
+        """The keys of the mechanism's own section (none without one)."""
+        return frozenset(f.name for f in fields(self.section_type)) if self.section_type is not None else frozenset()
 
     @property
     def config_keys(self) -> frozenset[str]:
@@ -155,7 +161,7 @@ REGISTRY = MechanismRegistry((
     MechanismEntry("BA", False, False, _global(lambda _: PBA()), "absorption", KELLARIS),
     MechanismEntry("Adaptive", True, False, lambda _, options: Adaptive(FamilyRule(**options)),
                    "E_i/w_i every slot or absorption, re-chosen from public releases (the default)", OURS,
-                   "adaptive", frozenset({"evidence", "switch_rate", "hysteresis", "static_drift", "start"})),
+                   "adaptive", FamilyRule),
 ))
 
 

@@ -13,7 +13,8 @@ only.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, get_type_hints
 
 from pydantic import create_model
 
@@ -26,10 +27,12 @@ SCHEMA_ID = "https://pwevent.example/schemas/config.schema.json"
 
 
 def _section_model(entry: MechanismEntry) -> type[Section]:
-    """A mechanism's own section: its keys (their values are checked by the mechanism itself)."""
-    assert entry.section is not None
-    fields: dict[str, Any] = {key: (Any, None) for key in sorted(entry.section_keys)}
-    model = create_model(f"{entry.name}Section", __base__=Section, **fields)
+    """A mechanism's own section: the fields of its `section_type`, their types and defaults (the
+    values are checked by the mechanism itself: MechanismEntry.spec)."""
+    assert entry.section is not None and entry.section_type is not None
+    hints = get_type_hints(entry.section_type)
+    keys: dict[str, Any] = {f.name: (hints[f.name], f.default) for f in dataclasses.fields(entry.section_type)}
+    model = create_model(f"{entry.name}Section", __base__=Section, **keys)
     model.__doc__ = f"`{entry.section}:` options of mechanism {entry.name} only (docs/mechanisms.md)."
     return model
 

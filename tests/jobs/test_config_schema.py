@@ -68,6 +68,7 @@ def test_the_kubernetes_configuration_validates_against_the_schema() -> None:
     {"noise": "gauss"},
     {"window": "8"},
     {"adaptive": {"pilot": 3}},
+    {"adaptive": {"evidence": "many"}},
     {"kafka": {"securty": {}}},
     {"kafka": {"topics": {"evnts": "x"}}},
     {"kafka": {"security": {"protocol": "SASL_SSH"}}},
