@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from importlib.metadata import version
 from pathlib import Path
@@ -225,3 +226,12 @@ def test_the_deployment_config_builds_the_job_graph_with_a_uid_on_every_operator
     assert not missing, missing
     uids = [uid for _, uid in nodes]
     assert len(set(uids)) == len(uids)
+
+
+def test_the_image_copies_every_folder_the_package_is_built_from() -> None:
+    """`uv pip install /build` builds the package from pyproject.toml, whose dependencies (pydantic
+    among them) the image gets that way: every package folder it names must be in /build, or the
+    build stops at its metadata step."""
+    folders = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+    copied = dict(re.findall(r"^COPY (?!--)(\S+) /build/(\S+)$", dockerfile(), re.M))
+    assert {folder: copied.get(folder) for folder in folders} == {folder: folder for folder in folders}
