@@ -55,6 +55,10 @@ def default_checkpoint_dir() -> str:
     return str(run_dir() / "checkpoints")
 
 
+def default_log_dir() -> str:
+    return str(run_dir() / "logs")
+
+
 def _python_sources() -> list[Path]:
     return sorted(p for name in PYTHON_PACKAGES for p in (PACKAGE_ROOT / name).rglob("*.py")
                   if "__pycache__" not in p.parts)

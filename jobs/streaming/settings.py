@@ -84,7 +84,7 @@ from pwevent.jobs.common.config import (
 )
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties
-from pwevent.jobs.streaming.locations import default_checkpoint_dir, run_dir
+from pwevent.jobs.streaming.locations import default_checkpoint_dir, default_log_dir, run_dir
 
 DEFAULT_BOOTSTRAP_FILE = run_dir() / "kafka" / "bootstrap"
 #: kafka.start values besides a time.
@@ -265,7 +265,7 @@ class FlinkSettings(Section):
     restart_attempts: StrictInt = Field(3, ge=0)
     restart_delay_ms: DurationOrZero = Field(2000, alias="restart_delay")
     web_port: StrictInt = Field(0, ge=0, le=65535, description="0 = a free one")
-    log_dir: LocalPath = str(run_dir() / "logs")
+    log_dir: LocalPath = Field(default_factory=default_log_dir)  # a factory: the schema holds no local path
     retained_jobs: StrictInt = Field(1, ge=0)
     extra: Annotated[dict[str, str], PlainValidator(
         _extra, json_schema_input_type=dict[str, str | int | float | bool])] = Field(default_factory=dict)
