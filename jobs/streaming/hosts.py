@@ -79,6 +79,12 @@ END_OF_TIME_MS = 2**61
 _KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
 
 
+def event_fields(config: Config, kafka_time: bool) -> Any:
+    """The event fields `parse_event` reads; with `kafka.event_time: kafka` the time is the record's
+    Kafka timestamp (a field name no record carries)."""
+    return config.events.model_copy(update={"time": _KAFKA_TIME_FIELD}) if kafka_time else config.events
+
+
 def _json(record: dict[str, Any] | list[Any]) -> str:
     return dumps(record)
 
@@ -149,7 +155,7 @@ class ParseEvents(_ParseRecords):
 
     def __init__(self, config: Config, topic: str, kafka_time: bool) -> None:
         super().__init__(config, "events", topic, kafka_time)
-        self.fields = config.events.model_copy(update={"time": _KAFKA_TIME_FIELD}) if kafka_time else config.events
+        self.fields = event_fields(config, kafka_time)
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain, ts,

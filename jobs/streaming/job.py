@@ -209,10 +209,13 @@ def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore
 
 
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
-                   resume: ResumePoint | None = None, requirements_backlog: dict[int, int] | None = None) -> None:
+                   resume: ResumePoint | None = None, requirements_backlog: dict[int, int] | None = None,
+                   restore_seed_ms: int | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
     `requirements_backlog`: the requirements topic's end offsets now (`requirements_backlog()`), so
     that its partitions stop holding event time back as soon as they have read what they held.
+    `restore_seed_ms` (`restore_seed()`, restored jobs): the slot an events partition that stays
+    silent after the restore closes.
 
     docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
     parser), judged late against the watermark, collapsed to the latest per user and slot, given
@@ -250,8 +253,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
                                         f"{kafka.group_id}-{role}", kafka.jvm_properties(), time_field,
                                         config.max_record_bytes, strategy, start,
-                                        requirements_backlog if role == "requirements" else None
-                                        ).uid(f"source-{role}")
+                                        requirements_backlog if role == "requirements" else None,
+                                        restore_seed_ms if role == "events" else None).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
@@ -531,6 +534,43 @@ def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
         return None
 
 
+#: How many of each events partition's last records `restore_seed` looks at for a valid event time.
+SEED_LOOK_BACK = 100
+
+
+def restore_seed(config: Config, settings: StreamSettings) -> int | None:
+    """For a restored job: the smallest, over the events partitions that hold records, of the latest
+    valid event time among each one's last SEED_LOOK_BACK records (docs/streaming.md, "Time": the
+    slot a partition silent since the restore closes). None when a partition with records has no
+    valid time there, or the broker does not tell: such a partition then closes nothing, as before."""
+    from kafka.errors import KafkaError
+
+    from pwevent.jobs.common.records import Rejected, parse_event
+    from pwevent.jobs.streaming.hosts import event_fields
+    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, last_messages
+
+    fields = event_fields(config, settings.kafka.event_time == "kafka")
+    try:
+        by_partition = last_messages(settings.kafka, settings.kafka.topics["events"], SEED_LOOK_BACK)
+    except (BrokerUnavailableError, KafkaError) as err:
+        print(f"pwevent run: no restore seed ({err})", file=sys.stderr)
+        return None
+    latest = []
+    for messages in by_partition.values():
+        times = []
+        for message in messages:
+            try:
+                times.append(parse_event(message.value or b"", fields, config.domain, message.timestamp_ms,
+                                         config.max_record_bytes).time_ms)
+            except Rejected:
+                continue
+        if messages and not times:
+            return None
+        if times:
+            latest.append(max(times))
+    return min(latest) if latest else None
+
+
 def start_point(settings: StreamSettings, restore: str | None, resume: bool) -> ResumePoint | None:
     """Where a job begins: with restored state, where that state is (None); without, after the last
     committed release when `resume`, else only if the release topic holds none (AlreadyReleasedError)."""
@@ -560,7 +600,8 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
         print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
     run = local_run(settings)
     env, t_env = make_environment(settings, restore, run, allow_non_restored)
-    build_pipeline(env, t_env, config, settings, seed, start, requirements_backlog(settings))
+    build_pipeline(env, t_env, config, settings, seed, start, requirements_backlog(settings),
+                   restore_seed(config, settings) if restore else None)
     client = env.execute_async(f"pwevent {config.mechanism}")
     job_id = client.get_job_id()
     print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
@@ -622,10 +663,9 @@ def main(argv: list[str] | None = None) -> int:
         if not key.startswith(("python.executable", "python.client.executable", "pipeline.jars")):
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    restored = args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH), effective_setting(env, HA_TYPE))
     try:
-        start = start_point(settings, args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH),
-                                                                      effective_setting(env, HA_TYPE)),
-                            args.resume_after_last_release)
+        start = start_point(settings, restored, args.resume_after_last_release)
     except AlreadyReleasedError as err:
         print(f"flink_job.py: refusing to start: {err}", file=sys.stderr)
         return 2
@@ -638,7 +678,8 @@ def main(argv: list[str] | None = None) -> int:
     # (ClassNotFoundException: pwevent.flink.PositionedRecords, deserialising the Kafka source).
     env.add_jars(jvm_jar().resolve().as_uri())
     t_env = StreamTableEnvironment.create(env)
-    build_pipeline(env, t_env, config, settings, args.seed, start, requirements_backlog(settings))
+    build_pipeline(env, t_env, config, settings, args.seed, start, requirements_backlog(settings),
+                   restore_seed(config, settings) if restored else None)
     env.execute(f"pwevent {config.mechanism}")
     return 0
 

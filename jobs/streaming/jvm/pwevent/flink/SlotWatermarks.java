@@ -31,7 +31,13 @@ import org.apache.flink.util.clock.RelativeClock;
  *       requirements source only): a partition whose latest record is the last one it held then
  *       has read its whole backlog and stops holding the watermark back at once, instead of after
  *       idleAfter. Its records are all ahead of the idle status in the stream, so none can be
- *       overtaken by it; a later record makes the partition active again under the rules above.
+ *       overtaken by it; a later record makes the partition active again under the rules above;
+ *   <li>with {@code restoreSeedMs} (a restored job: the latest event time of the topic's partitions
+ *       when the job was built, the smallest over them): a partition that gives no record within
+ *       closeAfter and startGrace (a restored reader already at its end; its own latest time was
+ *       not part of any state) closes the slot of that time before it goes idle, as closeAfter
+ *       would have done had it remembered its latest record. Without it, a job restored after
+ *       reading its whole input never closed its last open slots.
  * </ul>
  */
 public final class SlotWatermarks implements WatermarkStrategy<Row> {
@@ -44,9 +50,11 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
     private final long originMs;
     private final long slotMs;
     private final HashMap<Integer, Long> backlogEnd;
+    private final Long restoreSeedMs;
 
     public SlotWatermarks(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs,
-                          long startGraceMs, long originMs, long slotMs, Map<?, ?> backlogEnd) {
+                          long startGraceMs, long originMs, long slotMs, Map<?, ?> backlogEnd,
+                          Number restoreSeedMs) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
@@ -55,6 +63,7 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
         this.originMs = originMs;
         this.slotMs = slotMs;
         this.backlogEnd = backlogEnd == null ? null : offsets(backlogEnd);
+        this.restoreSeedMs = restoreSeedMs == null ? null : restoreSeedMs.longValue();
     }
 
     /** Partition -> offset from whatever numbers the caller passed (py4j hands Python ints over as
@@ -158,6 +167,10 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
                     mark = Math.max(mark, slotLastMs(latest));
                 }
                 output.emitWatermark(new Watermark(mark));
+            }
+            if (latest == Long.MIN_VALUE && restoreSeedMs != null && closeAfterMs > 0
+                    && quiet >= Math.max(closeAfterMs, startGraceMs)) {
+                output.emitWatermark(new Watermark(slotLastMs(restoreSeedMs)));
             }
             long idleAt = latest == Long.MIN_VALUE ? Math.max(idleAfterMs, startGraceMs) : idleAfterMs;
             if (backlogRead || (idleAfterMs > 0 && quiet >= idleAt)) {
