@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from pwevent.jobs.common.membership import Membership, UserState
+from pwevent.jobs.common.membership import Applied, Membership, UserState
 from pwevent.jobs.common.records import Reason, reject_record
 from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
 from pwevent.operators.noise import NumpyRandomness, Randomness
@@ -109,15 +109,20 @@ class Engine:
         index = self._index.get(name)
         applied = self.membership.apply(name, self._user_state(index), slot, requested)
         if applied.action.action not in (Action.REJECT, Action.IGNORE):
-            if index is None:
-                index = self._index[name] = len(self._index)
-                self._names[index] = name
-            self._declared[index] = requested
-            if applied.change is not None:
-                self._check_slot(slot)
-                self.apply(applied.change)
-                self._set_class(index, applied.change.target)
+            self._take(name, index, applied, slot)
         return applied.action
+
+    def _take(self, name: str, index: int | None, applied: Applied, slot: int) -> None:
+        """Record what the membership rule decided for user `name`: its declaration and class."""
+        if index is None:
+            index = self._index[name] = len(self._index)
+            self._names[index] = name
+        assert applied.state.declared is not None
+        self._declared[index] = applied.state.declared
+        if applied.change is not None:
+            self._check_slot(slot)
+            self.apply(applied.change)
+            self._set_class(index, applied.change.target)
 
     def declare_default(self, name: str, slot: int) -> bool:
         """User `name`, present at `slot` without a class, registered with the default requirement (by
@@ -126,14 +131,7 @@ class Engine:
         applied = self.membership.apply_default(name, self._user_state(index), slot)
         if applied is None:
             return False
-        if index is None:
-            index = self._index[name] = len(self._index)
-            self._names[index] = name
-        assert applied.change is not None and applied.state.declared is not None
-        self._declared[index] = applied.state.declared
-        self._check_slot(slot)
-        self.apply(applied.change)
-        self._set_class(index, applied.change.target)
+        self._take(name, index, applied, slot)
         return True
 
     def register(self, user: int, requirement: UserRequirement, slot: int, name: str | None = None) -> None:
