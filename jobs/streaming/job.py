@@ -555,19 +555,33 @@ def restore_seed(config: Config, settings: StreamSettings) -> int | None:
     except (BrokerUnavailableError, KafkaError) as err:
         print(f"pwevent run: no restore seed ({err})", file=sys.stderr)
         return None
-    latest = []
-    for messages in by_partition.values():
-        times = []
+    times: dict[int, list[int]] = {}
+    for partition, messages in by_partition.items():
+        times[partition] = []
         for message in messages:
             try:
-                times.append(parse_event(message.value or b"", fields, config.domain, message.timestamp_ms,
-                                         config.max_record_bytes).time_ms)
+                times[partition].append(parse_event(message.value or b"", fields, config.domain,
+                                                    message.timestamp_ms, config.max_record_bytes).time_ms)
             except Rejected:
                 continue
-        if messages and not times:
+        if messages and not times[partition]:
             return None
-        if times:
-            latest.append(max(times))
+    return seed_time(times, int(time.time() * 1000), settings.flink.max_lead_ms)
+
+
+def seed_time(times: dict[int, list[int]], now_ms: int, max_lead_ms: int) -> int | None:
+    """The restore seed from each partition's recent valid event times: per partition the latest
+    time another record confirms (the second largest; a partition with one record, that one), never
+    one more than `max_lead_ms` past `now_ms` (0: no bound), so that one forged far-future record
+    cannot close slots, as SlotWatermarks' lead guard holds it back in the stream; then the smallest
+    over the partitions that hold records."""
+    latest = []
+    for found in times.values():
+        believable = sorted(t for t in found if max_lead_ms <= 0 or t <= now_ms + max_lead_ms)
+        if found and not believable:
+            return None
+        if believable:
+            latest.append(believable[-2] if len(believable) > 1 else believable[-1])
     return min(latest) if latest else None
 
 
