@@ -155,6 +155,9 @@ def main() -> int:
                         help="flink.source_idleness (the job's default): a quiet partition stops holding the "
                         "watermark after this. Short values make backlog events late: a partition the reader "
                         "has not fetched from for that long stops holding, the other one runs ahead")
+    parser.add_argument("--flink-extra", action="append", default=[], metavar="KEY=VALUE",
+                        help="job and ceiling: a flink.extra entry (repeatable), e.g. "
+                             "taskmanager.memory.managed.size=2g (RocksDB's block cache and write buffers)")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds a run may take at most")
     parser.add_argument("--json-out", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
@@ -221,7 +224,8 @@ def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict
                   "incremental_checkpoints": args.incremental, "source_idleness": args.source_idleness,
                   # latency is measured from the event that moves the watermark past the slot; the
                   # quiet-partition fallback (default 5 s, under the 6 s pace) would close it before
-                  "close_after": "0"},
+                  "close_after": "0",
+                  "extra": dict(item.split("=", 1) for item in args.flink_extra)},
     }
 
 

@@ -18,7 +18,7 @@ Records between the operators:
   count `n` of present users of class `cls` in `cell` at `slot`, or (cell and n null) a membership
   change as JSON, or (with a reason) an event SQL found `late` or of an `unknown_user`, to be
   written as a dead letter; keyed by a constant in Java. One stream, so that the SQL behind it (the
-  window, the temporal join) is planned, and run, once.
+  window, the class lookup) is planned, and run, once.
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """
 
@@ -199,7 +199,7 @@ class MembershipHost(KeyedCoProcessFunction):
 
     Input 1: the user's requirement records. Input 2 carries the events' watermark, so that a
     requirement record is judged late against the events' progress and its slot closes here no later
-    than the events' slot does (the temporal join downstream then has the user's class before it
+    than the events' slot does (the class join downstream then has the user's class before it
     looks the slot's events up); with a default requirement it also carries the slot of each (user,
     slot) present in the events (else no records at all). Emits a change only when the user's class
     changes."""

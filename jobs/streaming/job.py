@@ -2,7 +2,7 @@
 
     events (Kafka) -> PositionedRecords + SlotWatermarks (JVM, per partition)
       -> SQL fast path | ParseEvents (the reference parser, Python) -> lateness vs the watermark
-      -> latest event per (user, slot) -> temporal join with Membership's changelog: the user's class
+      -> latest event per (user, slot) -> UserClassJoin (Java) with Membership's versions: the user's class
       -> count per (slot, class, cell)                                          [all JVM but ParseEvents]
     requirements (Kafka) -> ParseRequirements -> MembershipHost (keyed by user, also fed the events'
       watermark) -> membership changes (changelog for the join; and to the Population)
@@ -202,7 +202,7 @@ def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore
 
     A SQL view is inlined into every query that reads it, and each conversion to a DataStream is
     planned on its own; a part with a non-deterministic call (CURRENT_WATERMARK) is not shared even
-    inside one query. Without this the parser's table function, the window and the temporal join
+    inside one query. Without this the parser's table function, the window and the class lookup
     ran two or three times per event (seen in the job graph). The query keeps its rowtime as a plain
     column `rt_in` (a DataStream record's timestamp is the table's rowtime)."""
     t_env.create_temporary_view(name, t_env.from_data_stream(t_env.to_data_stream(t_env.sql_query(query)), rowtime))
@@ -212,19 +212,20 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                    resume: ResumePoint | None = None, requirements_backlog: dict[int, int] | None = None,
                    restore_seed_ms: int | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
-    `requirements_backlog`: the requirements topic's end offsets now (`requirements_backlog()`), so
-    that its partitions stop holding event time back as soon as they have read what they held.
+    `requirements_backlog`: one past each requirements partition's last record now
+    (`requirements_backlog()`), so that its partitions stop holding event time back as soon as they
+    have read what they held.
     `restore_seed_ms` (`restore_seed()`, restored jobs): the slot an events partition that stays
     silent after the restore closes.
 
     docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
     parser), judged late against the watermark, collapsed to the latest per user and slot, given
-    their user's class by an event-time temporal join with the Membership changelog, and counted
+    their user's class by an event-time join with Membership's versions (`UserClassJoin`), and counted
     per (slot, class, cell), all in the JVM; Python sees the requirement records (ParseRequirements,
     MembershipHost), the events the fast path does not take (ParseEvents), and one call per slot
     (PopulationHost, which also writes the dead letters found in SQL)."""
     from pyflink.common import Types
-    from pyflink.table import ChangelogMode, Schema
+    from pyflink.table import Schema
     from pyflink.table.expressions import col
 
     from pwevent.jobs.streaming import hosts as fn
@@ -287,7 +288,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                  f" {_slot_sql('time_ms', clock)} AS slot,"
                  f" COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms})"
                  f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE) AS late FROM events")
-    # Read twice (the temporal join, the Membership carrier): made once; `rt` is the slot's window_time.
+    # Read twice (the class join, the Membership carrier): made once; `rt` is the slot's window_time.
     _materialize(t_env, "latest", rowtime,
                  "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
                  " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
@@ -313,17 +314,17 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     t_env.create_temporary_view("membership_out", t_env.from_data_stream(membership, rowtime))
     changes = t_env.to_data_stream(t_env.sql_query(
         f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"))
-    t_env.create_temporary_view("membership", t_env.from_changelog_stream(
-        changes, Schema.new_builder().column("user", "STRING NOT NULL").column("cls", "STRING")
-        .column("vms", "BIGINT").column_by_expression("vt", "TO_TIMESTAMP_LTZ(vms, 3)")
-        .watermark("vt", "SOURCE_WATERMARK()").primary_key("user").build(), ChangelogMode.upsert()))
-    _materialize(t_env, "joined", rowtime,
-                 "SELECT l.`user`, l.slot, l.cell, l.`partition`, l.`offset`, l.original, l.rt AS rt_in, m.cls"
-                 " FROM latest AS l LEFT JOIN membership FOR SYSTEM_TIME AS OF l.rt AS m"
-                 " ON l.`user` = m.`user`")
+    # Each (user, slot) row with the user's class at the slot (Java, jobs/streaming/jvm: an event-time
+    # join on Membership's versions that arms no timer per version, unlike Flink's temporal join).
+    present_rows = t_env.to_data_stream(t_env.sql_query(  # rt: the records' timestamps
+        "SELECT `user`, slot, cell, `partition`, `offset`, original, rt FROM latest"))
+    joined = internals.user_class_join(changes, present_rows).uid("user-class").name("class of each present user")
+    t_env.create_temporary_view("joined", t_env.from_data_stream(joined, Schema.new_builder()
+                                .column_by_expression("rt", "TO_TIMESTAMP_LTZ(rt_ms, 3)")
+                                .watermark("rt", "SOURCE_WATERMARK()").build()))
 
     # The population: counts per (slot, class, cell) and membership changes, one key.
-    # One query, so the planner runs the window and the temporal join once for both uses.
+    # One query, so the planner runs the window once for both uses.
     no_dead = "CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS BYTES)"
     no_count = "CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS STRING)"
     population_in = t_env.to_data_stream(t_env.sql_query(
@@ -406,12 +407,33 @@ def local_run(settings: StreamSettings) -> LocalRun:
     return LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
 
 
+#: Managed memory holds RocksDB's block cache and write buffers, shared by every keyed operator of a
+#: slot. A local run's mini-cluster gives it 128 MB unless told; at 1,000,000 registered users almost
+#: every state lookup then missed the cache, and Membership closed the registrations' slot at 300-400
+#: users per second, against about 23,000 with 2 GB (docs/streaming.md, "1M registered users").
+#: `flink.extra` may set another size; on a cluster the TaskManagers' own configuration decides.
+MANAGED_MEMORY = "taskmanager.memory.managed.size"
+LOCAL_ROCKSDB_MANAGED_MEMORY = "2g"
+
+
+def local_configuration(settings: StreamSettings, run: LocalRun | None) -> dict[str, str]:
+    """What a local run's mini-cluster needs beyond `flink_configuration`: the REST address of `run`,
+    and with RocksDB the managed memory (unless `flink.extra` sets it)."""
+    local: dict[str, str] = {}
+    if settings.flink.state_backend == "rocksdb" and MANAGED_MEMORY not in settings.flink.extra:
+        local[MANAGED_MEMORY] = LOCAL_ROCKSDB_MANAGED_MEMORY
+    if run is not None:
+        host, port = run.rest.rsplit(":", 1)
+        local.update({"rest.bind-address": host, "rest.address": host, "rest.port": port})
+    return local
+
+
 def make_environment(settings: StreamSettings, restore: str | None,  # type: ignore[no-untyped-def]
                      run: LocalRun | None = None, allow_non_restored: bool = False):
     """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
     With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR and LOG4J_PROPERTIES
     (read when PyFlink starts its JVM) are the run's own log folder and configuration, and the REST
-    API listens at the run's address."""
+    API listens at the run's address (`local_configuration`)."""
     classes = jvm_jar()
     root = str(python_root(classes))
     site = sysconfig.get_paths()["purelib"]
@@ -423,17 +445,15 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
         # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR to its own lib folder when it starts the gateway.
         os.environ.setdefault("FLINK_HOME", os.path.dirname(pyflink.__file__))
         os.environ["FLINK_LIB_DIR"] = str(metrics_lib())
-    local: dict[str, str] = {}
     if run is not None:
         os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
         os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")  # read by PyFlink's gateway launcher
-        host, port = run.rest.rsplit(":", 1)
-        local = {"rest.bind-address": host, "rest.address": host, "rest.port": port}
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
 
     conf = Configuration()
+    local = local_configuration(settings, run)
     for key, value in {**flink_configuration(settings, restore, allow_non_restored), **local}.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
@@ -517,17 +537,22 @@ def resume_point(settings: StreamSettings, resume: bool) -> ResumePoint | None:
     return int(last["slot"]), [int(c) for c in last["counts"]], max(published) if published else None
 
 
+#: How many of each requirements partition's last offsets `requirements_backlog` looks at for its last
+#: committed record (the rest may be transaction markers and aborted records).
+BACKLOG_LOOK_BACK = 100
+
+
 def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
-    """The requirements topic's end offsets when the job is built (docs/streaming.md, "Time": its
-    partitions then stop holding event time back once they have read their backlog, instead of
-    after `source_idleness`); None, with a note, when the broker does not tell (the job then waits
-    for `source_idleness` as before)."""
+    """Per requirements partition, one past its last committed record when the job is built
+    (docs/streaming.md, "Time": a partition then stops holding event time back once it has read that
+    record, instead of after `source_idleness`); None, with a note, when the broker does not tell
+    (the job then waits for `source_idleness` as before)."""
     from kafka.errors import KafkaError
 
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, end_offsets
+    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, record_ends
 
     try:
-        return end_offsets(settings.kafka, settings.kafka.topics["requirements"])
+        return record_ends(settings.kafka, settings.kafka.topics["requirements"], BACKLOG_LOOK_BACK)
     except (BrokerUnavailableError, KafkaError) as err:
         print(f"pwevent run: requirements backlog unknown ({err}); its partitions idle after "
               "flink.source_idleness", file=sys.stderr)

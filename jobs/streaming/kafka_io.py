@@ -106,19 +106,6 @@ def follow(
         client.close()
 
 
-def end_offsets(kafka: KafkaSettings, topic: str) -> dict[int, int]:
-    """Partition -> end offset (for read_committed: the last stable offset) of `topic` now."""
-    client = consumer(kafka)
-    try:
-        partitions = client.partitions_for_topic(topic)
-        if not partitions:
-            raise BrokerUnavailableError(f"topic {topic} does not exist")
-        ends = client.end_offsets([TopicPartition(topic, p) for p in sorted(partitions)])
-        return {tp.partition: int(offset) for tp, offset in ends.items()}
-    finally:
-        client.close()
-
-
 def last_messages(kafka: KafkaSettings, topic: str, count: int) -> dict[int, list[Message]]:
     """Partition -> its last `count` committed messages (fewer where it holds fewer), now."""
     client = consumer(kafka)
@@ -140,6 +127,16 @@ def last_messages(kafka: KafkaSettings, topic: str, count: int) -> dict[int, lis
     finally:
         client.close()
     return out
+
+
+def record_ends(kafka: KafkaSettings, topic: str, look_back: int) -> dict[int, int]:
+    """Partition -> one past the offset of its last committed record now. A topic written in
+    transactions ends in a marker, and maybe in aborted records, which no read_committed reader
+    gives; a partition without a committed record among its last `look_back` offsets is left out."""
+    by_partition = last_messages(kafka, topic, look_back)
+    if not by_partition:
+        raise BrokerUnavailableError(f"topic {topic} does not exist")
+    return {p: messages[-1].offset + 1 for p, messages in by_partition.items() if messages}
 
 
 def read_topic(

@@ -86,6 +86,14 @@ def _java_offsets(offsets: dict[int, int]) -> Any:
     return out
 
 
+def user_class_join(versions: Any, rows: Any) -> Any:
+    """Java `UserClassJoin`: each of `rows` (user, slot, cell, partition, offset, original) with the
+    user's class at the row's time from `versions` (user, cls, valid-from ms), keyed by user."""
+    from pyflink.datastream import DataStream
+
+    return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
+
+
 def set_output_type(stream: Any, type_info: Any) -> Any:
     stream._j_data_stream.getTransformation().setOutputType(type_info.get_java_type_info())
     return stream

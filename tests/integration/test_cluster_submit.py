@@ -125,7 +125,8 @@ def test_parallelism_2_on_two_taskmanagers_equals_the_replay(kafka_bootstrap: st
         population = [name for name in vertices if "Population" in name]
         assert len(population) == 1 and vertices[population[0]]["parallelism"] == 1, list(vertices)
         wide = {name: v for name, v in vertices.items() if v["parallelism"] == PARALLELISM}
-        for part in ("kafka events", "kafka requirements", "parse events", "Membership", "Window", "TemporalJoin"):
+        for part in ("kafka events", "kafka requirements", "parse events", "Membership", "Window",
+                     "class of each present user"):
             assert any(part in name for name in wide), (part, {n: v["parallelism"] for n, v in vertices.items()})
         for name, vertex in wide.items():  # one subtask on each TaskManager, both running
             hosts = _rest(flink_cluster, f"/jobs/{job.job_id}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]

@@ -125,15 +125,36 @@ def test_an_events_topic_alone_with_a_default_requirement(streaming_job: Any) ->
     assert forks, "the users declaring from slot 5 fork the default's class"
 
 
-def test_a_read_requirements_backlog_holds_no_slot_back(streaming_job: Any) -> None:
+def end_in_an_aborted_transaction(job: StreamingJob) -> None:
+    """The requirements topic's last offsets: a registration of a user nobody else knows, in a
+    transaction that is aborted, then the abort marker (what an exactly-once writer leaves behind)."""
+    client = producer(job.kafka, transactional_id=f"{job.topics['requirements']}-writer")
+    try:
+        client.init_transactions()
+        client.begin_transaction()
+        client.send(job.topics["requirements"], key=b"intruder", value=json.dumps(
+            {"user": "intruder", "time": "2024-01-01T00:00:00Z", "w": 40, "epsilon": 0.6}).encode())
+        client.flush()
+        client.abort_transaction()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("tail", ["records", "aborted-transaction"])
+def test_a_read_requirements_backlog_holds_no_slot_back(streaming_job: Any, tail: str) -> None:
     """The requirements partition stops holding event time back once it has read what it held when
     the job started (docs/streaming.md, "Time"), not after flink.source_idleness: with an idleness
     of an hour, every slot is still released, equal to the replay. (Before, the quiet partition held
-    the events at slot 1 for the whole idleness: 10 s of every backlog start with the default.)"""
+    the events at slot 1 for the whole idleness: 10 s of every backlog start with the default.)
+    "aborted-transaction": the topic ends in an aborted record and its marker, offsets no reader is
+    given; the last committed record still counts as the end of the backlog (before, a transaction
+    marker at the end disabled the rule), and the aborted registration stays unseen."""
     slots = 6
     job = make_job(streaming_job, "PBD", {"flink": {"source_idleness": "1h"}})
     events, requirements = generate(job.folder, users=20, slots=slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
+    if tail == "aborted-transaction":
+        end_in_an_aborted_transaction(job)
     job.start(seed=SEED)
     check_equals_replay(job, events, requirements, slots)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 import yaml
@@ -10,10 +11,14 @@ import yaml
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.job import (
+    LOCAL_ROCKSDB_MANAGED_MEMORY,
+    MANAGED_MEMORY,
+    LocalRun,
     clean_checkpoints,
     cluster_restore,
     flink_configuration,
     latest_checkpoint,
+    local_configuration,
     sink_ddl,
     submit_command,
 )
@@ -116,6 +121,18 @@ def test_restart_strategy_and_extra_keys_reach_the_flink_configuration() -> None
     assert defaults["execution.state-recovery.path"] == "/sp/savepoint-1"
     assert defaults["execution.state-recovery.ignore-unclaimed-state"] == "true"
     assert defaults["table.exec.uid.generation"] == "ALWAYS"
+
+
+def test_a_local_rocksdb_run_gets_managed_memory_unless_extra_sets_it() -> None:
+    """The mini-cluster's 128 MB default starved RocksDB at a million users (docs/streaming.md)."""
+    run = LocalRun("127.0.0.1:8099", Path("/tmp/log"))
+    assert local_configuration(settings(), run) == {
+        "rest.bind-address": "127.0.0.1", "rest.address": "127.0.0.1", "rest.port": "8099"}
+    rocksdb = local_configuration(settings(flink={"state_backend": "rocksdb"}), None)
+    assert rocksdb == {MANAGED_MEMORY: LOCAL_ROCKSDB_MANAGED_MEMORY}
+    own = settings(flink={"state_backend": "rocksdb", "extra": {MANAGED_MEMORY: "512m"}})
+    assert MANAGED_MEMORY not in local_configuration(own, run)
+    assert flink_configuration(own, None)[MANAGED_MEMORY] == "512m"
 
 
 def test_a_reporter_is_configured_in_one_place() -> None:

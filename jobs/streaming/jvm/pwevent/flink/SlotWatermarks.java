@@ -27,7 +27,8 @@ import org.apache.flink.util.clock.RelativeClock;
  *   <li>a partition quiet for idleAfter stops holding the watermark back; one that has not given a
  *       single record yet only after startGrace as well (a first fetch slowed by start-up or load
  *       must not let the other partitions close slots without it);
- *   <li>with {@code backlogEnd} (partition -> its end offset when the job was built; given for the
+ *   <li>with {@code backlogEnd} (partition -> one past its last committed record when the job was
+ *       built, so neither a transaction marker nor an aborted record; given for the
  *       requirements source only): a partition whose latest record is the last one it held then
  *       has read its whole backlog and stops holding the watermark back at once, instead of after
  *       idleAfter. Its records are all ahead of the idle status in the stream, so none can be
