@@ -29,7 +29,7 @@ import numpy as np
 from pwevent.operators.policies import PBD, SlotBudget, Uniform, absorption
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.ledger import FixedLedger, Ledger
-from pwevent.state.requirements import TOLERANCE
+from pwevent.state.requirements import RELATIVE_TOLERANCE
 from pwevent.state.spend import Kind
 
 EVEN = "Uniform"
@@ -181,19 +181,20 @@ def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool
     req = ledger.requirement
     spent1, spent2 = ledger.spent(slot - req.w + 1, slot - 1)
     room = req.epsilon - spent1 - spent2
-    eps1 = _cap(budget.eps1, room)
-    eps2 = _cap(budget.eps2, room - eps1)
+    eps1 = _cap(budget.eps1, room, req.epsilon)
+    eps2 = _cap(budget.eps2, room - eps1, req.epsilon)
     if halves:
         half = req.epsilon / 2
-        eps1, eps2 = _cap(eps1, half - spent1), _cap(eps2, half - spent2)
+        eps1, eps2 = _cap(eps1, half - spent1, req.epsilon), _cap(eps2, half - spent2, req.epsilon)
     return replace(budget, eps1=eps1, eps2=eps2)
 
 
-def _cap(value: float, room: float) -> float:
+def _cap(value: float, room: float, epsilon: float) -> float:
     """`value`, or `room` (at least 0) when `value` is over it by more than float noise: a cap within
-    TOLERANCE/4 of the value is rounding of the window sums, not a binding cap (the residues of the
-    caps stay within the ledger's TOLERANCE together)."""
-    return max(0.0, room) if value > room + TOLERANCE / 4 else value
+    RELATIVE_TOLERANCE/4 of the user's E is rounding of the window sums, not a binding cap. The margin
+    is relative to E (docs/mechanisms.md section 9), so it means the same at every budget: the window
+    total then stays within E (1 + RELATIVE_TOLERANCE/4), inside what the ledger admits."""
+    return max(0.0, room) if value > room + epsilon * RELATIVE_TOLERANCE / 4 else value
 
 
 class Adaptive:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger, Publication
-from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, TOLERANCE, Requirement
+from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, SHARE_TOLERANCE, Requirement
 from pwevent.state.spend import Kind
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class OneRule:
 def _snap(value: float) -> float:
     """A share count within float noise of an integer is that integer (spend2 / share round trips)."""
     nearest = round(value)
-    return float(nearest) if abs(value - nearest) < TOLERANCE else value
+    return float(nearest) if abs(value - nearest) < SHARE_TOLERANCE else value
 
 
 class PBD(OneRule):

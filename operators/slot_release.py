@@ -15,7 +15,7 @@ import numpy as np
 from pwevent.operators.noise import Randomness, discrete_laplace_variance
 from pwevent.operators.obs import BudgetChoice, optimal_budget
 from pwevent.operators.sampling import sample_levels
-from pwevent.state.requirements import TOLERANCE
+from pwevent.state.requirements import SHARE_TOLERANCE
 from pwevent.state.spend import Kind
 
 
@@ -94,7 +94,7 @@ class SlotRelease:
         repeat = np.asarray(last, dtype=np.int64)
         if population == 0:
             return SlotOutcome(slot, Kind.SKIP, repeat, 0)
-        if scheduled is None and groups.border.size and slot <= groups.border.max() + TOLERANCE:
+        if scheduled is None and groups.border.size and slot <= groups.border.max() + SHARE_TOLERANCE:
             return SlotOutcome(slot, Kind.NULLIFY, repeat, population)
         calculation = dissimilarity = None
         if scheduled is None:

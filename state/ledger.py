@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pwevent.state.errors import BudgetExceededError
-from pwevent.state.requirements import TOLERANCE, DynamicRequirement, Requirement
+from pwevent.state.requirements import DynamicRequirement, Requirement, exceeds
 from pwevent.state.spend import Kind, SpendEntry, actual_spend
 
 
@@ -125,12 +125,13 @@ class FixedLedger:
         return self._settled_publication
 
     def charge(self, slot: int, eps1: float, eps2: float) -> None:
-        """Book candidate budgets for `slot`; refuse them if the window sum would exceed E (section 9)."""
+        """Book candidate budgets for `slot`; refuse them if the window sum would exceed E (section 9,
+        with its relative precision: `exceeds`)."""
         _check_budgets(slot, eps1, eps2)
         w, bound = self.requirement.w, self.requirement.epsilon
         s1, s2 = self._history.sums(slot - w + 1, slot - 1)
         total = s1 + s2 + eps1 + eps2
-        if total > bound + TOLERANCE:
+        if exceeds(total, bound):
             raise BudgetExceededError(slot, f"w={w}", total, bound)
         self._history.append(SpendEntry(slot, float(eps1), float(eps2)))
 
@@ -228,7 +229,7 @@ class DynamicLedger:
         """The backward bound raised to what the window already spent, when EB is below it (section 7)."""
         backward = self.requirement.backward
         prior = sum(self._history.sums(slot - backward.w + 1, slot - 1))
-        return prior if backward.epsilon < prior - TOLERANCE else None
+        return prior if exceeds(prior, backward.epsilon) else None
 
     def charge(self, slot: int, eps1: float, eps2: float) -> None:
         """Book candidate budgets for the open slot; refuse them if a backward or forward bound breaks."""
@@ -239,11 +240,11 @@ class DynamicLedger:
         backward = self.requirement.backward
         prior = sum(self._history.sums(slot - backward.w + 1, slot - 1))
         bound = max(backward.epsilon, prior)
-        if prior + spend > bound + TOLERANCE:
+        if exceeds(prior + spend, bound):
             raise BudgetExceededError(slot, f"backward w={backward.w}", prior + spend, bound)
         for window, spent in zip(self._forward, self.spent_since_forward(slot), strict=True):
             used = sum(spent) + spend
-            if used > window.requirement.epsilon + TOLERANCE:
+            if exceeds(used, window.requirement.epsilon):
                 raise BudgetExceededError(
                     slot, f"forward from slot {window.tau} (w={window.requirement.w})", used, window.requirement.epsilon
                 )

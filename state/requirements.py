@@ -8,12 +8,33 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from pwevent.state.errors import InvalidRequirementError
 
-#: Tolerance used by every budget comparison (docs/mechanisms.md section 9).
-TOLERANCE = 1e-9
+#: The relative precision of every budget comparison (docs/mechanisms.md section 9): a sum of spends
+#: breaks a bound E only when it is above E (1 + RELATIVE_TOLERANCE). Relative, so that it means the
+#: same at every admitted budget, down to the floor (an absolute 1e-9 enforced nothing below ~1e-8).
+RELATIVE_TOLERANCE = 1e-9
+
+#: Counts of budget shares (spend / share) and nullification borders are dimensionless numbers of
+#: slots: one within this of an integer is that integer (float residues of the share arithmetic).
+SHARE_TOLERANCE = 1e-9
+
+Amount = TypeVar("Amount", float, np.ndarray)
+
+
+def exceeds(total: Amount, bound: Amount | float) -> Amount | bool:
+    """True where `total` spends more than `bound` allows: total > bound (1 + RELATIVE_TOLERANCE).
+
+    The one budget comparison (docs/mechanisms.md section 9) of the ledgers, Adaptive's caps and the
+    auditor; elementwise on arrays. Float sums of at most max_w spends are off by ~1e-13 relative,
+    far inside the margin, so a correct run never trips it and a window over E by a relative 1e-9
+    always does.
+    """
+    return total > bound * (1.0 + RELATIVE_TOLERANCE)  # type: ignore[no-any-return]
 
 #: Default per-slot budget floor (docs/mechanisms.md, Budget floor): a budget below it is 0. At least
 #: the noise sampler's range limit 64 ln 2 / 2^52 ~ 9.85e-15 (operators.noise.SAMPLER_MIN_EPSILON),
@@ -60,8 +81,10 @@ class Requirement:
             raise InvalidRequirementError(f"{field}: {err}") from None
 
     def covers(self, other: Requirement) -> bool:
-        """True when honouring `self` also honours `other` (smaller budget over a window at least as long)."""
-        return self.w >= other.w and self.epsilon <= other.epsilon + TOLERANCE
+        """True when honouring `self` also honours `other`: a window at least as long and a budget at
+        most as large, compared exactly (docs/mechanisms.md section 9: a margin here would add to the
+        ledger's, and a user's windows could then exceed its E by more than the relative precision)."""
+        return self.w >= other.w and self.epsilon <= other.epsilon
 
 
 @dataclass(frozen=True)

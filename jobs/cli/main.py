@@ -42,9 +42,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if any(full) and not all(full):
         print("pwevent audit: the full audit needs --requirements, --releases and --config together", file=sys.stderr)
         return 2
+    config = load_config(args.config) if args.config else None  # a ConfigError exits 2, as in every command
     try:
-        report = audit_file(args.spend_log, args.requirements, args.releases,
-                            load_config(args.config) if args.config else None)
+        report = audit_file(args.spend_log, args.requirements, args.releases, config)
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2

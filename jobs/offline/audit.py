@@ -13,10 +13,12 @@ Two modes:
 - quick (`audit_records(log)`): the ledger-level checks the log alone allows (windows against the
   requirement each line states, line rules, duplicates, forks);
 - full (`audit_records(log, AuditInputs.build(requirement_lines, releases, config))`): also every
-  user's windows against the requirement the user declared, membership, gaps, member counts, and
-  every line against its slot's release.
+  user's windows against the requirement the user declared, membership, gaps, member counts, every
+  line against its slot's release, and every release field that follows from the log, the
+  configuration and the earlier releases (repeats, OBS thresholds, population, labels).
 
-Every finding is a `Violation` with a `rule` name (the `RULES` below); tolerance 1e-9.
+Every finding is a `Violation` with a `rule` name (the `RULES` below). Window sums are compared with
+the relative precision of docs/mechanisms.md section 9 (`state.requirements.exceeds`).
 """
 
 from __future__ import annotations
@@ -32,15 +34,32 @@ import numpy as np
 
 from pwevent.jobs.common.config import Config, RequirementFields
 from pwevent.jobs.common.records import Rejected, parse_requirement_update
-from pwevent.jobs.common.slots import SlotClock
+from pwevent.jobs.common.slots import SlotClock, iso
 from pwevent.state.errors import InvalidRequirementError
-from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
+from pwevent.state.requirements import (
+    DynamicRequirement,
+    Requirement,
+    RequirementCaps,
+    exceeds,
+    parse_requirement,
+)
 
-TOLERANCE = 1e-9
 KINDS = ("publish", "skip", "nullify")
 #: Mechanism families, kept here on purpose (independence); a test checks them against the policies.
 DYNAMIC_MECHANISMS = ("DPBD", "DPBA")
 BASELINE_MECHANISMS = ("Uniform", "Sample", "BD", "BA")
+#: Adaptive's families (a release names the one in force); its even spending publishes at the lowest
+#: positive budget (docs/mechanisms.md section 14). Kept here too; a test compares with operators.family.
+ADAPTIVE = "Adaptive"
+ADAPTIVE_FAMILIES = ("Uniform", "PBA", "PBD")
+ADAPTIVE_EVEN = "Uniform"
+#: The noise label each `noise:` setting writes, and the seeded reproduction source's, which `--seed`
+#: selects under either (operators/noise.py; a test compares them).
+NOISE_LABELS = {"opendp": "opendp-discrete-laplace", "numpy-fast": "numpy-geometric (fast)"}
+SEEDED_NOISE_LABEL = "numpy-geometric (seeded, not for production)"
+#: Relative agreement asked of a release's OBS threshold and expected error with the auditor's own
+#: arithmetic (another summation order than the job's); a tampered value is off by far more.
+DERIVED_RTOL = 1e-6
 
 AnyRequirement: TypeAlias = Requirement | DynamicRequirement
 #: Slots first..last (inclusive) that hold one requirement.
@@ -78,6 +97,14 @@ RULES = {
     "no_release": "a spend line for a slot without a release",
     "kind_mismatch": "a spend line whose kind differs from its slot's release",
     "calculation_without_dissimilarity": "calculation spend on a slot whose release ran no dissimilarity",
+    "repeat_changed": "a skip or nullify release whose counts differ from the previous release's",
+    "population_mismatch": "a release whose population is not the number of users the member lines place",
+    "publication_scale": "a publication whose epsilon_publication is not OBS's choice among the slot's spend2",
+    "calculation_scale": "a dissimilarity whose epsilon_calculation is not OBS's choice among the slot's spend1",
+    "threshold_mismatch": "a publication whose threshold is not the root of OBS's error at its epsilon",
+    "decision_mismatch": "a publication whose dissimilarity did not clear its threshold, or a skip whose did",
+    "noise_mismatch": "a noise label the configuration does not write, or two labels in one run",
+    "label_mismatch": "a release whose mechanism, family, start or end is not the configuration's",
 }
 
 
@@ -170,10 +197,34 @@ class Declared:
 
 @dataclass(frozen=True)
 class Release:
-    """What the auditor needs of one release line."""
+    """What the auditor reads of one release line (docs/formats.md, Release): the kind, the counts (None
+    when they are not a list of integers), the population and the public quantities of the decision
+    (None where null or not a finite number), and the labels as they stand."""
 
+    slot: int
     kind: str
-    dissimilarity_ran: bool
+    counts: tuple[int, ...] | None
+    population: int | None
+    epsilon_calculation: float | None
+    epsilon_publication: float | None
+    threshold: float | None
+    dissimilarity: float | None
+    labels: Mapping[str, Any]
+
+    @property
+    def dissimilarity_ran(self) -> bool:
+        return self.dissimilarity is not None
+
+    @classmethod
+    def of(cls, slot: int, rec: Mapping[str, Any]) -> Release:
+        counts = rec.get("counts")
+        whole = isinstance(counts, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in counts)
+        population = rec.get("population")
+        return cls(slot, str(rec.get("kind")), tuple(counts) if whole and isinstance(counts, list) else None,
+                   population if isinstance(population, int) and not isinstance(population, bool) else None,
+                   _finite(rec.get("epsilon_calculation")), _finite(rec.get("epsilon_publication")),
+                   _finite(rec.get("threshold")), _finite(rec.get("dissimilarity")),
+                   {key: rec.get(key) for key in ("mechanism", "family", "start", "end", "noise")})
 
 
 @dataclass(frozen=True)
@@ -188,6 +239,8 @@ class InputRules:
     fields: RequirementFields
     global_requirement: Requirement | None
     default: AnyRequirement | None = None
+    d: int = 2
+    noise: str = "opendp"
 
     @classmethod
     def from_config(cls, config: Config) -> InputRules:
@@ -195,7 +248,7 @@ class InputRules:
         if config.mechanism in BASELINE_MECHANISMS and config.window is not None and config.epsilon is not None:
             global_ = Requirement(config.window, config.epsilon)
         return cls(config.mechanism, config.clock, config.caps, config.requirements, global_,
-                   config.default_requirement)
+                   config.default_requirement, config.domain.d, config.noise)
 
     @property
     def dynamic(self) -> bool:
@@ -351,6 +404,13 @@ def _requirement(rec: dict[str, Any], where: str, seen: dict[str, AnyRequirement
     return seen[key]
 
 
+def _finite(value: Any) -> float | None:
+    """A finite number as a float, else None (null, text, NaN, a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def _amount(value: Any) -> float | None:
     """A spend as a float, or None when it is not a finite number >= 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -448,7 +508,7 @@ def _window_findings(
         else:
             total = sums[index]
             limit = bound if side == "fixed" else np.maximum(bound, total - padded[index])
-        for i in np.flatnonzero(total > limit + TOLERANCE):
+        for i in np.flatnonzero(exceeds(total, limit)):
             slot = int(index[i]) + first
             span = f"{slot}..{slot + w - 1}" if side == "forward" else f"{slot - w + 1}..{slot}"
             found.append(Violation(f"{prefix}_{side}_window", slot,
@@ -509,13 +569,14 @@ def _ledger_checks(log: _Log, found: list[Violation]) -> int:
 
 
 def _line_rules(line: _Spend, release: Release | None, found: list[Violation]) -> None:
-    """What a slot's decision lets a line spend: the release's kind when known, else the line's own."""
+    """What a slot's decision lets a line spend: the release's kind when known, else the line's own. A
+    spend that the decision rules out is settled to exactly 0, so any positive amount is a finding."""
     kind = line.kind if release is None else release.kind
-    if kind == "skip" and line.spend2 > TOLERANCE:
+    if kind == "skip" and line.spend2 > 0:
         found.append(Violation("skip_spent", line.slot, f"publication spend {line.spend2} on a skip", line.ledger))
-    if kind == "nullify" and line.total > TOLERANCE:
+    if kind == "nullify" and line.total > 0:
         found.append(Violation("nullify_spent", line.slot, f"spend {line.total} on a nullified slot", line.ledger))
-    if release is not None and not release.dissimilarity_ran and line.spend1 > TOLERANCE:
+    if release is not None and not release.dissimilarity_ran and line.spend1 > 0:
         found.append(Violation("calculation_without_dissimilarity", line.slot,
                                f"calculation spend {line.spend1}", line.ledger))
 
@@ -536,7 +597,7 @@ def _releases(records: Iterable[dict[str, Any]], found: list[Violation]) -> dict
         if slot in out:
             found.append(Violation("release_duplicate", slot, "two releases for one slot"))
             continue
-        out[slot] = Release(str(kind), rec.get("dissimilarity") is not None)
+        out[slot] = Release.of(slot, rec)
     for slot in range(1, max(out, default=0) + 1):
         if slot not in out:
             found.append(Violation("release_missing", slot, "no release for this slot"))
@@ -553,9 +614,10 @@ def _segments(members: list[_Member]) -> tuple[tuple[str, int], ...]:
 
 def _membership(
     log: _Log, users: dict[str, tuple[tuple[str, int], ...]], horizon: int, found: list[Violation]
-) -> None:
+) -> np.ndarray:
     """Member lines against ledgers: known ledger, not before its since; then, per ledger and slot up
-    to the last release, a spend line exactly when it has members, with their number."""
+    to the last release, a spend line exactly when it has members, with their number. Returns the
+    number of users the member lines place at each slot (index = slot, up to horizon + 1)."""
     counts: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(horizon + 2, dtype=np.int64))
     for user, segments in users.items():
         for i, (ledger, since) in enumerate(segments):
@@ -568,8 +630,10 @@ def _membership(
             end = segments[i + 1][1] if i + 1 < len(segments) else horizon + 1
             counts[ledger][min(since, horizon + 1)] += 1
             counts[ledger][min(end, horizon + 1)] -= 1
+    population = np.zeros(horizon + 2, dtype=np.int64)
     for ledger in sorted(set(counts) | set(log.spends)):
         live = np.cumsum(counts[ledger])
+        population += live
         lines = log.spends.get(ledger, {})
         if ledger not in log.ledgers and lines:
             found.append(Violation("unknown_ledger", min(lines), "spend lines for an unknown ledger", ledger))
@@ -581,6 +645,115 @@ def _membership(
             said, real = wrong[first]
             found.append(Violation("members_mismatch", first, f"slots {first}..{last}: line says {said} members, "
                                    f"member lines say {real} (at slot {first})", ledger))
+    return population
+
+
+def _discrete_laplace_variance(theta: np.ndarray) -> np.ndarray:
+    """Variance of the two-sided geometric at epsilon theta: 2 alpha / (1 - alpha)^2, alpha = e^-theta."""
+    return 2.0 * np.exp(-theta) / np.expm1(-theta) ** 2
+
+
+def _obs_errors(budgets: np.ndarray, members: np.ndarray) -> dict[float, float]:
+    """OBS's expected error at every distinct positive budget theta of a slot (docs/mechanisms.md
+    sections 2-3), straight from the definition: with p = (e^eps - 1)/(e^theta - 1) for the users below
+    theta, sum p (1 - p) + (sum (1 - p))^2 + the noise variance at theta. Users at 0 are never kept.
+    Candidates whose error is not finite are left out, as OBS leaves them out."""
+    levels, inverse = np.unique(budgets, return_inverse=True)
+    weights = np.bincount(inverse, weights=members, minlength=len(levels))
+    out: dict[float, float] = {}
+    with np.errstate(all="ignore"):
+        for theta in levels[levels > 0]:
+            below = levels < theta
+            p = np.expm1(levels[below]) / np.expm1(theta)
+            n = weights[below]
+            error = float((n * p * (1 - p)).sum() + ((n * (1 - p)).sum()) ** 2 + _discrete_laplace_variance(theta))
+            if math.isfinite(error):
+                out[float(theta)] = error
+    return out
+
+
+def _obs_finding(errors: dict[float, float], chosen: float | None, lowest: bool) -> str | None:
+    """Why `chosen` is not a threshold OBS could pick from `errors` (None when it is): one of the
+    candidates, the lowest one under Adaptive's even spending, else one whose error is the smallest."""
+    if chosen is None or chosen not in errors:
+        return f"{chosen!r} is none of the slot's positive budgets {sorted(errors)[:5]}"
+    if lowest and chosen != min(errors):
+        return f"{chosen!r} is not the lowest positive budget {min(errors)!r} (even spending)"
+    best = min(errors.values())
+    if not lowest and errors[chosen] > best * (1 + DERIVED_RTOL):
+        return f"its expected error {errors[chosen]:.9g} is above the smallest, {best:.9g}"
+    return None
+
+
+def _release_checks(
+    releases: dict[int, Release], log: _Log, population: np.ndarray, rules: InputRules, found: list[Violation]
+) -> None:
+    """Every release field that follows from the log, the configuration and the earlier releases
+    (docs/mechanisms.md, "What the auditor proves"): a skip or nullify repeats the previous counts
+    (zeros before slot 1); the population is what the member lines place; a dissimilarity's and a
+    publication's epsilon are OBS's choice over the slot's spend1 and spend2 (weighted by members),
+    a publication's threshold the root of OBS's error there, and the decision follows from the
+    threshold; the labels are the configuration's, one noise label for the whole run."""
+    by_slot: dict[int, list[_Spend]] = defaultdict(list)
+    for ledger_lines in log.spends.values():
+        for line in ledger_lines.values():
+            by_slot[line.slot].append(line)
+    allowed_noise = {NOISE_LABELS.get(rules.noise), SEEDED_NOISE_LABEL}
+    first_noise = releases[min(releases)].labels["noise"] if releases else None
+    for slot, release in sorted(releases.items()):
+        labels = release.labels
+
+        def finding(rule: str, detail: str, at: int = slot) -> None:
+            found.append(Violation(rule, at, detail))
+
+        if release.counts is None or len(release.counts) != rules.d:
+            finding("bad_release", f"counts must be a list of {rules.d} integers")
+        if release.population is None:
+            finding("bad_release", "population must be an integer")
+        elif release.population != int(population[slot]):
+            finding("population_mismatch", f"release says {release.population}, member lines {int(population[slot])}")
+        previous = releases.get(slot - 1)
+        before = (0,) * rules.d if slot == 1 else (previous.counts if previous is not None else None)
+        if release.kind in ("skip", "nullify") and before is not None and release.counts != before:
+            finding("repeat_changed", f"a {release.kind} with counts {list(release.counts or ())[:8]} after "
+                    f"{list(before)[:8]}")
+        lines = by_slot.get(slot, [])
+        members = np.array([line.members for line in lines], dtype=float)
+        if release.dissimilarity_ran:
+            why = _obs_finding(_obs_errors(np.array([line.spend1 for line in lines]), members),
+                               release.epsilon_calculation, lowest=False)
+            if why is not None:
+                finding("calculation_scale", f"epsilon_calculation {why}")
+        if release.kind == "publish":
+            errors = _obs_errors(np.array([line.spend2 for line in lines]), members)
+            chosen = release.epsilon_publication
+            lowest = rules.mechanism == ADAPTIVE and labels.get("family") == ADAPTIVE_EVEN
+            why = _obs_finding(errors, chosen, lowest)
+            if why is not None:
+                finding("publication_scale", f"epsilon_publication {why}")
+            elif chosen is not None:
+                root = math.sqrt(errors[chosen])
+                if release.threshold is None or abs(release.threshold - root) > DERIVED_RTOL * root:
+                    finding("threshold_mismatch", f"threshold {release.threshold!r}, OBS's error gives {root:.9g}")
+        if release.dissimilarity is not None and release.threshold is not None:
+            cleared = release.dissimilarity > release.threshold
+            if cleared != (release.kind == "publish") and release.kind in ("publish", "skip"):
+                finding("decision_mismatch", f"dissimilarity {release.dissimilarity!r}, threshold "
+                        f"{release.threshold!r}, kind {release.kind}")
+        if labels["noise"] not in allowed_noise or labels["noise"] != first_noise:
+            finding("noise_mismatch", f"noise {labels['noise']!r}: the configuration's noise: {rules.noise} writes "
+                    f"{NOISE_LABELS.get(rules.noise)!r} (or {SEEDED_NOISE_LABEL!r} with --seed), one label per run; "
+                    f"the first release says {first_noise!r}")
+        family = labels.get("family")
+        wrong = [f"mechanism {labels['mechanism']!r}"] if labels["mechanism"] != rules.mechanism else []
+        if (family is not None or rules.mechanism == ADAPTIVE) and family not in (
+                ADAPTIVE_FAMILIES if rules.mechanism == ADAPTIVE else ()):
+            wrong.append(f"family {family!r}")
+        start, end = iso(rules.clock.start_ms(slot)), iso(rules.clock.end_ms(slot))
+        if (labels["start"], labels["end"]) != (start, end):
+            wrong.append(f"start/end {labels['start']!r}/{labels['end']!r} (the clock's {start}/{end})")
+        if wrong:
+            finding("label_mismatch", f"{', '.join(wrong)} under mechanism {rules.mechanism}")
 
 
 def _spans(slots: list[int]) -> list[tuple[int, int]]:
@@ -709,7 +882,8 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
         for member in log.members:
             by_user[member.user].append(member)
         users = {user: _segments(members) for user, members in by_user.items()}
-        _membership(log, users, horizon, found)
+        population = _membership(log, users, horizon, found)
+        _release_checks(releases, log, population, inputs.rules, found)
         windows += _user_checks(log, inputs, users, horizon, found)
     found.sort(key=lambda v: (v.slot, v.rule, v.ledger or "", v.user or ""))
     members: dict[str, list[str]] = defaultdict(list)

@@ -34,7 +34,7 @@ from pwevent.operators.noise import NumpyRandomness, Randomness
 from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.registry import REGISTRY
 from pwevent.state.population import UserRequirement
-from pwevent.state.requirements import TOLERANCE, DynamicRequirement, Requirement
+from pwevent.state.requirements import RELATIVE_TOLERANCE, DynamicRequirement, Requirement, exceeds
 
 
 class ScaledNoise:
@@ -202,7 +202,9 @@ class Event:
 
     def holds(self, runs: Runs) -> np.ndarray:
         hit = runs.counts >= self.threshold if self.at_least else runs.counts <= self.threshold
-        return hit if self.spend is None else hit & (np.abs(runs.spends - self.spend) <= TOLERANCE)
+        if self.spend is None:
+            return hit
+        return hit & np.isclose(runs.spends, self.spend, rtol=RELATIVE_TOLERANCE, atol=0.0)
 
     def claimed(self, largest: float) -> float:
         """The spend this event's runs claim; `largest` is the largest spend of any run."""
@@ -283,7 +285,7 @@ class Result:
 
     @property
     def flagged(self) -> bool:
-        return any(b.epsilon_lower > b.claimed + TOLERANCE for b in self.bounds)
+        return any(exceeds(b.epsilon_lower, b.claimed) for b in self.bounds)
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)

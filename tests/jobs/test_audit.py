@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from pwevent.jobs.cli.main import main
-from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.common.config import Config, load_config, parse_config
+from pwevent.jobs.common.slots import iso
 from pwevent.jobs.offline import audit
 from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
+from pwevent.operators.family import FAMILIES
+from pwevent.operators.noise import NumpyRandomness, SecureRandomness, discrete_laplace_variance
+from pwevent.operators.obs import optimal_budget
 from pwevent.operators.registry import REGISTRY
 
 FIXED = {"w": 3, "epsilon": 1.0}
@@ -99,8 +106,31 @@ def declared(user, slot, requirement):
     return json.dumps({"user": user, "time": (slot - 1) * 1000, **requirement})
 
 
+def releases_for(log: list[dict[str, Any]], slots: int, config: Config, kinds: dict[int, str] | None = None):
+    """The releases the engine would write for a hand-made log: publications (or `kinds`) whose epsilons
+    and thresholds come from operators.obs (the auditor's own OBS must agree), with dissimilarities that
+    clear the threshold, fresh counts and the seeded noise label."""
+    counts, out = [0] * config.domain.d, []
+    for t in range(1, slots + 1):
+        lines = [r for r in log if r.get("record", "spend") == "spend" and r["slot"] == t]
+        members = np.array([r["members"] for r in lines], dtype=float)
+        calculation, publication = (
+            optimal_budget(np.array([r[key] for r in lines], dtype=float), members, discrete_laplace_variance)
+            if lines else None for key in ("spend1", "spend2"))
+        kind = (kinds or {}).get(t, "publish")
+        counts = [t + j for j in range(config.domain.d)] if kind == "publish" else counts
+        threshold = math.sqrt(publication.error) if publication else None
+        out.append({"slot": t, "start": iso(config.clock.start_ms(t)), "end": iso(config.clock.end_ms(t)),
+                    "mechanism": config.mechanism, "kind": kind, "counts": counts, "population": int(members.sum()),
+                    "epsilon_calculation": calculation.epsilon if calculation else None,
+                    "epsilon_publication": publication.epsilon if publication else None, "threshold": threshold,
+                    "dissimilarity": (threshold or 0.0) + 1.0 if calculation else None,
+                    "noise": NumpyRandomness(0).label})
+    return out
+
+
 def full(log, requirements, slots=6, config=CONFIG):
-    releases = [{"slot": t, "kind": "publish", "dissimilarity": 1.0} for t in range(1, slots + 1)]
+    releases = releases_for(log, slots, config)
     lines = [(f"requirements:{n}", text) for n, text in enumerate(requirements, 1)]
     return audit_records(log, AuditInputs.build(lines, releases, config))
 
@@ -163,14 +193,14 @@ def test_cli_exit_codes(tmp_path, capsys):
     paths = {name: tmp_path / f"{name}.jsonl" for name in ("spend", "req", "rel")}
     paths["spend"].write_text("".join(json.dumps(r) + "\n" for r in log))
     paths["req"].write_text(declared("a", 1, LOOSE) + "\n")
-    paths["rel"].write_text(json.dumps({"slot": 1, "kind": "publish", "dissimilarity": 2.0}) + "\n")
+    paths["rel"].write_text(json.dumps(releases_for(log, 1, load_config(str(config)))[0]) + "\n")
     args = ["audit", "--spend-log", str(paths["spend"]), "--requirements", str(paths["req"]),
             "--releases", str(paths["rel"]), "--config", str(config)]
     assert main(args) == 0
     assert "NOT CHECKED" not in capsys.readouterr().out
     assert main(args[:3]) == 0
     assert "NOT CHECKED" in capsys.readouterr().out
-    paths["rel"].write_text(json.dumps({"slot": 1, "kind": "skip", "dissimilarity": 2.0}) + "\n")
+    paths["rel"].write_text(json.dumps(releases_for(log, 1, load_config(str(config)), {1: "skip"})[0]) + "\n")
     assert main(args) == 1
     assert "kind_mismatch" in capsys.readouterr().out
     assert main(args[:5]) == 2
@@ -191,6 +221,9 @@ def test_the_auditor_stays_independent():
     assert not {m for m in imported if m and m.endswith("operators.registry")}
     assert set(audit.BASELINE_MECHANISMS) == {e.name for e in REGISTRY if not e.personalized}
     assert set(audit.DYNAMIC_MECHANISMS) == {e.name for e in REGISTRY if e.dynamic}
+    assert set(audit.ADAPTIVE_FAMILIES) == set(FAMILIES) and audit.ADAPTIVE in REGISTRY.names()
+    assert audit.NOISE_LABELS == {"opendp": SecureRandomness.label, "numpy-fast": NumpyRandomness().label}
+    assert audit.SEEDED_NOISE_LABEL == NumpyRandomness(0).label
 
 
 @pytest.mark.parametrize("broken", [
@@ -216,3 +249,23 @@ def test_every_rule_is_documented_and_caught_by_the_mutation_suite():
     by_unit_tests = {"skip_spent", "ledger_fixed_window", "ledger_backward_window", "ledger_forward_window",
                      "user_backward_window"}
     assert set(audit.RULES) - expected - by_unit_tests == set()
+
+
+@pytest.mark.parametrize("broken", [
+    "window: 10\nepsilon: 1e-09\n",  # YAML 1.1 reads 1e-09 as a string
+    "requirements: {user: user, time: time, signature: {key_env: PWEVENT_TEST_UNSET_KEY, field: sig}}\n",
+])
+def test_a_configuration_error_exits_2_with_the_message_replay_gives(tmp_path, capsys, monkeypatch, broken):
+    monkeypatch.delenv("PWEVENT_TEST_UNSET_KEY", raising=False)
+    mechanism = "Uniform" if "window" in broken else "PBD"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"mechanism: {mechanism}\nslot: 1s\norigin: 0\ndomain: {{type: binary}}\n{broken}")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["audit", "--spend-log", str(empty), "--requirements", str(empty), "--releases", str(empty),
+                 "--config", str(config)]) == 2
+    audit_err = capsys.readouterr().err
+    assert main(["replay", "--config", str(config), "--events", str(empty), "--requirements", str(empty),
+                 "--releases-out", str(tmp_path / "r"), "--spend-log", str(tmp_path / "s")]) == 2
+    assert audit_err == capsys.readouterr().err
+    assert audit_err.startswith("pwevent: configuration error: ") and "Traceback" not in audit_err

@@ -80,8 +80,10 @@ def genuine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     runs = {}
     for name in REGISTRY.names():
         folder = tmp_path_factory.mktemp(name)
+        entry = REGISTRY.get(name)
+        switching = {entry.section: {"evidence": 4, "static_drift": 100.0}} if entry.section else {}  # Adaptive
         config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "binary"},
-                               **REGISTRY.get(name).global_keys(8, 1.0), "caps": {"max_w": 20}, "postprocess": "none"})
+                               **entry.global_keys(8, 1.0), **switching, "caps": {"max_w": 20}, "postprocess": "none"})
         requirements, events = inputs(name in DYNAMIC)
         texts = [json.dumps(r) for r in requirements]
         (folder / "req.jsonl").write_text("".join(t + "\n" for t in texts))
@@ -363,6 +365,78 @@ def input_requirement_tightened(run: Run) -> Run:
     return replace(run, requirements=(json.dumps(first), *run.requirements[1:]))
 
 
+def _releases(run: Run, slot: int, change: Callable[[Record], None]) -> Run:
+    """A copy of the run with `change` applied to the release of `slot`."""
+    releases = copy.deepcopy(list(run.releases))
+    change(next(r for r in releases if r["slot"] == slot))
+    return replace(run, releases=tuple(releases))
+
+
+def _fresh_publication(run: Run) -> int:
+    """A publishing slot whose counts differ from the previous release's (zeros before slot 1)."""
+    before: list[int] = [0, 0]
+    for release in run.releases:
+        if release["kind"] == "publish" and release["counts"] != before:
+            return int(release["slot"])
+        before = release["counts"]
+    raise AssertionError("no publication with fresh counts")
+
+
+def publication_passed_off_as_skip(run: Run) -> Run:
+    """A publication relabelled as a skip in its release and in every spend line (spend2 set to 0): the
+    log is consistent, but the release carries a fresh histogram nobody paid for."""
+    slot = _fresh_publication(run)
+    log = [{**r, "kind": "skip", "spend2": 0.0} if r["record"] == "spend" and r["slot"] == slot else r
+           for r in run.log]
+    return _releases(replace(run, log=tuple(log)), slot, lambda r: r.update(kind="skip"))
+
+
+def skip_counts_changed(run: Run) -> Run:
+    """A skip (or nullify) release whose counts were raised: a fresh histogram in a repeat."""
+    repeat = next((r["slot"] for r in run.releases if r["kind"] in ("skip", "nullify")), None)
+    if repeat is None:
+        pytest.skip("every slot of this run publishes: no repeat to tamper with")
+    return _releases(run, repeat, lambda r: r.update(counts=[c + 1000 for c in r["counts"]]))
+
+
+def epsilon_publication_doubled(run: Run) -> Run:
+    return _releases(run, _fresh_publication(run), lambda r: r.update(epsilon_publication=2 * r["epsilon_publication"]))
+
+
+def threshold_halved(run: Run) -> Run:
+    return _releases(run, _fresh_publication(run), lambda r: r.update(threshold=r["threshold"] / 2))
+
+
+def epsilon_calculation_doubled(run: Run) -> Run:
+    slot = next((r["slot"] for r in run.releases if r["dissimilarity"] is not None), None)
+    if slot is None:
+        pytest.skip("a scheduled mechanism runs no dissimilarity")
+    return _releases(run, slot, lambda r: r.update(epsilon_calculation=2 * r["epsilon_calculation"]))
+
+
+def skip_that_cleared_its_threshold(run: Run) -> Run:
+    """A skip whose dissimilarity is raised above its threshold: the decision no longer follows."""
+    slot = next((r["slot"] for r in run.releases if r["kind"] == "skip" and r["threshold"] is not None
+                 and r["dissimilarity"] is not None), None)
+    if slot is None:
+        pytest.skip("no skip decided by a dissimilarity")
+    return _releases(run, slot, lambda r: r.update(dissimilarity=r["threshold"] + 1.0))
+
+
+def noise_label_changed(run: Run) -> Run:
+    """One release claims the production source (the run's others name the seeded one)."""
+    return _releases(run, run.releases[5]["slot"], lambda r: r.update(noise="opendp-discrete-laplace"))
+
+
+def population_changed(run: Run) -> Run:
+    return _releases(run, run.releases[-1]["slot"], lambda r: r.update(population=r["population"] + 1))
+
+
+def mechanism_relabelled(run: Run) -> Run:
+    other = "PBD" if run.config.mechanism != "PBD" else "PBA"
+    return _releases(run, run.releases[0]["slot"], lambda r: r.update(mechanism=other))
+
+
 def _by_family(personalized: str, baseline: str) -> Callable[[str], str]:
     return lambda name: personalized if REGISTRY.get(name).personalized else baseline
 
@@ -407,6 +481,16 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     # under a baseline a halved E is below the global one: the user is then not registered at all
     "input_requirement_tightened": (input_requirement_tightened,
                                     _by_family("requirement_mismatch", "unregistered_member")),
+    # release fields the auditor derives (docs/mechanisms.md, "What the auditor proves")
+    "publication_passed_off_as_skip": (publication_passed_off_as_skip, "repeat_changed"),
+    "skip_counts_changed": (skip_counts_changed, "repeat_changed"),
+    "epsilon_publication_doubled": (epsilon_publication_doubled, "publication_scale"),
+    "threshold_halved": (threshold_halved, "threshold_mismatch"),
+    "epsilon_calculation_doubled": (epsilon_calculation_doubled, "calculation_scale"),
+    "skip_that_cleared_its_threshold": (skip_that_cleared_its_threshold, "decision_mismatch"),
+    "noise_label_changed": (noise_label_changed, "noise_mismatch"),
+    "population_changed": (population_changed, "population_mismatch"),
+    "mechanism_relabelled": (mechanism_relabelled, "label_mismatch"),
 }
 
 

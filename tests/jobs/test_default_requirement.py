@@ -166,7 +166,7 @@ def test_replay_and_keyed_membership_register_alike_and_the_audit_passes(name, s
             counts.setdefault(replay.class_of(int(index)), np.zeros(3, dtype=np.int64))[cell] += 1
         got, _ = job.decide(slot, counts)
         assert (got.kind, got.counts.tolist()) == (outcome.kind, outcome.counts.tolist())
-        releases.append(release_record(outcome, config, "test", None))
+        releases.append(release_record(outcome, config, NumpyRandomness(0).label, None))
     assert sorted(map(str, job_log)) == sorted(map(str, replay_log))
     report = audit_records(replay_log, AuditInputs.build(lines, releases, config))
     assert report.ok and report.skipped is None, report.render()

@@ -138,3 +138,29 @@ def test_release_history_keeps_the_last_publication_and_order():
         history.record(2, Kind.SKIP, [3, 4])
     copy = ReleaseHistory.from_bytes(history.to_bytes())
     assert copy.last.tolist() == [3, 4] and copy.decided == 2 and copy.last_publication == 1
+
+
+@pytest.mark.parametrize("epsilon", [2e-14, 1e-10, 1e-6, 1.0, 100.0])
+def test_every_ledger_refuses_a_relative_excess_at_every_budget(epsilon):
+    """docs/mechanisms.md section 9: a window over E by a relative 1e-8 is refused at every budget
+    (an absolute 1e-9 margin admitted any spend below ~1e-9); rounding (1e-12 relative) is not."""
+    fixed = FixedLedger(Requirement(2, epsilon), 1)
+    fixed.charge(1, epsilon / 2, 0.0)
+    with pytest.raises(BudgetExceededError):
+        fixed.charge(2, 0.0, epsilon / 2 * (1 + 2e-8))
+    fixed.charge(2, 0.0, epsilon / 2 * (1 + 1e-12))
+    for side in ("backward", "forward"):
+        tight, loose = Requirement(2, epsilon), Requirement(2, 10 * epsilon)
+        ledger = DynamicLedger(DynamicRequirement(*((tight, loose) if side == "backward" else (loose, tight))), 1, 4)
+        ledger.open_slot(1)
+        with pytest.raises(BudgetExceededError, match=side):
+            ledger.charge(1, 0.0, epsilon * (1 + 1e-8))
+        ledger.charge(1, 0.0, epsilon * (1 + 1e-12))
+
+
+def test_a_baseline_covers_only_a_budget_at_least_its_own():
+    """Exact (docs/mechanisms.md section 9): no margin, which would add to the ledger's."""
+    global_ = Requirement(10, 1e-9)
+    assert global_.covers(Requirement(10, 1e-9)) and global_.covers(Requirement(3, 2e-9))
+    assert not global_.covers(Requirement(10, 5e-10)) and not global_.covers(Requirement(10, 2e-13))
+    assert not global_.covers(Requirement(11, 1.0))

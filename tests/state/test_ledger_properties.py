@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
+from pwevent.jobs.offline.replay import release_record
 from pwevent.operators.family import ABSORPTION, DISTRIBUTION, EVEN, FAMILIES, Adaptive
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, Uniform, charge_slot
@@ -111,6 +112,32 @@ def test_adaptive_never_overspends_at_any_switch(requirements, data):
     assert worst1 <= 0.5 + 1e-9 and worst <= 1 + 1e-9
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(fixed_req, min_size=1, max_size=5), st.data(), st.sampled_from([1e-11, 1e-10, 1e-6]))
+def test_adaptive_never_overspends_at_any_switch_at_tiny_budgets(requirements, data, scale):
+    """The same at E_i scaled down to 1e-12 (budgets below the floor become 0): Adaptive's caps are
+    relative to E_i (docs/mechanisms.md sections 9 and 14), so no window spends more than E_i."""
+    requirements = [Requirement(req.w, req.epsilon * scale) for req in requirements]
+    kinds = data.draw(decisions)
+    families = data.draw(st.lists(st.sampled_from(FAMILIES), min_size=len(kinds), max_size=len(kinds)))
+    log = run_ledgers(Adaptive(), [FixedLedger(req, 1) for req in requirements], kinds, families=families)
+    assert audit_records(log).ok
+    worst1, _, worst = window_shares(log)
+    assert worst1 <= 0.5 + 1e-9 and worst <= 1 + 1e-9
+
+
+def test_absorption_then_even_spending_at_a_tiny_budget_keeps_the_window():
+    """Issue reproduction, (w, E) = (5, 1e-10), share 1e-11: four absorbing skips (1e-11 each), an
+    absorption publication of 1e-11 + 5e-11, then even spending (2e-11 a slot). The room left at slot 6
+    is 1e-11; an absolute 2.5e-10 margin in the caps let 2e-11 through (window 1.1e-10, then 1.4e-10)."""
+    log = run_ledgers(Adaptive(), [FixedLedger(Requirement(5, 1e-10), 1)], [Kind.SKIP] * 4 + [Kind.PUBLISH] * 5,
+                      families=[ABSORPTION] * 5 + [EVEN] * 4)
+    spends = [line["spend1"] + line["spend2"] for line in log]
+    assert spends[:5] == pytest.approx([1e-11] * 4 + [6e-11], rel=1e-12)
+    assert spends[5] == pytest.approx(1e-11, rel=1e-6)
+    assert window_shares(log)[2] <= 1 + 1e-9
+
+
 def test_caps_on_the_halves_alone_would_overspend_after_even_spending():
     """docs/mechanisms.md section 14's example, w = 5, E = 1, share 0.1, every slot published:
     distribution (0.1 + 0.25), absorption twice (0.1 + 0.1 each), even spending (0.2, the window's
@@ -145,6 +172,9 @@ def engine_run_passes_the_audit(data, name):
     options = ({"evidence": data.draw(st.integers(4, 6)), "static_drift": data.draw(st.sampled_from([0.0, 1.0, 100.0])),
                 "start": data.draw(st.sampled_from(FAMILIES))} if "evidence" in entry.section_keys else {})
     spec = entry.spec(8, 0.3, options)
+    config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "cells", "d": 3},
+                           **entry.global_keys(8, 0.3), **({entry.section: options} if options else {}),
+                           "caps": {"max_w": HORIZON}, "postprocess": "none"})
     log, releases, declared = [], [], []
     engine = Engine(spec, 3, NumpyRandomness(data.draw(st.integers(0, 10_000))), HORIZON, log.append)
 
@@ -170,12 +200,9 @@ def engine_run_passes_the_audit(data, name):
         present = [u for u in registered if data.draw(st.booleans())]
         values = [data.draw(st.integers(0, 2)) for _ in present]
         outcome, _ = engine.step(slot, np.array(present, dtype=np.int64), np.array(values, dtype=np.int64))
-        releases.append({"slot": slot, "kind": outcome.kind.value, "dissimilarity": outcome.dissimilarity})
+        releases.append(release_record(outcome, config, NumpyRandomness(0).label))
     report = audit_records(log)
     assert report.ok, report.render()
-    config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "cells", "d": 3},
-                           **entry.global_keys(8, 0.3), **({entry.section: options} if options else {}),
-                           "caps": {"max_w": HORIZON}})
     lines = [(f"requirements:{n}", text) for n, text in enumerate(declared, 1)]
     full = audit_records(log, AuditInputs.build(lines, releases, config))
     assert full.ok and full.skipped is None, full.render()
