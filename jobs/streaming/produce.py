@@ -8,6 +8,12 @@ the next slot, so a live job closes one slot per pace. Lines are sent as they ar
 every requirement line that is a JSON object is sent signed (jobs.common.provenance). The Kafka
 record timestamp is the record's event time when it has one (so `kafka.event_time: kafka` works
 too); the key is the user id.
+
+Every send is checked: a slot's records are flushed and each one's acknowledgement read before the
+next slot. A record the broker refuses (for example a timestamp further ahead of the broker's clock
+than its `log.message.timestamp.after.max.ms`, an authorization error, a record over the size limit)
+stops the run after that slot with the count and the broker's reasons (exit 5); a broker that does
+not acknowledge within `--timeout` is exit 4.
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ import argparse
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from kafka.errors import KafkaError, KafkaTimeoutError
 
 from pwevent.jobs.common.config import Config, load_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
@@ -28,10 +36,32 @@ from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.records import Rejected, load_object
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
-from pwevent.jobs.streaming.kafka_io import producer
+from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, producer
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
 
 Line = tuple[bytes, bytes | None, int | None]  # value, key, timestamp
+#: How long a slot's records may take to be acknowledged by default (`--timeout`).
+DEFAULT_TIMEOUT_S = 60.0
+#: Exit code of `pwevent produce` when the broker refused records (README, exit codes).
+EXIT_REFUSED = 5
+
+
+class RecordsRefusedError(RuntimeError):
+    """The broker refused records: how many were acknowledged, how many refused, and why (the
+    broker's error names with their messages, counted)."""
+
+    def __init__(self, slot: int, acknowledged: int, reasons: Counter[str]) -> None:
+        self.slot, self.acknowledged, self.reasons = slot, acknowledged, reasons
+        refused = sum(reasons.values())
+        listed = "; ".join(f"{count} x {reason}" for reason, count in reasons.most_common(5))
+        super().__init__(f"the broker refused {refused} record(s) of slot {slot} ({acknowledged} acknowledged "
+                         f"before and in that slot); stopped after slot {slot}. Reasons: {listed}")
+
+
+def _reason(error: BaseException) -> str:
+    """An error as `Name: message`, bounded (a broker message may be long)."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 
 def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[int, list[Line]]:
@@ -69,10 +99,12 @@ def _signed(line: bytes, signature: RequirementSignature) -> bytes:
 def produce_files(
     kafka: KafkaSettings, config: Config, events_path: str, requirements_path: str, pace_s: float,
     on_slot: Callable[[int, float], None] | None = None, first_slot: int = 1, last_slot: int | None = None,
-    before_slot: Callable[[int, float], None] | None = None,
+    before_slot: Callable[[int, float], None] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> int:
-    """Send the files slot by slot; returns the number of messages sent. `before_slot(slot, time)` runs
-    before a slot's first message, `on_slot(slot, time)` once its messages are flushed."""
+    """Send the files slot by slot; returns the number of messages the broker acknowledged.
+    `before_slot(slot, time)` runs before a slot's first message, `on_slot(slot, time)` once all of
+    them are acknowledged. Raises RecordsRefusedError after a slot in which the broker refused any
+    record, BrokerUnavailableError when a slot is not acknowledged within `timeout_s`."""
     requirements = _slots(requirements_path, config.requirements.user, config.requirements.time, config)
     signature = config.requirements.signature
     if signature is not None:
@@ -87,12 +119,26 @@ def produce_files(
         for slot in range(first_slot, top + 1):
             if before_slot:
                 before_slot(slot, time.time())
+            futures, reasons = [], Counter[str]()
             for topic, lines in ((kafka.topics["requirements"], requirements.get(slot, [])),
                                  (kafka.topics["events"], events.get(slot, []))):
                 for value, key, stamp in lines:
-                    client.send(topic, value=value, key=key, timestamp_ms=stamp)
+                    try:
+                        futures.append(client.send(topic, value=value, key=key, timestamp_ms=stamp))
+                    except KafkaError as err:  # refused before it left (too large, no metadata in time)
+                        reasons[_reason(err)] += 1
+            try:
+                client.flush(timeout=timeout_s)
+            except KafkaTimeoutError:
+                raise BrokerUnavailableError(f"slot {slot}: the broker did not acknowledge its records within "
+                                             f"{timeout_s:g} s (--timeout)") from None
+            for future in futures:
+                if future.failed():
+                    reasons[_reason(future.exception)] += 1
+                else:
                     sent += 1
-            client.flush()
+            if reasons:
+                raise RecordsRefusedError(slot, sent, reasons)
             if on_slot:
                 on_slot(slot, time.time())
             next_at += pace_s
@@ -127,8 +173,12 @@ def cmd_produce(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"\rproduce: slot {slot} sent", end="", file=sys.stderr, flush=True)
 
-    sent = produce_files(settings.kafka, config, events, requirements, pace, show)
-    print(f"\npwevent produce: {sent} messages sent", file=sys.stderr)
+    try:
+        sent = produce_files(settings.kafka, config, events, requirements, pace, show, timeout_s=args.timeout / 1000)
+    except RecordsRefusedError as err:
+        print(f"\npwevent produce: {err}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(f"\npwevent produce: {sent} messages sent and acknowledged", file=sys.stderr)
     return 0
 
 
@@ -136,12 +186,18 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "produce", help="replay a dataset into the Kafka topics, paced slot by slot",
         description="Send an events file and a requirements file (or a generated synthetic stream) to the "
-        "configured events and requirements topics, one slot per --pace of wall time.",
+        "configured events and requirements topics, one slot per --pace of wall time. Every record's "
+        f"acknowledgement is checked: a refused record stops the run after its slot (exit {EXIT_REFUSED}, with "
+        "the count and the broker's reasons); no acknowledgement within --timeout is exit 4.",
     )
     p.add_argument("--config", required=True, help="YAML configuration (kafka: section for topics/bootstrap)")
     p.add_argument("--events", help="events JSON-lines file (default: generate a synthetic stream)")
     p.add_argument("--requirements", help="requirements JSON-lines file")
     p.add_argument("--pace", default="1s", type=duration_arg, help="wall time per slot, e.g. 500ms, 2s (default 1s)")
+    p.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", type=duration_arg,
+                   help="how long the broker may take to acknowledge one slot's records before the run fails "
+                   f"with exit code 4 (default {DEFAULT_TIMEOUT_S:g}s); a refused record stops it with exit code "
+                   f"{EXIT_REFUSED}")
     p.add_argument("--stream", choices=STREAMS, default="Sin", help="synthetic stream to generate")
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--slots", type=int, default=120)
