@@ -15,6 +15,10 @@ class OutOfDomainError(ValueError):
 class BinaryDomain:
     d: int = 2
 
+    def describe(self) -> dict[str, Any]:
+        """The domain as a release names it (docs/formats.md, Release: `domain`): cell 0 is false/0."""
+        return {"type": "binary"}
+
     def cell(self, value: Any) -> int:
         if isinstance(value, bool):
             return int(value)
@@ -30,6 +34,10 @@ class CellsDomain:
     def __post_init__(self) -> None:
         if isinstance(self.d, bool) or not isinstance(self.d, int) or self.d < 1:
             raise ValueError(f"domain.d must be an integer >= 1, got {self.d!r}")
+
+    def describe(self) -> dict[str, Any]:
+        """The domain as a release names it: cell j is the event value j."""
+        return {"type": "cells", "d": self.d}
 
     def cell(self, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.d:
@@ -49,6 +57,10 @@ class CategoriesDomain:
     @property
     def d(self) -> int:
         return len(self.values)
+
+    def describe(self) -> dict[str, Any]:
+        """The domain as a release names it: cell j is the category values[j]."""
+        return {"type": "categories", "values": list(self.values)}
 
     def cell(self, value: Any) -> int:
         index = self._index.get(value) if isinstance(value, str) else None  # type: ignore[attr-defined]
@@ -79,6 +91,13 @@ class GridDomain:
     @property
     def d(self) -> int:
         return self.rows * self.cols
+
+    def describe(self) -> dict[str, Any]:
+        """The domain as a release names it: cell j is row j // cols (row 0 at min_lat), column j % cols
+        (column 0 at min_lon), of equal steps in latitude and longitude."""
+        return {"type": "grid", "rows": self.rows, "cols": self.cols,
+                "bbox": {"min_lat": self.min_lat, "max_lat": self.max_lat, "min_lon": self.min_lon,
+                         "max_lon": self.max_lon}}
 
     def cell(self, value: Any) -> int:
         lat: Any

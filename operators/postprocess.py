@@ -26,8 +26,12 @@ S = P_pred + B + R_t its predictive variance (B = 0 without the opt-in). This is
 negative log-likelihood of the releases, i.e. a discounted maximum-likelihood choice made from
 releases alone.
 The output is clipped to [0, population] (counts are non-negative and no cell can exceed the number
-of registered users). Everything is per slot and causal; `snapshot`/`restore` carry the state for a
-streaming host. All cells share R and the model, so each filter keeps one 2 x 2 covariance.
+of registered users). With it comes the chosen filter's posterior variance of the slot's count
+(`interval`): after a publication (P + B) R_t / (P + B + R_t), between publications the predicted
+P + B; a 95% interval is the output +- 1.96 of its root, clipped likewise. It is as good as the
+chosen model is for the stream (docs/formats.md, Release: `interval`).
+Everything is per slot and causal; `snapshot`/`restore` carry the state for a streaming host. All
+cells share R and the model, so each filter keeps one 2 x 2 covariance.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from pwevent.state.spend import Kind
 
 DEFAULT_LEVELS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_TRENDS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
+#: z of a two-sided 95% normal interval.
+Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,7 @@ class KalmanSmoother:
         self._transition, self._process, self._own, self._names = self.config.models()
         k = len(self._names)
         self._state = _BankState(np.zeros((k, d, 2)), np.full((k, 2, 2), np.nan), np.zeros(k))
+        self._variance = np.full(k, np.nan)  # each filter's posterior variance of the last output
 
     @property
     def chosen(self) -> str:
@@ -172,11 +179,13 @@ class KalmanSmoother:
             s.covariance = f @ s.covariance @ f.transpose(0, 2, 1) + self._process * s.noise
         upper = max(float(release.population), 0.0)
         output = s.estimate[:, :, 0]  # (k, d): the predicted level, what a slot without publication gets
+        own = self._sampling_variance(output, upper)  # (k,) B of each filter
+        self._variance = s.covariance[:, 0, 0] + own  # of c_t = level + sampling deviation, predicted
         if release.kind is Kind.PUBLISH:
             assert release.variance is not None
             predicted = output
-            own = self._sampling_variance(predicted, upper)  # (k,) B of each filter
             spread = s.covariance[:, 0, 0] + own + release.variance  # predictive variance of the release
+            self._variance = self._variance * release.variance / spread  # after observing r_t
             if s.noise is not None:
                 error = np.mean((counts[None, :] - predicted) ** 2, axis=1)
                 s.score = self.config.forgetting * s.score + np.log(spread) + error / spread
@@ -188,6 +197,13 @@ class KalmanSmoother:
             s.covariance = s.covariance - gain[:, :, None] * s.covariance[:, None, 0, :]
             s.noise = release.variance
         return np.clip(output[self._choice()], 0.0, upper)
+
+    def interval(self, smoothed: np.ndarray, population: int, z: float = Z95) -> np.ndarray:
+        """(d, 2): per cell, the last output `smoothed` +- z posterior standard deviations of the chosen
+        filter, clipped to [0, population]: a nominal 95% interval by default (module docstring)."""
+        half = z * float(np.sqrt(max(self._variance[self._choice()], 0.0)))
+        upper = max(float(population), 0.0)
+        return np.clip(np.stack([smoothed - half, smoothed + half], axis=1), 0.0, upper)
 
     def _sampling_variance(self, level: np.ndarray, population: float) -> np.ndarray:
         """B per filter: mean over cells of x (1 - x / n), x the level clipped to [0, n]; 0 for the

@@ -84,10 +84,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(summary.render())
     with open(paths["releases"]) as rel, open(paths["truth"]) as tru:
         rows = [(json.loads(a), json.loads(b)) for a, b in zip(rel, tru, strict=True)]
-    print(f"\n{'slot':>5} {'kind':>8} {'true 0':>7} {'true 1':>7} {'rel 0':>7} {'rel 1':>7}")
+    print("\nper cell (0, 1): the true count, the released smoothed value with its 95% interval (what to read), "
+          "and the raw noisy count")
+    print(f"{'slot':>5} {'kind':>8} {'true':>13} {'smoothed [95% interval]':>54} {'raw':>15}")
     step = max(1, len(rows) // 15)
     for release, truth in rows[::step]:
-        print(f"{release['slot']:>5} {release['kind']:>8} {truth['counts'][0]:>7} {truth['counts'][1]:>7} "
+        cells = "  ".join(f"{m:7.1f} [{lo:7.1f}, {hi:7.1f}]" for m, (lo, hi) in
+                          zip(release["smoothed"], release["interval"], strict=True))
+        print(f"{release['slot']:>5} {release['kind']:>8} {truth['counts'][0]:>6} {truth['counts'][1]:>6} {cells} "
               f"{release['counts'][0]:>7} {release['counts'][1]:>7}")
     report = audit_file(paths["spend"], str(work / "requirements.jsonl"), paths["releases"], config)
     print("\naudit: " + report.render())

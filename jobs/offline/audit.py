@@ -57,6 +57,8 @@ ADAPTIVE_EVEN = "Uniform"
 #: selects under either (operators/noise.py; a test compares them).
 NOISE_LABELS = {"opendp": "opendp-discrete-laplace", "numpy-fast": "numpy-geometric (fast)"}
 SEEDED_NOISE_LABEL = "numpy-geometric (seeded, not for production)"
+#: The release record's version (docs/formats.md, Release), kept here too; a test compares it.
+RELEASE_SCHEMA_VERSION = 2
 #: Relative agreement asked of a release's OBS threshold and expected error with the auditor's own
 #: arithmetic (another summation order than the job's); a tampered value is off by far more.
 DERIVED_RTOL = 1e-6
@@ -104,7 +106,7 @@ RULES = {
     "threshold_mismatch": "a publication whose threshold is not the root of OBS's error at its epsilon",
     "decision_mismatch": "a publication whose dissimilarity did not clear its threshold, or a skip whose did",
     "noise_mismatch": "a noise label the configuration does not write, or two labels in one run",
-    "label_mismatch": "a release whose mechanism, family, start or end is not the configuration's",
+    "label_mismatch": "a release whose mechanism, family, start, end, domain or version is not the configuration's",
 }
 
 
@@ -224,7 +226,8 @@ class Release:
                    population if isinstance(population, int) and not isinstance(population, bool) else None,
                    _finite(rec.get("epsilon_calculation")), _finite(rec.get("epsilon_publication")),
                    _finite(rec.get("threshold")), _finite(rec.get("dissimilarity")),
-                   {key: rec.get(key) for key in ("mechanism", "family", "start", "end", "noise")})
+                   {key: rec.get(key) for key in ("mechanism", "family", "start", "end", "noise", "domain",
+                                                  "schema_version")})
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,7 @@ class InputRules:
     default: AnyRequirement | None = None
     d: int = 2
     noise: str = "opendp"
+    domain: Mapping[str, Any] = field(default_factory=lambda: {"type": "binary"})
 
     @classmethod
     def from_config(cls, config: Config) -> InputRules:
@@ -248,7 +252,7 @@ class InputRules:
         if config.mechanism in BASELINE_MECHANISMS and config.window is not None and config.epsilon is not None:
             global_ = Requirement(config.window, config.epsilon)
         return cls(config.mechanism, config.clock, config.caps, config.requirements, global_,
-                   config.default_requirement, config.domain.d, config.noise)
+                   config.default_requirement, config.domain.d, config.noise, config.domain.describe())
 
     @property
     def dynamic(self) -> bool:
@@ -752,6 +756,11 @@ def _release_checks(
         start, end = iso(rules.clock.start_ms(slot)), iso(rules.clock.end_ms(slot))
         if (labels["start"], labels["end"]) != (start, end):
             wrong.append(f"start/end {labels['start']!r}/{labels['end']!r} (the clock's {start}/{end})")
+        if labels["domain"] is not None and labels["domain"] != rules.domain:  # absent before version 2
+            wrong.append(f"domain {labels['domain']!r} (the configuration's {dict(rules.domain)!r})")
+        if labels["schema_version"] not in (None, RELEASE_SCHEMA_VERSION):
+            wrong.append(f"schema_version {labels['schema_version']!r} (this auditor reads 1 and "
+                         f"{RELEASE_SCHEMA_VERSION})")
         if wrong:
             finding("label_mismatch", f"{', '.join(wrong)} under mechanism {rules.mechanism}")
 

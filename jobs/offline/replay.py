@@ -59,6 +59,11 @@ class ReplaySummary:
         return "\n".join(lines)
 
 
+#: The release record's version (docs/formats.md, Release): 2 added `schema_version`, `domain` and
+#: `interval`; a release without `schema_version` is of version 1.
+RELEASE_SCHEMA_VERSION = 2
+
+
 def release_record(
     outcome: SlotOutcome, config: Config, noise: str, smoother: KalmanSmoother | None = None
 ) -> dict[str, Any]:
@@ -69,6 +74,7 @@ def release_record(
     """
     clock = config.clock
     record: dict[str, Any] = {
+        "schema_version": RELEASE_SCHEMA_VERSION,
         "slot": outcome.slot,
         "start": iso(clock.start_ms(outcome.slot)),
         "end": iso(clock.end_ms(outcome.slot)),
@@ -82,10 +88,13 @@ def release_record(
         "threshold": outcome.threshold,
         "dissimilarity": outcome.dissimilarity,
         "noise": noise,
+        "domain": config.domain.describe(),
     }
     if smoother is not None:
         smoothed = smoother.step(PublicRelease.from_outcome(outcome))
         record["smoothed"] = [round(float(x), 3) for x in smoothed]
+        record["interval"] = [[round(float(low), 3), round(float(high), 3)]
+                              for low, high in smoother.interval(smoothed, outcome.population)]
     return record
 
 

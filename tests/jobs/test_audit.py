@@ -16,6 +16,7 @@ from pwevent.jobs.common.config import Config, load_config, parse_config
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.offline import audit
 from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
+from pwevent.jobs.offline.replay import RELEASE_SCHEMA_VERSION
 from pwevent.operators.family import FAMILIES
 from pwevent.operators.noise import NumpyRandomness, SecureRandomness, discrete_laplace_variance
 from pwevent.operators.obs import optimal_budget
@@ -224,6 +225,7 @@ def test_the_auditor_stays_independent():
     assert set(audit.ADAPTIVE_FAMILIES) == set(FAMILIES) and audit.ADAPTIVE in REGISTRY.names()
     assert audit.NOISE_LABELS == {"opendp": SecureRandomness.label, "numpy-fast": NumpyRandomness().label}
     assert audit.SEEDED_NOISE_LABEL == NumpyRandomness(0).label
+    assert audit.RELEASE_SCHEMA_VERSION == RELEASE_SCHEMA_VERSION
 
 
 @pytest.mark.parametrize("broken", [

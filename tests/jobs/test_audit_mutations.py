@@ -437,6 +437,10 @@ def mechanism_relabelled(run: Run) -> Run:
     return _releases(run, run.releases[0]["slot"], lambda r: r.update(mechanism=other))
 
 
+def domain_relabelled(run: Run) -> Run:
+    return _releases(run, run.releases[1]["slot"], lambda r: r.update(domain={"type": "cells", "d": 2}))
+
+
 def _by_family(personalized: str, baseline: str) -> Callable[[str], str]:
     return lambda name: personalized if REGISTRY.get(name).personalized else baseline
 
@@ -491,6 +495,7 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "noise_label_changed": (noise_label_changed, "noise_mismatch"),
     "population_changed": (population_changed, "population_mismatch"),
     "mechanism_relabelled": (mechanism_relabelled, "label_mismatch"),
+    "domain_relabelled": (domain_relabelled, "label_mismatch"),
 }
 
 

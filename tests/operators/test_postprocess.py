@@ -127,3 +127,46 @@ def test_sampling_deviation_averages_rare_accurate_publications():
     smoother.step(publish(1, [7_500.0, 2_500.0], 5.0, population=10_000))
     assert "+B" not in smoother.chosen  # the default filter before any scored publication
     assert not any("+B" in name for name in KalmanSmoother(2).config.models()[3])  # opt-in
+
+
+def test_the_interval_holds_the_output_within_zero_and_the_population():
+    rng = np.random.default_rng(3)
+    smoother = KalmanSmoother(3)
+    for t in range(1, 200):
+        kind = Kind.PUBLISH if t % 3 else Kind.SKIP
+        counts = np.array([5.0, 50.0, 95.0]) + rng.normal(0, 30, 3)
+        smoothed = smoother.step(PublicRelease(t, kind, counts, 100, 900.0 if kind is Kind.PUBLISH else None))
+        interval = smoother.interval(smoothed, 100)
+        assert interval.shape == (3, 2)
+        assert (interval[:, 0] <= smoothed + 1e-9).all() and (smoothed <= interval[:, 1] + 1e-9).all()
+        assert (interval >= 0).all() and (interval <= 100).all()
+
+
+def test_between_publications_the_interval_widens():
+    smoother = KalmanSmoother(1, FilterConfig(levels=(0.1,), trends=(), default=0))
+    for t in range(1, 50):
+        smoother.step(publish(t, [500.0], 100.0, population=10_000))
+    after = smoother.step(publish(50, [500.0], 100.0, population=10_000))
+    width = np.diff(smoother.interval(after, 10_000))[0, 0]
+    skipped = smoother.step(PublicRelease(51, Kind.SKIP, np.array([500.0]), 10_000, None))
+    assert np.diff(smoother.interval(skipped, 10_000))[0, 0] > width
+
+
+def test_the_nominal_95_percent_interval_covers_a_stream_the_model_fits():
+    """A local level (random walk with variance R) observed with noise R at every slot, 20 cells x
+    3,000 slots: the bank picks the matching filter and its interval covers the true level at about the
+    nominal rate (a fixed seed; the bounds are far from what 60,000 draws could miss by chance)."""
+    rng = np.random.default_rng(11)
+    r, d, slots = 400.0, 20, 3000
+    level = np.full(d, 5000.0)
+    smoother = KalmanSmoother(d)
+    hits = total = 0
+    for t in range(1, slots + 1):
+        level = level + rng.normal(0, np.sqrt(r), d)
+        smoothed = smoother.step(publish(t, level + rng.normal(0, np.sqrt(r), d), r, population=1_000_000))
+        if t > 200:  # once the bank has scored enough publications to choose
+            low, high = smoother.interval(smoothed, 1_000_000).T
+            hits += int(((low <= level) & (level <= high)).sum())
+            total += d
+    assert smoother.chosen == "level 1"
+    assert 0.93 <= hits / total <= 0.97, hits / total
