@@ -82,6 +82,7 @@ from pwevent.jobs.common.config import (
     Name,
     Section,
     config_error,
+    load_config,
 )
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties
@@ -316,3 +317,12 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         return StreamSettings.model_validate(config.extra, context={"base_dir": base_dir})
     except ValidationError as err:
         raise config_error(err) from None
+
+
+def load_settings(path: str) -> tuple[Config, StreamSettings]:
+    """The configuration file and its `kafka:` and `flink:` sections, all validated (paths relative to
+    the file's folder). Every command that reads a configuration file loads it so: a file is valid for
+    all of them or for none, and an unknown or invalid key is an error naming it (README.md,
+    "Configuration"), even for a command that uses neither section."""
+    config = load_config(path)
+    return config, stream_settings(config, str(Path(path).resolve().parent))

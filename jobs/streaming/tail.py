@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.common.config import load_config
 from pwevent.jobs.streaming.kafka_io import CONNECT_TIMEOUT_S, follow
-from pwevent.jobs.streaming.settings import stream_settings
+from pwevent.jobs.streaming.settings import load_settings
 
 
 def row(release: dict[str, Any], cells: int) -> str:
@@ -22,8 +20,7 @@ def row(release: dict[str, Any], cells: int) -> str:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    _, settings = load_settings(args.config)
     topic = settings.kafka.topics["releases"]
     print(f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  counts", flush=True)
     seen = 0
