@@ -12,6 +12,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from pwevent.jobs.common.config import ConfigError, parse_config
+from pwevent.jobs.common.extras import MissingExtraError
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.slots import duration_arg
@@ -239,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except ConfigError as err:
         print(f"pwevent: configuration error: {err}", file=sys.stderr)
+        return 2
+    except MissingExtraError as err:
+        print(f"pwevent: {err}", file=sys.stderr)
         return 2
     except OSError as err:
         print(f"pwevent: {err}", file=sys.stderr)

@@ -64,14 +64,6 @@ def test_an_unreachable_broker_is_a_message_and_exit_4_within_the_timeout(tmp_pa
     assert "no Kafka broker answered at 127.0.0.1:1 within 1 s" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_evaluate_without_matplotlib_says_which_extra_to_install(tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['matplotlib'] = None; from pwevent.jobs.cli.main import main; "
-            f"sys.exit(main(['evaluate', '--out', {str(tmp_path)!r}]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "pip install 'pwevent[evaluate]'" in done.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_replay_reports_progress_while_reading(tmp_path: Path) -> None:
     from pwevent.jobs.common.files import write_synthetic
     from pwevent.jobs.common.synthetic import SyntheticStream
