@@ -62,6 +62,7 @@ def test_an_unreachable_broker_is_a_message_and_exit_4_within_the_timeout(tmp_pa
                           text=True, timeout=120)
     assert done.returncode == 4, done.stderr
     assert "no Kafka broker answered at 127.0.0.1:1 within 1 s" in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""  # no table header for a table that will never come
 
 
 def test_replay_reports_progress_while_reading(tmp_path: Path) -> None:
