@@ -1,11 +1,11 @@
 """Create the pwevent Kafka topics; safe to re-run (existing topics are left as they are).
 
 Usage: .venv/bin/python deploy/local/create-topics.py [--job-config FILE] [--bootstrap HOST:PORT]
-       [--<role>-topic NAME] [--<role>-partitions N] [--replication-factor N] [--retention-ms MS]
-       [--config KEY=VALUE ...]
+       [--<role>-topic NAME] [--<role>-partitions N] [--replication-factor N]
+       [--role-retention | --retention-ms MS] [--config KEY=VALUE ...]
 
-Roles and defaults: events (pwevent.events, 2 partitions), requirements (pwevent.requirements, 1),
-releases (pwevent.releases, 1), dead-letters (pwevent.dead-letters, 1), audit (pwevent.audit, 1).
+Roles and defaults (TOPICS): events (pwevent.events, 2 partitions), requirements (pwevent.requirements,
+1), releases (pwevent.releases, 1), dead-letters (pwevent.dead-letters, 1), audit (pwevent.audit, 1).
 With --job-config (the job's YAML), the bootstrap address, the topic names and the security settings
 (`kafka.security`: protocol, SASL credentials, CA file) come from that file; flags
 given explicitly still win. Without it the bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to
@@ -13,10 +13,13 @@ the file written by `deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap) 
 connects in plaintext. Needs kafka-python >= 3.0.
 Exit status: 0 when every topic exists afterwards, 1 otherwise.
 
-Retention: the producer stamps each record with its event time, and Kafka's time retention judges a
-segment by its largest record timestamp, so a replayed dataset from 2024 would be deleted by the
-broker's default 7-day retention within minutes (seen: input records vanished under a running job).
-Local topics therefore default to retention.ms=-1 (keep); set --retention-ms for real deployments.
+Retention (docs/operations.md, "Topics and retention"). --role-retention gives each new topic the
+retention of its role (TOPICS; what deploy/kubernetes/topics-job.yaml passes): the raw events and the
+dead letters, which hold the users' original records, 7 days; the requirements, releases and audit
+topics, the durable record, forever (retention.ms=-1). Without it every new topic keeps its records
+(-1, or --retention-ms MS): `pwevent produce` stamps each record with its event time, and Kafka's time
+retention judges a segment by its largest record timestamp, so a replayed dataset from 2024 would be
+deleted by a 7-day retention within minutes (seen: input records vanished under a running job).
 """
 
 from __future__ import annotations
@@ -25,17 +28,34 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError, for_code
 
-# role -> (default topic name, default partition count)
-TOPICS: dict[str, tuple[str, int]] = {
-    "events": ("pwevent.events", 2),
-    "requirements": ("pwevent.requirements", 1),
-    "releases": ("pwevent.releases", 1),
-    "dead-letters": ("pwevent.dead-letters", 1),
-    "audit": ("pwevent.audit", 1),
+
+class TopicRole(NamedTuple):
+    """A topic's defaults by its role: name, partition count, and the retention.ms --role-retention
+    gives it (-1: keep every record; docs/operations.md, "Topics and retention"). Immutable; a
+    NamedTuple rather than a dataclass because tests load this script by path, outside sys.modules."""
+
+    name: str
+    partitions: int
+    retention_ms: int
+
+
+DAY_MS = 86_400_000
+#: The one table of the job's topics: role -> its defaults. Input and dead letters (the users' raw
+#: records) are kept a week, long enough to restore a job that was down for days; the requirements
+#: (read from the start by every job without state, and by the audit), the releases (the published
+#: result, read by the refusal to start twice) and the audit topic (the spend log `pwevent audit` checks)
+#: are kept forever.
+TOPICS: dict[str, TopicRole] = {
+    "events": TopicRole("pwevent.events", 2, 7 * DAY_MS),
+    "requirements": TopicRole("pwevent.requirements", 1, -1),
+    "releases": TopicRole("pwevent.releases", 1, -1),
+    "dead-letters": TopicRole("pwevent.dead-letters", 1, 7 * DAY_MS),
+    "audit": TopicRole("pwevent.audit", 1, -1),
 }
 DEFAULT_BOOTSTRAP_FILE = Path(__file__).resolve().parents[2] / ".run" / "kafka" / "bootstrap"
 
@@ -55,14 +75,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--job-config", metavar="FILE",
                         help="the job's YAML: bootstrap, topic names and kafka.security settings from it")
     parser.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers, host:port[,host:port]")
-    for role, (name, partitions) in TOPICS.items():
-        parser.add_argument(f"--{role}-topic", metavar="NAME", help=f"default {name} (or the job config's)")
-        parser.add_argument(f"--{role}-partitions", type=int, default=partitions, metavar="N",
-                            help=f"default {partitions}")
+    for role, topic in TOPICS.items():
+        parser.add_argument(f"--{role}-topic", metavar="NAME", help=f"default {topic.name} (or the job config's)")
+        parser.add_argument(f"--{role}-partitions", type=int, default=topic.partitions, metavar="N",
+                            help=f"default {topic.partitions}")
     parser.add_argument("--replication-factor", type=int, default=1, metavar="N", help="default 1")
     parser.add_argument("--timeout-ms", type=int, default=30000, metavar="MS", help="default 30000")
-    parser.add_argument("--retention-ms", type=int, default=-1, metavar="MS",
-                        help="retention.ms of new topics (default -1: keep; see above)")
+    retention = parser.add_mutually_exclusive_group()
+    retention.add_argument("--role-retention", action="store_true",
+                           help="retention.ms of each new topic by its role (see above); for live deployments")
+    retention.add_argument("--retention-ms", type=int, default=-1, metavar="MS",
+                           help="retention.ms of every new topic (default -1: keep; see above)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="extra topic configuration for new topics (repeatable)")
     args = parser.parse_args(argv)
@@ -81,10 +104,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             attr = f"{role.replace('-', '_')}_topic"
             if getattr(args, attr) is None:
                 setattr(args, attr, kafka.topics[role.replace("-", "_")])
-    for role, (name, _) in TOPICS.items():
+    for role, topic in TOPICS.items():
         attr = f"{role.replace('-', '_')}_topic"
         if getattr(args, attr) is None:
-            setattr(args, attr, name)
+            setattr(args, attr, topic.name)
     args.bootstrap = args.bootstrap or default_bootstrap()
     if not args.bootstrap:
         parser.error("no bootstrap address: pass --bootstrap, set PWEVENT_BOOTSTRAP or run kafka.sh start")
@@ -99,17 +122,25 @@ def wanted_topics(args: argparse.Namespace) -> dict[str, int]:
     }
 
 
+def retention(args: argparse.Namespace) -> dict[str, str]:
+    """Topic name -> the retention.ms of the new topic, from the parsed flags."""
+    return {getattr(args, f"{role.replace('-', '_')}_topic"):
+            str(topic.retention_ms if args.role_retention else args.retention_ms) for role, topic in TOPICS.items()}
+
+
 def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: int = 1,
                   timeout_ms: int = 30000, configs: dict[str, str] | None = None,
-                  client: dict[str, object] | None = None) -> dict[str, str]:
+                  client: dict[str, object] | None = None,
+                  retention_ms: dict[str, str] | None = None) -> dict[str, str]:
     """Create the missing topics; returns topic -> 'created' | 'exists' | error text.
-    `configs` (topic configuration of new topics) defaults to {"retention.ms": "-1"} (see above);
-    `client`: kafka-python keyword arguments (security settings) for the admin client."""
-    configs = {"retention.ms": "-1"} if configs is None else configs
+    `configs`: topic configuration of every new topic; `retention_ms`: topic -> its retention.ms
+    (default "-1", keep; see above); `client`: kafka-python keyword arguments (security settings)
+    for the admin client."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pwevent-create-topics",
                              request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms, **(client or {}))
     try:
-        request = {name: {"num_partitions": n, "replication_factor": replication_factor, "configs": dict(configs)}
+        request = {name: {"num_partitions": n, "replication_factor": replication_factor,
+                          "configs": {"retention.ms": (retention_ms or {}).get(name, "-1"), **(configs or {})}}
                    for name, n in topics.items()}
         response = admin.create_topics(request, timeout_ms=timeout_ms, raise_errors=False)
         outcome: dict[str, str] = {}
@@ -132,7 +163,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: in
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     topics = wanted_topics(args)
-    configs = {"retention.ms": str(args.retention_ms)}
+    configs = {}
     for item in args.config:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -141,15 +172,16 @@ def main(argv: list[str] | None = None) -> int:
         configs[key] = value
     try:
         outcome = create_topics(args.bootstrap, topics, args.replication_factor, args.timeout_ms, configs,
-                                args.client)
+                                args.client, retention(args))
     except KafkaTimeoutError:
         print(f"create-topics: no Kafka broker answered at {args.bootstrap} within {args.timeout_ms} ms "
               "(--timeout-ms)", file=sys.stderr)
         return 4
     ok = True
+    kept = retention(args)
     for name, partitions in topics.items():
         state = outcome.get(name, "no answer from the broker")
-        print(f"{name} partitions={partitions}: {state}")
+        print(f"{name} partitions={partitions} retention.ms={kept[name]}: {state}")
         ok &= state in ("created", "exists")
     return 0 if ok else 1
 

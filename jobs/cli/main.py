@@ -11,7 +11,8 @@ import traceback
 from importlib.metadata import version
 from pathlib import Path
 
-from pwevent.jobs.common.config import ConfigError, load_config, parse_config
+from pwevent.jobs.common.config import ConfigError, parse_config
+from pwevent.jobs.common.extras import MissingExtraError
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.slots import duration_arg
@@ -24,11 +25,12 @@ from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, stop, tail
 from pwevent.jobs.streaming.config_schema import config_schema
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError
+from pwevent.jobs.streaming.settings import load_settings
 from pwevent.operators.registry import REGISTRY
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config, _ = load_settings(args.config)
     summary = run_replay(
         config, args.events, args.requirements, args.releases_out, args.spend_log,
         args.truth_out, args.rejects_out, args.seed, None if args.quiet else progress_printer("replay"),
@@ -42,7 +44,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if any(full) and not all(full):
         print("pwevent audit: the full audit needs --requirements, --releases and --config together", file=sys.stderr)
         return 2
-    config = load_config(args.config) if args.config else None  # a ConfigError exits 2, as in every command
+    config = load_settings(args.config)[0] if args.config else None  # a ConfigError: exit 2, not the auditor's 3
     try:
         report = audit_file(args.spend_log, args.requirements, args.releases, config)
     except AuditInputError as err:
@@ -58,7 +60,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     stream = SyntheticStream(args.stream, args.users, args.slots, args.seed)
-    signature = load_config(args.config).requirements.signature if args.config else None
+    signature = load_settings(args.config)[0].requirements.signature if args.config else None
     events, requirements = write_synthetic(
         stream, args.out, args.epsilon, args.window, args.slot, args.dynamic,
         args.types, args.change_every, signature,
@@ -242,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except ConfigError as err:
         print(f"pwevent: configuration error: {err}", file=sys.stderr)
+        return 2
+    except MissingExtraError as err:
+        print(f"pwevent: {err}", file=sys.stderr)
         return 2
     except OSError as err:
         print(f"pwevent: {err}", file=sys.stderr)

@@ -31,13 +31,14 @@ from typing import Any
 import numpy as np
 
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.extras import EVALUATE
 from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStream
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
 from pwevent.jobs.evaluation.metrics import errors
 from pwevent.jobs.evaluation.references import REFERENCE, reference_errors
-from pwevent.jobs.evaluation.report import matplotlib_missing, plot, summary_markdown
+from pwevent.jobs.evaluation.report import plot, summary_markdown
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import REGISTRY, mechanism
@@ -336,10 +337,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
         workers=args.workers,
     )
-    missing = matplotlib_missing()
-    if missing:
-        print(missing, file=sys.stderr)
-        return 2
+    EVALUATE.require()  # before any work: the plots come last
     command = grid_command(grid, args.out)
     existing = [name for name in RESULT_FILES if (Path(args.out) / name).exists()]
     if existing and not (args.replot or args.overwrite):

@@ -268,16 +268,6 @@ def _sweep_table(runs: list[Run], dataset: str, sweep: str, labels: list[str], g
     return rows
 
 
-def matplotlib_missing() -> str | None:
-    """Why plots cannot be drawn (matplotlib is the optional extra `evaluate`), or None."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return ("pwevent evaluate draws its plots with matplotlib, an optional dependency: "
-                "pip install 'pwevent[evaluate]'")
-    return None
-
-
 def _curve(points: dict[float, list[float]]) -> tuple[list[float], np.ndarray, np.ndarray]:
     """x values, means and 95% half-widths (0 with a single repetition)."""
     xs = sorted(points)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pwevent.jobs.common.config import Config, ConfigError, load_config
+from pwevent.jobs.common.extras import STREAM
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib
 from pwevent.jobs.streaming.locations import python_root
@@ -728,6 +729,7 @@ if __name__ == "__main__":
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    STREAM.require()  # the extra `stream` (docs/architecture.md, "Dependencies")
     if args.print_submit:
         print(submit_command(args.config, args.jobmanager, args.seed, args.restore, args.resume_after_last_release,
                              args.allow_non_restored_state))

@@ -24,12 +24,11 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from pwevent.jobs.common.config import Config, load_config
+from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
@@ -37,7 +36,7 @@ from pwevent.jobs.common.records import Rejected, load_object
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, producer
-from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
+from pwevent.jobs.streaming.settings import KafkaSettings, load_settings
 
 Line = tuple[bytes, bytes | None, int | None]  # value, key, timestamp
 #: How long a slot's records may take to be acknowledged by default (`--timeout`).
@@ -149,8 +148,7 @@ def produce_files(
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    config, settings = load_settings(args.config)
     if args.events:
         if not args.requirements:
             print("pwevent produce: --events needs --requirements", file=sys.stderr)

@@ -52,7 +52,8 @@ flink:
 ```
 
 Both sections are pydantic models (jobs.common.config.Section); their JSON Schema is part of the
-configuration's (jobs/streaming/config_schema.py).
+configuration's (jobs/streaming/config_schema.py). A duration's default is written as in the file
+(`"1s"`, validated like a value: `validate_default`), so that the schema's default is a valid value.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ from pwevent.jobs.common.config import (
     Name,
     Section,
     config_error,
+    load_config,
 )
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties
@@ -143,7 +145,7 @@ class KafkaSettings(Section):
     properties: Annotated[dict[str, str], PlainValidator(
         _properties, json_schema_input_type=dict[str, str | int | float | bool])] = Field(default_factory=dict)
     security: KafkaSecurity = Field(default_factory=KafkaSecurity)
-    transaction_timeout_ms: Duration = Field(600_000, alias="transaction_timeout")
+    transaction_timeout_ms: Duration = Field("10m", alias="transaction_timeout", validate_default=True)
     transactional_id_prefix: Name = "pwevent"
     start: Annotated[Literal["earliest", "latest", "committed", "timestamp"], WithJsonSchema(_START_SCHEMA)] = (
         "earliest")
@@ -248,22 +250,22 @@ class FlinkSettings(Section):
 
     execution_mode: Literal["thread", "process"] = "thread"
     parallelism: StrictInt = Field(1, ge=1)
-    checkpoint_interval_ms: Duration = Field(1000, alias="checkpoint_interval")
-    checkpoint_timeout_ms: Duration = Field(600_000, alias="checkpoint_timeout")
+    checkpoint_interval_ms: Duration = Field("1s", alias="checkpoint_interval", validate_default=True)
+    checkpoint_timeout_ms: Duration = Field("10m", alias="checkpoint_timeout", validate_default=True)
     tolerable_failed_checkpoints: StrictInt = Field(5, ge=0)
     checkpoint_dir: LocalPath = Field(default_factory=default_checkpoint_dir)
     state_backend: Literal["hashmap", "rocksdb"] = "hashmap"
     incremental_checkpoints: StrictBool = False
     out_of_orderness_ms: DurationOrZero = Field(0, alias="out_of_orderness")
-    close_after_ms: DurationOrZero = Field(5000, alias="close_after")
-    source_idleness_ms: Duration = Field(10_000, alias="source_idleness")
-    source_start_grace_ms: DurationOrZero = Field(60_000, alias="source_start_grace")
+    close_after_ms: DurationOrZero = Field("5s", alias="close_after", validate_default=True)
+    source_idleness_ms: Duration = Field("10s", alias="source_idleness", validate_default=True)
+    source_start_grace_ms: DurationOrZero = Field("60s", alias="source_start_grace", validate_default=True)
     bundle_size: StrictInt = Field(1000, ge=1)
-    bundle_time_ms: Duration = Field(100, alias="bundle_time")
-    max_lead_ms: DurationOrZero = Field(3_600_000, alias="max_lead")
+    bundle_time_ms: Duration = Field("100ms", alias="bundle_time", validate_default=True)
+    max_lead_ms: DurationOrZero = Field("1h", alias="max_lead", validate_default=True)
     prometheus: PrometheusSettings | None = None
     restart_attempts: StrictInt = Field(3, ge=0)
-    restart_delay_ms: DurationOrZero = Field(2000, alias="restart_delay")
+    restart_delay_ms: DurationOrZero = Field("2s", alias="restart_delay", validate_default=True)
     web_port: StrictInt = Field(0, ge=0, le=65535, description="0 = a free one")
     log_dir: LocalPath = Field(default_factory=default_log_dir)  # a factory: the schema holds no local path
     retained_jobs: StrictInt = Field(1, ge=0)
@@ -315,3 +317,12 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
         return StreamSettings.model_validate(config.extra, context={"base_dir": base_dir})
     except ValidationError as err:
         raise config_error(err) from None
+
+
+def load_settings(path: str) -> tuple[Config, StreamSettings]:
+    """The configuration file and its `kafka:` and `flink:` sections, all validated (paths relative to
+    the file's folder). Every command that reads a configuration file loads it so: a file is valid for
+    all of them or for none, and an unknown or invalid key is an error naming it (README.md,
+    "Configuration"), even for a command that uses neither section."""
+    config = load_config(path)
+    return config, stream_settings(config, str(Path(path).resolve().parent))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.common.config import load_config
 from pwevent.jobs.streaming.kafka_io import CONNECT_TIMEOUT_S, follow
-from pwevent.jobs.streaming.settings import stream_settings
+from pwevent.jobs.streaming.settings import load_settings
 
 
 def row(release: dict[str, Any], cells: int) -> str:
@@ -22,15 +21,16 @@ def row(release: dict[str, Any], cells: int) -> str:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    _, settings = load_settings(args.config)
     topic = settings.kafka.topics["releases"]
-    print(f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  counts", flush=True)
     seen = 0
     start = last = time.monotonic()
     # --timeout bounds the whole run, the wait for an unreachable broker included
     wait_s = min(args.timeout, CONNECT_TIMEOUT_S) if args.timeout else CONNECT_TIMEOUT_S
-    for message in follow(settings.kafka, topic, from_beginning=not args.from_end, wait_s=wait_s):
+    messages = follow(settings.kafka, topic, from_beginning=not args.from_end, wait_s=wait_s)
+    first = next(messages)  # a broker answered and the topic exists (else BrokerUnavailableError: exit 4)
+    print(f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  counts", flush=True)
+    for message in itertools.chain([first], messages):
         now = time.monotonic()
         if message is not None:
             last = now

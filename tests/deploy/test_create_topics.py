@@ -52,3 +52,31 @@ def test_a_bad_job_config_is_a_usage_error_naming_it(tmp_path: Path, capsys: pyt
         _module().parse_args(["--job-config", str(bad)])
     assert exited.value.code == 2
     assert f"--job-config {bad}" in capsys.readouterr().err
+
+
+def test_locally_every_topic_keeps_its_records_unless_told(tmp_path: Path) -> None:
+    """Local topics hold replayed datasets stamped with old event times: kept, or --retention-ms for all."""
+    module = _module()
+    assert set(module.retention(module.parse_args(["--bootstrap", "127.0.0.1:1"])).values()) == {"-1"}
+    args = module.parse_args(["--bootstrap", "127.0.0.1:1", "--retention-ms", "5000"])
+    assert set(module.retention(args).values()) == {"5000"}
+    with pytest.raises(SystemExit):
+        module.parse_args(["--bootstrap", "127.0.0.1:1", "--retention-ms", "5000", "--role-retention"])
+
+
+def test_the_kubernetes_topic_job_gives_each_topic_the_retention_of_its_role(tmp_path: Path) -> None:
+    """deploy/kubernetes/topics-job.yaml runs this script with --role-retention, so the table of
+    roles (TOPICS) is the one definition: the users' raw records (events, dead letters) expire after
+    a week; the durable record (requirements, releases, audit) is never deleted (docs/operations.md,
+    "Topics and retention")."""
+    module = _module()
+    manifest = yaml.safe_load((SCRIPT.parents[1] / "kubernetes" / "topics-job.yaml").read_text())
+    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    config = command.index("--job-config") + 1
+    args = module.parse_args([*command[2:config], str(_job_config(tmp_path)), *command[config + 1:]])
+    kept = module.retention(args)
+    by_role = dict(zip(module.TOPICS, kept.values(), strict=True))
+    assert by_role == {role: str(topic.retention_ms) for role, topic in module.TOPICS.items()}
+    assert by_role["releases"] == by_role["audit"] == by_role["requirements"] == "-1"
+    assert by_role["events"] == by_role["dead-letters"] == str(7 * 86_400_000)

@@ -1,6 +1,8 @@
 """Installed like a library (docs/streaming.md, "Installing from the wheel"): the wheel built from this
-checkout, installed into a fresh venv outside it, runs the job against the local broker from a folder
-outside the checkout, and equals `pwevent replay`.
+checkout, installed alone into a fresh venv outside it, replays and audits without PyFlink and says how
+to install the extra `stream` for `pwevent run`; with that extra installed by the command the message
+gives, it runs the job against the local broker from a folder outside the checkout, and equals
+`pwevent replay`. The tests run in file order: the first sees the venv before the extra is installed.
 
 The connector jar is fetched the way an installed package fetches it (jobs/streaming/jars.py), from a
 Maven-layout folder standing in for Maven Central (`$PWEVENT_MAVEN_REPOSITORY`), into a fresh user
@@ -11,6 +13,7 @@ folder. pip resolves the dependencies as a user's would (its cache makes it quic
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,8 +36,9 @@ def run(args: list[str], **kwargs: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(venv, wheel): the wheel of this checkout installed with its dependencies into a fresh venv."""
+def wheel_alone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(venv, wheel): the wheel of this checkout installed with its dependencies, no extra, into a fresh
+    venv."""
     base = tmp_path_factory.mktemp("wheel")
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"),
          str(REPO)])
@@ -43,6 +47,44 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     run([sys.executable, "-m", "venv", str(venv)])
     run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", str(wheel)])
     return venv, wheel
+
+
+def run_without_stream(venv: Path, folder: Path) -> subprocess.CompletedProcess[str]:
+    """`pwevent run` in the venv, for its message about the missing extra."""
+    config = folder / "job.yaml"
+    config.write_text("mechanism: PBD\nslot: 60s\norigin: 2024-01-01\ndomain: {type: binary}\n")
+    return subprocess.run([str(venv / "bin" / "pwevent"), "run", "--config", str(config)], capture_output=True,
+                          text=True, timeout=300, cwd=folder)
+
+
+@pytest.fixture(scope="module")
+def installed(wheel_alone: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(venv, wheel) with the extra `stream`, installed by the first command `pwevent run` gives."""
+    venv, wheel = wheel_alone
+    done = run_without_stream(venv, tmp_path_factory.mktemp("hint"))
+    assert done.returncode == 2 and "extra `stream`" in done.stderr, done.stderr
+    command = done.stderr.splitlines()[1].strip()
+    run([*shlex.split(command), "-q", "--no-compile"])
+    return wheel_alone
+
+
+def test_the_wheel_alone_replays_and_audits_and_names_the_extra_for_the_job(
+        wheel_alone: tuple[Path, Path], tmp_path: Path) -> None:
+    venv, wheel = wheel_alone
+    python, pwevent = str(venv / "bin" / "python"), str(venv / "bin" / "pwevent")
+    assert subprocess.run([python, "-c", "import pyflink"], capture_output=True, timeout=120).returncode == 1
+    env = user_environment(tmp_path / "home", tmp_path / "maven")
+    run([pwevent, "generate", "--users", "20", "--slots", "4", "--out", "data"], cwd=tmp_path, env=env)
+    config = run_without_stream(venv, tmp_path)
+    files = ["--requirements", "data/requirements.jsonl", "--config", "job.yaml"]
+    run([pwevent, "replay", "--quiet", "--events", "data/events.jsonl", "--releases-out", "releases.jsonl",
+         "--spend-log", "spend.jsonl", *files], cwd=tmp_path, env=env)
+    run([pwevent, "audit", "--spend-log", "spend.jsonl", "--releases", "releases.jsonl", *files], cwd=tmp_path, env=env)
+
+    assert config.returncode == 2, config.stderr
+    hint = f"{shlex.quote(python)} -m pip install {shlex.quote(f'pwevent[stream] @ {wheel.as_uri()}')}"
+    assert config.stderr.splitlines()[1].strip() == hint, config.stderr
+    assert "apache-flink<2.3,>=2.2" in config.stderr and "Traceback" not in config.stderr
 
 
 def user_environment(home: Path, maven: Path) -> dict[str, str]:

@@ -41,6 +41,35 @@ def test_the_committed_schema_is_the_generated_one(capsys: pytest.CaptureFixture
     assert json.loads(capsys.readouterr().out) == config_schema()
 
 
+def defaults(node: Any, where: str = "") -> list[tuple[str, Any, dict[str, Any]]]:
+    """(path, default, property schema) of every property with a default, anywhere under `node`."""
+    found = []
+    if isinstance(node, dict):
+        for name, prop in (node.get("properties") or {}).items():
+            if isinstance(prop, dict) and "default" in prop:
+                found.append((f"{where}.{name}", prop["default"], prop))
+        for key, value in node.items():
+            found += defaults(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for n, value in enumerate(node):
+            found += defaults(value, f"{where}[{n}]")
+    return found
+
+
+def test_every_default_is_valid_under_its_own_property_schema() -> None:
+    """A default is documentation a user may copy: it validates against the schema of its property
+    ($refs into the document's $defs resolved), in every section ($defs included)."""
+    schema = json.loads(SCHEMA.read_text())
+    found = defaults(schema)
+    assert "/$defs/FlinkSettings.checkpoint_interval" in {path for path, _, _ in found}  # the walk reaches $defs
+    invalid = []
+    for path, default, prop in found:
+        own = {**{k: v for k, v in prop.items() if k != "default"}, "$defs": schema.get("$defs", {})}
+        invalid += [f"{path}: default {default!r}: {err.message}"
+                    for err in jsonschema.Draft202012Validator(own).iter_errors(default)]
+    assert not invalid, "\n".join(invalid)
+
+
 def test_the_examples_exist() -> None:
     assert {p.name for p in EXAMPLES} >= {"replay-pbd.yaml", "stream-pbd.yaml"}
 
