@@ -1,4 +1,6 @@
-"""`pwevent tail`: follow the release topic (read_committed) and print a live table."""
+"""`pwevent tail`: follow the release topic (read_committed) and print a live table: per cell the
+smoothed value with its 95% interval (docs/formats.md, Release), what an analyst should read; the raw
+noisy counts with `--raw` or for releases without `smoothed` (`postprocess: none`)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,19 @@ from pwevent.jobs.streaming.kafka_io import CONNECT_TIMEOUT_S, follow
 from pwevent.jobs.streaming.settings import load_settings
 
 
-def row(release: dict[str, Any], cells: int) -> str:
+#: The table's header; its last column is HEADER_CELLS, or "counts" with --raw.
+HEADER = f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  "
+HEADER_CELLS = "smoothed [95% interval] per cell (raw counts where a release has none)"
+
+
+def row(release: dict[str, Any], cells: int, raw: bool = False) -> str:
     counts = release["counts"]
-    shown = " ".join(f"{c:>6}" for c in counts[:cells]) + (" ..." if len(counts) > cells else "")
+    if raw or "smoothed" not in release or "interval" not in release:
+        shown = " ".join(f"{c:>6}" for c in counts[:cells]) + ("" if raw else "  (raw counts)")
+    else:
+        shown = "  ".join(f"{m:.1f} [{lo:.1f}, {hi:.1f}]" for m, (lo, hi) in
+                          zip(release["smoothed"][:cells], release["interval"][:cells], strict=True))
+    shown += " ..." if len(counts) > cells else ""
     threshold = release.get("threshold")
     return (f"{release['slot']:>6} {release['end']:>24} {release['kind']:>8} {release['population']:>8} "
             f"{'-' if threshold is None else f'{threshold:8.2f}':>8}  {shown}")
@@ -29,13 +41,13 @@ def cmd_tail(args: argparse.Namespace) -> int:
     wait_s = min(args.timeout, CONNECT_TIMEOUT_S) if args.timeout else CONNECT_TIMEOUT_S
     messages = follow(settings.kafka, topic, from_beginning=not args.from_end, wait_s=wait_s)
     first = next(messages)  # a broker answered and the topic exists (else BrokerUnavailableError: exit 4)
-    print(f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  counts", flush=True)
+    print(HEADER + ("counts" if args.raw else HEADER_CELLS), flush=True)
     for message in itertools.chain([first], messages):
         now = time.monotonic()
         if message is not None:
             last = now
             try:
-                print(row(message.json(), args.cells), flush=True)
+                print(row(message.json(), args.cells, args.raw), flush=True)
             except (ValueError, KeyError, TypeError):
                 print(f"(not a release at offset {message.offset})", file=sys.stderr)
             seen += 1
@@ -54,7 +66,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--config", required=True)
     p.add_argument("--from-end", action="store_true", help="only releases committed from now on")
-    p.add_argument("--cells", type=int, default=8, help="counts shown per line")
+    p.add_argument("--cells", type=int, default=8, help="cells shown per line")
+    p.add_argument("--raw", action="store_true", help="show the raw noisy counts instead of the smoothed values "
+                   "and their 95%% intervals")
     p.add_argument("--max-slots", type=int, default=0, help="stop after this many releases (0: never)")
     p.add_argument("--idle-exit", type=float, default=0, help="stop after this many seconds without a release")
     p.add_argument("--timeout", type=float, default=0, help="stop after this many seconds, waiting for an "
