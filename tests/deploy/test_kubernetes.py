@@ -191,7 +191,13 @@ def test_the_network_policy_admits_the_deployment_the_operator_and_prometheus() 
     container = deployment["spec"]["podTemplate"]["spec"]["containers"][0]
     (endpoint,) = monitor["podMetricsEndpoints"]
     assert {"name": endpoint["port"], "containerPort": metrics} in container["ports"]
-    assert monitor["selector"]["matchLabels"]["app"] == app["app"] and monitor["jobLabel"] == "app"
+    assert monitor["selector"]["matchLabels"] == {**app, "type": "flink-native-kubernetes"}
+    assert monitor["jobLabel"] == "app"
+    # The label keys and the type are the ones Flink's native Kubernetes support sets on its pods.
+    lib = Path(importlib.import_module("pyflink").__file__).parent / "lib"
+    dist = lib / f"flink-dist-{version('apache-flink')}.jar"
+    constants = zipfile.ZipFile(dist).read("org/apache/flink/kubernetes/utils/Constants.class")
+    assert all(word in constants for word in (b"LABEL_APP_KEY", b"flink-native-kubernetes"))
 
 
 def test_the_secret_is_a_placeholder() -> None:
