@@ -25,11 +25,13 @@ fi
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   echo "setup: installing Debian's prometheus package (promtool and the server, for the tests)" >&2
   # The package's service is not started: the tests start their own server on loopback
-  # (invoke-rc.d asks policy-rc.d; 101 = action forbidden). An existing policy is left alone.
-  policy=/usr/sbin/policy-rc.d
-  if [[ ! -e $policy ]]; then printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"; else policy=""; fi
+  # (invoke-rc.d asks policy-rc.d; 101 = action forbidden). An existing policy is left alone; ours
+  # is removed when this script ends, whichever way.
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-  [[ -z $policy ]] || rm -f "$policy"
 fi
 bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
 bash "$REPO_ROOT/deploy/local/build-jvm.sh" >/dev/null
