@@ -1,35 +1,33 @@
 #!/usr/bin/env bash
-# Fetch the Flink Kubernetes Operator's FlinkDeployment CRD (its openAPIV3Schema) into the cache, for
-# the static check of deploy/kubernetes/flink-deployment.yaml (tests/deploy/test_kubernetes.py).
-# The CRD ships inside the operator's API jar on Maven Central; it is fetched like the connector
-# jars (Maven, a throwaway POM), never committed. Prints the path of the extracted CRD file.
-#   PWEVENT_CACHE              cache dir (default <repo>/.cache/jars)
-#   PWEVENT_OPERATOR_VERSION   operator API version (default 1.10.0; 1.11+ did not resolve here)
+# Refresh the CRDs that tests/deploy/test_kubernetes.py validates the manifests against, committed in
+# tests/deploy/data/ with their source in tests/deploy/data/SOURCES (release tag, commit, sha256).
+# Reads the CRDs from clones of the two operators' repositories at a release tag:
+#   git clone --bare https://github.com/apache/flink-kubernetes-operator
+#   git clone --bare https://github.com/prometheus-operator/prometheus-operator
+#   deploy/kubernetes/fetch-crd.sh FLINK_OPERATOR_GIT_DIR PROMETHEUS_OPERATOR_GIT_DIR
+#   PWEVENT_FLINK_OPERATOR_TAG       default release-1.13.0 (the lowest release whose CRD has v2_2)
+#   PWEVENT_PROMETHEUS_OPERATOR_TAG  default v0.93.0
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CACHE="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}"
-VERSION="${PWEVENT_OPERATOR_VERSION:-1.10.0}"
-ARTIFACT="org.apache.flink:flink-kubernetes-operator-api:$VERSION"
-DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-CRD_ENTRY="META-INF/fabric8/flinkdeployments.flink.apache.org-v1.yml"
-OUT_DIR="$CACHE/kubernetes-operator-$VERSION"
-CRD="$OUT_DIR/flinkdeployments.flink.apache.org-v1.yml"
+DATA="$REPO_ROOT/tests/deploy/data"
+[[ $# -eq 2 ]] || { echo "usage: $0 FLINK_OPERATOR_GIT_DIR PROMETHEUS_OPERATOR_GIT_DIR" >&2; exit 2; }
+FLINK_TAG="${PWEVENT_FLINK_OPERATOR_TAG:-release-1.13.0}"
+PROM_TAG="${PWEVENT_PROMETHEUS_OPERATOR_TAG:-v0.93.0}"
 
-die() { echo "fetch-crd: $*" >&2; exit 1; }
-if [[ ! -f "$CRD" ]]; then
-  command -v mvn >/dev/null || die "mvn not found on PATH"
-  command -v unzip >/dev/null || die "unzip not found on PATH"
-  WORK="$(mktemp -d)"
-  trap 'rm -rf "$WORK"' EXIT
-  # `copy` fetches the one artifact without its (large) dependency tree.
-  mvn -q -B "$DEP_PLUGIN:copy" -Dartifact="$ARTIFACT" -DoutputDirectory="$WORK" >"$WORK/mvn.log" 2>&1 \
-    || { grep -a ERROR "$WORK/mvn.log" | head -n 1 >&2; die "could not fetch $ARTIFACT"; }
-  jar="$WORK/flink-kubernetes-operator-api-$VERSION.jar"
-  [[ -f "$jar" ]] || die "$ARTIFACT: jar missing after download"
-  mkdir -p "$OUT_DIR"
-  unzip -p "$jar" "$CRD_ENTRY" >"$WORK/crd.yml" || die "$CRD_ENTRY not in $jar"
-  [[ -s "$WORK/crd.yml" ]] || die "$CRD_ENTRY is empty in $jar"
-  mv "$WORK/crd.yml" "$CRD"
-fi
-echo "$CRD"
+sources="$(mktemp)"
+trap 'rm -f "$sources"' EXIT
+# copy GIT_DIR REPOSITORY TAG PATH: the file at the tag into $DATA, and its line in SOURCES.
+copy() {
+  local commit name
+  commit="$(git --git-dir "$1" rev-parse "$3^{commit}")"
+  name="$(basename "$4")"
+  git --git-dir "$1" show "$commit:$4" >"$DATA/$name"
+  echo "$name $(sha256sum "$DATA/$name" | cut -d' ' -f1) $2@$3 $commit $4" >>"$sources"
+}
+copy "$1" apache/flink-kubernetes-operator "$FLINK_TAG" helm/flink-kubernetes-operator/crds/flinkdeployments.flink.apache.org-v1.yml
+copy "$2" prometheus-operator/prometheus-operator "$PROM_TAG" example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml
+copy "$2" prometheus-operator/prometheus-operator "$PROM_TAG" example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml
+{ echo "# file sha256 repository@tag commit path (written by deploy/kubernetes/fetch-crd.sh)"; cat "$sources"; } \
+  >"$DATA/SOURCES"
+cat "$DATA/SOURCES"

@@ -92,13 +92,33 @@ def _json(record: dict[str, Any] | list[Any]) -> str:
 class HostMetrics:
     """A host's Flink metrics, group `pwevent` (docs/operations.md, "Metrics"): dead letters by
     reason (label `reason`, every reason registered at 0), late records, and settable integer
-    gauges (PyFlink's distribution: a Java gauge holding the last value, read without calling Python)."""
+    gauges. Only counters, which Flink's Prometheus reporter exports as numbers in both execution
+    modes: in process mode PyFlink turns a distribution into a `Gauge<DistributionResult>` that the
+    reporter skips, and a Python gauge would be read by calling Python."""
 
     def __init__(self, runtime_context: Any) -> None:
         self.group = runtime_context.get_metrics_group().add_group("pwevent")
-        self._dead = {r.value: self.group.add_group("reason", r.value).counter("dead_letters") for r in Reason}
-        self._late = self.group.counter("late_records")
+        self._unreported: list[Any] = []
+        self._dead = {r.value: self.counter("dead_letters", ("reason", r.value)) for r in Reason}
+        self._late = self.counter("late_records")
         self._gauges: dict[tuple[str, str | None], Any] = {}
+        self._values: dict[tuple[str, str | None], int] = {}
+
+    def counter(self, name: str, label: tuple[str, str] | None = None) -> Any:
+        """A counter of the group (in a key/value subgroup when `label` is given), reported at 0 by
+        the next `report_zeros()`."""
+        counter = (self.group if label is None else self.group.add_group(*label)).counter(name)
+        self._unreported.append(counter)
+        return counter
+
+    def report_zeros(self) -> None:
+        """Report the counters not updated yet at 0, so that each has a series from the start. The
+        hosts call it on every element: in process mode PyFlink reports a counter only once it has
+        been updated inside a bundle (an update in `open()` is lost)."""
+        if self._unreported:
+            for counter in self._unreported:
+                counter.inc(0)
+            self._unreported.clear()
 
     def dead_letter(self, reason: str) -> None:
         self._dead[reason].inc()
@@ -106,11 +126,12 @@ class HostMetrics:
             self._late.inc()
 
     def gauge(self, name: str, value: int, label: tuple[str, str] | None = None) -> None:
+        """Set the gauge `name` to `value`: a counter moved by the difference to its last value."""
         key = (name, None if label is None else f"{label[0]}={label[1]}")
         if key not in self._gauges:
-            group = self.group if label is None else self.group.add_group(*label)
-            self._gauges[key] = group.distribution(name)
-        self._gauges[key].update(int(value))
+            self._gauges[key] = self.counter(name, label)
+        self._gauges[key].inc(int(value) - self._values.get(key, 0))
+        self._values[key] = int(value)
 
 
 def _position(topic: str, row: Row) -> dict[str, Any]:
@@ -135,6 +156,7 @@ class _ParseRecords(ProcessFunction):
         return _json(reject_record(self.source, position, reason, detail, raw))
 
     def _checked(self, row: Row, ctx: Any, parse: Any) -> tuple[Any, dict[str, Any], bytes] | str:
+        self.metrics.report_zeros()
         raw: bytes = bytes(row[0]) if row[0] is not None else b""
         position = _position(self.topic, row)
         try:
@@ -226,6 +248,7 @@ class MembershipHost(KeyedCoProcessFunction):
 
     def process_element1(self, value: Row, ctx: Any):  # type: ignore[override]
         pending: PendingRequirement = value  # the keyed stream hands over the value of Row(user, value)
+        self.metrics.report_zeros()
         user = self._load()
         rejection = user.receive(pending, ctx.timer_service().current_watermark(), self.clock)
         if rejection is not None:
@@ -299,7 +322,7 @@ class PopulationHost(KeyedProcessFunction):
         self._loaded = False
         self._timer_slot = 0
         self.metrics = HostMetrics(runtime_context)
-        self.releases = {kind: self.metrics.group.add_group("kind", kind).counter("releases") for kind in KINDS}
+        self.releases = {kind: self.metrics.counter("releases", ("kind", kind)) for kind in KINDS}
         self.levels: set[str] = set()
 
     def _report(self, report: SlotReport, watermark: int) -> None:
@@ -340,6 +363,7 @@ class PopulationHost(KeyedProcessFunction):
 
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
         self._load()  # first: a refused restore writes nothing
+        self.metrics.report_zeros()
         if value[5] is not None:
             self.metrics.dead_letter(value[5])
             yield Row(DEAD_ROUTE, None, sql_dead_letter(self.events_topic, value))

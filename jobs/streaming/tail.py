@@ -13,7 +13,6 @@ from typing import Any
 from pwevent.jobs.streaming.kafka_io import CONNECT_TIMEOUT_S, follow
 from pwevent.jobs.streaming.settings import load_settings
 
-
 #: The table's header; its last column is HEADER_CELLS, or "counts" with --raw.
 HEADER = f"{'slot':>6} {'end':>24} {'kind':>8} {'users':>8} {'thresh':>8}  "
 HEADER_CELLS = "smoothed [95% interval] per cell (raw counts where a release has none)"

@@ -1,15 +1,18 @@
-"""deploy/kubernetes: the FlinkDeployment against the Flink Kubernetes Operator's published CRD
-schema, and every path, entry point and setting in the manifests against the package and the image
-(docs/kubernetes.md). No cluster or container engine: the CRD comes from the operator's API jar on
-Maven Central (deploy/kubernetes/fetch-crd.sh, cached under .cache/, never committed)."""
+"""deploy/kubernetes: every custom resource against its operator's CRD schema (the Flink Kubernetes
+Operator's FlinkDeployment, the Prometheus Operator's PodMonitor and PrometheusRule; the CRDs are
+committed in tests/deploy/data/ at pinned releases, tests/deploy/data/SOURCES), the core kinds
+(NetworkPolicy, Secret) against what they must select and hold, and every path, entry point,
+secret and setting in the manifests against the package and the image (docs/kubernetes.md). No
+cluster or container engine."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -28,8 +31,13 @@ from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "deploy" / "kubernetes"
+DATA = Path(__file__).resolve().parent / "data"
 #: Keys the cluster sets for the job's Python: the entry point leaves them to `flink run` / the operator.
 CLUSTER_SET = {"python.executable", "python.client.executable"}
+#: kind -> (the CRD file in DATA, the manifest that holds the resource).
+CUSTOM = {"FlinkDeployment": ("flinkdeployments.flink.apache.org-v1.yml", "flink-deployment.yaml"),
+          "PodMonitor": ("monitoring.coreos.com_podmonitors.yaml", "podmonitor.yaml"),
+          "PrometheusRule": ("monitoring.coreos.com_prometheusrules.yaml", "prometheus-rule.yaml")}
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -61,47 +69,141 @@ def structural(schema: Any) -> Any:
     return out
 
 
-@pytest.fixture(scope="module")
-def crd_schema() -> dict[str, Any]:
-    if shutil.which("mvn") is None:
-        pytest.skip("mvn not on PATH: cannot fetch the operator's CRD")
-    fetched = subprocess.run([str(K8S / "fetch-crd.sh")], capture_output=True, text=True, timeout=600, check=False)
-    assert fetched.returncode == 0, fetched.stderr
-    crd = yaml.safe_load(Path(fetched.stdout.strip().splitlines()[-1]).read_text())
-    assert crd["spec"]["names"]["kind"] == "FlinkDeployment"
+@functools.cache
+def crd_validator(kind: str) -> Draft202012Validator:
+    """A validator of `kind` from its committed CRD: the served storage version's schema, with the
+    resource's apiVersion and kind fixed."""
+    crd = yaml.load((DATA / CUSTOM[kind][0]).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    assert crd["spec"]["names"]["kind"] == kind
     (served,) = [v for v in crd["spec"]["versions"] if v["served"] and v["storage"]]
     schema = structural(served["schema"]["openAPIV3Schema"])
     schema["properties"].update({"apiVersion": {"const": f"{crd['spec']['group']}/{served['name']}"},
-                                 "kind": {"const": "FlinkDeployment"}, "metadata": {"type": "object"}})
-    return dict(schema)
+                                 "kind": {"const": kind}, "metadata": {"type": "object"}})
+    return Draft202012Validator(schema)
 
 
-def test_the_flink_deployment_is_valid_against_the_operator_crd(crd_schema: dict[str, Any]) -> None:
-    manifest = one("flink-deployment.yaml", "FlinkDeployment")
-    versions = crd_schema["properties"]["spec"]["properties"]["flinkVersion"]["enum"]
-    # The one adaptation: the 1.10 API predates Flink 2.x, so its enum lacks the image's version; the
-    # manifest needs a newer operator (docs/kubernetes.md). When the CRD knows it, this branch ends.
-    if manifest["spec"]["flinkVersion"] not in versions:
-        assert manifest["spec"]["flinkVersion"] == "v2_2" and "v1_20" in versions, versions
-        versions.append("v2_2")
-    errors = sorted(Draft202012Validator(crd_schema).iter_errors(manifest), key=lambda e: list(e.path))
+def test_the_crds_are_the_pinned_releases() -> None:
+    """Each committed CRD is the file of SOURCES (its sha256); the FlinkDeployment's is operator
+    1.13.0's, the lowest release whose CRD knows Flink 2.2 (docs/kubernetes.md)."""
+    sources = {}
+    for line in (DATA / "SOURCES").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, digest, release, commit, _path = line.split()
+            sources[name] = (digest, release, commit)
+    assert set(sources) == {crd for crd, _ in CUSTOM.values()}
+    for name, (digest, _, commit) in sources.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
+        assert re.fullmatch(r"[0-9a-f]{40}", commit), name
+    assert sources[CUSTOM["FlinkDeployment"][0]][1] == "apache/flink-kubernetes-operator@release-1.13.0"
+    assert "v2_2" in crd_validator("FlinkDeployment").schema["properties"]["spec"]["properties"]["flinkVersion"]["enum"]
+
+
+@pytest.mark.parametrize("kind", sorted(CUSTOM))
+def test_each_custom_resource_is_valid_against_its_crd(kind: str) -> None:
+    manifest = one(CUSTOM[kind][1], kind)
+    errors = sorted(crd_validator(kind).iter_errors(manifest), key=lambda e: list(e.path))
     assert not errors, [f"{'.'.join(map(str, e.path))}: {e.message}" for e in errors]
 
 
-def test_the_schema_check_catches_mistakes(crd_schema: dict[str, Any]) -> None:
-    """The check can fail: a misspelled field, a wrong type, an unknown upgrade mode."""
-    manifest = one("flink-deployment.yaml", "FlinkDeployment")
-    crd_schema["properties"]["spec"]["properties"]["flinkVersion"]["enum"].append("v2_2")
-    validator = Draft202012Validator(crd_schema)
-    for path, value in ((("job", "upgradeModes"), "savepoint"), (("job", "upgradeMode"), "rolling"),
-                        (("job", "parallelism"), "two"), (("taskManager", "resource", "memory"), 4096),
-                        (("flinkConfiguration", "taskmanager.numberOfTaskSlots"), 2)):
-        broken = json.loads(json.dumps(manifest))
-        target = broken["spec"]
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        assert list(validator.iter_errors(broken)), path
+#: (kind, path under spec, wrong value): a misspelled field, a wrong type, an unknown enum value.
+MISTAKES = [
+    ("FlinkDeployment", ("job", "upgradeModes"), "savepoint"),
+    ("FlinkDeployment", ("job", "upgradeMode"), "rolling"),
+    ("FlinkDeployment", ("job", "parallelism"), "two"),
+    ("FlinkDeployment", ("taskManager", "resource", "memory"), 4096),
+    ("FlinkDeployment", ("jobManager", "replicas"), "one"),
+    ("FlinkDeployment", ("flinkVersion",), "v2_9"),
+    ("PodMonitor", ("podMetricsEndpoint",), []),
+    ("PodMonitor", ("podMetricsEndpoints", 0, "port"), 9249),
+    ("PodMonitor", ("selector", "matchLabel"), {"app": "pwevent"}),
+    ("PrometheusRule", ("groups", 0, "rules", 1, "labels", "severity"), 2),
+    ("PrometheusRule", ("groups", 0, "rule"), []),
+]
+
+
+@pytest.mark.parametrize(("kind", "path", "value"), MISTAKES)
+def test_the_schema_check_catches_mistakes(kind: str, path: tuple[Any, ...], value: Any) -> None:
+    """The check can fail: each mistake of MISTAKES makes the resource invalid."""
+    broken = json.loads(json.dumps(one(CUSTOM[kind][1], kind)))
+    target = broken["spec"]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert list(crd_validator(kind).iter_errors(broken)), path
+
+
+def secret_keys() -> tuple[str, set[str]]:
+    secret = one("secrets.yaml", "Secret")
+    return secret["metadata"]["name"], set(secret["stringData"])
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variables the pods get from the Secret, set to its placeholder values."""
+    secret = one("secrets.yaml", "Secret")["stringData"]
+    pod = one("flink-deployment.yaml", "FlinkDeployment")["spec"]["podTemplate"]["spec"]
+    for variable, key in secret_variables(pod).items():
+        monkeypatch.setenv(variable, secret[key])
+
+
+def secret_variables(pod: dict[str, Any]) -> dict[str, str]:
+    """Environment variable -> Secret key of the pod's main container; every reference is to the
+    Secret of secrets.yaml and to a key it holds."""
+    name, keys = secret_keys()
+    (container,) = [c for c in pod["containers"] if c["name"] == "flink-main-container"] or pod["containers"]
+    out = {}
+    for variable in container.get("env", []):
+        ref = variable["valueFrom"]["secretKeyRef"]
+        assert ref["name"] == name and ref["key"] in keys, variable
+        out[variable["name"]] = ref["key"]
+    return out
+
+
+def test_every_secret_the_job_config_names_comes_from_the_secret() -> None:
+    """`${NAME}` in job.yaml and the signature's key_env: set from the Secret on the job's pods and
+    on the topic Job, which both load job.yaml; and the Secret holds nothing else."""
+    text = one("job-config.yaml", "ConfigMap")["data"]["job.yaml"]
+    named = set(re.findall(r"\$\{(\w+)\}", text)) | {job_yaml()["requirements"]["signature"]["key_env"]}
+    assert named == {"PWEVENT_KAFKA_PASSWORD", "PWEVENT_REQUIREMENT_KEY"}
+    job_pods = secret_variables(one("flink-deployment.yaml", "FlinkDeployment")["spec"]["podTemplate"]["spec"])
+    topics_pod = secret_variables(one("topics-job.yaml", "Job")["spec"]["template"]["spec"])
+    assert set(job_pods) == set(topics_pod) == named
+    assert set(job_pods.values()) == secret_keys()[1]
+
+
+def test_the_network_policy_admits_the_deployment_the_operator_and_prometheus() -> None:
+    """It selects the pods of the FlinkDeployment (Flink labels them `app: <name>`), lets them reach
+    each other on every port, and opens only the REST port (to the operator) and the metrics port
+    (to Prometheus, the PodMonitor's port) beside that."""
+    policy = one("network-policy.yaml", "NetworkPolicy")
+    assert policy["apiVersion"] == "networking.k8s.io/v1"
+    deployment = one("flink-deployment.yaml", "FlinkDeployment")
+    app = {"app": deployment["metadata"]["name"]}
+    spec = policy["spec"]
+    assert spec["podSelector"] == {"matchLabels": app} and spec["policyTypes"] == ["Ingress"]
+    peers = [rule for rule in spec["ingress"] if "ports" not in rule]
+    assert peers == [{"from": [{"podSelector": {"matchLabels": app}}]}]
+    ports = sorted(port["port"] for rule in spec["ingress"] for port in rule.get("ports", []))
+    metrics = int(deployment["spec"]["flinkConfiguration"]["metrics.reporter.prom.port"])
+    rest = int(deployment["spec"]["flinkConfiguration"].get("rest.port", 8081))
+    assert ports == sorted([rest, metrics])
+    monitor = one("podmonitor.yaml", "PodMonitor")["spec"]
+    container = deployment["spec"]["podTemplate"]["spec"]["containers"][0]
+    (endpoint,) = monitor["podMetricsEndpoints"]
+    assert {"name": endpoint["port"], "containerPort": metrics} in container["ports"]
+    assert monitor["selector"]["matchLabels"] == {**app, "type": "flink-native-kubernetes"}
+    assert monitor["jobLabel"] == "app"
+    # The label keys and the type are the ones Flink's native Kubernetes support sets on its pods.
+    lib = Path(importlib.import_module("pyflink").__file__).parent / "lib"
+    dist = lib / f"flink-dist-{version('apache-flink')}.jar"
+    constants = zipfile.ZipFile(dist).read("org/apache/flink/kubernetes/utils/Constants.class")
+    assert all(word in constants for word in (b"LABEL_APP_KEY", b"flink-native-kubernetes"))
+
+
+def test_the_secret_is_a_placeholder() -> None:
+    secret = one("secrets.yaml", "Secret")
+    assert secret["apiVersion"] == "v1" and secret["type"] == "Opaque" and "data" not in secret
+    assert set(secret["stringData"].values()) == {"CHANGE-ME"}
 
 
 def job_yaml() -> dict[str, Any]:
@@ -114,6 +216,7 @@ def mount_of(spec: dict[str, Any], volume: str) -> str:
     return str(mount)
 
 
+@pytest.mark.usefixtures("secret_env")
 def test_the_manifests_agree_with_the_job_and_the_image() -> None:
     deployment = one("flink-deployment.yaml", "FlinkDeployment")["spec"]
     job, flink_conf = deployment["job"], deployment["flinkConfiguration"]
@@ -175,6 +278,7 @@ def test_the_manifests_agree_with_the_job_and_the_image() -> None:
     assert {"name": "metrics", "containerPort": int(port)} in container["ports"]
 
 
+@pytest.mark.usefixtures("secret_env")
 def test_the_topic_job_runs_create_topics_with_the_job_config(tmp_path: Path) -> None:
     job = one("topics-job.yaml", "Job")["spec"]["template"]["spec"]
     (container,) = job["containers"]
@@ -214,6 +318,7 @@ print("NODES " + json.dumps(nodes))
 
 
 @pytest.mark.flink
+@pytest.mark.usefixtures("secret_env")
 def test_the_deployment_config_builds_the_job_graph_with_a_uid_on_every_operator(tmp_path: Path) -> None:
     text = one("job-config.yaml", "ConfigMap")["data"]["job.yaml"]
     done = subprocess.run([sys.executable, "-c", GRAPH, text], capture_output=True, text=True,

@@ -1,17 +1,28 @@
 """The job's own metrics, scraped from the Prometheus endpoint of a running job (mini-cluster, the
-reporter on loopback; docs/operations.md, "Metrics"), against what the job wrote to its topics."""
+reporter on loopback; docs/operations.md, "Metrics"), against what the job wrote to its topics, in
+both execution modes; and a real Prometheus server (Debian's package) scraping that endpoint, which
+must hold every documented metric as a number and every series the alert rules and the dashboard
+select (deploy/kubernetes/pwevent-rules.yml, grafana-dashboard.json)."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import shutil
 import socket
+import subprocess
 import time
+import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import SEED, SLOT_MS, check_releases, generate
@@ -19,6 +30,10 @@ from tests.integration.conftest import SEED, SLOT_MS, check_releases, generate
 pytestmark = [pytest.mark.kafka, pytest.mark.flink]
 
 SAMPLE = re.compile(r'^(flink_\w+?pwevent_(\w+))\{([^}]*)\}\s+(\S+)$')
+REPO = Path(__file__).resolve().parents[2]
+PREFIX = "flink_taskmanager_job_task_operator_pwevent_"
+#: A series selector in a PromQL expression: a metric name with its optional label matchers.
+SELECTOR = re.compile(r'\b(up|flink_\w+)(\{[^}]*\})?')
 
 
 def scrape(port: int, keep: Path | None = None) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -47,30 +62,126 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any) -> None:
+def documented_metrics() -> list[str]:
+    """The metric names of docs/operations.md's table under "## Metrics"."""
+    text = (REPO / "docs" / "operations.md").read_text()
+    section = text[text.index("\n## Metrics\n"):].split("\n## ", 2)[1]
+    return re.findall(r"^\| `(\w+)` \|", section, re.M)
+
+
+def dashboard_queries() -> list[str]:
+    dashboard = json.loads((REPO / "deploy" / "kubernetes" / "grafana-dashboard.json").read_text())
+    return [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+
+
+def watched_selectors() -> set[str]:
+    """Every series selector of the alert rules and of the dashboard's queries."""
+    rules = yaml.safe_load((REPO / "deploy" / "kubernetes" / "pwevent-rules.yml").read_text())
+    exprs = [r["expr"] for group in rules["groups"] for r in group["rules"]] + dashboard_queries()
+    return {name + (labels or "") for expr in exprs for name, labels in SELECTOR.findall(expr)}
+
+
+@contextmanager
+def prometheus_server(folder: Path, target_port: int) -> Iterator[Any]:
+    """A Prometheus server on a free loopback port, storing under `folder`, scraping the job's
+    reporter every second as the job `pwevent` with the project's rules loaded; yields a function
+    PromQL -> result vector. Stopped by its pid when the block ends."""
+    binary = shutil.which("prometheus")
+    assert binary, "prometheus not on PATH: deploy/local/setup.sh installs Debian's prometheus package"
+    port = free_port()
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+              "rule_files": [str(REPO / "deploy" / "kubernetes" / "pwevent-rules.yml")],
+              "scrape_configs": [{"job_name": "pwevent",
+                                  "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}]}]}
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+    log = open(folder / "prometheus.log", "wb")
+    server = subprocess.Popen([binary, f"--config.file={folder / 'prometheus.yml'}",
+                               f"--storage.tsdb.path={folder / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+                              stdout=log, stderr=subprocess.STDOUT)
+
+    def query(promql: str) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        answer = json.load(urllib.request.urlopen(url, timeout=10))
+        assert answer["status"] == "success", (promql, answer)
+        return list(answer["data"]["result"])
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (folder / "prometheus.log").read_text()[-3000:]
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "prometheus not ready in 60 s"
+                time.sleep(0.5)
+        yield query
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+        log.close()
+
+
+def check_prometheus_holds_the_metrics(query: Any, metrics: dict[str, Any]) -> None:
+    """Every documented metric is in Prometheus as a finite number, each summing to what the
+    endpoint itself shows (`metrics`, whose values the test checks against the topics), the rules'
+    recorded lag too, every series the rules and the dashboard select exists, and every dashboard
+    query is answered. Polled until scraped (bounded)."""
+    def sums() -> dict[str, float]:  # NaN for a metric without series
+        out = {}
+        for name in documented_metrics():
+            samples = query(PREFIX + name)
+            out[name] = sum(float(sample["value"][1]) for sample in samples) if samples else math.nan
+        return out
+
+    expected = {name: total(metrics, name) for name in documented_metrics()}
+    assert "kind_releases" in expected and "watermark_ms" in expected, expected  # the table was found
+    selectors = sorted(watched_selectors()) + ["pwevent:watermark_lag_seconds"]
+    deadline = time.monotonic() + 60
+    while True:
+        found, missing = sums(), [promql for promql in selectors if not query(promql)]
+        if (found == expected and not missing) or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    assert found == expected and not missing, (found, expected, missing)
+    for promql in selectors:
+        values = [float(sample["value"][1]) for sample in query(promql)]
+        assert all(math.isfinite(v) for v in values), (promql, values)
+    for promql in dashboard_queries():
+        query(promql)  # asserts the status: success
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any, mode: str) -> None:
     slots, users = 5, 20
     port = free_port()
-    job = streaming_job("PBA", {"flink": {"close_after": "1s", "source_idleness": "3s",
+    job = streaming_job("PBA", {"flink": {"close_after": "1s", "source_idleness": "3s", "execution_mode": mode,
                                           "prometheus": {"port": str(port)}}})
     events, requirements = generate(job.folder, users=users, slots=slots)
     with open(events, "a") as handle:  # dead letters of two reasons
         handle.write('not json\n{"user": "u1", "time": "2024-01-01T00:00:30Z"}\n')
     produce_files(job.kafka, job.config, events, requirements, 0.0)
-    job.start(seed=SEED)
-    releases = job.wait_releases(slots, timeout=240)
-    by_slot = check_releases(releases, slots)
-    kinds = Counter(r["kind"] for r in releases)
+    with prometheus_server(job.folder, port) as query:
+        job.start(seed=SEED)
+        releases = job.wait_releases(slots, timeout=240)
+        by_slot = check_releases(releases, slots)
+        kinds = Counter(r["kind"] for r in releases)
 
-    # The counters are updated when a slot is decided, before its release commits: poll until they
-    # account for every committed release (bounded; no assertion on time).
-    deadline = time.monotonic() + 60
-    metrics = scrape(port)
-    while total(metrics, "kind_releases") < len(releases) and time.monotonic() < deadline:
-        time.sleep(1.0)
+        # The counters are updated when a slot is decided, before its release commits: poll until they
+        # account for every committed release (bounded; no assertion on time).
+        deadline = time.monotonic() + 60
         metrics = scrape(port)
-    metrics = scrape(port, job.folder / "metrics.txt")
-    dead = Counter(m.json()["reason"] for m in job.read("dead_letters", idle_s=1.0))
-    job.stop()
+        while total(metrics, "kind_releases") < len(releases) and time.monotonic() < deadline:
+            time.sleep(1.0)
+            metrics = scrape(port)
+        metrics = scrape(port, job.folder / "metrics.txt")
+        check_prometheus_holds_the_metrics(query, metrics)
+        dead = Counter(m.json()["reason"] for m in job.read("dead_letters", idle_s=1.0))
+        job.stop()
 
     for kind in ("publish", "skip", "nullify"):
         assert total(metrics, "kind_releases", kind=kind) >= kinds[kind], (kind, metrics.get("kind_releases"))
