@@ -11,6 +11,12 @@ with the metrics of section 11. Noise is the explicitly selected fast backend
 Mechanisms: every one of the registry (operators/registry.py): the paper's PBD, PBA, DPBD, DPBA, the
 baselines Uniform, Sample, BD, BA (global (w, E) = the strictest level, which covers every user), and
 Adaptive, the deployable default (operators/family.py), run by the same Engine as the others.
+
+Scores: MSE, MAE, MRE and AJSD of every release (jobs/evaluation/metrics.py) and, for the Kalman rows,
+the coverage of the releases' nominal 95% intervals (the share of (slot, cell) whose true count lies
+in `interval`, docs/formats.md). A dataset named `X+griefer` is dataset X with one more registered
+user at the per-slot budget floor (docs/evaluation.md, "A registrant at the floor"): it sends no
+event, and a baseline refuses it (its global (w, E) does not cover it).
 """
 
 from __future__ import annotations
@@ -43,16 +49,20 @@ from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import REGISTRY, mechanism
 from pwevent.state.population import UserRequirement
+from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, DynamicRequirement, Requirement
 from pwevent.state.spend import Kind
 
-DATASETS = STREAMS + ("Foursquare",)
+BASE_DATASETS = STREAMS + ("Foursquare",)
+#: A dataset with one more registered user at the budget floor: `TLNS+griefer` etc.
+GRIEFER = "+griefer"
+DATASETS = BASE_DATASETS + tuple(name + GRIEFER for name in BASE_DATASETS)
 
 
 @dataclass(frozen=True)
 class GridSpec:
     """What `pwevent evaluate` runs. Defaults: the paper's (10,000 users x 10,000 slots, 10 repetitions)."""
 
-    datasets: tuple[str, ...] = DATASETS
+    datasets: tuple[str, ...] = BASE_DATASETS
     mechanisms: tuple[str, ...] = field(default_factory=REGISTRY.names)
     epsilons: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
     windows: tuple[int, ...] = (40, 80, 120, 160, 200)
@@ -83,7 +93,7 @@ class GridSpec:
 
     def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
         """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon'."""
-        sweeps = self.real_sweeps if dataset == "Foursquare" else ("epsilon", "w", "ratio")
+        sweeps = self.real_sweeps if dataset.removesuffix(GRIEFER) == "Foursquare" else ("epsilon", "w", "ratio")
         out: list[tuple[str, float, int, float | None]] = [
             ("epsilon", e, self.w, None) for e in (self.epsilons if "epsilon" in sweeps else ())
         ]
@@ -135,6 +145,7 @@ class Run:
     seconds: float
     noise: str
     note: str = ""
+    coverage: float | None = None  # Kalman rows: share of true counts inside the 95% intervals
 
 
 @dataclass
@@ -164,9 +175,17 @@ def _foursquare(slot_minutes: int, slots: int | None) -> Dataset:
 
 def dataset_of(task: Task) -> Dataset:
     grid = task.grid
-    if task.dataset == "Foursquare":
+    name = task.dataset.removesuffix(GRIEFER)
+    if name == "Foursquare":
         return _foursquare(grid.real_slot_minutes, grid.real_slots)
-    return SyntheticDataset(SyntheticStream(task.dataset, grid.users, grid.slots, seed=task.rep))
+    return SyntheticDataset(SyntheticStream(name, grid.users, grid.slots, seed=task.rep))
+
+
+def griefer_requirement(w: int, dynamic: bool) -> UserRequirement:
+    """One user at the per-slot budget floor: E = 2 floor w, the smallest E a window of w admits
+    (docs/mechanisms.md, Budget floor); both sides of a dynamic requirement alike."""
+    floor = Requirement(w, 2 * DEFAULT_MIN_SLOT_EPSILON * w)
+    return DynamicRequirement(floor, floor) if dynamic else floor
 
 
 def _drive(engine: Engine, data: list[SlotValues], out: Released,
@@ -188,6 +207,8 @@ def run_mechanism(name: str, task: Task, data: list[SlotValues], d: int, users: 
     draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
     engine = Engine(spec, d, NumpyRandomness(), task.w)
     out = Released()
+    if task.dataset.endswith(GRIEFER) and spec.global_requirement is None:  # a baseline refuses it
+        engine.register(users, griefer_requirement(task.w, spec.dynamic), 1)  # index `users`: never present
     if not spec.dynamic:
         for u, req in enumerate(draw.fixed(users, task.rep)):
             engine.register(u, req, 1)
@@ -209,10 +230,21 @@ def family_note(families: list[str | None]) -> str:
     return ", ".join(runs)
 
 
-def smooth(released: Released, d: int) -> np.ndarray:
-    """Kalman post-processing, slot by slot (causal)."""
+def smooth(released: Released, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kalman post-processing, slot by slot (causal): the smoothed counts (T, d) and their nominal 95%
+    intervals (T, d, 2), as a release carries them."""
     smoother = KalmanSmoother(d)
-    return np.array([smoother.step(r) for r in released.records])
+    values, intervals = [], []
+    for record in released.records:
+        smoothed = smoother.step(record)
+        values.append(smoothed)
+        intervals.append(smoother.interval(smoothed, record.population))
+    return np.array(values), np.array(intervals)
+
+
+def coverage(intervals: np.ndarray, truth: np.ndarray) -> float:
+    """The share of (slot, cell) whose true count lies in its interval."""
+    return float(np.mean((intervals[:, :, 0] <= truth) & (truth <= intervals[:, :, 1])))
 
 
 def run_task(task: Task) -> list[Run]:
@@ -228,11 +260,13 @@ def run_task(task: Task) -> list[Run]:
         released = run_mechanism(name, task, data, dataset.d, dataset.users)
         seconds = time.perf_counter() - start
         publications = sum(r.kind is Kind.PUBLISH for r in released.records)
-        for post, counts in (("none", released.counts()), ("kalman", smooth(released, dataset.d))):
+        smoothed, intervals = smooth(released, dataset.d)
+        for post, counts, covered in (("none", released.counts(), None),
+                                      ("kalman", smoothed, coverage(intervals, truth))):
             e = errors(counts, truth)
             rows.append(Run(task.dataset, name, post, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
                             e.mse, e.mae, e.mre, e.ajsd, publications, seconds, NumpyRandomness().label,
-                            released.note))
+                            released.note, covered))
     for name, e in reference_errors(dataset, truth).items():
         rows.append(Run(task.dataset, name, REFERENCE, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
                         e.mse, e.mae, e.mre, e.ajsd, 0, 0.0, "none", "evaluation-only reference"))
@@ -276,6 +310,7 @@ def read_csv(path: Path) -> list[Run]:
         for row in csv.DictReader(handle):
             values: dict[str, Any] = {k: (types[k](v) if k in types else v) for k, v in row.items()}
             values["ratio"] = float(row["ratio"]) if row["ratio"] else None
+            values["coverage"] = float(row["coverage"]) if row.get("coverage") else None  # absent in older files
             out.append(Run(**values))
     return out
 
@@ -366,7 +401,8 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
         "defaults, every mechanism raw and with Kalman post-processing, in parallel. Fast numpy noise "
         "('numpy-geometric (fast)'), named in the results. See docs/evaluation.md.",
     )
-    p.add_argument("--datasets", default=",".join(g.datasets), help="comma list of TLNS, Sin, Log, Foursquare")
+    p.add_argument("--datasets", default=",".join(g.datasets), help="comma list of TLNS, Sin, Log, Foursquare, "
+                   f"each also as NAME{GRIEFER} (one more user at the budget floor)")
     p.add_argument("--mechanisms", default=",".join(g.mechanisms), help="comma list of registered mechanisms")
     p.add_argument("--epsilons", default=",".join(map(str, g.epsilons)), help="E sweep (lowest personalized budget)")
     p.add_argument("--windows", default=",".join(map(str, g.windows)), help="w sweep (largest personalized window)")

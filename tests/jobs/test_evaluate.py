@@ -104,3 +104,35 @@ def test_command_round_trips_through_the_parser():
     command = grid_command(TINY, "docs/results")
     args = build_parser().parse_args(command.split()[1:])
     assert args.reps == 2 and args.windows == "40,120" and args.out == "docs/results"
+
+
+def test_a_griefer_dataset_adds_one_user_at_the_floor_that_baselines_refuse():
+    """`X+griefer` is X with one more registered user at the budget floor: the personalized mechanisms
+    count it in their population, a baseline does not register it (its global (w, E) cannot cover it)."""
+    grid = GridSpec(datasets=("Sin", "Sin+griefer"), epsilons=(0.6,), windows=(40,), ratios=(), reps=1, users=50,
+                    slots=30, workers=1, w=40, mechanisms=("PBD", "DPBA", "Uniform", "Adaptive"))
+    plain, griefer = grid.tasks()
+    assert griefer.dataset == "Sin+griefer" and dataset_of(griefer).users == dataset_of(plain).users
+    data = [(np.asarray(u), np.asarray(v)) for u, v in dataset_of(plain).slot_values()]
+    for name, extra in (("PBD", 1), ("DPBA", 1), ("Adaptive", 1), ("Uniform", 0)):
+        with_griefer = run_mechanism(name, griefer, data, 2, 50).records[0].population
+        assert with_griefer == run_mechanism(name, plain, data, 2, 50).records[0].population + extra, name
+    with pytest.raises(ValueError, match="dataset must be one of"):
+        GridSpec(datasets=("Sin+other",))
+
+
+def test_kalman_rows_report_the_coverage_of_their_intervals(tmp_path):
+    grid = GridSpec(datasets=("Sin",), epsilons=(0.6,), windows=(40,), ratios=(), reps=1, users=200, slots=100,
+                    workers=1, w=40, mechanisms=("PBD",))
+    runs = [r for r in run_grid(grid) if r.post != REFERENCE]
+    assert {r.post: r.coverage is None for r in runs} == {"none": True, "kalman": False}
+    assert all(0.0 <= r.coverage <= 1.0 for r in runs if r.coverage is not None)
+    from pwevent.jobs.evaluation.evaluate import write_csv
+
+    path = tmp_path / "runs.csv"
+    write_csv(runs, path)
+    assert read_csv(path) == runs
+    older = tmp_path / "older.csv"  # a runs.csv written before the coverage column existed
+    lines = path.read_text().splitlines()
+    older.write_text("\n".join(line.rsplit(",", 1)[0] for line in lines) + "\n")
+    assert [r.coverage for r in read_csv(older)] == [None] * len(runs)
