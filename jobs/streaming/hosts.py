@@ -52,6 +52,7 @@ from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
 from pwevent.jobs.offline.replay import release_record
+from pwevent.jobs.streaming.release_guard import StartGuard
 from pwevent.operators.noise import make_randomness
 from pwevent.state.population import MembershipChange
 from pwevent.state.release_history import ReleaseHistory
@@ -280,14 +281,19 @@ class MembershipHost(KeyedCoProcessFunction):
         self._save(user)
 
 
-def sql_dead_letter(topic: str, row: Row) -> str:
+def sql_dead_letter(topic: str, row: Row, resumed_after: int = 0) -> str:
     """A dead letter found in SQL (a `POPULATION_IN` row with a reason: `late`, the watermark had
-    passed the slot's end, or `unknown_user`, no class at the slot) as the replay's JSON."""
+    passed the slot's end or the slot is at most `resumed_after`, the slot a job without state resumed
+    after; or `unknown_user`, no class at the slot) as the replay's JSON."""
     slot, reason, user, partition, offset, original = row[0], row[5], row[6], row[7], row[8], row[9]
     position = {"topic": topic, "partition": int(partition), "offset": int(offset)}
     why = Reason(reason)
-    detail = (unknown_user(user, int(slot)) if why is Reason.UNKNOWN_USER
-              else f"slot {slot} had closed when the record arrived")
+    if why is Reason.UNKNOWN_USER:
+        detail = unknown_user(user, int(slot))
+    elif int(slot) <= resumed_after:
+        detail = f"slot {slot} was decided before this job resumed after slot {resumed_after}"
+    else:
+        detail = f"slot {slot} had closed when the record arrived"
     return _json(reject_record("events", position, why, detail, bytes(original or b"")))
 
 
@@ -297,16 +303,16 @@ class PopulationHost(KeyedProcessFunction):
     Inputs arrive before the watermark that closes their slot; the slot's timer applies the slot's
     membership changes, decides the slot from its counts per (class, cell), settles every class at
     once and emits the release, the spend log lines and the projections. Every slot from the first
-    is decided, in order, whether or not anything arrived for it."""
+    (or from the resume point) is decided, in order, whether or not anything arrived for it.
 
-    def __init__(self, config: Config, seed: int | None, resume: tuple[int, list[int], int | None] | None,
-                 events_topic: str) -> None:
-        """`resume`: (last committed slot, its release counts, last publication slot) when the job
-        starts without state after earlier releases (docs/streaming.md, "Starting twice")."""
+    Without restored state it first checks the release topic (`StartGuard.check`, docs/streaming.md,
+    "Starting twice"): it refuses, failing the job, or resumes after the last audited release."""
+
+    def __init__(self, config: Config, seed: int | None, guard: StartGuard, events_topic: str) -> None:
         self.config = config
         self.events_topic = events_topic
         self.seed = seed
-        self.resume = resume
+        self.guard = guard
 
     def open(self, runtime_context: Any) -> None:
         self.pending = runtime_context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
@@ -347,9 +353,11 @@ class PopulationHost(KeyedProcessFunction):
             self.engine.restore(engine_bytes)
             if self.smoother is not None and smoother is not None:
                 self.smoother.restore(smoother)
-        elif self.resume is not None:
-            slot, counts, publication = self.resume
-            self.engine.history = ReleaseHistory(np.asarray(counts, dtype=np.int64), publication, slot)
+        else:
+            point = self.guard.check()  # first: a refused start writes nothing
+            if point is not None:
+                self.engine.history = ReleaseHistory(np.asarray(point.counts, dtype=np.int64), point.publication,
+                                                     point.slot)
 
     def _check_fingerprint(self) -> None:
         """Refuse state written under another configuration (RestoreMismatchError names the field);
@@ -366,7 +374,7 @@ class PopulationHost(KeyedProcessFunction):
         self.metrics.report_zeros()
         if value[5] is not None:
             self.metrics.dead_letter(value[5])
-            yield Row(DEAD_ROUTE, None, sql_dead_letter(self.events_topic, value))
+            yield Row(DEAD_ROUTE, None, sql_dead_letter(self.events_topic, value, self.guard.late_through))
             return
         slot = int(value[0])
         decided = self.engine.history.decided

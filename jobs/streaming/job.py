@@ -40,8 +40,6 @@ from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, s
 
 #: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
 PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
-#: Where a job without state continues: (last committed slot, its counts, last publication slot).
-ResumePoint = tuple[int, list[int], int | None]
 
 
 def _sql_str(value: str) -> str:
@@ -210,9 +208,11 @@ def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore
 
 
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
-                   resume: ResumePoint | None = None, requirements_backlog: dict[int, int] | None = None,
+                   late_through: int = 0, requirements_backlog: dict[int, int] | None = None,
                    restore_seed_ms: int | None = None) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
+    `late_through` (`late_through()`): every event of a slot up to it is `late` (a resumed job's
+    decided slots; the Population checks it against the topics, docs/streaming.md, "Starting twice").
     `requirements_backlog`: one past each requirements partition's last record now
     (`requirements_backlog()`), so that its partitions stop holding event time back as soon as they
     have read what they held.
@@ -232,6 +232,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
+    from pwevent.jobs.streaming.release_guard import StartGuard
 
     kafka, flink, clock = settings.kafka, settings.flink, config.clock
     topics = kafka.topics
@@ -283,12 +284,14 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     t_env.create_temporary_view("events", t_env.sql_query(
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM fast_events UNION ALL "
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM slow_events"))
-    # A record is late when the watermark has passed its slot's end (the windows below would drop it).
+    # A record is late when the watermark has passed its slot's end (the windows below would drop it),
+    # or its slot is one a resumed job's releases decided (at most `late_through`).
     _materialize(t_env, "events_judged", rowtime,
                  f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in,"
                  f" {_slot_sql('time_ms', clock)} AS slot,"
                  f" COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms})"
-                 f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE) AS late FROM events")
+                 f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE)"
+                 f" OR {_slot_sql('time_ms', clock)} <= {int(late_through)} AS late FROM events")
     # Read twice (the class join, the Membership carrier): made once; `rt` is the slot's window_time.
     _materialize(t_env, "latest", rowtime,
                  "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
@@ -344,7 +347,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         ") AS t(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original)"))
     internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), fn.POPULATION_IN]))
     population = internals.keyed_by_first_field(population_in, Types.INT(), fn.POPULATION_IN) \
-        .process(fn.PopulationHost(config, seed, resume, topics["events"]), output_type=fn.POPULATION_OUT) \
+        .process(fn.PopulationHost(config, seed, StartGuard(kafka, late_through), topics["events"]),
+                 output_type=fn.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
     t_env.create_temporary_view("population_out", t_env.from_data_stream(population))
 
@@ -499,45 +503,6 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     return f"{env} {shlex.join(argv)}"
 
 
-class AlreadyReleasedError(RuntimeError):
-    """The release topic holds releases but the job would start without their state."""
-
-
-def resume_point(settings: StreamSettings, resume: bool) -> ResumePoint | None:
-    """For a job starting without state: None if the release topic holds no release; else refuse
-    (AlreadyReleasedError), or with `resume` the last committed slot, its counts and the last
-    publication slot, to continue after (docs/streaming.md, "Starting twice")."""
-    from pwevent.jobs.streaming.kafka_io import read_topic
-
-    topic = settings.kafka.topics["releases"]
-    releases = []
-    for message in read_topic(settings.kafka, topic, idle_s=1.0, max_s=600.0):
-        try:
-            record = message.json()
-        except ValueError:
-            continue
-        # The job's own records: keyed by their slot, with counts. Anything else on the topic is
-        # foreign (the topic's ACLs keep writers out; a foreign record can only move the resume point).
-        if not isinstance(record, dict) or not isinstance(record.get("slot"), int):
-            continue
-        counts = record.get("counts")
-        if message.key == str(record["slot"]).encode() and isinstance(counts, list) \
-                and all(isinstance(c, int) for c in counts):
-            releases.append(record)
-    if not releases:
-        return None
-    last = max(releases, key=lambda r: r["slot"])
-    if not resume:
-        raise AlreadyReleasedError(
-            f"topic {topic} already holds releases up to slot {last['slot']}, and this job starts without "
-            "their state: a fresh population would spend every user's budget a second time. Restore the "
-            "job's state (--restore latest, or a checkpoint/savepoint path), or pass "
-            "--resume-after-last-release to continue after slot "
-            f"{last['slot']} with fresh ledgers (docs/streaming.md, 'Starting twice', states what that costs).")
-    published = [r["slot"] for r in releases if r.get("kind") == "publish"]
-    return int(last["slot"]), [int(c) for c in last["counts"]], max(published) if published else None
-
-
 #: How many of each requirements partition's last offsets `requirements_backlog` looks at for its last
 #: committed record (the rest may be transaction markers and aborted records).
 BACKLOG_LOOK_BACK = 100
@@ -611,31 +576,43 @@ def seed_time(times: dict[int, list[int]], now_ms: int, max_lead_ms: int) -> int
     return min(latest) if latest else None
 
 
-def start_point(settings: StreamSettings, restore: str | None, resume: bool) -> ResumePoint | None:
-    """Where a job begins: with restored state, where that state is (None); without, after the last
-    committed release when `resume`, else only if the release topic holds none (AlreadyReleasedError)."""
-    if restore is not None:
-        return None
-    start = resume_point(settings, resume)
-    if start is not None:
-        print(f"pwevent run: resuming after slot {start[0]} with fresh ledgers", file=sys.stderr)
-    return start
+def late_through(settings: StreamSettings, restored: str | None) -> int:
+    """The slot up to which the job judges every event `late` (`build_pipeline`): for a job that may
+    start without state (`restored` None, or "ha:..." where the cluster decides) under
+    `kafka.resume_after_last_release`, the slot it will resume after (the Population checks it,
+    docs/streaming.md, "Starting twice"); else 0. Under high availability a recovered job's state has
+    decided at least every committed release, so the bound drops nothing it still needs."""
+    from pwevent.jobs.streaming.release_guard import read_guard_inputs
+
+    if not settings.kafka.resume_after_last_release or (restored and not restored.startswith("ha:")):
+        return 0
+    point = read_guard_inputs(settings.kafka).resume_point()
+    if point is None:
+        return 0
+    print(f"pwevent run: resuming after slot {point.slot} with fresh ledgers unless state is restored; "
+          "events up to it are late", file=sys.stderr)
+    return point.slot
+
+
+def with_resume(settings: StreamSettings, resume: bool) -> StreamSettings:
+    """`settings` with kafka.resume_after_last_release on when `resume` (the --resume-after-last-release
+    shorthand)."""
+    if not resume:
+        return settings
+    kafka = settings.kafka.model_copy(update={"resume_after_last_release": True})
+    return settings.model_copy(update={"kafka": kafka})
 
 
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
             ready_file: str | None = None, resume: bool = False, allow_non_restored: bool = False) -> int:
     """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed."""
     config = load_config(config_path)
-    settings = stream_settings(config, str(Path(config_path).resolve().parent))
+    settings = with_resume(stream_settings(config, str(Path(config_path).resolve().parent)), resume)
     settings.kafka.require_bootstrap()
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
-    try:
-        start = start_point(settings, restore, resume)
-    except AlreadyReleasedError as err:
-        print(f"pwevent run: refusing to start: {err}", file=sys.stderr)
-        return 2
+    start = late_through(settings, restore)
     for folder in clean_checkpoints(settings.flink.checkpoint_dir, settings.flink.retained_jobs, restore):
         print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
     run = local_run(settings)
@@ -658,10 +635,10 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
         client.get_job_execution_result().result()
     except Py4JJavaError as err:  # the job failed (after its restart attempts)
         text = str(err)
-        refused = re.search(r"restore refused: [^\n]*", text)
+        refused = re.search(r"(restore refused|refusing to start): [^\n]*", text)
         reason = refused.group(0) if refused else text.strip().splitlines()[0][:500]
         print(f"pwevent run: job {job_id} failed: {reason}\n(the whole trace: {run.log_dir})", file=sys.stderr)
-        return 1
+        return 2 if refused and refused.group(1) == "refusing to start" else 1
     return 0
 
 
@@ -674,7 +651,9 @@ def cluster_restore(recovery_path: str | None, ha_type: str | None) -> str | Non
     (docs/kubernetes.md, "State"): a recovery path the cluster was given (the Kubernetes operator's
     savepoint upgrade, `flink run -s`), or, under high availability, the cluster's own recovery of
     its latest checkpoint ("ha:<type>"), since in application mode this entry point runs again on
-    every JobManager fail-over. None: the job starts without state (the release topic is checked)."""
+    every JobManager fail-over, though after a loss of the HA metadata it starts without state. It
+    only bounds `late_through`: the Population itself checks the release topic whenever it finds no
+    state (docs/streaming.md, "Starting twice")."""
     if recovery_path:
         return recovery_path
     if ha_type and ha_type.lower() not in ("none", ""):
@@ -691,7 +670,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume-after-last-release", action="store_true")
     args = parser.parse_args(argv)
     config = load_config(args.config)
-    settings = stream_settings(config, str(Path(args.config).resolve().parent))
+    settings = with_resume(stream_settings(config, str(Path(args.config).resolve().parent)),
+                           args.resume_after_last_release)
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
@@ -704,11 +684,7 @@ def main(argv: list[str] | None = None) -> int:
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     restored = args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH), effective_setting(env, HA_TYPE))
-    try:
-        start = start_point(settings, restored, args.resume_after_last_release)
-    except AlreadyReleasedError as err:
-        print(f"flink_job.py: refusing to start: {err}", file=sys.stderr)
-        return 2
+    start = late_through(settings, restored)
     # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
     # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
     # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
@@ -753,9 +729,10 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
                    "(an upgrade that removed or renamed a stateful operator; docs/operations.md, 'Savepoints, "
                    "upgrades and rescaling')")
     p.add_argument("--resume-after-last-release", action="store_true",
-                   help="when the release topic already holds releases and no state is restored: continue "
-                   "after the last committed slot with fresh ledgers (users' budgets in windows spanning the "
-                   "restart can be spent twice; docs/streaming.md, 'Starting twice'); without it the job refuses")
+                   help="shorthand for kafka.resume_after_last_release: true: when the release topic already "
+                   "holds releases and no state is restored, continue after the last release the audit topic "
+                   "confirms, with fresh ledgers (users' budgets in windows spanning the restart can be spent "
+                   "twice; docs/streaming.md, 'Starting twice'); without either the job refuses")
     p.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise instead of the secure "
                    "default")
     p.add_argument("--ready-file", help="write the job id to this file once the job is RUNNING")

@@ -4,8 +4,8 @@ explains. Everything else is denied by the broker's authorizer.
 
 - the job: reads the events and requirements topics (and commits its sources' offsets under groups
   prefixed by `kafka.group_id`); writes the releases, dead letters and audit topics in transactions
-  whose ids start with `kafka.transactional_id_prefix`; reads the releases topic at start-up (the
-  refusal to start twice, docs/streaming.md, "Starting twice").
+  whose ids start with `kafka.transactional_id_prefix`; reads the releases and audit topics when its
+  Population starts without state (the refusal to start twice, docs/streaming.md, "Starting twice").
 - producers: write the events topic.
 - the registrar: writes the requirements topic. Whoever writes a user's first requirement decides
   that user's protection (docs/formats.md, "Requirement provenance"): in production this is the
@@ -58,7 +58,7 @@ def acl_plan(kafka: KafkaSettings, who: Principals = Principals()) -> list[Grant
         *_topic(job, topics["requirements"], "READ"),
         *_topic(job, topics["releases"], "READ", "WRITE"),
         *_topic(job, topics["dead_letters"], "WRITE"),
-        *_topic(job, topics["audit"], "WRITE"),
+        *_topic(job, topics["audit"], "READ", "WRITE"),
         Grant(f"User:{job}", "group", kafka.group_id, "READ", prefixed=True),
         Grant(f"User:{job}", "group", kafka.group_id, "DESCRIBE", prefixed=True),
         Grant(f"User:{job}", "transactional_id", kafka.transactional_id_prefix, "WRITE", prefixed=True),

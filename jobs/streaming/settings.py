@@ -19,6 +19,10 @@ kafka:
                                   # (tuning only: security.*, sasl.*, ssl.* belong in kafka.security)
   transaction_timeout: 10m        # the sinks' transaction.timeout.ms; keep it under the broker's max
   transactional_id_prefix: pwevent
+  resume_after_last_release: false  # a job without restored state over a release topic that holds
+                                  # releases: refuse (false), or continue after the last release the
+                                  # audit topic confirms, with fresh ledgers (true; a privacy cost:
+                                  # docs/streaming.md, "Starting twice")
 flink:
   execution_mode: thread          # thread | process (Python operators)
   parallelism: 1
@@ -150,6 +154,10 @@ class KafkaSettings(Section):
     start: Annotated[Literal["earliest", "latest", "committed", "timestamp"], WithJsonSchema(_START_SCHEMA)] = (
         "earliest")
     start_time_ms: Annotated[int | None, WithJsonSchema({})] = None
+    resume_after_last_release: StrictBool = Field(False, description=(
+        "a job without restored state over a release topic that holds releases: refuse (false) or continue "
+        "after the last release the audit topic confirms, with fresh ledgers (true); docs/streaming.md, "
+        "'Starting twice'"))
 
     @classmethod
     def derive(cls, raw: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from tests.integration.conftest import (
     replay,
     schema,
 )
+from tests.integration.test_metrics import free_port, scrape, total
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -268,35 +269,62 @@ def test_an_event_far_ahead_is_a_dead_letter_and_closes_no_slot(streaming_job: A
 
 
 def test_no_second_life_without_state(streaming_job: Any) -> None:
-    """A job started without state against a release topic that holds releases refuses to start; with
-    --resume-after-last-release it continues after the last committed slot, each slot once. A forged
-    record on the release topic changes nothing: nothing reads releases back."""
+    """A job started without state against a release topic that holds releases is refused by its
+    Population (the job fails, `pwevent run` exits 2 naming the slot); with
+    kafka.resume_after_last_release it continues after the last release the audit topic confirms,
+    each slot once. A forged release keyed 99999 moves neither the refusal's slot nor the resume
+    point. Re-read from the earliest offset, every event of a decided slot is a `late` dead letter,
+    counted in the metrics (docs/streaming.md, "Starting twice")."""
     slots = 6
-    job = make_job(streaming_job, "PBD")
+    port = free_port()
+    job = make_job(streaming_job, "PBD", {"flink": {"restart_attempts": 1, "restart_delay": "0s",
+                                                    "prometheus": {"port": str(port)}}})
     events, requirements = generate(job.folder, users=20, slots=slots + 4)
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=slots)
     job.start(seed=SEED)
-    forged = producer(job.kafka)
-    forged.send(job.topics["releases"], key=b"3", value=json.dumps({"slot": 3, "kind": "nullify"}).encode())
-    forged.flush()
-    forged.close()
     expected = replay(job, events, requirements)
     first = job.wait_releases(slots, timeout=180)
     for release in first:
-        if release.get("mechanism"):  # the job's own records (the forged one names no mechanism)
-            assert release == expected["releases"][release["slot"] - 1]
+        assert release == expected["releases"][release["slot"] - 1]
     job.stop()
+    last = max(r["slot"] for r in first)
+    forged = producer(job.kafka)
+    forged.send(job.topics["releases"], key=b"99999",
+                value=json.dumps({"slot": 99999, "kind": "publish", "counts": [7, 7]}).encode())
+    forged.flush()
+    forged.close()
+
     refused = subprocess.run([*job.command(seed=SEED)], capture_output=True, text=True, timeout=300,
                              cwd=str(job.folder))
-    assert refused.returncode == 2 and "refusing to start" in refused.stderr, refused.stderr[-2000:]
-    assert "--resume-after-last-release" in refused.stderr
-    last = max(r["slot"] for r in first)
-    job.start(seed=SEED, extra_args=["--resume-after-last-release"])
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert f"refusing to start: topic {job.topics['releases']} already holds releases up to slot 99999 (the " \
+           f"audit topic confirms up to slot {last})" in refused.stderr, refused.stderr[-3000:]
+    assert f"kafka.resume_after_last_release: true (--resume-after-last-release on the command line) to " \
+           f"continue after slot {last} with" in refused.stderr
+
+    raw = yaml.safe_load(job.config_path.read_text())
+    raw["kafka"]["resume_after_last_release"] = True  # the configuration, as under the Kubernetes operator
+    job.config_path.write_text(yaml.safe_dump(raw))
+    job.start(seed=SEED)
     produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=slots + 1)
     releases = job.wait_releases(slots + 4, timeout=180)
     counted = Counter(r["slot"] for r in releases if r.get("mechanism"))
     assert all(n == 1 for n in counted.values()), counted
     assert set(counted) >= set(range(1, slots + 4)) and min(s for s in counted if s > last) == last + 1
+
+    decided = {(m.partition, m.offset) for m in job.read("events")
+               if job.config.clock.slot_of(json.loads(m.value)["time"]) <= last}
+    assert len(decided) > 100
+    late = [d for d in (m.json() for m in job.read("dead_letters", idle_s=1.0)) if d["reason"] == "late"]
+    assert {(d["position"]["partition"], d["position"]["offset"]) for d in late} == decided
+    assert len(late) == len(decided)
+    assert all(d["detail"].endswith(f"was decided before this job resumed after slot {last}") for d in late)
+    deadline = time.monotonic() + 60  # the counters run ahead of the committed dead letters, never behind
+    while total(scrape(port), "late_records") < len(decided) and time.monotonic() < deadline:
+        time.sleep(1.0)
+    metrics = scrape(port)
+    assert total(metrics, "late_records") == len(decided)
+    assert total(metrics, "reason_dead_letters", reason="late") == len(decided)
 
 
 def _with_time(record: dict[str, Any], slot: int) -> dict[str, Any]:

@@ -20,3 +20,12 @@ def test_unknown_user_and_late_rows() -> None:
                        "original_bytes": 13, "original_sha256": hashlib.sha256(b'{"user":"u7"}').hexdigest()}
     late = _format(Row(2, None, None, None, None, "late", "u1", 0, 5, b"x"))
     assert late["reason"] == "late" and late["detail"] == "slot 2 had closed when the record arrived"
+
+
+def test_a_late_row_of_a_slot_decided_before_a_resume_says_so() -> None:
+    row = Row(5, None, None, None, None, "late", "u1", 0, 5, b"x")
+    resumed = json.loads(sql_dead_letter("t.events", row, resumed_after=5))
+    assert resumed["reason"] == "late"
+    assert resumed["detail"] == "slot 5 was decided before this job resumed after slot 5"
+    closed = json.loads(sql_dead_letter("t.events", row, resumed_after=4))
+    assert closed["detail"] == "slot 5 had closed when the record arrived"

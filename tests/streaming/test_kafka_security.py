@@ -136,7 +136,7 @@ def test_the_acl_plan_names_every_principal_and_resource() -> None:
     allowed = {(g.principal, g.resource, g.name, g.operation, g.prefixed) for g in plan}
     job = "User:pwevent-job"
     for topic, ops in {"ev": {"READ"}, "rq": {"READ"}, "rl": {"READ", "WRITE"}, "dl": {"WRITE"},
-                       "au": {"WRITE"}}.items():
+                       "au": {"READ", "WRITE"}}.items():
         assert {g.operation for g in plan if g.principal == job and g.name == topic} == ops | {"DESCRIBE"}
     assert (job, "group", "g", "READ", True) in allowed
     assert (job, "transactional_id", "tx", "WRITE", True) in allowed
