@@ -125,7 +125,12 @@ if ! has_image "$UV_IMAGE"; then
 fi
 
 # --- the job image -------------------------------------------------------------------------------------
+# buildah 1.28 leaves a working container behind for each stage used only by `COPY --from` (flink,
+# uv): the ones this build created are removed, by id.
+before="$("${B[@]}" containers --quiet --notruncate | sort)"
 "${B[@]}" "${BUD[@]}" --build-arg FLINK_IMAGE="$BASE_IMAGE" --build-arg JDK_IMAGE="$JDK_IMAGE" \
   --build-arg UV_IMAGE="$UV_IMAGE" -f "$DOCKERFILE" -t "$TAG" "$REPO_ROOT"
+left="$(comm -13 <(echo "$before") <("${B[@]}" containers --quiet --notruncate | sort))"
+[[ -z "$left" ]] || xargs "${B[@]}" rm <<<"$left" >/dev/null
 step "$TAG"
 echo "$TAG"
