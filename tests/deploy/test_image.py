@@ -59,7 +59,7 @@ def test_the_image_config_runs_as_flink_with_the_official_entry_point() -> None:
 
 def test_the_image_file_system(root: Path) -> None:
     """uid 9999; one copy of Flink's jars (none in the venv); the verified connector, readable, in
-    /opt/flink/lib; the jars and files the manifests name."""
+    /opt/flink/lib; no uv; the jars and files the manifests name."""
     assert re.search(r"^flink:x:9999:9999::/opt/flink:", (root / "etc" / "passwd").read_text(), re.M)
     venv_jars = [str(p.relative_to(root)) for p in (root / SITE).rglob("*.jar")]
     assert not [jar for jar in venv_jars if "/pyflink/" in jar], venv_jars
@@ -72,6 +72,7 @@ def test_the_image_file_system(root: Path) -> None:
     assert connector.stat().st_mode & 0o444 == 0o444
     lib = sorted(p.name for p in (root / "opt" / "flink" / "lib").glob("*.jar"))
     assert sum(name.startswith("flink-dist-") for name in lib) == 1
+    assert not (root / "usr" / "local" / "bin" / "uv").exists()  # mounted for the build steps only
     for path in ("opt/flink/opt/flink-python-2.2.1.jar", "opt/pwevent/lib/pwevent-jvm.jar",
                  "opt/pwevent/create-topics.py", "opt/flink/plugins/metrics-prometheus", "docker-entrypoint.sh"):
         assert (root / path).exists(), path
