@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from importlib.metadata import version
+from importlib.metadata import distribution, version
 from pathlib import Path
 from typing import Any
 
@@ -340,3 +340,167 @@ def test_the_image_copies_every_folder_the_package_is_built_from() -> None:
     folders = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
     copied = dict(re.findall(r"^COPY (?!--)(\S+) /build/(\S+)$", dockerfile(), re.M))
     assert {folder: copied.get(folder) for folder in folders} == {folder: folder for folder in folders}
+
+
+# --- the Dockerfile's stages, users and downloads (docs/kubernetes.md, "Building the image") ----------
+
+LOCAL_BASE = K8S / "local-base"
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n", " ", "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")))
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line.strip() else "")
+            for line in joined.splitlines() if line.strip()]
+
+
+def stages(text: str) -> list[list[tuple[str, str]]]:
+    """The instructions of each build stage, its FROM first."""
+    out: list[list[tuple[str, str]]] = []
+    for instruction in instructions(text):
+        if instruction[0] == "FROM":
+            out.append([])
+        if out:
+            out[-1].append(instruction)
+    return out
+
+
+def runs_as(stage: list[tuple[str, str]], first_user: str) -> list[tuple[str, str]]:
+    """(user, command) of every RUN of a stage whose base image ends as `first_user`."""
+    user, out = first_user, []
+    for name, args in stage:
+        if name == "USER":
+            user = args.strip()
+        elif name == "RUN":
+            out.append((user, args))
+    return out
+
+
+def test_every_run_on_the_flink_base_runs_as_root_and_the_image_ends_as_flink() -> None:
+    """Since Flink 2.2 the official image's last instruction is `USER flink` (apache/flink-docker,
+    2.2/scala_2.12-java17-ubuntu/Dockerfile); the local base ends the same way. The runtime stage's
+    RUNs write under /opt/pwevent, /usr/local and /root: each must run as root, and the image must
+    end as the flink user again."""
+    base = instructions((LOCAL_BASE / "Containerfile").read_text())
+    assert [args for name, args in base if name == "USER"] == ["flink"]
+    assert all(user == "root" for user, _ in runs_as(base, first_user="root"))
+    flink_stages = [stage for stage in stages(dockerfile()) if stage[0][1].split()[0] == "${FLINK_IMAGE}"]
+    runtime = [stage for stage in flink_stages if " AS " not in stage[0][1].upper()]
+    assert len(runtime) == 1 and runtime[0] == stages(dockerfile())[-1]
+    runs = runs_as(runtime[0], first_user="flink")
+    assert runs and all(user == "root" for user, _ in runs), [(user, cmd[:60]) for user, cmd in runs if user != "root"]
+    assert runtime[0][-1] == ("USER", "flink")
+    # The check itself: the stage as it was (no USER root) is caught.
+    broken = [(name, args) for name, args in runtime[0] if (name, args) != ("USER", "root")]
+    assert any(user != "root" for user, _ in runs_as(broken, first_user="flink"))
+
+
+def test_the_connector_jar_is_verified_against_a_pinned_sha512() -> None:
+    """The connector comes from Maven Central and is checked against the SHA-512 pinned in the
+    Dockerfile before anything uses it; the pin is the SHA-512 of the jar whose SHA-1 Maven Central
+    publishes (the one named in the Dockerfile) and the jar fetch-jars.sh cached for the local runs."""
+    docker = dockerfile()
+    version = re.search(r"^ARG KAFKA_CONNECTOR=(\S+)$", docker, re.M)
+    pinned = re.search(r"^ARG KAFKA_CONNECTOR_SHA512=([0-9a-f]{128})$", docker, re.M)
+    published_sha1 = re.search(r"only a \.sha1 for it,\s*#\s*([0-9a-f]{40})", docker)
+    assert version and pinned and published_sha1
+    (jvm,) = [stage for stage in stages(docker) if stage[0][1].upper().endswith(" AS JVM")]
+    adds = [args for name, args in jvm if name == "ADD"]
+    url = ("https://repo1.maven.org/maven2/org/apache/flink/flink-sql-connector-kafka/${KAFKA_CONNECTOR}/"
+           "flink-sql-connector-kafka-${KAFKA_CONNECTOR}.jar")
+    assert adds == [f"{url} /build/connector.jar"]
+    names = [name for name, _ in jvm]
+    check = names.index("RUN")  # the first RUN after the download checks it
+    assert names.index("ADD") < check
+    assert 'echo "${KAFKA_CONNECTOR_SHA512}  /build/connector.jar" | sha512sum --check --strict -' in jvm[check][1]
+    assert ("ARG", "KAFKA_CONNECTOR_SHA512") in jvm
+    cached = REPO / ".cache" / "jars" / "flink" / f"flink-sql-connector-kafka-{version.group(1)}.jar"
+    assert cached.is_file(), f"no {cached}: run deploy/local/setup.sh (fetch-jars.sh)"
+    data = cached.read_bytes()
+    assert hashlib.sha1(data).hexdigest() == published_sha1.group(1)
+    assert hashlib.sha512(data).hexdigest() == pinned.group(1)
+
+
+def test_the_image_carries_one_copy_of_flinks_jars() -> None:
+    """PyFlink's pip packages carry the Flink distribution's jars a second time; the RUN that installs
+    the project removes every folder of theirs that holds a jar (in the same RUN: a later one would
+    not shrink the image), and nothing points PyFlink back at its own copy (FLINK_HOME stays the base
+    image's /opt/flink)."""
+    (install,) = [args for name, args in stages(dockerfile())[-1] if name == "RUN" and "uv pip install" in args]
+    site = re.search(r"pyflink=(\S+/site-packages/pyflink)", install)
+    assert site and site.group(1) == "/opt/pwevent/venv/lib/python3.11/site-packages/pyflink"
+    removed = [path.replace('"$pyflink/', "").rstrip('"') for path in re.findall(r'"\$pyflink/[^"]+"', install)]
+    assert re.search(r"rm -rf " + re.escape(" ".join(f'"$pyflink/{path}"' for path in removed)), install)
+    jars = []
+    for dist in ("apache-flink", "apache-flink-libraries"):
+        files = distribution(dist).files or []
+        jars += [str(f) for f in files if str(f).endswith(".jar")]
+    assert any(jar.startswith("pyflink/lib/flink-dist-") for jar in jars)
+    kept = [jar for jar in jars if not any(jar == f"pyflink/{p}" or jar.startswith(f"pyflink/{p}/") for p in removed)]
+    assert not kept, kept
+    assert not re.search(r"^ENV\b.*\bFLINK_HOME=", dockerfile(), re.M)
+    assert "ENV FLINK_HOME=/opt/flink" in (LOCAL_BASE / "Containerfile").read_text()
+
+
+def test_the_local_base_has_the_official_layout() -> None:
+    """What the job image and the operator rely on: /opt/flink as FLINK_HOME and working directory,
+    the system user flink with uid and gid 9999 and that home, the entry point and its default."""
+    base = instructions((LOCAL_BASE / "Containerfile").read_text())
+    text = " ".join(f"{name} {args}" for name, args in base)
+    assert "groupadd --system --gid=9999 flink" in text
+    assert "useradd --system --home-dir $FLINK_HOME --uid=9999 --gid=flink flink" in text
+    assert ("WORKDIR", "$FLINK_HOME") in base and ("COPY", "docker-entrypoint.sh /") in base
+    assert base[-3:] == [("ENTRYPOINT", '["/docker-entrypoint.sh"]'), ("EXPOSE", "6123 8081"), ("CMD", '["help"]')]
+
+
+@pytest.fixture
+def fake_flink(tmp_path: Path) -> Path:
+    """A FLINK_HOME whose scripts print how they were called."""
+    home = tmp_path / "flink"
+    (home / "bin").mkdir(parents=True)
+    (home / "conf").mkdir()
+    for script in ("config-parser-utils.sh", "jobmanager.sh", "standalone-job.sh", "taskmanager.sh",
+                   "historyserver.sh"):
+        path = home / "bin" / script
+        path.write_text(f'#!/usr/bin/env bash\necho "{script} $*" >>"$FLINK_HOME/calls"\n')
+        path.chmod(0o755)
+    return home
+
+
+def entrypoint(home: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    done = subprocess.run([str(LOCAL_BASE / "docker-entrypoint.sh"), *args], capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.environ["PATH"], "FLINK_HOME": str(home), "DISABLE_JEMALLOC": "true", **env})
+    calls = (home / "calls").read_text().splitlines() if (home / "calls").exists() else []
+    (home / "calls").unlink(missing_ok=True)
+    return done, calls
+
+
+def test_the_local_entry_point_starts_each_process_as_the_official_one_does(fake_flink: Path) -> None:
+    parser = f"config-parser-utils.sh {fake_flink}/conf {fake_flink}/bin {fake_flink}/lib"
+    done, calls = entrypoint(fake_flink, "standalone-job", "--job-classname", "C", "-pym", "m",
+                             JOB_MANAGER_RPC_ADDRESS="jm.example", TASK_MANAGER_NUMBER_OF_TASK_SLOTS="2",
+                             FLINK_PROPERTIES="rest.port: 9000\n\n blob.server.port: ${BLOB}\n", BLOB="7000")
+    assert done.returncode == 0, done.stderr
+    assert calls == [f"{parser} -Djobmanager.rpc.address=jm.example -Dblob.server.port=6124 -Dquery.server.port=6125 "
+                     "-Dtaskmanager.numberOfTaskSlots=2",
+                     f"{parser} -Drest.port=9000 -Dblob.server.port=7000",  # after the image's own: these win
+                     "standalone-job.sh start-foreground --job-classname C -pym m"]
+    for command, script in (("jobmanager", "jobmanager.sh"), ("taskmanager", "taskmanager.sh"),
+                            ("history-server", "historyserver.sh")):
+        done, calls = entrypoint(fake_flink, command, "-Dx=y", JOB_MANAGER_RPC_ADDRESS="jm")
+        assert done.returncode == 0 and calls[-1] == f"{script} start-foreground -Dx=y", (command, calls)
+    done, calls = entrypoint(fake_flink, "help", JOB_MANAGER_RPC_ADDRESS="jm")
+    assert done.returncode == 0 and "Usage:" in done.stdout and "standalone-job" in done.stdout
+    done, calls = entrypoint(fake_flink, "sh", "-c", "echo passed through", JOB_MANAGER_RPC_ADDRESS="jm")
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "passed through"
+    done, _ = entrypoint(fake_flink, "jobmanager", JOB_MANAGER_RPC_ADDRESS="jm", ENABLE_BUILT_IN_PLUGINS="none.jar")
+    assert done.returncode == 1 and "Plugin none.jar does not exist" in done.stdout
+
+
+def test_the_pods_run_as_the_images_flink_user_with_volumes_it_can_write() -> None:
+    """The image ends as `flink`, uid and gid 9999 (the official image's and the local base's): the pod
+    template runs as that user, and fsGroup makes mounted volumes (the checkpoints) writable by it."""
+    base = (K8S / "local-base" / "Containerfile").read_text()
+    assert "--gid=9999 flink" in base and "--uid=9999" in base
+    context = one("flink-deployment.yaml", "FlinkDeployment")["spec"]["podTemplate"]["spec"]["securityContext"]
+    assert context == {"runAsUser": 9999, "runAsGroup": 9999, "fsGroup": 9999}
