@@ -187,8 +187,8 @@ def test_a_restore_after_the_whole_input_was_read_closes_the_last_slot(streaming
     partition gives a record again, and none remembers its latest time: without the restore seed
     (docs/streaming.md, "Time") the last slot was never released. The restore runs with a start grace
     and an idleness of an hour: its readers have nothing left to read (the groups' committed offsets
-    are at every partition's end), so no partition waits for either (before, the last slot waited
-    for the grace, ~66 s with the default 60 s)."""
+    are at every partition's end), so no partition waits for either (before, the last slot was not
+    released within 600 s)."""
     slots = 8
     job = make_job(streaming_job, "PBA", {"flink": {"close_after": "0", "checkpoint_interval": "300ms",
                                                     "source_start_grace": "2s"}})
