@@ -209,7 +209,7 @@ def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore
 
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
                    late_through: int = 0, requirements_backlog: dict[int, int] | None = None,
-                   restore_seed_ms: int | None = None) -> None:
+                   restore_seed_ms: int | None = None, read_to_end: frozenset[str] = frozenset()) -> None:
     """Sources, operators and sinks of the job, added to `env` (executed by the caller).
     `late_through` (`late_through()`): every event of a slot up to it is `late` (a resumed job's
     decided slots; the Population checks it against the topics, docs/streaming.md, "Starting twice").
@@ -217,7 +217,9 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     (`requirements_backlog()`), so that its partitions stop holding event time back as soon as they
     have read what they held.
     `restore_seed_ms` (`restore_seed()`, restored jobs): the slot an events partition that stays
-    silent after the restore closes.
+    silent after the restore closes. `read_to_end` (`restored_read_to_end()`): the sources ("events",
+    "requirements") whose restored readers have nothing left to read, so that their silent partitions
+    skip `source_start_grace`.
 
     docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
     parser), judged late against the watermark, collapsed to the latest per user and slot, given
@@ -254,10 +256,11 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         # kafka.start moves the events only: Membership needs every requirement record ever declared
         start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
-                                        f"{kafka.group_id}-{role}", kafka.jvm_properties(), time_field,
+                                        kafka.source_group_id(role), kafka.jvm_properties(), time_field,
                                         config.max_record_bytes, strategy, start,
                                         requirements_backlog if role == "requirements" else None,
-                                        restore_seed_ms if role == "events" else None).uid(f"source-{role}")
+                                        restore_seed_ms if role == "events" else None,
+                                        role in read_to_end).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
@@ -525,6 +528,29 @@ def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
         return None
 
 
+def restored_read_to_end(settings: StreamSettings) -> frozenset[str]:
+    """For a restored job: the sources whose consumer group had committed, for every partition, the
+    offset past its last committed record when the job is built (docs/streaming.md, "Time"; the
+    source commits its offsets at each completed checkpoint, so a job restored from its latest one
+    then has nothing left to read there). Their partitions that give no record skip
+    `source_start_grace`. A source the broker says nothing about keeps the grace, with a note."""
+    from kafka.errors import KafkaError
+
+    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, read_to_end
+
+    kafka, read = settings.kafka, set()
+    for role in ("events", "requirements"):
+        try:
+            if read_to_end(kafka, kafka.topics[role], kafka.source_group_id(role), BACKLOG_LOOK_BACK):
+                read.add(role)
+        except (BrokerUnavailableError, KafkaError) as err:
+            print(f"pwevent run: whether the {role} readers are at their end is unknown ({err})", file=sys.stderr)
+    if read:
+        print(f"pwevent run: the restored {' and '.join(sorted(read))} readers have nothing left to read; "
+              "their silent partitions skip flink.source_start_grace", file=sys.stderr)
+    return frozenset(read)
+
+
 #: How many of each events partition's last records `restore_seed` looks at for a valid event time.
 SEED_LOOK_BACK = 100
 
@@ -618,7 +644,8 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     run = local_run(settings)
     env, t_env = make_environment(settings, restore, run, allow_non_restored)
     build_pipeline(env, t_env, config, settings, seed, start, requirements_backlog(settings),
-                   restore_seed(config, settings) if restore else None)
+                   restore_seed(config, settings) if restore else None,
+                   restored_read_to_end(settings) if restore else frozenset())
     client = env.execute_async(f"pwevent {config.mechanism}")
     job_id = client.get_job_id()
     print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
@@ -695,7 +722,8 @@ def main(argv: list[str] | None = None) -> int:
     env.add_jars(jvm_jar().resolve().as_uri())
     t_env = StreamTableEnvironment.create(env)
     build_pipeline(env, t_env, config, settings, args.seed, start, requirements_backlog(settings),
-                   restore_seed(config, settings) if restored else None)
+                   restore_seed(config, settings) if restored else None,
+                   restored_read_to_end(settings) if restored else frozenset())
     env.execute(f"pwevent {config.mechanism}")
     return 0
 

@@ -139,6 +139,29 @@ def record_ends(kafka: KafkaSettings, topic: str, look_back: int) -> dict[int, i
     return {p: messages[-1].offset + 1 for p, messages in by_partition.items() if messages}
 
 
+def read_to_end(kafka: KafkaSettings, topic: str, group_id: str, look_back: int) -> bool:
+    """Whether consumer group `group_id` has committed, for every partition of `topic`, an offset at or
+    past one past its last committed record now (`record_ends`): a reader restored at those offsets
+    has nothing left to read. An empty partition counts as read; one whose last `look_back` offsets
+    hold no committed record does not (unknown)."""
+    ends = record_ends(kafka, topic, look_back)
+    client = consumer(kafka, group_id=group_id)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
+        starts, finals = client.beginning_offsets(partitions), client.end_offsets(partitions)
+        for tp in partitions:
+            if tp.partition not in ends:
+                if starts[tp] != finals[tp]:
+                    return False
+                continue
+            committed = client.committed(tp)
+            if committed is None or committed < ends[tp.partition]:
+                return False
+        return bool(partitions)
+    finally:
+        client.close()
+
+
 def read_topic(
     kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0, committed: bool = True
 ) -> list[Message]:

@@ -45,14 +45,15 @@ def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
                  time_field: str | None, max_bytes: int, strategy: dict[str, int],
                  start: tuple[str, int | None] = ("earliest", None), backlog_end: dict[int, int] | None = None,
-                 restore_seed_ms: int | None = None) -> Any:
+                 restore_seed_ms: int | None = None, read_to_end: bool = False) -> Any:
     """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.PositionedRecords`)
     with the per-partition `pwevent.flink.SlotWatermarks` (keys of `strategy`: out_of_orderness_ms,
     max_lead_ms, close_after_ms, idle_after_ms, start_grace_ms, origin_ms, slot_ms), read from `start` (a
     `kafka.start` position and its time) when no state is restored. `backlog_end` (partition -> end
     offset when the job was built): a partition that has read up to there stops holding the watermark
-    back at once. `restore_seed_ms` (a restored job): the slot a silent partition closes (docs/streaming.md,
-    "Time")."""
+    back at once. `restore_seed_ms` (a restored job): the slot a silent partition closes. `read_to_end` (a
+    restored job whose group had read every partition to its end): a silent partition has nothing left to
+    give, so no start grace applies to it (docs/streaming.md, "Time")."""
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream import DataStream
 
@@ -71,7 +72,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
     j_strategy = jvm.pwevent.flink.SlotWatermarks(
         strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
         strategy["idle_after_ms"], strategy["start_grace_ms"], strategy["origin_ms"], strategy["slot_ms"],
-        None if backlog_end is None else _java_offsets(backlog_end), restore_seed_ms)
+        None if backlog_end is None else _java_offsets(backlog_end), restore_seed_ms, read_to_end)
     j_stream = env._j_stream_execution_environment.fromSource(builder.build(), WatermarkStrategy(j_strategy)
                                                               ._j_watermark_strategy, name)
     return DataStream(j_stream)

@@ -187,6 +187,11 @@ class KafkaSettings(Section):
                              "(15m by default)")
         return value
 
+    def source_group_id(self, role: str) -> str:
+        """The consumer group of the job's source of topic role `role` (its offsets are committed at
+        each checkpoint)."""
+        return f"{self.group_id}-{role}"
+
     def require_bootstrap(self) -> str:
         if not self.bootstrap:
             raise ConfigError("no Kafka bootstrap address: set kafka.bootstrap, $PWEVENT_BOOTSTRAP or run "

@@ -504,3 +504,12 @@ def test_the_pods_run_as_the_images_flink_user_with_volumes_it_can_write() -> No
     assert "--gid=9999 flink" in base and "--uid=9999" in base
     context = one("flink-deployment.yaml", "FlinkDeployment")["spec"]["podTemplate"]["spec"]["securityContext"]
     assert context == {"runAsUser": 9999, "runAsGroup": 9999, "fsGroup": 9999}
+
+
+def test_the_image_installs_the_project_with_the_stream_extra() -> None:
+    """PyFlink is the optional extra `stream` (pyproject.toml): an image installed without it has no job."""
+    text = (K8S / "Dockerfile").read_text()
+    installs = [line for line in text.splitlines() if "uv pip install" in line]
+    assert installs and all('"/build[stream]"' in line for line in installs), installs
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(dep.startswith("apache-flink") for dep in extras["stream"])

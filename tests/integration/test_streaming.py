@@ -26,7 +26,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from pwevent.jobs.common.files import DEMO_ORIGIN_MS
 from pwevent.jobs.common.slots import parse_duration_ms, parse_time_ms
-from pwevent.jobs.streaming.kafka_io import producer, read_topic
+from pwevent.jobs.streaming.kafka_io import producer, read_to_end, read_topic
 from pwevent.jobs.streaming.produce import produce_files
 from pwevent.operators.registry import REGISTRY
 from tests.corpus import poison_records
@@ -180,16 +180,16 @@ def test_kill_and_restore_mid_backlog_longer_than_the_windows(streaming_job: Any
     print(f"\nkill/restore: read_uncommitted sees {len(raw)} releases ({repeated} aborted by the restore)")
 
 
-def completed_checkpoints(job: StreamingJob) -> set[Path]:
-    return set((job.folder / "checkpoints").glob("*/chk-*/_metadata"))
-
-
 def test_a_restore_after_the_whole_input_was_read_closes_the_last_slot(streaming_job: Any) -> None:
     """The first run reads the whole input but cannot close the last slot (close_after off); it is
-    killed once two more checkpoints completed after the other slots' releases, so the one it is
-    restored from holds readers at the end of every partition. Restored with close_after on, no
+    killed once its sources' consumer groups have committed every partition's end (which the sources
+    do for completed checkpoints only), so the checkpoint it is restored from holds readers at the
+    end of every partition. Restored with close_after on, no
     partition gives a record again, and none remembers its latest time: without the restore seed
-    (docs/streaming.md, "Time") the last slot was never released."""
+    (docs/streaming.md, "Time") the last slot was never released. The restore runs with a start grace
+    and an idleness of an hour: its readers have nothing left to read (the groups' committed offsets
+    are at every partition's end), so no partition waits for either (before, the last slot was not
+    released within 600 s)."""
     slots = 8
     job = make_job(streaming_job, "PBA", {"flink": {"close_after": "0", "checkpoint_interval": "300ms",
                                                     "source_start_grace": "2s"}})
@@ -197,17 +197,21 @@ def test_a_restore_after_the_whole_input_was_read_closes_the_last_slot(streaming
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
     job.wait_releases(slots - 1, timeout=240)
-    seen = completed_checkpoints(job)
     deadline = time.monotonic() + 120  # a guard against a hang, not a measured duration
-    while len(completed_checkpoints(job) - seen) < 2:
+    while not all(read_to_end(job.kafka, job.topics[role], job.kafka.source_group_id(role), 100)
+                  for role in ("events", "requirements")):
         assert job.alive() and time.monotonic() < deadline, job.log_tail()
-        time.sleep(0.2)
+        time.sleep(0.5)
     job.stop()
     raw = yaml.safe_load(job.config_path.read_text())
-    raw["flink"]["close_after"] = "1s"
+    raw["flink"].update({"close_after": "1s", "source_start_grace": "1h", "source_idleness": "1h"})
     job.config_path.write_text(yaml.safe_dump(raw))
     job.start(seed=SEED, restore="latest")
+    began = time.monotonic()
+    job.wait_releases(slots, timeout=600)
+    print(f"\nrestore at the end: the last slot {time.monotonic() - began:.1f} s after the restored job ran")
     check_equals_replay(job, events, requirements, slots)
+    assert "readers have nothing left to read" in (job.folder / "job-2.log").read_text()
 
 
 def send_partition(job: StreamingJob, events: str, partition: int) -> None:

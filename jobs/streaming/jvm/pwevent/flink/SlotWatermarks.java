@@ -38,7 +38,13 @@ import org.apache.flink.util.clock.RelativeClock;
  *       closeAfter and startGrace (a restored reader already at its end; its own latest time was
  *       not part of any state) closes the slot of that time before it goes idle, as closeAfter
  *       would have done had it remembered its latest record. Without it, a job restored after
- *       reading its whole input never closed its last open slots.
+ *       reading its whole input never closed its last open slots;
+ *   <li>with {@code readToEnd} (a restored job whose consumer group had committed, for every
+ *       partition of the topic, the offset past its last committed record when the job was built):
+ *       a partition that gives no record has nothing left to give, so no start grace applies to it
+ *       (the restore seed closes its slot after closeAfter, it goes idle after idleAfter), and with
+ *       {@code backlogEnd} it has read its backlog (idle at once). Without it, such a restore
+ *       waited startGrace (60 s by default) before the last slots closed.
  * </ul>
  */
 public final class SlotWatermarks implements WatermarkStrategy<Row> {
@@ -52,10 +58,11 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
     private final long slotMs;
     private final HashMap<Integer, Long> backlogEnd;
     private final Long restoreSeedMs;
+    private final boolean readToEnd;
 
     public SlotWatermarks(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs,
                           long startGraceMs, long originMs, long slotMs, Map<?, ?> backlogEnd,
-                          Number restoreSeedMs) {
+                          Number restoreSeedMs, boolean readToEnd) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
@@ -65,6 +72,7 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
         this.slotMs = slotMs;
         this.backlogEnd = backlogEnd == null ? null : offsets(backlogEnd);
         this.restoreSeedMs = restoreSeedMs == null ? null : restoreSeedMs.longValue();
+        this.readToEnd = readToEnd;
     }
 
     /** Partition -> offset from whatever numbers the caller passed (py4j hands Python ints over as
@@ -137,11 +145,15 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
         private long lastActivity;
         private boolean idle;
         private boolean backlogRead;
+        /** How long a partition that has given no record yet waits before it counts as quiet. */
+        private final long graceMs;
 
         Generator(RelativeClock clock) {
             this.clock = clock;
             this.start = clock.relativeTimeMillis();
             this.lastActivity = start;
+            this.backlogRead = readToEnd && backlogEnd != null;
+            this.graceMs = readToEnd ? 0 : startGraceMs;
         }
 
         @Override
@@ -170,10 +182,10 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
                 output.emitWatermark(new Watermark(mark));
             }
             if (latest == Long.MIN_VALUE && restoreSeedMs != null && closeAfterMs > 0
-                    && quiet >= Math.max(closeAfterMs, startGraceMs)) {
+                    && quiet >= Math.max(closeAfterMs, graceMs)) {
                 output.emitWatermark(new Watermark(slotLastMs(restoreSeedMs)));
             }
-            long idleAt = latest == Long.MIN_VALUE ? Math.max(idleAfterMs, startGraceMs) : idleAfterMs;
+            long idleAt = latest == Long.MIN_VALUE ? Math.max(idleAfterMs, graceMs) : idleAfterMs;
             if (backlogRead || (idleAfterMs > 0 && quiet >= idleAt)) {
                 output.markIdle();
                 idle = true;
