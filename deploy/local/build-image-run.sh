@@ -4,7 +4,9 @@
 #   build-image-run.sh [--image TAG] [--run-dir DIR] [--timeout SECONDS]
 # 1. a Kafka broker on 127.0.0.1 (deploy/local/kafka.sh, <run-dir>/kafka) and the five topics;
 # 2. the job's configuration: deploy/kubernetes/job-config.yaml's job.yaml with the local bootstrap
-#    address (and a 5 s checkpoint interval: releases commit with checkpoints), mounted at
+#    address, no kafka.security (the local broker is PLAINTEXT), a generated requirement signing key
+#    in the environment (as the Secret gives it), and a 5 s checkpoint interval (releases commit with
+#    checkpoints), mounted at
 #    /opt/pwevent/config as in flink-deployment.yaml, the checkpoint volume at /flink-data;
 # 3. a backlog: `pwevent produce` of 200 users over 6 slots;
 # 4. two containers of the image with the host's network, every Flink port bound to 127.0.0.1 and
@@ -76,9 +78,13 @@ import sys, yaml
 (config_map,) = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ConfigMap"]
 job = yaml.safe_load(config_map["data"]["job.yaml"])
 job["kafka"]["bootstrap"] = sys.argv[2]
+job["kafka"].pop("security", None)  # the local broker listens in PLAINTEXT (kafka.sh without --secure)
 job["flink"]["checkpoint_interval"] = "5s"
 print(yaml.safe_dump(job, sort_keys=False))
 PY
+# The requirement signing key, as the Secret gives it to the pods (secrets.yaml): produce signs with it.
+PWEVENT_REQUIREMENT_KEY="$("$PYTHON" -c 'import secrets; print(secrets.token_hex(32))')"
+export PWEVENT_REQUIREMENT_KEY
 "$PYTHON" "$SCRIPT_DIR/create-topics.py" --job-config "$RUN_DIR/config/job.yaml" >/dev/null
 chown -R 9999:9999 "$RUN_DIR/flink-data"  # the image's flink user writes checkpoints there
 
@@ -113,6 +119,7 @@ print(*job["args"], sep="\n")
 PY
 )
 COMMON=(--network host "${LIMITS[@]}" -e "JOB_MANAGER_RPC_ADDRESS=127.0.0.1" -e "FLINK_PROPERTIES=$PROPERTIES"
+        -e PWEVENT_REQUIREMENT_KEY
         -v "$RUN_DIR/config:/opt/pwevent/config:ro" -v "$RUN_DIR/flink-data:/flink-data")
 "${P[@]}" run -d --name "$JM" "${COMMON[@]}" "$IMAGE" standalone-job "${JOB[@]}" >/dev/null
 "${P[@]}" run -d --name "$TM" "${COMMON[@]}" "$IMAGE" taskmanager >/dev/null
