@@ -426,8 +426,8 @@ LOCAL_ROCKSDB_MANAGED_MEMORY = "2g"
 def local_configuration(settings: StreamSettings, run: LocalRun | None) -> dict[str, str]:
     """What a local run's mini-cluster needs beyond `flink_configuration`: the REST address of `run`,
     with RocksDB the managed memory (unless `flink.extra` sets it), and with OAUTHBEARER the Kafka
-    client and Jackson parent-first (jars.OAUTHBEARER_PARENT_FIRST; make_environment puts them on
-    the gateway's class path)."""
+    client, Jackson and jose4j parent-first (jars.OAUTHBEARER_PARENT_FIRST; make_environment puts
+    them on the gateway's class path)."""
     local: dict[str, str] = {}
     if security_jars(settings.kafka.security):
         local[PARENT_FIRST_KEY] = OAUTHBEARER_PARENT_FIRST
@@ -460,6 +460,9 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     if extra_jars:  # the gateway's class path (PyFlink adds $HADOOP_CLASSPATH to it): the parent class loader
         parts = [str(connector_jar()), *map(str, extra_jars), *filter(None, [os.environ.get("HADOOP_CLASSPATH")])]
         os.environ["HADOOP_CLASSPATH"] = os.pathsep.join(parts)
+        system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
+        if system:  # JVM_ARGS: read by PyFlink's gateway launcher, like HADOOP_CLASSPATH
+            os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), *system])
     if run is not None:
         os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
         os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")  # read by PyFlink's gateway launcher

@@ -311,6 +311,12 @@ class KafkaSecurity(Section):
             props["ssl.endpoint.identification.algorithm"] = "https" if self.check_hostname else ""
         return props
 
+    def jvm_system_properties(self) -> dict[str, str]:
+        """JVM system properties the Java clients need: the token endpoint listed as allowed."""
+        if self.oauth is not None and self.oauth.token_endpoint is not None:
+            return {OAUTH_ALLOWED_URLS_PROPERTY: self.oauth.token_endpoint}
+        return {}
+
     def python_options(self) -> dict[str, Any]:
         """kafka-python keyword arguments (KafkaProducer, KafkaConsumer, KafkaAdminClient)."""
         options: dict[str, Any] = {"security_protocol": self.protocol}

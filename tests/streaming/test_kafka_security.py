@@ -7,11 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, quote
 
 import pytest
 import yaml
@@ -27,6 +23,7 @@ from pwevent.jobs.streaming.kafka_oauth import (
     unsecured_jws,
 )
 from pwevent.jobs.streaming.settings import stream_settings
+from tests.streaming.token_endpoint import TokenEndpoint
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 SECRET = 'p"a\\ss w0rd'  # a quote and a backslash: the JAAS line must escape them
@@ -235,6 +232,9 @@ def test_oauthbearer_client_credentials(monkeypatch: pytest.MonkeyPatch) -> None
         "sasl.oauthbearer.token.endpoint.url": "https://idp.example/oauth2/token",
         "ssl.endpoint.identification.algorithm": "https",
     }
+    assert kafka.security.jvm_system_properties() == {
+        "org.apache.flink.kafka.shaded.org.apache.kafka.sasl.oauthbearer.allowed.urls":
+            "https://idp.example/oauth2/token"}  # Kafka 4 refuses token endpoints not listed there
     options = kafka.client_options()
     provider = options.pop("sasl_oauth_token_provider")
     assert isinstance(provider, ClientCredentialsTokens) and OAUTH_SECRET not in repr(provider)
@@ -249,6 +249,7 @@ def test_oauthbearer_unsecured_tokens_are_unsigned_jws_of_the_subject() -> None:
         "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
         'required unsecuredLoginStringClaim_sub="pwevent-job";')
     assert "sasl.login.callback.handler.class" not in kafka.jvm_properties()  # Kafka's unsecured default
+    assert kafka.security.jvm_system_properties() == {}
     provider = kafka.client_options()["sasl_oauth_token_provider"]
     assert isinstance(provider, UnsecuredTokens)
     header, claims, signature = unsecured_jws("pwevent-job", 1_700_000_000.5).split(".")
@@ -346,54 +347,17 @@ def test_print_submit_shows_no_secret_of_any_mode(tls_files: Path, monkeypatch: 
         assert secret not in out.out + out.err
 
 
-class _TokenEndpoint(BaseHTTPRequestHandler):
-    """A client-credentials token endpoint on loopback: a token per valid request, 401 otherwise."""
-
-    requests: list[tuple[str, dict[str, list[str]]]] = []
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
-        self.requests.append((self.headers["Authorization"], form))
-        good = "Basic " + base64.b64encode(f"pwevent-job:{quote(OAUTH_SECRET)}".encode()).decode()
-        if self.headers["Authorization"] != good or form.get("grant_type") != ["client_credentials"]:
-            self.send_response(401)
-            self.end_headers()
-            return
-        body = json.dumps({"access_token": f"token-{len(self.requests)}", "expires_in": 3600}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def token_endpoint() -> Iterator[str]:
-    _TokenEndpoint.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TokenEndpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/oauth2/token"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-
-
-def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it(token_endpoint: str) -> None:
+def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it() -> None:
     now = [0.0]
-    tokens = ClientCredentialsTokens(token_endpoint, "pwevent-job", lambda: OAUTH_SECRET, "kafka", clock=lambda: now[0])
-    assert tokens.token() == "token-1"
-    assert tokens.token() == "token-1"  # reused while valid
-    now[0] = 3600.0 - 59  # within the refresh margin: fetched again
-    assert tokens.token() == "token-2"
-    assert [form for _, form in _TokenEndpoint.requests] == [
-        {"grant_type": ["client_credentials"], "scope": ["kafka"]}] * 2
-    refused = ClientCredentialsTokens(token_endpoint, "pwevent-job", lambda: "wrong")
-    with pytest.raises(TokenEndpointError, match="401") as err:
-        refused.token()
+    with TokenEndpoint("pwevent-job", OAUTH_SECRET, lambda n: f"token-{n}") as endpoint:
+        tokens = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: OAUTH_SECRET, "kafka",
+                                         clock=lambda: now[0])
+        assert tokens.token() == "token-1"
+        assert tokens.token() == "token-1"  # reused while valid
+        now[0] = 3600.0 - 59  # within the refresh margin: fetched again
+        assert tokens.token() == "token-2"
+        assert endpoint.requests == [{"grant_type": ["client_credentials"], "scope": ["kafka"]}] * 2
+        refused = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: "wrong")
+        with pytest.raises(TokenEndpointError, match="401") as err:
+            refused.token()
     assert "wrong" not in str(err.value)
