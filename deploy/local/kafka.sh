@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Single-node KRaft Kafka broker (combined broker+controller) on 127.0.0.1 for local runs/tests.
-#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure]
+#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]]
 # The bootstrap address is written to <run-dir>/bootstrap (default run dir <repo>/.run/kafka). The
 # port a run dir got at its first start is kept in <run-dir>/port and reused by every later start.
 #
-# --secure (at the first start of a run dir; later starts keep the run dir's mode): the client
-# listener is SASL_SSL with SCRAM-SHA-512 and a certificate signed by a CA made here with keytool
-# (<run-dir>/tls/ca.pem is what clients trust), the StandardAuthorizer denies whatever no ACL allows,
-# and the SCRAM users admin (super user), pwevent-job, pwevent-producer and pwevent-analyst are
-# created with random passwords in <run-dir>/secrets/<user> (mode 600). The ACLs of the default
-# topic names are then granted by deploy/local/kafka-acls.py (docs/operations.md, "Security").
+# --secure MODE (at the first start of a run dir; later starts keep the run dir's mode); every mode
+# has a broker certificate signed by a CA made here with keytool (<run-dir>/tls/ca.pem is what
+# clients trust); docs/operations.md, "Security":
+#   scram (the default of a bare --secure): the client listener is SASL_SSL with SCRAM-SHA-512, the
+#     StandardAuthorizer denies whatever no ACL allows, and the SCRAM users admin (super user),
+#     pwevent-job, pwevent-producer and pwevent-analyst are created with random passwords in
+#     <run-dir>/secrets/<user> (mode 600); the ACLs of the default topic names are then granted by
+#     deploy/local/kafka-acls.py.
+#   mtls: the client listener is SSL and requires a client certificate signed by the CA
+#     (ssl.client.auth=required); each user above gets one, as <run-dir>/tls/<user>.p12 (PKCS12,
+#     password <run-dir>/secrets/<user>) and as PEM <run-dir>/tls/<user>.pem + <run-dir>/tls/<user>.key
+#     (the key encrypted with the same password); the principal is the certificate's CN.
+#   oauth: the client listener is SASL_SSL with OAUTHBEARER and Kafka's unsecured JWS validator
+#     (testing only: any unsigned token with a `sub` and an unexpired `exp` is accepted, none is refused
+#     for its subject), which is Kafka's default server callback handler of OAUTHBEARER.
+#   mtls and oauth authenticate only (no authorizer).
 # <run-dir>/admin.properties is a Java client configuration of the admin user.
 set -euo pipefail
 
@@ -21,7 +31,7 @@ KAFKA_JARS="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}/kafka"
 READY_TIMEOUT=60
 STOP_TIMEOUT=30
 
-usage() { echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure]" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]]" >&2; exit 2; }
 die() { echo "kafka.sh: $*" >&2; exit 1; }
 
 [[ $# -ge 1 ]] || usage
@@ -34,7 +44,11 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --run-dir) RUN_DIR="$2"; shift 2 ;;
     --port) PORT="$2"; PORT_GIVEN=1; shift 2 ;;
-    --secure) SECURE=1; shift ;;
+    --secure)
+      SECURE=scram; shift
+      if [[ $# -gt 0 && "$1" != --* ]]; then
+        case "$1" in scram|mtls|oauth) SECURE="$1"; shift ;; *) usage ;; esac
+      fi ;;
     *) usage ;;
   esac
 done
@@ -67,6 +81,11 @@ cluster_id() {
 }
 
 secret() { cat "$SECRETS/$1"; }
+run_mode() {
+  local mode; mode="$(cat "$MODE_FILE" 2>/dev/null || echo plaintext)"
+  [[ "$mode" == secure ]] && mode=scram
+  echo "$mode"
+}
 
 # secure_material: random passwords of the users and of the keystore, a CA and the broker's key
 # pair and certificate (for 127.0.0.1 and localhost), made once per run dir.
@@ -94,9 +113,35 @@ secure_material() {
   [[ -s "$TLS/ca.pem" && -s "$TLS/broker.p12" ]] || die "keytool could not make the TLS material in $TLS"
 }
 
-# The broker's client listener: PLAINTEXT, or SASL_SSL (SCRAM-SHA-512, also between the broker and
-# itself, as admin) with the StandardAuthorizer; the controller listener authenticates the broker
-# with SASL PLAIN (SCRAM credentials live in the metadata the controller serves, so cannot be its own).
+# client_certificates: a key pair and a CA-signed certificate (CN=<user>) per user, as a PKCS12
+# keystore for Java clients and as PEM files for Python ones, all protected by the user's password.
+client_certificates() {
+  local user pw ca_kt=(keytool -storetype PKCS12 -storepass:file "$SECRETS/keystore" -keypass:file "$SECRETS/keystore")
+  for user in $USERS; do
+    [[ -s "$TLS/$user.p12" && -s "$TLS/$user.key" ]] && continue
+    pw="$SECRETS/$user"
+    rm -f "$TLS/$user".*
+    local kt=(keytool -storetype PKCS12 -keystore "$TLS/$user.p12" -storepass:file "$pw" -keypass:file "$pw")
+    "${kt[@]}" -genkeypair -alias "$user" -keyalg RSA -keysize 2048 -validity 3650 -dname "CN=$user" >/dev/null 2>&1
+    "${kt[@]}" -certreq -alias "$user" -file "$TLS/$user.csr" >/dev/null 2>&1
+    "${ca_kt[@]}" -gencert -keystore "$TLS/ca.p12" -alias ca -infile "$TLS/$user.csr" -outfile "$TLS/$user.pem" \
+      -rfc -validity 3650 >/dev/null 2>&1
+    "${kt[@]}" -importcert -alias ca -file "$TLS/ca.pem" -noprompt >/dev/null 2>&1
+    "${kt[@]}" -importcert -alias "$user" -file "$TLS/$user.pem" >/dev/null 2>&1
+    (umask 077; openssl pkcs12 -in "$TLS/$user.p12" -nocerts -passin "file:$pw" -passout fd:3 3<"$pw" \
+      -out "$TLS/$user.key" 2>/dev/null)
+    rm -f "$TLS/$user.csr"
+    [[ -s "$TLS/$user.p12" && -s "$TLS/$user.key" && -s "$TLS/$user.pem" ]] \
+      || die "keytool/openssl could not make the client certificate of $user in $TLS"
+  done
+}
+
+# The broker's client listener: PLAINTEXT, or per --secure mode SASL_SSL with SCRAM-SHA-512 (also
+# between the broker and itself, as admin) and the StandardAuthorizer (scram), SSL requiring client
+# certificates (mtls), SASL_SSL with OAUTHBEARER and the unsecured validator (oauth). With scram the
+# controller listener authenticates the broker with SASL PLAIN (SCRAM credentials live in the
+# metadata the controller serves, so cannot be its own); the other modes have no authorizer and a
+# PLAINTEXT controller listener on loopback.
 listener_config() {
   local port="$1" cport="$2"
   if [[ -z "$SECURE" ]]; then
@@ -110,6 +155,15 @@ PROPS
   fi
   local admin keystore; admin="$(secret admin)"; keystore="$(secret keystore)"
   cat <<PROPS
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$TLS/broker.p12
+ssl.keystore.password=$keystore
+ssl.key.password=$keystore
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.pem
+PROPS
+  case "$SECURE" in
+    scram) cat <<PROPS
 listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=SASL_SSL://127.0.0.1:$port
 inter.broker.listener.name=SASL_SSL
@@ -120,28 +174,65 @@ listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.se
 sasl.mechanism.controller.protocol=PLAIN
 listener.name.controller.sasl.enabled.mechanisms=PLAIN
 listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="$admin" user_admin="$admin";
-ssl.keystore.type=PKCS12
-ssl.keystore.location=$TLS/broker.p12
-ssl.keystore.password=$keystore
-ssl.key.password=$keystore
-ssl.truststore.type=PEM
-ssl.truststore.location=$TLS/ca.pem
 ssl.client.auth=none
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:admin
 allow.everyone.if.no.acl.found=false
 PROPS
+    ;;
+    mtls) cat <<PROPS
+listeners=SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=SSL://127.0.0.1:$port
+inter.broker.listener.name=SSL
+listener.security.protocol.map=SSL:SSL,CONTROLLER:PLAINTEXT
+ssl.client.auth=required
+ssl.principal.mapping.rules=RULE:^CN=([^,]+)\$/\$1/,DEFAULT
+PROPS
+    ;;
+    oauth) cat <<PROPS
+listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=SASL_SSL://127.0.0.1:$port
+inter.broker.listener.name=SASL_SSL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=OAUTHBEARER
+sasl.mechanism.inter.broker.protocol=OAUTHBEARER
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
+ssl.client.auth=none
+PROPS
+    ;;
+  esac
 }
 
+# admin.properties: the admin user's Java client configuration in the run dir's mode.
 write_admin_properties() {
-  (umask 077; cat >"$RUN_DIR/admin.properties" <<PROPS
+  (umask 077
+  case "$SECURE" in
+    scram) cat <<PROPS
 security.protocol=SASL_SSL
 sasl.mechanism=SCRAM-SHA-512
 sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$(secret admin)";
+PROPS
+    ;;
+    mtls) cat <<PROPS
+security.protocol=SSL
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$TLS/admin.p12
+ssl.keystore.password=$(secret admin)
+ssl.key.password=$(secret admin)
+PROPS
+    ;;
+    oauth) cat <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=OAUTHBEARER
+sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
+PROPS
+    ;;
+  esac
+  cat <<PROPS
 ssl.truststore.type=PEM
 ssl.truststore.location=$TLS/ca.pem
 PROPS
-  )
+  ) >"$RUN_DIR/admin.properties"
 }
 
 write_config() {
@@ -193,13 +284,15 @@ start_broker() {
   rm -f "$PID_FILE" "$BOOTSTRAP_FILE"
   [[ -f "$KAFKA_JARS/.complete" ]] || "$SCRIPT_DIR/fetch-jars.sh" >/dev/null
   # The run dir's mode is fixed at its first start (the SCRAM users are written when it is formatted).
+  # A mode file reading "secure" is that of a run dir made before the modes had names: scram.
   local formatted=""; [[ -f "$RUN_DIR/data/meta.properties" ]] && formatted=1
   if [[ -n "$formatted" ]]; then
-    local mode; mode="$(cat "$MODE_FILE" 2>/dev/null || echo plaintext)"
-    [[ -z "$SECURE" || "$mode" == secure ]] || die "$RUN_DIR was first started without --secure; use another --run-dir"
-    [[ "$mode" == secure ]] && SECURE=1
+    local mode; mode="$(run_mode)"
+    [[ -z "$SECURE" || "$mode" == "$SECURE" ]] \
+      || die "$RUN_DIR was first started in mode $mode, not --secure $SECURE; use another --run-dir"
+    [[ "$mode" == plaintext ]] || SECURE="$mode"
   fi
-  if [[ -n "$SECURE" ]]; then echo secure >"$MODE_FILE"; else echo plaintext >"$MODE_FILE"; fi
+  echo "${SECURE:-plaintext}" >"$MODE_FILE"
   # The port of the first start, kept: clients configured with it must find this broker again.
   if [[ -z "$PORT_GIVEN" && -s "$PORT_FILE" ]]; then
     PORT="$(cat "$PORT_FILE")"
@@ -213,9 +306,12 @@ start_broker() {
   local format_extra=()
   if [[ -n "$SECURE" ]]; then
     secure_material
+    if [[ "$SECURE" == mtls ]]; then client_certificates; fi
     write_admin_properties
     local user
-    for user in $USERS; do format_extra+=(--add-scram "SCRAM-SHA-512=[name=$user,password=$(secret "$user")]"); done
+    if [[ "$SECURE" == scram ]]; then
+      for user in $USERS; do format_extra+=(--add-scram "SCRAM-SHA-512=[name=$user,password=$(secret "$user")]"); done
+    fi
   fi
   write_config "$PORT" "$cport"
   mkdir -p "$RUN_DIR/logs" "$RUN_DIR/data"
@@ -249,7 +345,7 @@ start_broker() {
     (( SECONDS < deadline )) || fail_start "broker not started after ${READY_TIMEOUT}s"
     sleep 0.2
   done
-  if [[ -n "$SECURE" ]]; then
+  if [[ "$SECURE" == scram ]]; then
     "${PWEVENT_PYTHON:-$REPO_ROOT/.venv/bin/python}" "$SCRIPT_DIR/kafka-acls.py" --bootstrap "127.0.0.1:$PORT" \
       --run-dir "$RUN_DIR" >>"$RUN_DIR/kafka.out" 2>&1 || fail_start "granting the ACLs failed"
   fi
@@ -276,9 +372,11 @@ case "$CMD" in
   env)
     running_pid >/dev/null && [[ -s "$BOOTSTRAP_FILE" ]] || die "not running (start it with: $0 start)"
     echo "export PWEVENT_BOOTSTRAP=$(cat "$BOOTSTRAP_FILE")"
-    if [[ "$(cat "$MODE_FILE" 2>/dev/null)" == secure ]]; then
+    if [[ "$(run_mode)" != plaintext ]]; then
       # Paths only: a password is read from its file by whoever needs it, never printed.
+      echo "export PWEVENT_KAFKA_MODE=$(run_mode)"
       echo "export PWEVENT_KAFKA_CA=$TLS/ca.pem"
+      echo "export PWEVENT_KAFKA_TLS=$TLS"
       echo "export PWEVENT_KAFKA_SECRETS=$SECRETS"
     fi ;;
   *) usage ;;

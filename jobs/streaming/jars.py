@@ -1,10 +1,15 @@
-"""The two jars the job adds to Flink: the Kafka connector and the job's own JVM classes
-(docs/streaming.md, "Installing from the wheel"; docs/architecture.md, "Dependencies").
+"""The jars the job adds to Flink: the Kafka connector, the job's own JVM classes, and, for
+OAUTHBEARER only, Jackson and jose4j (docs/streaming.md, "Installing from the wheel"; docs/architecture.md,
+"Dependencies"; docs/operations.md, "Security").
 
 - The Flink SQL Kafka connector, one self-contained jar of a pinned version. In a checkout
   `deploy/local/fetch-jars.sh` fetches it (with the broker's jars) through Maven; installed, it is
   downloaded from Maven Central (or `$PWEVENT_MAVEN_REPOSITORY`) into the user cache on first use and
   checked against the SHA-256 pinned here; `$PWEVENT_KAFKA_CONNECTOR_JAR` names a jar to use instead.
+- Jackson (databind, core, annotations) and jose4j, which the connector leaves out and its
+  relocated Kafka client's OAUTHBEARER login needs unrelocated (the token's JSON; the token
+  validator classes of the client-credentials login): downloaded like the connector, pinned by
+  SHA-256, when `kafka.security` uses OAUTHBEARER.
 - The job's JVM classes (jobs/streaming/jvm): the wheel carries them compiled (`setup.py` runs
   `deploy/local/build-jvm.sh` when it builds the wheel), so an installed job needs no JDK; a checkout
   compiles them on first use and after every change of the sources, with the same script.
@@ -21,6 +26,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from pwevent.jobs.streaming.kafka_security import KafkaSecurity
 from pwevent.jobs.streaming.locations import JVM_JAR_IN_PACKAGE, PACKAGE_ROOT, checkout, jar_cache
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
@@ -53,6 +59,18 @@ class MavenJar:
 #: Must match FLINK_CONNECTOR in deploy/local/fetch-jars.sh (tests/streaming/test_jars.py checks).
 KAFKA_CONNECTOR = MavenJar("org.apache.flink", "flink-sql-connector-kafka", "5.0.0-2.2",
                            "5605c691d11a501382c383fecba37a7a552467da5ab7ba904ef5d6f3d62c5616")
+#: Jackson and jose4j for the connector's OAUTHBEARER login (the versions the Kafka 4.4 broker's POM
+#: resolves): the unsecured login needs Jackson, the client-credentials login both.
+OAUTHBEARER_JARS = (
+    MavenJar("com.fasterxml.jackson.core", "jackson-databind", "2.21.7",
+             "1290c2795e93e8a6861a6c4d9ff0d844d32f5ea178362cb2721edf5561e828b1"),
+    MavenJar("com.fasterxml.jackson.core", "jackson-core", "2.21.7",
+             "8c5623b98f32d5f7e1287ff61ed50e08ab7b11381e991fff89327faabba42261"),
+    MavenJar("com.fasterxml.jackson.core", "jackson-annotations", "2.21",
+             "53ca085f4a150f703f49e1aabd935bd03b43e1ea3d55d135438292af22cef56b"),
+    MavenJar("org.bitbucket.b_c", "jose4j", "0.9.6",
+             "7314af50cde9c99e8eaf43eee617a23edcc6bb43036221064355094999d837ef"),
+)
 
 
 def download(jar: MavenJar, folder: Path, repository: str, timeout_s: float = 60.0) -> Path:
@@ -94,6 +112,23 @@ def connector_jar() -> Path:
     if repo is not None and not (folder / KAFKA_CONNECTOR.file_name).is_file():
         subprocess.run([str(repo / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
     return download(KAFKA_CONNECTOR, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
+
+
+#: With OAUTHBEARER these load once per JVM, from the parent class loader: the relocated Kafka client
+#: registers its SASL client as a JVM-wide security provider, so the copy of a second user-code class
+#: loader (a mini-cluster's JobManager and TaskManager have one each) is handed the first copy's SASL
+#: client, which refuses its callback handler ("Callback handler must be castable to ...").
+PARENT_FIRST_KEY = "classloader.parent-first-patterns.additional"
+OAUTHBEARER_PARENT_FIRST = "org.apache.flink.kafka.shaded.org.apache.kafka.;com.fasterxml.jackson.;org.jose4j."
+
+
+def security_jars(security: KafkaSecurity) -> list[Path]:
+    """The jars the Java clients need besides the connector for `security`: Jackson and jose4j
+    for OAUTHBEARER, none otherwise; fetched into the jar cache on first use."""
+    if not (security.sasl and security.sasl_mechanism == "OAUTHBEARER"):
+        return []
+    repository = os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL
+    return [download(jar, jar_cache() / "flink", repository) for jar in OAUTHBEARER_JARS]
 
 
 def jvm_jar() -> Path:

@@ -34,7 +34,14 @@ from pathlib import Path
 from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib
+from pwevent.jobs.streaming.jars import (
+    OAUTHBEARER_PARENT_FIRST,
+    PARENT_FIRST_KEY,
+    connector_jar,
+    jvm_jar,
+    metrics_lib,
+    security_jars,
+)
 from pwevent.jobs.streaming.locations import python_root
 from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, stream_settings
 
@@ -426,8 +433,12 @@ LOCAL_ROCKSDB_MANAGED_MEMORY = "2g"
 
 def local_configuration(settings: StreamSettings, run: LocalRun | None) -> dict[str, str]:
     """What a local run's mini-cluster needs beyond `flink_configuration`: the REST address of `run`,
-    and with RocksDB the managed memory (unless `flink.extra` sets it)."""
+    with RocksDB the managed memory (unless `flink.extra` sets it), and with OAUTHBEARER the Kafka
+    client, Jackson and jose4j parent-first (jars.OAUTHBEARER_PARENT_FIRST; make_environment puts
+    them on the gateway's class path)."""
     local: dict[str, str] = {}
+    if security_jars(settings.kafka.security):
+        local[PARENT_FIRST_KEY] = OAUTHBEARER_PARENT_FIRST
     if settings.flink.state_backend == "rocksdb" and MANAGED_MEMORY not in settings.flink.extra:
         local[MANAGED_MEMORY] = LOCAL_ROCKSDB_MANAGED_MEMORY
     if run is not None:
@@ -453,6 +464,13 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
         # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR to its own lib folder when it starts the gateway.
         os.environ.setdefault("FLINK_HOME", os.path.dirname(pyflink.__file__))
         os.environ["FLINK_LIB_DIR"] = str(metrics_lib())
+    extra_jars = security_jars(settings.kafka.security)
+    if extra_jars:  # the gateway's class path (PyFlink adds $HADOOP_CLASSPATH to it): the parent class loader
+        parts = [str(connector_jar()), *map(str, extra_jars), *filter(None, [os.environ.get("HADOOP_CLASSPATH")])]
+        os.environ["HADOOP_CLASSPATH"] = os.pathsep.join(parts)
+        system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
+        if system:  # JVM_ARGS: read by PyFlink's gateway launcher, like HADOOP_CLASSPATH
+            os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), *system])
     if run is not None:
         os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
         os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")  # read by PyFlink's gateway launcher
@@ -465,7 +483,8 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     for key, value in {**flink_configuration(settings, restore, allow_non_restored), **local}.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.add_jars(connector_jar().resolve().as_uri(), classes.resolve().as_uri())
+    env.add_jars(connector_jar().resolve().as_uri(), classes.resolve().as_uri(),
+                 *(jar.resolve().as_uri() for jar in extra_jars))
     env.add_python_file(root)
     return env, StreamTableEnvironment.create(env)
 
@@ -719,7 +738,8 @@ def main(argv: list[str] | None = None) -> int:
     # the job graph and the JobManager and TaskManagers load it from their blob servers: no path on the
     # cluster's hosts, unlike `-C`. With the class loader alone, submission fails in the JobManager
     # (ClassNotFoundException: pwevent.flink.PositionedRecords, deserialising the Kafka source).
-    env.add_jars(jvm_jar().resolve().as_uri())
+    env.add_jars(jvm_jar().resolve().as_uri(),
+                 *(jar.resolve().as_uri() for jar in security_jars(settings.kafka.security)))
     t_env = StreamTableEnvironment.create(env)
     build_pipeline(env, t_env, config, settings, args.seed, start, requirements_backlog(settings),
                    restore_seed(config, settings) if restored else None,

@@ -1,21 +1,34 @@
 """The `kafka.security` section: one description of how every client of the job authenticates, turned
 into the Java client properties of the job's Flink sources and sinks and into the kafka-python
 arguments of the Python tools (produce, tail, create-topics, the refusal to start twice).
-docs/operations.md, "Security".
+docs/operations.md, "Security" (an example per mode there).
 
 ```yaml
 kafka:
   security:
     protocol: SASL_SSL             # PLAINTEXT (default) | SSL | SASL_PLAINTEXT | SASL_SSL
-    sasl_mechanism: SCRAM-SHA-512  # SCRAM-SHA-512 (default) | SCRAM-SHA-256 | PLAIN
-    username: pwevent-job
-    password: ${PWEVENT_KAFKA_PASSWORD}   # from the environment, never written in the file
+    sasl_mechanism: SCRAM-SHA-512  # SCRAM-SHA-512 (default) | SCRAM-SHA-256 | PLAIN | OAUTHBEARER | GSSAPI
+    username: pwevent-job          # SCRAM and PLAIN
+    password: ${PWEVENT_KAFKA_PASSWORD}   # a secret: ${ENV_VAR} or {file: PATH}, never written in the file
+    oauth:                         # OAUTHBEARER: token_endpoint + client_id + client_secret (+ scope),
+      token_endpoint: https://idp.example/oauth2/token   # or unsecured_subject (testing only)
+      client_id: pwevent-job
+      client_secret: {file: /var/run/secrets/pwevent/oauth-secret}
+    kerberos: {principal: pwevent-job@EXAMPLE.COM, keytab: /etc/security/pwevent.keytab,
+               service_name: kafka}   # GSSAPI
     ca_file: tls/ca.pem            # PEM of the CA that signed the brokers' certificates (relative paths:
                                    # relative to the config file's folder); default: the system's CAs
+    truststore: {location: tls/truststore.p12, type: PKCS12, password: ${PWEVENT_TRUSTSTORE_PASSWORD}}
+                                   # the Java clients' trust store instead of ca_file (optional)
+    client_cert:                   # TLS client authentication (mTLS): PEM for the Python tools, a
+      cert_file: tls/client.pem    # keystore for the Java clients (the same key and certificate)
+      key_file: tls/client.key
+      key_password: ${PWEVENT_KEY_PASSWORD}   # the private key's, if encrypted (both files)
+      keystore: {location: tls/client.p12, type: PKCS12, password: ${PWEVENT_KEYSTORE_PASSWORD}}
     check_hostname: true           # the broker's certificate must name the host of the bootstrap address
 ```
 
-The password is held in a `Secret`, whose repr hides it, so that neither a printed settings object
+Every secret is held in a `Secret`, whose repr hides it, so that neither a printed settings object
 nor an error message shows it.
 """
 
@@ -38,17 +51,25 @@ from pydantic import (
 )
 
 from pwevent.jobs.common.config import ConfigError, Name, Section, config_error
+from pwevent.jobs.streaming.kafka_oauth import ClientCredentialsTokens, UnsecuredTokens
 
 #: Java client property prefixes that belong to `kafka.security`, not `kafka.properties`.
 SECURITY_PROPERTY_PREFIXES = ("security.", "sasl.", "ssl.")
 #: The job's Java clients are those of flink-sql-connector-kafka, which relocates the Kafka client
-#: classes under this package: a JAAS line must name the relocated login module.
+#: classes under this package: a JAAS line or a callback handler must name the relocated class.
 SHADED_KAFKA = "org.apache.flink.kafka.shaded.org.apache.kafka"
 _LOGIN_MODULES = {
-    "SCRAM-SHA-512": "common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-256": "common.security.scram.ScramLoginModule",
-    "PLAIN": "common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-512": f"{SHADED_KAFKA}.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-256": f"{SHADED_KAFKA}.common.security.scram.ScramLoginModule",
+    "PLAIN": f"{SHADED_KAFKA}.common.security.plain.PlainLoginModule",
+    "OAUTHBEARER": f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLoginModule",
+    "GSSAPI": "com.sun.security.auth.module.Krb5LoginModule",  # the JDK's, not relocated
 }
+#: The Java clients' login callback handler of the client-credentials grant (Kafka's own).
+OAUTH_LOGIN_HANDLER = f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+#: The JVM system property that must list the token endpoint (Kafka >= 4.0 refuses other URLs), as
+#: the relocated client reads it.
+OAUTH_ALLOWED_URLS_PROPERTY = f"{SHADED_KAFKA}.sasl.oauthbearer.allowed.urls"
 
 
 @dataclass(frozen=True)
@@ -66,23 +87,129 @@ class Secret:
     __str__ = __repr__
 
 
-def _secret(raw: Any) -> Secret | None:
+def _resolve(path: str, info: ValidationInfo) -> str:
+    """`path`, made absolute against the config file's folder (validation context `base_dir`)."""
+    if os.path.isabs(path):
+        return path
+    return str(Path((info.context or {}).get("base_dir") or ".").resolve() / path)
+
+
+def _secret(raw: Any, info: ValidationInfo) -> Secret | None:
+    """A secret written as `${ENV_VAR}` (resolved at load) or `{file: PATH}` (a mounted file, read
+    now; one trailing newline dropped)."""
     if raw is None or isinstance(raw, Secret):
         return raw
+    if isinstance(raw, dict) and set(raw) == {"file"} and isinstance(raw["file"], str) and raw["file"]:
+        path = _resolve(raw["file"], info)
+        try:
+            text = Path(path).read_text()
+        except OSError as err:
+            raise ValueError(f"cannot read the secret file {path}: {err.strerror}") from None
+        return Secret(text.removesuffix("\n"))
     if not isinstance(raw, str):
-        raise ValueError("must be a string (write ${ENV_VAR} to take it from the environment)")
+        raise ValueError("must be a string (write ${ENV_VAR} to take it from the environment) or {file: PATH}")
     return Secret(raw)
 
 
+def _file(raw: Any, info: ValidationInfo) -> str:
+    """An existing file; relative paths are relative to the config file's folder."""
+    if not isinstance(raw, str) or not raw:
+        raise ValueError(f"must be the path of a file, got {raw!r}")
+    path = _resolve(raw, info)
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} is not a file")
+    return path
+
+
+class SecretFile(Section):
+    """A secret read from a mounted file (the JSON Schema's form of `{file: PATH}`)."""
+
+    file: Name
+
+
+SecretValue = Annotated[Secret | None, PlainValidator(_secret, json_schema_input_type=str | SecretFile | None)]
+FilePath = Annotated[str, PlainValidator(_file, json_schema_input_type=str)]
+
+
+class Store(Section):
+    """A Java key or trust store (`ssl.keystore.*`, `ssl.truststore.*`)."""
+
+    location: FilePath
+    type: Literal["PKCS12", "JKS", "PEM"] = "PKCS12"
+    password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}")
+
+
+class ClientCertificate(Section):
+    """`kafka.security.client_cert`: the client's key and certificate for TLS client authentication,
+    as PEM files for the Python tools and as a keystore for the job's Java clients."""
+
+    cert_file: FilePath = Field(description="PEM certificate (chain) of the client: the Python tools")
+    key_file: FilePath = Field(description="PEM private key of the client: the Python tools")
+    key_password: SecretValue = Field(None, description="the private key's password, if it is encrypted "
+                                      "(the key file's and the keystore's key; default: the keystore's password)")
+    keystore: Store = Field(description="the same key and certificate for the job's Java clients")
+
+
+class OAuth(Section):
+    """`kafka.security.oauth` (OAUTHBEARER): the client-credentials grant against `token_endpoint`,
+    or, for testing, an unsigned token of `unsecured_subject`."""
+
+    token_endpoint: Name | None = None
+    client_id: StrictStr | None = None
+    client_secret: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}")
+    scope: StrictStr | None = None
+    unsecured_subject: Name | None = Field(None, description="TESTING ONLY: an unsigned JWS with this sub, "
+                                           "accepted by a broker with Kafka's unsecured validator only")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> OAuth:
+        grant = (self.token_endpoint, self.client_id, self.client_secret, self.scope)
+        if self.unsecured_subject is not None:
+            if any(value is not None for value in grant):
+                raise ValueError("kafka.security.oauth.unsecured_subject takes no token_endpoint, client_id, "
+                                 "client_secret or scope")
+            return self
+        if self.token_endpoint is None:
+            raise ValueError("kafka.security.oauth needs token_endpoint (with client_id and client_secret) or "
+                             "unsecured_subject")
+        if not self.token_endpoint.startswith(("https://", "http://")):
+            raise ValueError(f"kafka.security.oauth.token_endpoint must be an http(s) URL, got "
+                             f"{self.token_endpoint!r}")
+        if not self.client_id:
+            raise ValueError("kafka.security.oauth.client_id must be a non-empty string with a token_endpoint")
+        if self.client_secret is None or not self.client_secret.reveal():
+            raise ValueError("kafka.security.oauth.client_secret must be a non-empty secret with a token_endpoint "
+                             "(write ${ENV_VAR} or {file: PATH})")
+        return self
+
+
+class Kerberos(Section):
+    """`kafka.security.kerberos` (GSSAPI): the job's Java clients log in from the keytab; the Python
+    tools use the Kerberos credentials of their process (kinit, or KRB5_CLIENT_KTNAME=<keytab>) and
+    need the `gssapi` package."""
+
+    principal: Name
+    keytab: FilePath
+    service_name: Name = "kafka"
+
+
+_SASL_SECTIONS = {"SCRAM-SHA-512": "username", "SCRAM-SHA-256": "username", "PLAIN": "username",
+                  "OAUTHBEARER": "oauth", "GSSAPI": "kerberos"}
+
+
 class KafkaSecurity(Section):
-    """`kafka.security`; `ca_file` relative to the config file's folder (validation context `base_dir`)."""
+    """`kafka.security`; paths relative to the config file's folder (validation context `base_dir`)."""
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"] = "SCRAM-SHA-512"
+    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "OAUTHBEARER", "GSSAPI"] = "SCRAM-SHA-512"
     username: StrictStr | None = None
-    password: Annotated[Secret | None, PlainValidator(_secret, json_schema_input_type=str | None)] = Field(
-        None, description="write ${ENV_VAR}: the password stays out of the file")
+    password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}: the password stays out "
+                                  "of the file")
+    oauth: OAuth | None = None
+    kerberos: Kerberos | None = None
     ca_file: Name | None = None
+    truststore: Store | None = None
+    client_cert: ClientCertificate | None = None
     check_hostname: StrictBool = True
 
     @field_validator("ca_file")
@@ -93,23 +220,39 @@ class KafkaSecurity(Section):
             return None
         if protocol is not None and not protocol.endswith("SSL"):
             raise ValueError(f"kafka.security.ca_file needs protocol SSL or SASL_SSL, not {protocol}")
-        if not os.path.isabs(value):
-            value = str(Path((info.context or {}).get("base_dir") or ".").resolve() / value)
+        value = _resolve(value, info)
         if not os.path.isfile(value):
             raise ValueError(f"kafka.security.ca_file {value} is not a file")
         return value
 
     @model_validator(mode="after")
     def _credentials(self) -> KafkaSecurity:
-        """A SASL protocol needs a username and a password (never shown); the others take neither."""
-        if self.sasl:
-            if not self.username:
-                raise ValueError(f"kafka.security.username must be a non-empty string with protocol {self.protocol}")
-            if self.password is None or not self.password.reveal():
-                raise ValueError(f"kafka.security.password must be a non-empty string with protocol "
-                                 f"{self.protocol} (write ${{ENV_VAR}} to take it from the environment)")
-        elif self.username is not None or self.password is not None:
-            raise ValueError(f"kafka.security.username and password need a SASL protocol, not {self.protocol}")
+        """A SASL protocol needs the credentials of its mechanism and no others; TLS settings need
+        a TLS protocol."""
+        given = {key for key in ("username", "password", "oauth", "kerberos") if getattr(self, key) is not None}
+        if not self.sasl:
+            if given:
+                raise ValueError(f"kafka.security.{sorted(given)[0]} needs a SASL protocol, not {self.protocol}")
+        else:
+            wanted = _SASL_SECTIONS[self.sasl_mechanism]
+            if wanted == "username":
+                if not self.username:
+                    raise ValueError(f"kafka.security.username must be a non-empty string with protocol "
+                                     f"{self.protocol}")
+                if self.password is None or not self.password.reveal():
+                    raise ValueError(f"kafka.security.password must be a non-empty string with protocol "
+                                     f"{self.protocol} (write ${{ENV_VAR}} to take it from the environment)")
+                given -= {"username", "password"}
+            elif wanted not in given:
+                raise ValueError(f"kafka.security.{wanted} is required with sasl_mechanism {self.sasl_mechanism}")
+            else:
+                given.discard(wanted)
+            if given:
+                raise ValueError(f"kafka.security.{sorted(given)[0]} does not apply to sasl_mechanism "
+                                 f"{self.sasl_mechanism}")
+        for key in ("truststore", "client_cert"):
+            if getattr(self, key) is not None and not self.tls:
+                raise ValueError(f"kafka.security.{key} needs protocol SSL or SASL_SSL, not {self.protocol}")
         return self
 
     @property
@@ -120,35 +263,97 @@ class KafkaSecurity(Section):
     def tls(self) -> bool:
         return self.protocol.endswith("SSL")
 
+    def _jaas(self) -> str:
+        """The `sasl.jaas.config` line of the mechanism (values quoted; secrets revealed here only)."""
+        options: dict[str, str] = {}
+        if self.oauth is not None:
+            if self.oauth.unsecured_subject is not None:
+                options["unsecuredLoginStringClaim_sub"] = self.oauth.unsecured_subject
+            else:
+                assert self.oauth.client_id is not None and self.oauth.client_secret is not None
+                options["clientId"] = self.oauth.client_id
+                options["clientSecret"] = self.oauth.client_secret.reveal()
+                if self.oauth.scope:
+                    options["scope"] = self.oauth.scope
+        elif self.kerberos is not None:
+            options = {"useKeyTab": "true", "storeKey": "true", "keyTab": self.kerberos.keytab,
+                       "principal": self.kerberos.principal}
+        else:
+            assert self.username is not None and self.password is not None
+            options = {"username": self.username, "password": self.password.reveal()}
+        text = " ".join(f"{key}={_jaas_quote(value)}" for key, value in options.items())
+        return f"{_LOGIN_MODULES[self.sasl_mechanism]} required {text};"
+
     def jvm_properties(self) -> dict[str, str]:
         """Java Kafka client properties of the job's Flink sources and sinks (the connector's
         relocated Kafka client: `SHADED_KAFKA`)."""
         props: dict[str, str] = {"security.protocol": self.protocol}
         if self.sasl:
-            assert self.username is not None and self.password is not None
             props["sasl.mechanism"] = self.sasl_mechanism
-            props["sasl.jaas.config"] = (f"{SHADED_KAFKA}.{_LOGIN_MODULES[self.sasl_mechanism]} required "
-                                         f"username={_jaas_quote(self.username)} "
-                                         f"password={_jaas_quote(self.password.reveal())};")
+            props["sasl.jaas.config"] = self._jaas()
+            if self.oauth is not None and self.oauth.token_endpoint is not None:
+                props["sasl.login.callback.handler.class"] = OAUTH_LOGIN_HANDLER
+                props["sasl.oauthbearer.token.endpoint.url"] = self.oauth.token_endpoint
+            if self.kerberos is not None:
+                props["sasl.kerberos.service.name"] = self.kerberos.service_name
         if self.tls:
-            if self.ca_file:
+            if self.truststore is not None:
+                props.update(_store("truststore", self.truststore))
+            elif self.ca_file:
                 props["ssl.truststore.type"] = "PEM"
                 props["ssl.truststore.location"] = self.ca_file
+            if self.client_cert is not None:
+                store = self.client_cert.keystore
+                props.update(_store("keystore", store))
+                key_password = self.client_cert.key_password or store.password
+                if key_password is not None:
+                    props["ssl.key.password"] = key_password.reveal()
             props["ssl.endpoint.identification.algorithm"] = "https" if self.check_hostname else ""
         return props
+
+    def jvm_system_properties(self) -> dict[str, str]:
+        """JVM system properties the Java clients need: the token endpoint listed as allowed."""
+        if self.oauth is not None and self.oauth.token_endpoint is not None:
+            return {OAUTH_ALLOWED_URLS_PROPERTY: self.oauth.token_endpoint}
+        return {}
 
     def python_options(self) -> dict[str, Any]:
         """kafka-python keyword arguments (KafkaProducer, KafkaConsumer, KafkaAdminClient)."""
         options: dict[str, Any] = {"security_protocol": self.protocol}
         if self.sasl:
-            assert self.password is not None
-            options.update(sasl_mechanism=self.sasl_mechanism, sasl_plain_username=self.username,
-                           sasl_plain_password=self.password.reveal())
+            options["sasl_mechanism"] = self.sasl_mechanism
+            if self.oauth is not None:
+                options["sasl_oauth_token_provider"] = _token_provider(self.oauth)
+            elif self.kerberos is not None:
+                options["sasl_kerberos_service_name"] = self.kerberos.service_name
+            else:
+                assert self.password is not None
+                options.update(sasl_plain_username=self.username, sasl_plain_password=self.password.reveal())
         if self.tls:
             options["ssl_check_hostname"] = self.check_hostname
             if self.ca_file:
                 options["ssl_cafile"] = self.ca_file
+            if self.client_cert is not None:
+                options.update(ssl_certfile=self.client_cert.cert_file, ssl_keyfile=self.client_cert.key_file)
+                if self.client_cert.key_password is not None:
+                    options["ssl_password"] = self.client_cert.key_password.reveal()
         return options
+
+
+def _store(kind: str, store: Store) -> dict[str, str]:
+    """`ssl.<kind>.type`, `.location` and `.password` of a Java key or trust store."""
+    props = {f"ssl.{kind}.type": store.type, f"ssl.{kind}.location": store.location}
+    if store.password is not None:
+        props[f"ssl.{kind}.password"] = store.password.reveal()
+    return props
+
+
+def _token_provider(oauth: OAuth) -> UnsecuredTokens | ClientCredentialsTokens:
+    """kafka-python's `sasl_oauth_token_provider` of `oauth` (jobs/streaming/kafka_oauth.py)."""
+    if oauth.unsecured_subject is not None:
+        return UnsecuredTokens(oauth.unsecured_subject)
+    assert oauth.token_endpoint is not None and oauth.client_id is not None and oauth.client_secret is not None
+    return ClientCredentialsTokens(oauth.token_endpoint, oauth.client_id, oauth.client_secret.reveal, oauth.scope)
 
 
 def _jaas_quote(value: str) -> str:

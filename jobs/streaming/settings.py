@@ -7,8 +7,11 @@ kafka:
   topics: {events: pwevent.events, requirements: pwevent.requirements, releases: pwevent.releases,
            dead_letters: pwevent.dead-letters, audit: pwevent.audit}
   event_time: field               # field (the events.time field, else the Kafka record timestamp) | kafka
-  security: {}                    # how every client authenticates: protocol, sasl_mechanism, username,
-                                  # password (${ENV_VAR}), ca_file (jobs/streaming/kafka_security.py)
+  security: {}                    # how every client authenticates: protocol, sasl_mechanism (SCRAM, PLAIN,
+                                  # OAUTHBEARER, GSSAPI) and its credentials (username + password, oauth,
+                                  # kerberos), ca_file or truststore, client_cert (mTLS); secrets as
+                                  # ${ENV_VAR} or {file: PATH} (jobs/streaming/kafka_security.py;
+                                  # docs/operations.md, Security)
   start: earliest                 # where a job without restored state reads the events topic: earliest |
                                   # latest | committed (the offsets the job's consumer group committed at
                                   # its checkpoints; earliest where none) | a time (ISO-8601 or epoch ms:

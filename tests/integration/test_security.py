@@ -1,6 +1,7 @@
-"""The job against a secured broker (`deploy/local/kafka.sh start --secure`: SASL_SSL, SCRAM-SHA-512,
-the StandardAuthorizer), and the broker's port across a stop and a start (docs/operations.md,
-"Security" and "Runbook")."""
+"""The job against secured brokers of `deploy/local/kafka.sh start --secure MODE`: scram (SASL_SSL,
+SCRAM-SHA-512, the StandardAuthorizer), mtls (client certificates required) and oauth (OAUTHBEARER,
+Kafka's unsecured JWS validator); clients without the credentials of the mode are refused; and the
+broker's port across a stop and a start (docs/operations.md, "Security" and "Runbook")."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kafka.errors import KafkaError, TopicAuthorizationFailedError
 
 from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
+from pwevent.jobs.streaming.kafka_oauth import UnsecuredTokens
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, parse_security
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
@@ -50,16 +52,21 @@ class SecureBroker:
                 "password": password or self.password(user), "ca_file": self.ca}
 
 
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    run_dir = tmp_path_factory.mktemp("kafka-secure")
-    started = subprocess.run([str(KAFKA_SH), "start", "--secure", "--run-dir", str(run_dir)], capture_output=True,
-                             text=True, timeout=240)
+def _start_broker(tmp_path_factory: pytest.TempPathFactory, *mode: str) -> Iterator[SecureBroker]:
+    """A broker of `kafka.sh start --secure MODE` in a fresh run folder, stopped by kafka.sh (its pid)."""
+    run_dir = tmp_path_factory.mktemp(f"kafka-{'-'.join(mode) or 'scram'}")
+    started = subprocess.run([str(KAFKA_SH), "start", "--secure", *mode, "--run-dir", str(run_dir)],
+                             capture_output=True, text=True, timeout=480)
     assert started.returncode == 0, started.stderr
     try:
         yield SecureBroker(run_dir, started.stdout.strip().splitlines()[-1])
     finally:
         subprocess.run([str(KAFKA_SH), "stop", "--run-dir", str(run_dir)], capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    yield from _start_broker(tmp_path_factory)
 
 
 def _write(bootstrap: str, topic: str, **security: Any) -> None:
@@ -72,7 +79,7 @@ def _write(bootstrap: str, topic: str, **security: Any) -> None:
 
 def _end_offsets(bootstrap: str, topic: str, **security: Any) -> dict[TopicPartition, int]:
     client = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, request_timeout_ms=10_000,
-                           **security)
+                           bootstrap_timeout_ms=20_000, **security)
     try:
         return client.end_offsets([TopicPartition(topic, 0)])
     finally:
@@ -125,17 +132,121 @@ def test_the_job_runs_with_credentials_and_others_are_kept_out(
     client.send(topics["requirements"], b"{}").get(timeout=20)
     client.close()
 
-    # The secret is nowhere in what the job printed or Flink logged during the run.
+    _check_secrets_not_logged(job, password)
+
+
+def _check_secrets_not_logged(job: StreamingJob, *secrets: str) -> None:
+    """No secret is in what the job printed or Flink logged during the run."""
     printed = (job.folder / "job-1.log").read_text()
     run_logs = Path(printed.split("Flink log in ", 1)[1].split()[0])  # each run logs into its own folder
     flink_logs = [log for log in run_logs.glob("flink-*.log") if log.stat().st_size > 0]
     assert flink_logs, f"no Flink log written during the run in {run_logs}: {list(run_logs.iterdir())}"
     for log in [job.folder / "job-1.log", *run_logs.glob("*")]:
-        assert password not in log.read_text(errors="replace"), f"the job's password is in {log}"
+        text = log.read_text(errors="replace")
+        for secret in secrets:
+            assert secret not in text, f"a secret of the job is in {log}"
 
 
 def _security(broker: SecureBroker, user: str) -> KafkaSecurity:
     return parse_security(broker.security(user), None)
+
+
+def _run_job(broker: SecureBroker, tmp_path: Path, security: dict[str, Any], admin: dict[str, Any],
+             slots: int = 3) -> StreamingJob:
+    """The job, `pwevent produce`'s sender and the release reader all with `security` (the one
+    `kafka.security` section); topics made by create-topics.py with `admin`'s section. The job has
+    stopped when this returns, its releases and spend log checked against the replay."""
+    job = StreamingJob(broker.bootstrap, tmp_path, "PBD", {
+        "kafka": {"security": security}, "flink": {"close_after": "1s", "source_idleness": "3s"},
+    }, admin=parse_security(admin, str(broker.run_dir)).python_options())
+    events, requirements = generate(job.folder, users=20, slots=slots)
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    try:
+        job.start(seed=SEED)
+        check_equals_replay(job, events, requirements, slots)
+    finally:
+        job.stop()
+    return job
+
+
+def _logged_since(broker: SecureBroker, before: int, text: str) -> bool:
+    """Whether the broker logged `text` after the first `before` lines of its log (why it refused)."""
+    lines = (broker.run_dir / "logs" / "server.log").read_text(errors="replace").splitlines()[before:]
+    return any(text in line for line in lines)
+
+
+def _log_length(broker: SecureBroker) -> int:
+    return len((broker.run_dir / "logs" / "server.log").read_text(errors="replace").splitlines())
+
+
+@pytest.fixture(scope="module")
+def mtls_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    yield from _start_broker(tmp_path_factory, "mtls")
+
+
+def _mtls(broker: SecureBroker, user: str, key_password: str) -> dict[str, Any]:
+    """The `kafka.security` section of `user`'s certificate (paths relative to the run folder)."""
+    return {"protocol": "SSL", "ca_file": "tls/ca.pem", "client_cert": {
+        "cert_file": f"tls/{user}.pem", "key_file": f"tls/{user}.key", "key_password": key_password,
+        "keystore": {"location": f"tls/{user}.p12", "password": {"file": f"secrets/{user}"}}}}
+
+
+@pytest.mark.flink
+def test_the_job_runs_with_a_client_certificate_and_clients_without_one_are_refused(
+        mtls_broker: SecureBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mTLS (ssl.client.auth=required): the job's Java clients use its PKCS12 keystore (password
+    from a mounted file), the producer, the topic creation and the readers its PEM key (password
+    from the environment); releases equal the replay's and the key password is in no log. A TLS
+    client without a certificate fails the handshake, which the broker logs as a failed
+    authentication, while the same call with the certificate succeeds."""
+    broker = mtls_broker
+    password = broker.password("pwevent-job")
+    monkeypatch.setenv("PWEVENT_TEST_KEY_PASSWORD", password)
+    security = _mtls(broker, "pwevent-job", "${PWEVENT_TEST_KEY_PASSWORD}")
+    (tmp_path / "tls").symlink_to(broker.run_dir / "tls")  # relative paths: the job's folder
+    (tmp_path / "secrets").symlink_to(broker.run_dir / "secrets")
+    job = _run_job(broker, tmp_path, security, _mtls(broker, "admin", broker.password("admin")))
+    assert password not in job.config_path.read_text()
+    _check_secrets_not_logged(job, password)
+
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, job.topics["events"], security_protocol="SSL", ssl_cafile=broker.ca)
+    with pytest.raises(KafkaError):
+        _write(broker.bootstrap, job.topics["requirements"], security_protocol="SSL", ssl_cafile=broker.ca)
+    assert _logged_since(broker, before, "(SSL handshake failed)")
+    assert _end_offsets(broker.bootstrap, job.topics["events"], **job.kafka.client_options())
+
+
+@pytest.fixture(scope="module")
+def oauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    yield from _start_broker(tmp_path_factory, "oauth")
+
+
+@pytest.mark.flink
+def test_the_job_runs_with_oauthbearer_tokens_and_clients_without_a_valid_token_are_refused(
+        oauth_broker: SecureBroker, tmp_path: Path) -> None:
+    """OAUTHBEARER (unsecured JWS): the job's Java clients log in with Kafka's unsecured login, the
+    Python tools with pwevent's token provider; releases equal the replay's. A client without SASL,
+    and one whose token has expired, are refused; a fresh token of the same subject is accepted."""
+    broker = oauth_broker
+    security = {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ca_file": broker.ca,
+                "oauth": {"unsecured_subject": "pwevent-job"}}
+    admin = {**security, "oauth": {"unsecured_subject": "admin"}}
+    job = _run_job(broker, tmp_path, security, admin)
+
+    topic = job.topics["events"]
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, topic, security_protocol="SSL", ssl_cafile=broker.ca)
+    assert _logged_since(broker, before, "during SASL handshake")
+    oauth = {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ssl_cafile": broker.ca}
+    expired = UnsecuredTokens("pwevent-job", clock=lambda: 1_000_000_000.0)  # exp in 2001
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=expired)
+    assert _logged_since(broker, before, '{"status":"invalid_token"}')
+    assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=UnsecuredTokens("pwevent-job"))
 
 
 def test_a_restarted_broker_keeps_the_port_of_its_first_start(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pwevent.jobs.streaming.jars import KAFKA_CONNECTOR, JarError, MavenJar, download
+from pwevent.jobs.streaming.jars import KAFKA_CONNECTOR, OAUTHBEARER_JARS, JarError, MavenJar, download, security_jars
+from pwevent.jobs.streaming.kafka_security import KafkaSecurity, OAuth, Secret
 from pwevent.jobs.streaming.locations import JVM_JAR_IN_PACKAGE, PACKAGE_ROOT, python_root
 
 JAR = b"PK\x03\x04 not really a jar, but bytes with a known digest"
@@ -67,3 +68,25 @@ def test_the_workers_get_a_complete_copy_of_real_files_named_by_their_digest(tmp
     assert python_root(classes) == root  # unchanged content: the same folder, not a new copy
     classes.write_bytes(JAR + b"changed")
     assert python_root(classes) != root
+
+
+def test_only_oauthbearer_adds_jars_and_they_come_pinned_from_the_repository(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jackson for the connector's OAUTHBEARER login (docs/operations.md, "Security"), fetched
+    into the jar cache from $PWEVENT_MAVEN_REPOSITORY and checked against the pins."""
+    maven = tmp_path / "maven"
+    pinned = []
+    for jar in OAUTHBEARER_JARS:
+        content = f"{jar.artifact} stand-in".encode()
+        path = Path(jar.url(maven.as_uri()).removeprefix("file://"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(content)
+        pinned.append(replace(jar, sha256=hashlib.sha256(content).hexdigest()))
+    monkeypatch.setattr("pwevent.jobs.streaming.jars.OAUTHBEARER_JARS", tuple(pinned))
+    monkeypatch.setenv("PWEVENT_MAVEN_REPOSITORY", maven.as_uri())
+    monkeypatch.setenv("PWEVENT_CACHE", str(tmp_path / "cache"))
+    scram = KafkaSecurity(protocol="SASL_SSL", username="u", password=Secret("p"))
+    assert security_jars(scram) == [] and security_jars(KafkaSecurity()) == []
+    oauth = KafkaSecurity(protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER", oauth=OAuth(unsecured_subject="u"))
+    assert [jar.name for jar in security_jars(oauth)] == [jar.file_name for jar in OAUTHBEARER_JARS]
+    assert all((tmp_path / "cache" / "flink" / jar.file_name).is_file() for jar in OAUTHBEARER_JARS)

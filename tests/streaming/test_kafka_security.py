@@ -1,8 +1,12 @@
-"""`kafka.security` (one section for the job's Java clients and the Python tools), `${ENV_VAR}` in
-the configuration, and the ACL plan per principal (docs/operations.md, "Security"). No broker."""
+"""`kafka.security` (one section for the job's Java clients and the Python tools) in every mode
+(SCRAM/PLAIN, mTLS, OAUTHBEARER, GSSAPI), `${ENV_VAR}` and mounted-file secrets in the
+configuration, and the ACL plan per principal (docs/operations.md, "Security"). No broker."""
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,14 @@ from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.job import sink_ddl
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
+from pwevent.jobs.streaming.kafka_oauth import (
+    ClientCredentialsTokens,
+    TokenEndpointError,
+    UnsecuredTokens,
+    unsecured_jws,
+)
 from pwevent.jobs.streaming.settings import stream_settings
+from tests.streaming.token_endpoint import TokenEndpoint
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 SECRET = 'p"a\\ss w0rd'  # a quote and a backslash: the JAAS line must escape them
@@ -96,8 +107,10 @@ def test_print_submit_shows_no_secret(ca: Path, tmp_path: Path, monkeypatch: pyt
     ({"protocol": "SASL_SSL", "username": "u"}, "kafka.security.password"),
     ({"protocol": "SASL_SSL", "password": "p"}, "kafka.security.username"),
     ({"protocol": "SASL_SSL", "username": "u", "password": "p", "sasl_mechanism": "GSSAPI"},
+     "kafka.security.kerberos is required"),
+    ({"protocol": "SASL_SSL", "username": "u", "password": "p", "sasl_mechanism": "SCRAM-SHA-1"},
      "kafka.security.sasl_mechanism"),
-    ({"protocol": "SSL", "username": "u", "password": "p"}, "need a SASL protocol"),
+    ({"protocol": "SSL", "username": "u", "password": "p"}, "needs a SASL protocol"),
     ({"protocol": "SASL_PLAINTEXT", "username": "u", "password": "p", "ca_file": "x"}, "kafka.security.ca_file"),
     ({"protocol": "SSL", "ca_file": "missing.pem"}, "kafka.security.ca_file"),
     ({"protocol": "SSL", "check_hostname": "no"}, "kafka.security.check_hostname"),
@@ -146,3 +159,205 @@ def test_the_acl_plan_names_every_principal_and_resource() -> None:
     assert ("rl", "READ") in analyst and not {n for n, op in analyst if op == "WRITE"}
     assert not any(g.name in ("ev", "rq") for g in plan if g.principal == "User:pwevent-analyst")
     assert Grant("User:pwevent-job", "topic", "ev", "WRITE") not in plan
+
+
+# Every mode of kafka.security (docs/operations.md, "Security"): mTLS, OAUTHBEARER, GSSAPI, secrets
+# from mounted files.
+
+KEY_SECRET = "k3y-pa$$"
+STORE_SECRET = "st0re-pa$$"
+OAUTH_SECRET = "0auth:secret/with&chars"
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> Path:
+    for name in ("ca.pem", "client.pem", "client.key", "client.p12", "truststore.jks", "job.keytab"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "store-secret").write_text(STORE_SECRET + "\n")
+    return tmp_path
+
+
+def mtls(key_password: str | None = "${PWEVENT_T_KEY}") -> dict:
+    cert = {"cert_file": "client.pem", "key_file": "client.key",
+            "keystore": {"location": "client.p12", "password": {"file": "store-secret"}}}
+    if key_password:
+        cert["key_password"] = key_password
+    return {"security": {"protocol": "SSL", "ca_file": "ca.pem", "client_cert": cert}}
+
+
+def test_mtls_gives_a_keystore_to_the_java_clients_and_pem_files_to_the_python_tools(
+        tls_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PWEVENT_T_KEY", KEY_SECRET)
+    kafka = settings(mtls(), str(tls_files)).kafka
+    assert kafka.jvm_properties() == {
+        "security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": str(tls_files / "ca.pem"),
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(tls_files / "client.p12"),
+        "ssl.keystore.password": STORE_SECRET, "ssl.key.password": KEY_SECRET,
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    assert kafka.client_options() == {
+        "security_protocol": "SSL", "ssl_check_hostname": True, "ssl_cafile": str(tls_files / "ca.pem"),
+        "ssl_certfile": str(tls_files / "client.pem"), "ssl_keyfile": str(tls_files / "client.key"),
+        "ssl_password": KEY_SECRET,
+    }
+    # Without a key password the keystore's is the key's (keytool's PKCS12); the PEM key is unencrypted.
+    plain = settings(mtls(key_password=None), str(tls_files)).kafka
+    assert plain.jvm_properties()["ssl.key.password"] == STORE_SECRET
+    assert "ssl_password" not in plain.client_options()
+    for shown in (repr(kafka), str(kafka.security.client_cert)):
+        assert KEY_SECRET not in shown and STORE_SECRET not in shown
+
+
+def test_a_java_truststore_replaces_the_pem_ca_for_the_java_clients_only(tls_files: Path) -> None:
+    security = {"protocol": "SSL", "ca_file": "ca.pem",
+                "truststore": {"location": "truststore.jks", "type": "JKS", "password": {"file": "store-secret"}}}
+    kafka = settings({"security": security}, str(tls_files)).kafka
+    jvm = kafka.jvm_properties()
+    assert (jvm["ssl.truststore.type"], jvm["ssl.truststore.location"], jvm["ssl.truststore.password"]) == (
+        "JKS", str(tls_files / "truststore.jks"), STORE_SECRET)
+    assert kafka.client_options()["ssl_cafile"] == str(tls_files / "ca.pem")
+
+
+def test_oauthbearer_client_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PWEVENT_T_OAUTH", OAUTH_SECRET)
+    oauth = {"token_endpoint": "https://idp.example/oauth2/token", "client_id": "pwevent-job",
+             "client_secret": "${PWEVENT_T_OAUTH}", "scope": "kafka"}
+    kafka = settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": oauth}}).kafka
+    shaded = "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer"
+    assert kafka.jvm_properties() == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+        "sasl.jaas.config": f'{shaded}.OAuthBearerLoginModule required clientId="pwevent-job" '
+                            f'clientSecret="{OAUTH_SECRET}" scope="kafka";',
+        "sasl.login.callback.handler.class": f"{shaded}.OAuthBearerLoginCallbackHandler",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example/oauth2/token",
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    assert kafka.security.jvm_system_properties() == {
+        "org.apache.flink.kafka.shaded.org.apache.kafka.sasl.oauthbearer.allowed.urls":
+            "https://idp.example/oauth2/token"}  # Kafka 4 refuses token endpoints not listed there
+    options = kafka.client_options()
+    provider = options.pop("sasl_oauth_token_provider")
+    assert isinstance(provider, ClientCredentialsTokens) and OAUTH_SECRET not in repr(provider)
+    assert options == {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ssl_check_hostname": True}
+
+
+def test_oauthbearer_unsecured_tokens_are_unsigned_jws_of_the_subject() -> None:
+    oauth = {"unsecured_subject": "pwevent-job"}
+    kafka = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+                                   "oauth": oauth}}).kafka
+    assert kafka.jvm_properties()["sasl.jaas.config"] == (
+        "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+        'required unsecuredLoginStringClaim_sub="pwevent-job";')
+    assert "sasl.login.callback.handler.class" not in kafka.jvm_properties()  # Kafka's unsecured default
+    assert kafka.security.jvm_system_properties() == {}
+    provider = kafka.client_options()["sasl_oauth_token_provider"]
+    assert isinstance(provider, UnsecuredTokens)
+    header, claims, signature = unsecured_jws("pwevent-job", 1_700_000_000.5).split(".")
+    decode = lambda part: json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))  # noqa: E731
+    assert decode(header) == {"alg": "none"} and signature == ""
+    assert decode(claims) == {"sub": "pwevent-job", "iat": 1_700_000_000, "exp": 1_700_003_600}
+    assert provider.token().count(".") == 2
+
+
+def test_gssapi_logs_the_java_clients_in_from_the_keytab(tls_files: Path) -> None:
+    kerberos = {"principal": "pwevent-job@EXAMPLE.COM", "keytab": "job.keytab"}
+    kafka = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI",
+                                   "kerberos": kerberos}}, str(tls_files)).kafka
+    assert kafka.jvm_properties() == {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI", "sasl.kerberos.service.name": "kafka",
+        "sasl.jaas.config": 'com.sun.security.auth.module.Krb5LoginModule required useKeyTab="true" '
+                            f'storeKey="true" keyTab="{tls_files / "job.keytab"}" '
+                            'principal="pwevent-job@EXAMPLE.COM";',
+    }
+    assert kafka.client_options() == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI",
+                                      "sasl_kerberos_service_name": "kafka"}
+
+
+def test_a_password_from_a_mounted_file(tls_files: Path) -> None:
+    security = {"protocol": "SASL_SSL", "username": "pwevent-job", "password": {"file": "store-secret"}}
+    kafka = settings({"security": security}, str(tls_files)).kafka
+    assert kafka.client_options()["sasl_plain_password"] == STORE_SECRET
+    with pytest.raises(ConfigError, match=r"^kafka\.security\.password: cannot read the secret file .*missing"):
+        settings({"security": {**security, "password": {"file": "missing"}}}, str(tls_files))
+
+
+@pytest.mark.parametrize(("security", "message"), [
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER"}, "kafka.security.oauth is required"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {}}, "kafka.security.oauth needs"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+      "oauth": {"token_endpoint": "https://i/t", "client_id": "c"}}, "kafka.security.oauth.client_secret"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+      "oauth": {"token_endpoint": "idp/token", "client_id": "c", "client_secret": "s"}},
+     "kafka.security.oauth.token_endpoint"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+      "oauth": {"unsecured_subject": "u", "client_id": "c"}}, "kafka.security.oauth.unsecured_subject"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {"unsecured_subject": "u"},
+      "username": "u"}, "kafka.security.username does not apply"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "GSSAPI", "kerberos": {"principal": "p", "keytab": "none.keytab"}},
+     "kafka.security.kerberos.keytab"),
+    ({"protocol": "SSL", "oauth": {"unsecured_subject": "u"}}, "kafka.security.oauth needs a SASL protocol"),
+    ({"protocol": "SASL_PLAINTEXT", "username": "u", "password": "p",
+      "client_cert": {"cert_file": "c", "key_file": "k", "keystore": {"location": "s"}}},
+     "kafka.security.client_cert.cert_file"),
+    ({"protocol": "SSL", "client_cert": {"cert_file": "client.pem", "key_file": "client.key"}},
+     "missing key kafka.security.client_cert.keystore"),
+    ({"protocol": "SSL", "client_cert": {"cert_file": "client.pem", "key_file": "client.key",
+                                         "keystore": {"location": "client.p12", "type": "P12"}}},
+     "kafka.security.client_cert.keystore.type"),
+    ({"protocol": "PLAINTEXT", "truststore": {"location": "truststore.jks"}},
+     "kafka.security.truststore needs protocol SSL"),
+])
+def test_every_mode_names_the_key_of_its_error(tls_files: Path, security: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        settings({"security": security}, str(tls_files))
+
+
+@pytest.mark.parametrize("key", ["oauth.client_secret", "client_cert.key_password",
+                                 "client_cert.keystore.password", "truststore.password"])
+def test_a_secret_of_another_type_is_named_not_shown(tls_files: Path, key: str) -> None:
+    security = {**mtls(key_password="k")["security"], "protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+                "oauth": {"token_endpoint": "https://i/t", "client_id": "c", "client_secret": "s"},
+                "truststore": {"location": "truststore.jks"}}
+    *parents, field = key.split(".")
+    where = security
+    for part in parents:
+        where = where[part]
+    where[field] = [OAUTH_SECRET]  # no character a repr would escape: shown, it would be found
+    with pytest.raises(ConfigError, match=rf"^kafka\.security\.{re.escape(key)}: must be a string") as err:
+        settings({"security": security}, str(tls_files))
+    assert OAUTH_SECRET not in str(err.value)
+
+
+def test_print_submit_shows_no_secret_of_any_mode(tls_files: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    jar = tls_files / "connector.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setenv("PWEVENT_KAFKA_CONNECTOR_JAR", str(jar))
+    monkeypatch.setenv("PWEVENT_T_KEY", KEY_SECRET)
+    monkeypatch.setenv("PWEVENT_T_OAUTH", OAUTH_SECRET)
+    security = {**mtls()["security"], "protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+                "oauth": {"token_endpoint": "https://idp.example/t", "client_id": "c",
+                          "client_secret": "${PWEVENT_T_OAUTH}"}}
+    path = tls_files / "job.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "kafka": {"bootstrap": "127.0.0.1:1", "security": security}}))
+    assert cli_main(["run", "--config", str(path), "--print-submit"]) == 0
+    out = capsys.readouterr()
+    assert str(path) in out.out
+    for secret in (KEY_SECRET, STORE_SECRET, OAUTH_SECRET):
+        assert secret not in out.out + out.err
+
+
+def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it() -> None:
+    now = [0.0]
+    with TokenEndpoint("pwevent-job", OAUTH_SECRET, lambda n: f"token-{n}") as endpoint:
+        tokens = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: OAUTH_SECRET, "kafka",
+                                         clock=lambda: now[0])
+        assert tokens.token() == "token-1"
+        assert tokens.token() == "token-1"  # reused while valid
+        now[0] = 3600.0 - 59  # within the refresh margin: fetched again
+        assert tokens.token() == "token-2"
+        assert endpoint.requests == [{"grant_type": ["client_credentials"], "scope": ["kafka"]}] * 2
+        refused = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: "wrong")
+        with pytest.raises(TokenEndpointError, match="401") as err:
+            refused.token()
+    assert "wrong" not in str(err.value)
