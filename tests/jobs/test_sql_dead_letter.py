@@ -6,7 +6,7 @@ import json
 from pyflink.common import Row
 
 from pwevent.jobs.common.records import unknown_user
-from pwevent.jobs.streaming.hosts import sql_dead_letter
+from pwevent.jobs.streaming.hosts import TOO_FAR_AHEAD_DETAIL, sql_dead_letter
 
 
 def _format(row: Row) -> dict:
@@ -20,3 +20,10 @@ def test_unknown_user_and_late_rows() -> None:
                        "original_bytes": 13, "original_sha256": hashlib.sha256(b'{"user":"u7"}').hexdigest()}
     late = _format(Row(2, None, None, None, None, "late", "u1", 0, 5, b"x"))
     assert late["reason"] == "late" and late["detail"] == "slot 2 had closed when the record arrived"
+
+
+def test_too_far_ahead_rows() -> None:
+    """Flagged by `pwevent.flink.ValidTime`: the same detail as the source's lead guard gives."""
+    ahead = _format(Row(305, None, None, None, None, "too_far_ahead", "u1", 1, 7, b"{}"))
+    assert ahead["reason"] == "too_far_ahead" and ahead["detail"] == TOO_FAR_AHEAD_DETAIL
+    assert ahead["position"] == {"topic": "t.events", "partition": 1, "offset": 7}
