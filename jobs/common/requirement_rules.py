@@ -76,6 +76,13 @@ class RequirementRules:
             )
         return self.spec.global_requirement
 
+    def registers(self, requested: UserRequirement) -> bool:
+        """Whether `requested`, as a user's first requirement, registers the user: a user is known
+        from the slot of the first of its requirement records for which this holds (the replay's
+        last slot and the job's event time count only events of known users; docs/streaming.md,
+        "Time")."""
+        return self.requirement_action(None, requested).action is Action.REGISTER
+
     def requirement_action(self, declared: UserRequirement | None, requested: UserRequirement) -> RequirementAction:
         """Register a new user, ignore a repeat, take a dynamic change, or reject (formats.md).
 

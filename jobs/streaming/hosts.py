@@ -16,7 +16,7 @@ Records between the operators:
   slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
 - `POPULATION_IN`: Row(slot, cls, cell, n, change, reason, user, partition, offset, original): the
   count `n` of present users of class `cls` in `cell` at `slot`, or (cell and n null) a membership
-  change as JSON, or (with a reason) an event SQL found `late` or of an `unknown_user`, to be
+  change as JSON, or (with a reason) an event SQL found `late`, `too_far_ahead` or of an `unknown_user`, to be
   written as a dead letter; keyed by a constant in Java. One stream, so that the SQL behind it (the
   window, the class lookup) is planned, and run, once.
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
@@ -58,6 +58,11 @@ from pwevent.state.population import MembershipChange
 from pwevent.state.release_history import ReleaseHistory
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
+#: Row(user, slot) of each requirement record that registers its user if it is the user's first
+#: (`RequirementRules.registers`): what `pwevent.flink.ValidTime` knows users by.
+REGISTRATIONS = OutputTag("registrations", Types.ROW([Types.STRING(), Types.LONG()]))
+#: The detail of a `too_far_ahead` dead letter.
+TOO_FAR_AHEAD_DETAIL = "time is more than flink.max_lead ahead of its partition's event time"
 PARSED_EVENT = Types.ROW_NAMED(
     ["user", "time_ms", "cell", "partition", "offset", "original"],
     [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
@@ -141,7 +146,11 @@ def _position(topic: str, row: Row) -> dict[str, Any]:
 
 class _ParseRecords(ProcessFunction):
     """Kafka row (value, partition, offset, kafka_ts, jtime; timestamp = the guarded event time of
-    `pwevent.flink.SlotWatermarks`) -> a parsed record, or a dead letter (side output)."""
+    `pwevent.flink.SlotWatermarks`) -> a parsed record, or a dead letter (side output).
+    `SOURCE_GUARD`: the source's lead guard decides `too_far_ahead` (for events `ValidTime` does,
+    over valid events only; docs/streaming.md, "Time")."""
+
+    SOURCE_GUARD = True
 
     def __init__(self, config: Config, source: str, topic: str, kafka_time: bool) -> None:
         self.config = config
@@ -167,14 +176,15 @@ class _ParseRecords(ProcessFunction):
         if self.config.clock.slot_of(record.time_ms) < 1:
             return self._reject(position, Reason.BEFORE_ORIGIN, "time is before the configured origin", raw)
         jtime = row[4]
-        if jtime is not None and jtime > ctx.timestamp():
-            return self._reject(position, Reason.TOO_FAR_AHEAD,
-                                "time is more than flink.max_lead ahead of its partition's event time", raw)
+        if self.SOURCE_GUARD and jtime is not None and jtime > ctx.timestamp():
+            return self._reject(position, Reason.TOO_FAR_AHEAD, TOO_FAR_AHEAD_DETAIL, raw)
         return record, position, raw
 
 
 class ParseEvents(_ParseRecords):
     """The reference parser for the events the SQL fast path does not take -> `PARSED_EVENT`."""
+
+    SOURCE_GUARD = False
 
     def __init__(self, config: Config, topic: str, kafka_time: bool) -> None:
         super().__init__(config, "events", topic, kafka_time)
@@ -191,10 +201,15 @@ class ParseEvents(_ParseRecords):
 
 
 class ParseRequirements(_ParseRecords):
-    """Requirement records -> Row(user, PendingRequirement), keyed by user downstream."""
+    """Requirement records -> Row(user, PendingRequirement), keyed by user downstream; and
+    `REGISTRATIONS` (side output) for the records that register their user if first."""
 
     def __init__(self, config: Config, topic: str) -> None:
         super().__init__(config, "requirements", topic, False)
+
+    def open(self, runtime_context: Any) -> None:
+        super().open(runtime_context)
+        self.rules = RequirementRules(self.config.mechanism_spec(), self.config.caps.max_w)
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         config = self.config
@@ -207,6 +222,8 @@ class ParseRequirements(_ParseRecords):
         pending = PendingRequirement(config.clock.slot_of(update.time_ms),
                                      (update.time_ms, position["partition"], position["offset"]),
                                      update.requirement, position, raw.decode("utf-8", errors="replace"))
+        if self.rules.registers(update.requirement):
+            yield REGISTRATIONS, Row(update.user, pending.slot)
         yield Row(update.user, pending)
 
 
@@ -284,12 +301,15 @@ class MembershipHost(KeyedCoProcessFunction):
 def sql_dead_letter(topic: str, row: Row, resumed_after: int = 0) -> str:
     """A dead letter found in SQL (a `POPULATION_IN` row with a reason: `late`, the watermark had
     passed the slot's end or the slot is at most `resumed_after`, the slot a job without state resumed
-    after; or `unknown_user`, no class at the slot) as the replay's JSON."""
+    after; `unknown_user`, no class at the slot; or `too_far_ahead`, flagged by
+    `pwevent.flink.ValidTime`) as the replay's JSON."""
     slot, reason, user, partition, offset, original = row[0], row[5], row[6], row[7], row[8], row[9]
     position = {"topic": topic, "partition": int(partition), "offset": int(offset)}
     why = Reason(reason)
     if why is Reason.UNKNOWN_USER:
         detail = unknown_user(user, int(slot))
+    elif why is Reason.TOO_FAR_AHEAD:
+        detail = TOO_FAR_AHEAD_DETAIL
     elif int(slot) <= resumed_after:
         detail = f"slot {slot} was decided before this job resumed after slot {resumed_after}"
     else:

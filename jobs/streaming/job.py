@@ -1,7 +1,8 @@
 """`pwevent run`: the streaming job on Flink (Kafka in, Kafka out; docs/streaming.md, "Topology").
 
     events (Kafka) -> PositionedRecords + SlotWatermarks (JVM, per partition)
-      -> SQL fast path | ParseEvents (the reference parser, Python) -> lateness vs the watermark
+      -> SQL fast path | ParseEvents (the reference parser, Python)
+      -> ValidTime (event time from the valid events of known users only) -> lateness vs the watermark
       -> latest event per (user, slot) -> UserClassJoin (Java) with Membership's versions: the user's class
       -> count per (slot, class, cell)                                          [all JVM but ParseEvents]
     requirements (Kafka) -> ParseRequirements -> MembershipHost (keyed by user, also fed the events'
@@ -229,9 +230,10 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     skip `source_start_grace`.
 
     docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
-    parser), judged late against the watermark, collapsed to the latest per user and slot, given
-    their user's class by an event-time join with Membership's versions (`UserClassJoin`), and counted
-    per (slot, class, cell), all in the JVM; Python sees the requirement records (ParseRequirements,
+    parser), timed from the valid events of known users only (`ValidTime`), judged late against the
+    watermark, collapsed to the latest per user and slot, given their user's class by an event-time
+    join with Membership's versions (`UserClassJoin`), and counted per (slot, class, cell), all in
+    the JVM; Python sees the requirement records (ParseRequirements,
     MembershipHost), the events the fast path does not take (ParseEvents), and one call per slot
     (PopulationHost, which also writes the dead letters found in SQL)."""
     from pyflink.common import Types
@@ -270,9 +272,15 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                                         role in read_to_end).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
+    # Requirement records, parsed (for Membership below, and their registrations for the events' time).
+    requirement_rows = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
+    requirements = requirement_rows.process(fn.ParseRequirements(config, topics["requirements"]),
+                                            output_type=fn.KEYED_REQUIREMENT) \
+        .uid("parse-requirements").name("parse requirements")
+
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
-    # both rejoin with their rowtime. A fast record also needs the time SQL read to be the time the
-    # reader gave the watermarks, unguarded (a record the lead guard held back goes the slow way).
+    # both rejoin, and only then take their event time (ValidTime: valid events of known users only).
     register_record_groups(t_env)
     t_env.create_temporary_view("raw_events_ts", t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt FROM raw_events"))
@@ -280,8 +288,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                                    ("value", "partition", "offset", "ts_ms", "jtime", "rt"))
     _materialize(t_env, "events_split", rowtime,
                  "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt AS rt_in, `user`, time_ms, cell,"
-                 " `fast` AND COALESCE(time_ms = jtime AND TO_TIMESTAMP_LTZ(jtime, 3) = rt, FALSE) AS fast_ok"
-                 f" FROM ({parsed_sql})")
+                 f" `fast` AS fast_ok FROM ({parsed_sql})")
     t_env.create_temporary_view("fast_events", t_env.sql_query(
         "SELECT `user`, time_ms, cell, `partition`, `offset`, `value` AS original, rt FROM events_split WHERE fast_ok"))
     slow = t_env.to_data_stream(t_env.sql_query(
@@ -291,13 +298,17 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     t_env.create_temporary_view("slow_events", t_env.from_data_stream(
         parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(time_ms, 3)")
         .watermark("rt", "SOURCE_WATERMARK()").build()))
-    t_env.create_temporary_view("events", t_env.sql_query(
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM fast_events UNION ALL "
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt FROM slow_events"))
+    events = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original FROM fast_events UNION ALL "
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original FROM slow_events"))
+    timed = internals.valid_time(events, internals.side_output(requirements, fn.REGISTRATIONS), strategy,
+                                 config.default_requirement is not None, restore_seed_ms) \
+        .uid("valid-time").name("event time of valid events")
+    t_env.create_temporary_view("events", t_env.from_data_stream(timed, rowtime))
     # A record is late when the watermark has passed its slot's end (the windows below would drop it),
     # or its slot is one a resumed job's releases decided (at most `late_through`).
     _materialize(t_env, "events_judged", rowtime,
-                 f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in,"
+                 f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in, ahead,"
                  f" {_slot_sql('time_ms', clock)} AS slot,"
                  f" COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms})"
                  f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE)"
@@ -308,16 +319,11 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                  " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
                  "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
                  f" FROM {_tumble('events_judged', 'rt', clock)}"
-                 " WHERE NOT late) WHERE rn = 1")
+                 " WHERE NOT late AND NOT ahead) WHERE rn = 1")
 
     # Requirements -> Membership (keyed by user). Also fed the events' (user, slot) after the slot's
     # window: its watermark always, its rows only with a default requirement (the same graph either
     # way, so a restore may switch the default on or off; docs/streaming.md).
-    requirement_rows = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
-    requirements = requirement_rows.process(fn.ParseRequirements(config, topics["requirements"]),
-                                            output_type=fn.KEYED_REQUIREMENT) \
-        .uid("parse-requirements").name("parse requirements")
     present = "TRUE" if config.default_requirement is not None else "`offset` < 0"  # never, yet not pruned
     carrier = internals.set_output_type(t_env.to_data_stream(t_env.sql_query(
         f"SELECT `user` AS k, slot AS v FROM latest WHERE {present}")),
@@ -350,7 +356,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         f" SELECT slot, cls, CAST(NULL AS INT), CAST(NULL AS BIGINT), text, {no_dead}"
         f" FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"
         " UNION ALL"
-        f" SELECT slot, {no_count}, 'late', `user`, `partition`, `offset`, original FROM events_judged WHERE late"
+        f" SELECT slot, {no_count}, CASE WHEN ahead THEN 'too_far_ahead' ELSE 'late' END, `user`, `partition`,"
+        " `offset`, original FROM events_judged WHERE late OR ahead"
         " UNION ALL"
         f" SELECT slot, {no_count}, 'unknown_user', `user`, `partition`, `offset`, original"
         " FROM joined WHERE cls IS NULL"

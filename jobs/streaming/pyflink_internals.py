@@ -95,6 +95,22 @@ def user_class_join(versions: Any, rows: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
+def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
+               restore_seed_ms: int | None) -> Any:
+    """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original), accepted by a
+    parser, timed and watermarked from the valid events of known users only (`registrations`: user,
+    slot; `everyone_known` with a default requirement), with the flag `ahead` for those the lead
+    guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time")."""
+    from pyflink.datastream import DataStream
+
+    jvm = _jvm()
+    operator = jvm.pwevent.flink.ValidTime(
+        strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
+        strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], everyone_known, restore_seed_ms)
+    return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
+                                                        operator))
+
+
 def set_output_type(stream: Any, type_info: Any) -> Any:
     stream._j_data_stream.getTransformation().setOutputType(type_info.get_java_type_info())
     return stream

@@ -272,6 +272,53 @@ def test_an_event_far_ahead_is_a_dead_letter_and_closes_no_slot(streaming_job: A
     assert json.loads(dead[0]["original"]) == json.loads(far)
 
 
+def _invalid_but_timed(slot: int) -> list[bytes]:
+    """Records the replay rejects whose time field reads, all timed 50 minutes into `slot` (within
+    `flink.max_lead` of the stream): out of the domain, a user without a requirement, and a
+    repeated time key (the JVM's reader takes the last occurrence; parse_event refuses the record)."""
+    far = slot_time(slot, 50 * 60_000)
+    return [json.dumps({"user": "u1", "time": far, "value": -1}).encode(),
+            json.dumps({"user": "ghost", "time": far, "value": 1}).encode(),
+            b'{"user": "u2", "time": %d, "value": 1, "time": %d}' % (slot_time(slot, 5), far)]
+
+
+def test_only_valid_records_move_event_time(streaming_job: Any) -> None:
+    """Issue 18's reproduction: 200 users, a backlog of slots 1-5, then live slots 6-11 (1.5 s apart);
+    before slot 9's events, on every events partition, records the replay rejects but whose time
+    reads, 50 minutes ahead. They move no event time: the releases equal the replay of the valid
+    records (which is also the replay of the whole input), no valid event is `late`, and no slot
+    after the last valid one is released."""
+    slots, live_from, bad_at = 11, 6, 9
+    job = make_job(streaming_job, "PBD")
+    events, requirements = generate(job.folder, users=200, slots=slots)
+    expected = replay(job, events, requirements)
+    bad = [record for _ in range(2) for record in _invalid_but_timed(bad_at)]
+    mixed = job.folder / "mixed-events.jsonl"
+    mixed.write_text(Path(events).read_text() + "".join(f"{record.decode()}\n" for record in bad))
+    whole = replay(job, str(mixed), requirements)
+    assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
+    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=live_from - 1)
+    job.start(seed=SEED)
+    client = producer(job.kafka)
+
+    def before(slot: int, _: float) -> None:
+        if slot == bad_at:
+            for partition in (0, 1):
+                for record in _invalid_but_timed(bad_at):
+                    client.send(job.topics["events"], value=record, partition=partition)
+            client.flush()
+
+    produce_files(job.kafka, job.config, events, requirements, 1.5, first_slot=live_from, last_slot=slots,
+                  before_slot=before)
+    client.close()
+    releases = check_equals_replay(job, events, requirements, slots, expected)
+    assert {r["slot"] for r in releases} == set(range(1, slots + 1))
+    dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
+    reasons = Counter(d["reason"] for d in dead)
+    assert reasons == Counter({"out_of_domain": 2, "duplicate_key": 2}), reasons  # the ghost's slot never closes
+    assert max(m.json()["slot"] for m in job.read("releases")) == slots
+
+
 def test_no_second_life_without_state(streaming_job: Any) -> None:
     """A job started without state against a release topic that holds releases is refused by its
     Population (the job fails, `pwevent run` exits 2 naming the slot); with

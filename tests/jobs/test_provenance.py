@@ -22,7 +22,7 @@ from pwevent.jobs.common.provenance import (
 from pwevent.jobs.common.records import Reason, Rejected, parse_requirement_update
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
-from pwevent.jobs.streaming.hosts import DEAD_LETTERS, ParseRequirements
+from pwevent.jobs.streaming.hosts import DEAD_LETTERS, REGISTRATIONS, ParseRequirements
 from pwevent.jobs.streaming.produce import _signed
 from pwevent.state.requirements import Requirement, RequirementCaps
 
@@ -188,5 +188,7 @@ def test_the_streaming_job_dead_letters_an_unsigned_requirement():
     assert tag is DEAD_LETTERS and json.loads(text)["reason"] == "unauthenticated_requirement"
     counted = {path: c.count for path, c in runtime.counters.items() if c.count}
     assert counted == {"pwevent/reason=unauthenticated_requirement/dead_letters": 1}  # docs/operations.md, Metrics
-    [keyed] = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None, 0, None), _Context())
+    registration, keyed = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None, 0, None),
+                                               _Context())
+    assert registration == (REGISTRATIONS, Row("a", 1))  # what ValidTime knows users by (docs/streaming.md, Time)
     assert keyed[0] == "a" and keyed[1].requested == Requirement(4, 0.6)

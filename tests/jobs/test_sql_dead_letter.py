@@ -6,7 +6,7 @@ import json
 from pyflink.common import Row
 
 from pwevent.jobs.common.records import unknown_user
-from pwevent.jobs.streaming.hosts import sql_dead_letter
+from pwevent.jobs.streaming.hosts import TOO_FAR_AHEAD_DETAIL, sql_dead_letter
 
 
 def _format(row: Row) -> dict:
@@ -29,3 +29,10 @@ def test_a_late_row_of_a_slot_decided_before_a_resume_says_so() -> None:
     assert resumed["detail"] == "slot 5 was decided before this job resumed after slot 5"
     closed = json.loads(sql_dead_letter("t.events", row, resumed_after=4))
     assert closed["detail"] == "slot 5 had closed when the record arrived"
+
+
+def test_too_far_ahead_rows() -> None:
+    """Flagged by `pwevent.flink.ValidTime`: the same detail as the source's lead guard gives."""
+    ahead = _format(Row(305, None, None, None, None, "too_far_ahead", "u1", 1, 7, b"{}"))
+    assert ahead["reason"] == "too_far_ahead" and ahead["detail"] == TOO_FAR_AHEAD_DETAIL
+    assert ahead["position"] == {"topic": "t.events", "partition": 1, "offset": 7}

@@ -19,7 +19,9 @@ import org.apache.flink.util.clock.RelativeClock;
  *       maxLead ahead of the latest time already seen in its partition and no second record
  *       confirms the jump, or more than maxLead ahead of the wall clock (confirmed or not, first
  *       record of the partition included): then, like a record without a time, it keeps that latest
- *       time and cannot move the watermark (the job sends it to the dead letters as too_far_ahead);
+ *       time and cannot move the watermark (for requirements the job sends it to the dead letters as
+ *       too_far_ahead; for events {@link ValidTime} applies the same guard to the valid events and
+ *       decides, and the events' watermark never exceeds this one);
  *   <li>a time outside the years 1-9999 (which the reference parser rejects) counts as no time;
  *   <li>the watermark trails the latest time by the out-of-orderness bound;
  *   <li>a partition quiet for closeAfter (input-activity time, which pauses under backpressure)
@@ -97,9 +99,15 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
 
     /** The last millisecond of the slot holding {@code time}. */
     long slotLastMs(long time) {
+        return slotLastMs(originMs, slotMs, time);
+    }
+
+    /** The last millisecond of the slot holding {@code time}, slots of slotMs from originMs. */
+    static long slotLastMs(long originMs, long slotMs, long time) {
         return originMs + (Math.floorDiv(time - originMs, slotMs) + 1) * slotMs - 1;
     }
 
+    /** The lead guard of one reader (per partition); also {@link ValidTime}'s, over valid events. */
     static final class LeadGuard implements TimestampAssigner<Row> {
         /** The reference parser's time range (jobs/common/records.py): 0001-01-01 to 9999-12-31. */
         private static final long MIN_TIME_MS = -62_135_596_800_000L;
@@ -112,29 +120,54 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
             this.maxLeadMs = maxLeadMs;
         }
 
-        /** A jump of more than maxLead is believed once a second record confirms it (within maxLead of
-         *  the first): a stream that really moved on is followed, a lone far-future record is not. */
         @Override
         public long extractTimestamp(Row row, long recordTimestamp) {
             Long time = (Long) row.getField(4);
             Integer partition = (Integer) row.getField(1);
+            if (believe(partition, time, System.currentTimeMillis())) {
+                return time;
+            }
             Long seen = latest.get(partition);
-            boolean future = time != null && maxLeadMs > 0 && time > System.currentTimeMillis() + maxLeadMs;
+            return seen == null ? 0L : seen;
+        }
+
+        /** Whether `time` of a record of `partition` is believed (then it is that partition's latest
+         *  time if later): not null, within the years 1-9999, not more than maxLead past `nowMs`, and
+         *  not more than maxLead past the partition's latest time unless a second record confirms the
+         *  jump (within maxLead of the first): a stream that really moved on is followed, a lone
+         *  far-future record is not. */
+        boolean believe(int partition, Long time, long nowMs) {
+            return check(partition, time, nowMs, true);
+        }
+
+        /** Whether {@link #believe} would believe `time` now; changes nothing (neither the latest
+         *  time nor a pending jump). */
+        boolean plausible(int partition, Long time, long nowMs) {
+            return check(partition, time, nowMs, false);
+        }
+
+        private boolean check(int partition, Long time, long nowMs, boolean record) {
+            Long seen = latest.get(partition);
+            boolean future = time != null && maxLeadMs > 0 && time > nowMs + maxLeadMs;
             if (time == null || time < MIN_TIME_MS || time > MAX_TIME_MS || future) {
-                return seen == null ? 0L : seen;
+                return false;
             }
             if (seen != null && maxLeadMs > 0 && time > seen + maxLeadMs) {
                 Long first = jump.get(partition);
                 if (first == null || Math.abs(time - first) > maxLeadMs) {
-                    jump.put(partition, time);
-                    return seen;
+                    if (record) {
+                        jump.put(partition, time);
+                    }
+                    return false;
                 }
             }
-            jump.remove(partition);
-            if (seen == null || time > seen) {
-                latest.put(partition, time);
+            if (record) {
+                jump.remove(partition);
+                if (seen == null || time > seen) {
+                    latest.put(partition, time);
+                }
             }
-            return time;
+            return true;
         }
     }
 

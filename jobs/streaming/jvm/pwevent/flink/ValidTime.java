@@ -1,0 +1,232 @@
+package pwevent.flink;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.flink.api.common.state.BroadcastState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.TwoInputStreamOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+import org.apache.flink.types.Row;
+
+/**
+ * The events' event time, from valid events only (docs/streaming.md, "Time"): the watermark after
+ * parsing, so that no record the replay rejects moves it.
+ *
+ * <p>Input 1: the events the reference parser or the SQL fast path accepted (timed at or after the
+ * origin), Row(user, time_ms, cell, partition, offset, original); its watermark is the source's
+ * ({@link SlotWatermarks}, over every record). Input 2 (broadcast): registrations, Row(user, slot),
+ * one per requirement record whose requirement registers its user if it is the user's first
+ * (jobs/common/requirement_rules.py, {@code RequirementRules.registers}); kept in checkpointed
+ * state. Output: Row(user, time_ms, cell, partition, offset, original, ahead), timed at time_ms.
+ *
+ * <p>An event moves time only if its user is known at its slot (a registration of that slot or an
+ * earlier one was read before the event and before its slot closed; with a default requirement
+ * every user is) and {@link SlotWatermarks.LeadGuard}, which sees only such events, believes its
+ * time; an event the guard does not believe comes out with {@code ahead} (a {@code too_far_ahead}
+ * dead letter). An event of a user not known (yet) is checked too, without changing the guard:
+ * its user may register later in the slot (then it counts, without having moved time). Per partition, over the events that moved time: the
+ * watermark trails the latest time by the out-of-orderness bound, a partition quiet for closeAfter
+ * closes the slot of its latest time, and one quiet for idleAfter stops holding the others back.
+ * The output watermark is the smallest over the active partitions, and never more than the
+ * source's (which holds back for partitions that have not given a record yet, and whose quiet
+ * periods pause under back-pressure); with no active partition it is capped at the highest slot
+ * end a partition closed (or, before the first event, the restore seed's slot end), and idle once
+ * the source is idle. "Quiet" leaves out the time this operator spent blocked handing records on.
+ */
+public final class ValidTime extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
+    private static final long serialVersionUID = 1L;
+    public static final RowTypeInfo OUT = new RowTypeInfo(
+            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
+                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
+            new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "ahead"});
+    private static final MapStateDescriptor<String, Long> REGISTERED =
+            new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
+    private static final long DEFAULT_INTERVAL_MS = 200;
+
+    private final long outOfOrdernessMs;
+    private final long maxLeadMs;
+    private final long closeAfterMs;
+    private final long idleAfterMs;
+    private final long originMs;
+    private final long slotMs;
+    private final boolean everyoneKnown;
+    private final Long restoreSeedMs;
+
+    private transient BroadcastState<String, Long> registered;
+    private transient SlotWatermarks.LeadGuard guard;
+    private transient Map<Integer, long[]> partitions;  // partition -> {latest time, last activity}
+    private transient long upstreamMs;
+    private transient boolean upstreamIdle;
+    private transient long emittedMs;
+    private transient boolean idle;
+    private transient long blockedMs;
+
+    public ValidTime(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs, long originMs,
+                     long slotMs, boolean everyoneKnown, Number restoreSeedMs) {
+        this.outOfOrdernessMs = outOfOrdernessMs;
+        this.maxLeadMs = maxLeadMs;
+        this.closeAfterMs = closeAfterMs;
+        this.idleAfterMs = idleAfterMs;
+        this.originMs = originMs;
+        this.slotMs = slotMs;
+        this.everyoneKnown = everyoneKnown;
+        this.restoreSeedMs = restoreSeedMs == null ? null : restoreSeedMs.longValue();
+    }
+
+    /** `events` with their valid event time; `registrations` are broadcast to every subtask. */
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> events, DataStream<Row> registrations,
+                                                        ValidTime operator) {
+        return events.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        registered = context.getOperatorStateStore().getBroadcastState(REGISTERED);
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        guard = new SlotWatermarks.LeadGuard(maxLeadMs);
+        partitions = new HashMap<>();
+        upstreamMs = Long.MIN_VALUE;
+        emittedMs = Long.MIN_VALUE;
+        long interval = getExecutionConfig().getAutoWatermarkInterval();
+        interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
+        getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
+    }
+
+    /** Whether a user registered from slot `since` (null: never) is known at the slot of `time`:
+     *  the replay's rule (jobs/offline/replay.py, `_last_known_slot`), tested against it. */
+    public static boolean knownAt(Long since, long time, long originMs, long slotMs) {
+        return since != null && since <= Math.floorDiv(time - originMs, slotMs) + 1;
+    }
+
+    /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's
+     *  rule for a late requirement record (jobs/common/membership.py, `UserMembership.receive`). */
+    public static boolean closed(long slot, long watermarkMs, long originMs, long slotMs) {
+        return originMs + slot * slotMs - 1 <= watermarkMs;
+    }
+
+    private long now() {
+        return getProcessingTimeService().getCurrentProcessingTime() - blockedMs;
+    }
+
+    @Override
+    public void processElement1(StreamRecord<Row> record) throws Exception {
+        Row row = record.getValue();
+        String user = (String) row.getField(0);
+        long time = (Long) row.getField(1);
+        int partition = (Integer) row.getField(3);
+        boolean known = known(user, time);
+        long wall = System.currentTimeMillis();
+        boolean ahead = !(known ? guard.believe(partition, time, wall) : guard.plausible(partition, time, wall));
+        if (known && !ahead) {
+            long[] seen = partitions.computeIfAbsent(partition, p -> new long[] {Long.MIN_VALUE, 0L});
+            seen[0] = Math.max(seen[0], time);
+            seen[1] = now();
+        }
+        Row out = Row.of(user, time, row.getField(2), partition, row.getField(4), row.getField(5), ahead);
+        long began = System.nanoTime();
+        output.collect(new StreamRecord<>(out, time));
+        blockedMs += (System.nanoTime() - began) / 1_000_000;
+    }
+
+    private boolean known(String user, long time) throws Exception {
+        if (everyoneKnown) {
+            return true;
+        }
+        return knownAt(registered.get(user), time, originMs, slotMs);
+    }
+
+    /** A registration counts unless its slot has closed (Membership would refuse it as late). */
+    @Override
+    public void processElement2(StreamRecord<Row> record) throws Exception {
+        if (everyoneKnown) {
+            return;
+        }
+        Row row = record.getValue();
+        String user = (String) row.getField(0);
+        long slot = ((Number) row.getField(1)).longValue();
+        if (closed(slot, emittedMs, originMs, slotMs)) {
+            return;
+        }
+        Long since = registered.get(user);
+        if (since == null || slot < since) {
+            registered.put(user, slot);
+        }
+    }
+
+    @Override
+    public void processWatermark1(Watermark mark) throws Exception {
+        if (mark.getTimestamp() == Long.MAX_VALUE) {  // the end of a bounded input
+            emit(Long.MAX_VALUE);
+            return;
+        }
+        upstreamMs = Math.max(upstreamMs, mark.getTimestamp());
+        advance();
+    }
+
+    @Override
+    public void processWatermark2(Watermark mark) {
+        // the registrations' time is Membership's concern, not the events'
+    }
+
+    @Override
+    protected void processWatermarkStatus(WatermarkStatus status, int index) throws Exception {
+        if (index == 0) {
+            upstreamIdle = status.isIdle();
+            advance();
+        }
+    }
+
+    private void advance() throws Exception {
+        long now = now();
+        boolean active = false;
+        long lowest = Long.MAX_VALUE;
+        long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotWatermarks.slotLastMs(originMs, slotMs, restoreSeedMs);
+        for (long[] seen : partitions.values()) {
+            long quiet = now - seen[1];
+            long mark = seen[0] - outOfOrdernessMs - 1;
+            if (closeAfterMs > 0 && quiet >= closeAfterMs) {
+                mark = Math.max(mark, SlotWatermarks.slotLastMs(originMs, slotMs, seen[0]));
+            }
+            cap = Math.max(cap, mark);
+            if (idleAfterMs <= 0 || quiet < idleAfterMs) {
+                active = true;
+                lowest = Math.min(lowest, mark);
+            }
+        }
+        if (active) {
+            emit(upstreamIdle ? lowest : Math.min(upstreamMs, lowest));
+        } else if (upstreamIdle) {
+            if (!idle && emittedMs != Long.MAX_VALUE) {
+                output.emitWatermarkStatus(WatermarkStatus.IDLE);
+                idle = true;
+            }
+        } else if (cap != Long.MIN_VALUE) {
+            emit(Math.min(upstreamMs, cap));
+        }
+    }
+
+    private void emit(long mark) {
+        if (idle) {
+            output.emitWatermarkStatus(WatermarkStatus.ACTIVE);
+            idle = false;
+        }
+        if (mark > emittedMs) {
+            emittedMs = mark;
+            output.emitWatermark(new Watermark(mark));
+        }
+    }
+}

@@ -1,0 +1,77 @@
+"""The rules by which `pwevent.flink.ValidTime` lets an event move time (docs/streaming.md, "Time"),
+against their Python definitions: a user is known at an event's slot exactly as the replay has it,
+a registration counts unless its slot has closed exactly as Membership refuses a late requirement,
+and what counts as a registration is `RequirementRules.registers` (tests/jobs/test_requirement_rules.py).
+The job's integration test (tests/integration/test_streaming.py,
+`test_only_valid_records_move_event_time`) runs the operator end to end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pwevent.jobs.common.membership import PendingRequirement, UserMembership
+from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.slots import SlotClock
+from pwevent.state.requirements import Requirement
+
+ORIGINS = st.sampled_from([0, 1_704_067_200_000, -62_135_596_800_000, 7])
+LENGTHS = st.sampled_from([1, 1000, 60_000, 86_400_000, 7])
+TIMES = st.integers(-62_135_596_800_000, 253_402_300_799_999)
+
+
+@dataclass(frozen=True)
+class JavaRules:
+    """`ValidTime.knownAt` and `ValidTime.closed`."""
+
+    knownAt: Callable[..., bool]  # noqa: N815 (the Java names)
+    closed: Callable[..., bool]
+
+
+@pytest.fixture(scope="module")
+def valid_time() -> JavaRules:
+    """The Java rules, through PyFlink's gateway JVM with the job's jar (no Flink job runs)."""
+    from pyflink.java_gateway import get_gateway
+    from pyflink.util.java_utils import add_jars_to_context_class_loader
+
+    from pwevent.jobs.streaming.jars import jvm_jar
+
+    gateway = get_gateway()
+    add_jars_to_context_class_loader([jvm_jar().resolve().as_uri()])
+    java = gateway.jvm.pwevent.flink.ValidTime
+    return JavaRules(java.knownAt, java.closed)
+
+
+def replay_known(since: int | None, time_ms: int, clock: SlotClock) -> bool:
+    """jobs/offline/replay.py, `_last_known_slot`: registered from slot `since`, known at `time_ms`'s slot."""
+    return since is not None and since <= clock.slot_of(time_ms)
+
+
+@pytest.mark.flink
+@settings(max_examples=1500, deadline=None)
+@given(origin=ORIGINS, length=LENGTHS, time_ms=TIMES, since=st.none() | st.integers(-5, 10**9),
+       near=st.booleans())
+def test_known_at_is_the_replays_rule(valid_time: JavaRules, origin: int, length: int, time_ms: int,
+                                      since: int | None, near: bool) -> None:
+    clock = SlotClock(origin, length)
+    if near and since is not None:  # the slot borders: since at, before and after the event's slot
+        since = clock.slot_of(time_ms) + since % 3 - 1
+    assert valid_time.knownAt(since, time_ms, origin, length) == replay_known(since, time_ms, clock)
+
+
+@pytest.mark.flink
+@settings(max_examples=1500, deadline=None)
+@given(origin=ORIGINS, length=LENGTHS, slot=st.integers(1, 10**6), offset=st.integers(-3, 3),
+       far=st.none() | TIMES)
+def test_a_closed_slots_registration_is_membership_late(valid_time: JavaRules, origin: int, length: int, slot: int,
+                                                         offset: int, far: int | None) -> None:
+    clock = SlotClock(origin, length)
+    watermark = clock.end_ms(slot) - 1 + offset if far is None else far
+    pending = PendingRequirement(slot, (clock.start_ms(slot), 0, 0), Requirement(10, 1.0), {}, "")
+    rejection = UserMembership().receive(pending, watermark, clock)
+    late = rejection is not None and rejection.reason is Reason.LATE
+    assert valid_time.closed(slot, watermark, origin, length) == late
