@@ -88,9 +88,10 @@ def audited_slot(values: Iterable[bytes]) -> int:
 
 
 def _json(value: bytes) -> Any:
+    """A record's JSON, or None for any bytes that are not (invalid UTF-8, nesting too deep to parse)."""
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -109,3 +109,11 @@ def test_the_cli_flag_is_a_shorthand_for_the_configuration_key() -> None:
     assert configured.kafka.resume_after_last_release
     with pytest.raises(ValueError, match="kafka.resume_after_last_release"):
         stream_settings(parse_config({**base, "kafka": {"resume_after_last_release": "yes"}}))
+
+
+@pytest.mark.parametrize("hostile", [b"[" * 100_000, b"\xff\xfe{", b"{" + b'"a":' * 50_000])
+def test_hostile_bytes_on_the_release_or_audit_topic_are_ignored_not_a_crash(hostile: bytes) -> None:
+    """Any bytes (nesting too deep to parse, invalid UTF-8) are no release and no spend line: the guard
+    must not fail the job's start on them."""
+    assert job_release(b"3", hostile) is None
+    assert audited_slot([spend(4), hostile]) == 4
