@@ -602,6 +602,9 @@ def _releases(records: Iterable[dict[str, Any]], found: list[Violation]) -> dict
             found.append(Violation("release_duplicate", slot, "two releases for one slot"))
             continue
         out[slot] = Release.of(slot, rec)
+    if max(out, default=0) > MAX_EMPTY_SLOTS + 2 * len(out):
+        raise AuditInputError(f"releases up to slot {max(out)}, only {len(out)} of them: slot numbers this sparse are "
+                              "not a release topic the job or the replay writes")
     for slot in range(1, max(out, default=0) + 1):
         if slot not in out:
             found.append(Violation("release_missing", slot, "no release for this slot"))

@@ -271,3 +271,14 @@ def test_a_configuration_error_exits_2_with_the_message_replay_gives(tmp_path, c
                  "--releases-out", str(tmp_path / "r"), "--spend-log", str(tmp_path / "s")]) == 2
     assert audit_err == capsys.readouterr().err
     assert audit_err.startswith("pwevent: configuration error: ") and "Traceback" not in audit_err
+
+
+def test_a_forged_release_slot_far_past_the_others_is_an_input_error_not_a_huge_report():
+    """A release keyed 2^53 among a handful: the auditor refuses the input (exit 2) instead of
+    allocating arrays to that slot or reporting billions of missing releases."""
+    log = [{"record": "ledger", "ledger": "L", "parent": None, "since": 1, "requirement": LOOSE},
+           {"record": "member", "user": "a", "ledger": "L", "since": 1}, spend("L", 1, 0.1, 0.2, LOOSE)]
+    releases = releases_for(log, 1, CONFIG) + [{**releases_for(log, 1, CONFIG)[0], "slot": 2**53}]
+    lines = [("requirements:1", declared("a", 1, LOOSE))]
+    with pytest.raises(AuditInputError, match="this sparse"):
+        audit_records(log, AuditInputs.build(lines, releases, CONFIG))
