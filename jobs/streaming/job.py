@@ -364,7 +364,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
         ") AS t(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original)"))
     internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), fn.POPULATION_IN]))
     population = internals.keyed_by_first_field(population_in, Types.INT(), fn.POPULATION_IN) \
-        .process(fn.PopulationHost(config, seed, StartGuard(kafka, late_through), topics["events"]),
+        .process(fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through), topics["events"]),
                  output_type=fn.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
     t_env.create_temporary_view("population_out", t_env.from_data_stream(population))
@@ -628,7 +628,7 @@ def seed_time(times: dict[int, list[int]], now_ms: int, max_lead_ms: int) -> int
     return min(latest) if latest else None
 
 
-def late_through(settings: StreamSettings, restored: str | None) -> int:
+def late_through(settings: StreamSettings, restored: str | None, cells: int) -> int:
     """The slot up to which the job judges every event `late` (`build_pipeline`): for a job that may
     start without state (`restored` None, or "ha:..." where the cluster decides) under
     `kafka.resume_after_last_release`, the slot it will resume after (the Population checks it,
@@ -638,7 +638,7 @@ def late_through(settings: StreamSettings, restored: str | None) -> int:
 
     if not settings.kafka.resume_after_last_release or (restored and not restored.startswith("ha:")):
         return 0
-    point = read_guard_inputs(settings.kafka).resume_point()
+    point = read_guard_inputs(settings.kafka, cells).resume_point()
     if point is None:
         return 0
     print(f"pwevent run: resuming after slot {point.slot} with fresh ledgers unless state is restored; "
@@ -664,7 +664,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
-    start = late_through(settings, restore)
+    start = late_through(settings, restore, config.domain.d)
     for folder in clean_checkpoints(settings.flink.checkpoint_dir, settings.flink.retained_jobs, restore):
         print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
     run = local_run(settings)
@@ -737,7 +737,7 @@ def main(argv: list[str] | None = None) -> int:
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     restored = args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH), effective_setting(env, HA_TYPE))
-    start = late_through(settings, restored)
+    start = late_through(settings, restored, config.domain.d)
     # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
     # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
     # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this

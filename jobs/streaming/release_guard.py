@@ -120,14 +120,20 @@ def fresh_start(inputs: GuardInputs, resume: bool, releases_topic: str) -> Resum
         "fresh ledgers (docs/streaming.md, 'Starting twice', states what that costs)")
 
 
-def read_guard_inputs(kafka: KafkaSettings) -> GuardInputs:
-    """The release topic's job releases and, when there are any, the audit topic's last spend slot,
-    read_committed, up to their ends now."""
+def job_releases(messages: Iterable[tuple[bytes | None, bytes]], cells: int) -> tuple[dict[str, Any], ...]:
+    """The job's releases among (key, value) messages: `job_release` records with one count per cell of
+    the configured domain (a record of another length cannot be this job's r_0)."""
+    return tuple(r for r in (job_release(key, value) for key, value in messages)
+                 if r is not None and len(r["counts"]) == cells)
+
+
+def read_guard_inputs(kafka: KafkaSettings, cells: int) -> GuardInputs:
+    """The release topic's job releases (`job_releases`, `cells` counts each) and, when there are any,
+    the audit topic's last spend slot, read_committed, up to their ends now."""
     from pwevent.jobs.streaming.kafka_io import read_topic
 
-    releases = tuple(r for r in (job_release(m.key, m.value) for m in
-                                 read_topic(kafka, kafka.topics["releases"], idle_s=1.0, max_s=600.0))
-                     if r is not None)
+    releases = job_releases(((m.key, m.value) for m in
+                             read_topic(kafka, kafka.topics["releases"], idle_s=1.0, max_s=600.0)), cells)
     if not releases:
         return GuardInputs((), 0)
     audit = read_topic(kafka, kafka.topics["audit"], idle_s=1.0, max_s=600.0)
@@ -137,17 +143,18 @@ def read_guard_inputs(kafka: KafkaSettings) -> GuardInputs:
 @dataclass(frozen=True)
 class StartGuard:
     """What the Population checks when it finds no state (docs/streaming.md, "Starting twice"):
-    `kafka` (the topics, the clients' security, `resume_after_last_release`), and `late_through`, the
-    slot up to which the job's SQL judges every event `late` (the resume point the job was built with;
-    0: none)."""
+    `kafka` (the topics, the clients' security, `resume_after_last_release`), `cells` (the domain's d),
+    and `late_through`, the slot up to which the job's SQL judges every event `late` (the resume point
+    the job was built with; 0: none)."""
 
     kafka: KafkaSettings
+    cells: int
     late_through: int = 0
 
     def check(self) -> ResumePoint | None:
         """Where this Population starts (None: at slot 1), from the topics as they are now; raises
         AlreadyReleasedError (a refusal, or topics that changed since the job was built)."""
-        point = fresh_start(read_guard_inputs(self.kafka), self.kafka.resume_after_last_release,
+        point = fresh_start(read_guard_inputs(self.kafka, self.cells), self.kafka.resume_after_last_release,
                             self.kafka.topics["releases"])
         slot = point.slot if point is not None else 0
         if slot != self.late_through:

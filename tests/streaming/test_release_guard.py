@@ -20,6 +20,7 @@ from pwevent.jobs.streaming.release_guard import (
     audited_slot,
     fresh_start,
     job_release,
+    job_releases,
 )
 from pwevent.jobs.streaming.settings import stream_settings
 
@@ -117,3 +118,12 @@ def test_hostile_bytes_on_the_release_or_audit_topic_are_ignored_not_a_crash(hos
     must not fail the job's start on them."""
     assert job_release(b"3", hostile) is None
     assert audited_slot([spend(4), hostile]) == 4
+
+
+def test_a_release_with_another_number_of_cells_is_not_the_jobs() -> None:
+    """A record keyed like a real slot but with counts of another length cannot become the resumed
+    job's r_0 (it would break every later slot): only records with one count per domain cell count."""
+    genuine = [message(release(s)) for s in (1, 2)]
+    forged = message(release(2, counts=[7, 7, 7]))
+    assert job_releases([*genuine, forged], 2) == (release(1), release(2))
+    assert fresh_start(GuardInputs(job_releases([*genuine, forged], 2), 2), True, TOPIC) == ResumePoint(2, (2, 4), 2)
