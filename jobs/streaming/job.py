@@ -541,11 +541,14 @@ def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
     """Per requirements partition, one past its last committed record when the job is built
     (docs/streaming.md, "Time": a partition then stops holding event time back once it has read that
     record, instead of after `source_idleness`); None, with a note, when the broker does not tell
-    (the job then waits for `source_idleness` as before)."""
+    (the job then waits for `source_idleness` as before), and None in `execution_mode: process`,
+    where the idle status would overtake the records still in the requirements parser's bundle."""
     from kafka.errors import KafkaError
 
     from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, record_ends
 
+    if settings.flink.execution_mode == "process":
+        return None
     try:
         return record_ends(settings.kafka, settings.kafka.topics["requirements"], BACKLOG_LOOK_BACK)
     except (BrokerUnavailableError, KafkaError) as err:
