@@ -29,7 +29,7 @@ from typing import Any, TypeAlias
 import orjson
 
 from pwevent.state.ledger import DynamicLedger, Ledger, ledger_from_bytes
-from pwevent.state.requirements import DynamicRequirement, Requirement
+from pwevent.state.requirements import DynamicRequirement, Requirement, parse_requirement
 
 UserRequirement: TypeAlias = Requirement | DynamicRequirement
 ClassId: TypeAlias = str
@@ -42,10 +42,6 @@ def class_id(parent: ClassId | None, since: int | None, requirement: UserRequire
         raise ValueError("a root class has neither parent nor since; a fork has both")
     text = orjson.dumps([parent, since, requirement.to_json()], option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(text).hexdigest()[:20]
-
-
-def requirement_from_json(obj: dict[str, Any]) -> UserRequirement:
-    return DynamicRequirement.from_json(obj) if "backward" in obj else Requirement.from_json(obj)
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ class MembershipChange:
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> MembershipChange:
         return cls(int(obj["slot"]), str(obj["user"]), str(obj["target"]),
-                   None if obj["previous"] is None else str(obj["previous"]), requirement_from_json(obj["requirement"]))
+                   None if obj["previous"] is None else str(obj["previous"]), parse_requirement(obj["requirement"]))
 
 
 @dataclass
@@ -159,7 +155,7 @@ class Population:
     def restore(self, rows: list[dict[str, Any]]) -> None:
         self._classes = {
             row["id"]: LedgerClass(row["id"], ledger_from_bytes(row["ledger"].encode()),
-                                   requirement_from_json(row["requirement"]), row["parent"], int(row["since"]),
+                                   parse_requirement(row["requirement"]), row["parent"], int(row["since"]),
                                    int(row["members"]))
             for row in rows
         }

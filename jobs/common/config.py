@@ -54,6 +54,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from pwevent.jobs.common.provenance import RequirementSignature
+from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
@@ -401,9 +402,6 @@ class Config(Section):
         except (TypeError, ValueError) as err:
             raise ValueError(f"{entry.section or 'mechanism'}: {err}") from None
         if self.default_requirement is not None:
-            # Imported here: requirement_rules imports records, which imports this module.
-            from pwevent.jobs.common.requirement_rules import RequirementRules
-
             try:
                 self.caps.check(self.default_requirement)
                 RequirementRules(spec, self.caps.max_w).ledger_requirement(self.default_requirement)

@@ -20,7 +20,8 @@ import numpy as np
 import orjson
 
 from pwevent.jobs.common.membership import Applied, Membership, UserState
-from pwevent.jobs.common.records import Reason, reject_record
+from pwevent.jobs.common.reasons import Reason
+from pwevent.jobs.common.records import reject_record
 from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
 from pwevent.operators.noise import NumpyRandomness, Randomness
 from pwevent.operators.policies import MechanismSpec, charge_slot

@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.state.population import ClassId, MembershipChange, UserRequirement, requirement_from_json
+from pwevent.state.population import ClassId, MembershipChange, UserRequirement
+from pwevent.state.requirements import parse_requirement
 
 
 @dataclass(frozen=True)
@@ -170,10 +171,10 @@ class UserMembership:
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> UserMembership:
         state = UserState(
-            requirement_from_json(obj["declared"]) if obj["declared"] else None,
+            parse_requirement(obj["declared"]) if obj["declared"] else None,
             obj["class"],
-            requirement_from_json(obj["requirement"]) if obj["requirement"] else None,
+            parse_requirement(obj["requirement"]) if obj["requirement"] else None,
         )
-        pending = [PendingRequirement(int(s), (int(o[0]), int(o[1]), int(o[2])), requirement_from_json(r), pos, orig)
+        pending = [PendingRequirement(int(s), (int(o[0]), int(o[1]), int(o[2])), parse_requirement(r), pos, orig)
                    for s, o, r, pos, orig in obj["pending"]]
         return cls(state, pending, obj.get("seen_at"))

@@ -25,11 +25,11 @@ import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from pwevent.jobs.common import provenance
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, RequirementFields
+from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
 from pwevent.state.errors import InvalidRequirementError
@@ -47,34 +47,6 @@ MIN_TIME_MS, MAX_TIME_MS = -62_135_596_800_000, 253_402_300_799_999
 ORIGINAL_HEAD_BYTES = 1024
 #: Longest reject detail, in characters.
 MAX_DETAIL_CHARS = 512
-
-
-class Reason(StrEnum):
-    UNPARSABLE = "unparsable"
-    TOO_LARGE = "too_large"
-    TOO_DEEP = "too_deep"
-    INVALID_NUMBER = "invalid_number"
-    DUPLICATE_KEY = "duplicate_key"
-    MISSING_FIELD = "missing_field"
-    MISTYPED_FIELD = "mistyped_field"
-    INVALID_USER = "invalid_user"
-    PARSER_ERROR = "parser_error"
-    UNKNOWN_USER = "unknown_user"
-    OUT_OF_DOMAIN = "out_of_domain"
-    BEFORE_ORIGIN = "before_origin"
-    LATE = "late"
-    TOO_FAR_AHEAD = "too_far_ahead"
-    INVALID_REQUIREMENT = "invalid_requirement"
-    REQUIREMENT_CHANGE_UNDER_FIXED = "requirement_change_under_fixed_mechanism"
-    INFEASIBLE_BACKWARD = "infeasible_backward_requirement_projected"
-    UNAUTHENTICATED_REQUIREMENT = "unauthenticated_requirement"
-
-
-class Rejected(ValueError):
-    def __init__(self, reason: Reason, detail: str) -> None:
-        super().__init__(f"{reason.value}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass(frozen=True)

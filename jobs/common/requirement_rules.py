@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.reasons import Reason
 from pwevent.operators.policies import MechanismSpec
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger

@@ -33,7 +33,8 @@ from typing import Any, TypeAlias, TypeVar
 import numpy as np
 
 from pwevent.jobs.common.config import Config, RequirementFields
-from pwevent.jobs.common.records import Rejected, parse_requirement_update
+from pwevent.jobs.common.reasons import Rejected
+from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.slots import SlotClock, iso
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import (

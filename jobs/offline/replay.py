@@ -23,23 +23,20 @@ from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.progress import Progress
+from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.records import (
     ORIGINAL_HEAD_BYTES,
     Event,
     Original,
-    Reason,
-    Rejected,
     RequirementUpdate,
     parse_event,
     parse_requirement_update,
     reject_record,
     unknown_user,
 )
+from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import Action, RequirementRules
-from pwevent.jobs.common.slots import iso
 from pwevent.operators.noise import Randomness, make_randomness
-from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
-from pwevent.operators.slot_release import SlotOutcome
 
 
 @dataclass
@@ -57,45 +54,6 @@ class ReplaySummary:
             "rejects: " + (", ".join(f"{k} {v}" for k, v in sorted(self.rejects.items())) or "none"),
         ]
         return "\n".join(lines)
-
-
-#: The release record's version (docs/formats.md, Release): 2 added `schema_version`, `domain` and
-#: `interval`; a release without `schema_version` is of version 1.
-RELEASE_SCHEMA_VERSION = 2
-
-
-def release_record(
-    outcome: SlotOutcome, config: Config, noise: str, smoother: KalmanSmoother | None = None
-) -> dict[str, Any]:
-    """The release line/message (docs/schemas/release.schema.json).
-
-    With a smoother, the slot's release also goes through the post-processing (one causal step, so
-    call this exactly once per slot, in order) and the record carries its output as `smoothed`.
-    """
-    clock = config.clock
-    record: dict[str, Any] = {
-        "schema_version": RELEASE_SCHEMA_VERSION,
-        "slot": outcome.slot,
-        "start": iso(clock.start_ms(outcome.slot)),
-        "end": iso(clock.end_ms(outcome.slot)),
-        "mechanism": config.mechanism,
-        **({"family": outcome.family} if outcome.family is not None else {}),
-        "kind": outcome.kind.value,
-        "counts": [int(c) for c in outcome.counts],
-        "population": outcome.population,
-        "epsilon_calculation": outcome.calculation.epsilon if outcome.calculation else None,
-        "epsilon_publication": outcome.publication.epsilon if outcome.publication else None,
-        "threshold": outcome.threshold,
-        "dissimilarity": outcome.dissimilarity,
-        "noise": noise,
-        "domain": config.domain.describe(),
-    }
-    if smoother is not None:
-        smoothed = smoother.step(PublicRelease.from_outcome(outcome))
-        record["smoothed"] = [round(float(x), 3) for x in smoothed]
-        record["interval"] = [[round(float(low), 3), round(float(high), 3)]
-                              for low, high in smoother.interval(smoothed, outcome.population)]
-    return record
 
 
 _MB = 1 << 20

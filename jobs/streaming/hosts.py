@@ -2,7 +2,7 @@
 
 Every rule lives in the plain classes the replay uses too: parsing in `jobs.common.records`, the
 membership rule in `jobs.common.membership`, the population, budgets, decision and spend log in
-`jobs.common.engine.Engine`, the message formats in `jobs.offline.replay.release_record`,
+`jobs.common.engine.Engine`, the message formats in `jobs.common.release.release_record`,
 `jobs.common.records.reject_record` and `state.spend_log`. These classes only move records, state
 and time. Python sits on three paths only: records the SQL fast path does not take (`ParseEvents`),
 requirement records (`ParseRequirements`, `MembershipHost`), and one call per slot with the slot's
@@ -40,18 +40,12 @@ from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
-from pwevent.jobs.common.records import (
-    Reason,
-    Rejected,
-    parse_event,
-    parse_requirement_update,
-    reject_record,
-    unknown_user,
-)
+from pwevent.jobs.common.reasons import Reason, Rejected
+from pwevent.jobs.common.records import parse_event, parse_requirement_update, reject_record, unknown_user
+from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
-from pwevent.jobs.offline.replay import release_record
 from pwevent.jobs.streaming.release_guard import StartGuard
 from pwevent.operators.noise import make_randomness
 from pwevent.state.population import MembershipChange

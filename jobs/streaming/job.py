@@ -591,7 +591,8 @@ def restore_seed(config: Config, settings: StreamSettings) -> int | None:
     valid time there, or the broker does not tell: such a partition then closes nothing, as before."""
     from kafka.errors import KafkaError
 
-    from pwevent.jobs.common.records import Rejected, parse_event
+    from pwevent.jobs.common.reasons import Rejected
+    from pwevent.jobs.common.records import parse_event
     from pwevent.jobs.streaming.hosts import event_fields
     from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, last_messages
 

@@ -32,7 +32,8 @@ from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
-from pwevent.jobs.common.records import Rejected, load_object
+from pwevent.jobs.common.reasons import Rejected
+from pwevent.jobs.common.records import load_object
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, producer

@@ -13,10 +13,10 @@ import pytest
 
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import Config, load_config, parse_config
+from pwevent.jobs.common.release import RELEASE_SCHEMA_VERSION
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.offline import audit
 from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
-from pwevent.jobs.offline.replay import RELEASE_SCHEMA_VERSION
 from pwevent.operators.family import FAMILIES
 from pwevent.operators.noise import NumpyRandomness, SecureRandomness, discrete_laplace_variance
 from pwevent.operators.obs import optimal_budget

@@ -17,11 +17,12 @@ from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.files import DEMO_ORIGIN
 from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
-from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.reasons import Reason
+from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.jobs.offline.audit import AuditInputs, audit_file, audit_records
-from pwevent.jobs.offline.replay import release_record, run_replay
+from pwevent.jobs.offline.replay import run_replay
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY, mechanism
 from pwevent.state.population import MembershipChange, class_id

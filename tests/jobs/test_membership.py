@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
-from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.operators.registry import mechanism

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.release import release_record
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
-from pwevent.jobs.offline.replay import release_record, run_replay
+from pwevent.jobs.offline.replay import run_replay
 from pwevent.operators.family import ABSORPTION, EVEN, FAMILIES
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY

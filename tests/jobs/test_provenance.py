@@ -19,7 +19,8 @@ from pwevent.jobs.common.provenance import (
     sign,
     verify,
 )
-from pwevent.jobs.common.records import Reason, Rejected, parse_requirement_update
+from pwevent.jobs.common.reasons import Reason, Rejected
+from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.hosts import DEAD_LETTERS, REGISTRATIONS, ParseRequirements

@@ -15,15 +15,8 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.jsonl import dumps
-from pwevent.jobs.common.records import (
-    MAX_TIME_MS,
-    MIN_TIME_MS,
-    Reason,
-    Rejected,
-    parse_event,
-    parse_requirement_update,
-    reject_record,
-)
+from pwevent.jobs.common.reasons import Reason, Rejected
+from pwevent.jobs.common.records import MAX_TIME_MS, MIN_TIME_MS, parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
 

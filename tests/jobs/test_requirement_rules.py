@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pwevent.jobs.common.membership import Membership, UserState
-from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import Action, RequirementRules
 from pwevent.operators.registry import REGISTRY, mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement

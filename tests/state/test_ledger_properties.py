@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.release import release_record
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
-from pwevent.jobs.offline.replay import release_record
 from pwevent.operators.family import ABSORPTION, DISTRIBUTION, EVEN, FAMILIES, Adaptive
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, Uniform, charge_slot

@@ -86,3 +86,17 @@ def test_snapshot_round_trip():
     again = dynamic_population()
     again.restore(pop.to_json())
     assert again.to_json() == pop.to_json()
+
+
+@pytest.mark.parametrize("requirement", [{"w": 5, "epsilon": 1.0, "forward": {"w": 5, "epsilon": 1.0}},
+                                         {"forward": {"w": 5, "epsilon": 1.0}},
+                                         {"backward": {"w": 5, "epsilon": 1.0}}])
+def test_a_stored_requirement_is_read_by_the_records_rule_and_never_half(requirement):
+    """A change read back from state goes through the requirement records' own dispatch
+    (state.requirements.parse_requirement): half a dynamic requirement is refused, not read as
+    something else."""
+    from pwevent.state.requirements import InvalidRequirementError
+
+    change = MembershipChange.of(3, "u1", None, Requirement(5, 1.0)).to_json()
+    with pytest.raises(InvalidRequirementError):
+        MembershipChange.from_json({**change, "requirement": requirement})

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pwevent.jobs.common.config import Config, parse_config
-from pwevent.jobs.common.records import Rejected, parse_event
+from pwevent.jobs.common.reasons import Rejected
+from pwevent.jobs.common.records import parse_event
 from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
 from pwevent.jobs.streaming.jars import jvm_jar
 from tests.corpus import poison_records

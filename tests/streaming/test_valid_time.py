@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pwevent.jobs.common.membership import PendingRequirement, UserMembership
-from pwevent.jobs.common.records import Reason
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.state.requirements import Requirement
 

@@ -1,0 +1,36 @@
+"""Why a record is rejected: the reasons of the dead-letter topic and of the replay's rejects file
+(docs/formats.md, "Reject / dead letter"), and the exception the parsers raise with one. A module of its own
+so that the rules that decide a reason (jobs/common/requirement_rules.py) need not import the parsers
+(jobs/common/records.py), which import the configuration, which uses those rules."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    UNPARSABLE = "unparsable"
+    TOO_LARGE = "too_large"
+    TOO_DEEP = "too_deep"
+    INVALID_NUMBER = "invalid_number"
+    DUPLICATE_KEY = "duplicate_key"
+    MISSING_FIELD = "missing_field"
+    MISTYPED_FIELD = "mistyped_field"
+    INVALID_USER = "invalid_user"
+    PARSER_ERROR = "parser_error"
+    UNKNOWN_USER = "unknown_user"
+    OUT_OF_DOMAIN = "out_of_domain"
+    BEFORE_ORIGIN = "before_origin"
+    LATE = "late"
+    TOO_FAR_AHEAD = "too_far_ahead"
+    INVALID_REQUIREMENT = "invalid_requirement"
+    REQUIREMENT_CHANGE_UNDER_FIXED = "requirement_change_under_fixed_mechanism"
+    INFEASIBLE_BACKWARD = "infeasible_backward_requirement_projected"
+    UNAUTHENTICATED_REQUIREMENT = "unauthenticated_requirement"
+
+
+class Rejected(ValueError):
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
