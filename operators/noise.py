@@ -14,8 +14,9 @@ docs/mechanisms.md, Budget floor): such noise is never drawn, so nothing is rele
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -82,6 +83,24 @@ class NumpyRandomness:
 
     def binomial(self, n: np.ndarray, p: float | np.ndarray) -> np.ndarray:
         return self.rng.binomial(n, p).astype(np.int64)
+
+    def json_state(self) -> dict[str, Any]:
+        """The generator's state as JSON values (a seeded run's checkpoint)."""
+        return pcg64_state_to_json(self.rng.bit_generator.state)
+
+    def set_json_state(self, obj: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = {"bit_generator": "PCG64",
+                                        "state": {"state": int(obj["state"]), "inc": int(obj["inc"])},
+                                        "has_uint32": int(obj["has_uint32"]), "uinteger": int(obj["uinteger"])}
+
+
+def pcg64_state_to_json(state: Mapping[str, Any]) -> dict[str, Any]:
+    """numpy's PCG64 state (`default_rng`'s generator) as JSON values: its two 128-bit integers as
+    decimal strings, which every JSON library reads back exactly."""
+    if state.get("bit_generator") != "PCG64":
+        raise ValueError(f"cannot store the state of a {state.get('bit_generator')!r} generator")
+    return {"state": str(state["state"]["state"]), "inc": str(state["state"]["inc"]),
+            "has_uint32": int(state["has_uint32"]), "uinteger": int(state["uinteger"])}
 
 
 class SecureRandomness:

@@ -13,10 +13,21 @@ def poison() -> list[tuple[str, bytes]]:
     return poison_records()
 
 
+#: The fixtures that start a resource, and the markers a test that uses one must carry.
+RESOURCE_FIXTURES = {"kafka_bootstrap": ("kafka",), "streaming_job": ("kafka",)}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that needs the broker or a mini-cluster is slow as well, so that `-m "not slow"`
-    selects exactly the unit tests and `-m slow` everything else, whatever a file's own marks say."""
+    """Markers by resource, enforced: a test that uses a fixture starting the broker or a job must
+    carry that resource's markers (a collection error otherwise). Every test that needs the broker or
+    a mini-cluster is slow as well, so that `-m "not slow"` selects exactly the unit tests and
+    `-m slow` everything else, whatever a file's own marks say."""
     for item in items:
+        for fixture, markers in RESOURCE_FIXTURES.items():
+            used = fixture in getattr(item, "fixturenames", ())
+            missing = [m for m in markers if used and not item.get_closest_marker(m)]
+            if missing:
+                raise pytest.UsageError(f"{item.nodeid} uses {fixture} but is not marked {', '.join(missing)}")
         if item.get_closest_marker("kafka") or item.get_closest_marker("flink"):
             if not item.get_closest_marker("slow"):
                 item.add_marker(pytest.mark.slow)

@@ -11,7 +11,6 @@ same `Membership` rule the job's keyed operator applies) or from the job's Membe
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -260,24 +259,22 @@ class Engine:
 
     # -- checkpoint -------------------------------------------------------------------------------
 
-    def snapshot(self) -> bytes:
-        """The engine's class-level state (classes, release history, the policy's own state such as
-        Adaptive's family, a seeded generator's state);
-        users tracked by the engine itself are not included (the job tracks them in Membership)."""
-        rng_state = None
-        if isinstance(self.rng, NumpyRandomness) and self.rng.seeded:
-            rng_state = pickle.dumps(self.rng.rng.bit_generator.state).hex()
-        return orjson.dumps({
+    def snapshot(self) -> dict[str, Any]:
+        """The engine's class-level state as JSON values (classes, release history, the policy's own
+        state such as Adaptive's family, a seeded generator's state); users tracked by the engine
+        itself are not included (the job tracks them in Membership)."""
+        rng = self.rng
+        return {
             "classes": self.population.to_json(),
             "history": self.history.to_bytes().decode(),
-            "rng": rng_state,
+            "rng": rng.json_state() if isinstance(rng, NumpyRandomness) and rng.seeded else None,
             "policy": self.spec.policy.snapshot(),
-        })
+        }
 
-    def restore(self, data: bytes) -> None:
-        obj = orjson.loads(data)
+    def restore(self, obj: dict[str, Any]) -> None:
+        """Continue from a `snapshot`."""
         self.population.restore(obj["classes"])
         self.history = ReleaseHistory.from_bytes(obj["history"].encode())
         self.spec.policy.restore(obj.get("policy"))
         if obj["rng"] is not None and isinstance(self.rng, NumpyRandomness):
-            self.rng.rng.bit_generator.state = pickle.loads(bytes.fromhex(obj["rng"]))  # seeded test runs only
+            self.rng.set_json_state(obj["rng"])  # seeded test runs only

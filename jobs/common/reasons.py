@@ -29,6 +29,10 @@ class Reason(StrEnum):
     UNAUTHENTICATED_REQUIREMENT = "unauthenticated_requirement"
 
 
+#: The detail of a `too_far_ahead` dead letter.
+TOO_FAR_AHEAD_DETAIL = "time is more than flink.max_lead ahead of its partition's event time"
+
+
 class Rejected(ValueError):
     def __init__(self, reason: Reason, detail: str) -> None:
         super().__init__(f"{reason.value}: {detail}")

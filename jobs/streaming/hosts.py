@@ -1,12 +1,13 @@
 """Thin Flink hosts of the core (docs/streaming.md, "Topology").
 
 Every rule lives in the plain classes the replay uses too: parsing in `jobs.common.records`, the
-membership rule in `jobs.common.membership`, the population, budgets, decision and spend log in
-`jobs.common.engine.Engine`, the message formats in `jobs.common.release.release_record`,
-`jobs.common.records.reject_record` and `state.spend_log`. These classes only move records, state
-and time. Python sits on three paths only: records the SQL fast path does not take (`ParseEvents`),
-requirement records (`ParseRequirements`, `MembershipHost`), and one call per slot with the slot's
-counts per (class, cell) (`PopulationHost`, which also writes the dead letters SQL found).
+membership rule in `jobs.common.membership`, the Population operator (budgets, decision, spend log,
+its state) in `jobs.common.population_operator` around `jobs.common.engine.Engine`, the message
+formats in `jobs.common.release.release_record`, `jobs.common.records.reject_record` and
+`state.spend_log`. These classes only move records, state and time. Python sits on three paths
+only: records the SQL fast path does not take (`ParseEvents`), requirement records
+(`ParseRequirements`, `MembershipHost`), and one call per slot with the slot's counts per (class,
+cell) (`PopulationHost`, which also writes the dead letters SQL found).
 
 Records between the operators:
 - `PARSED_EVENT`: an event the reference parser accepted, Row(user, time_ms, cell, partition, offset,
@@ -18,17 +19,15 @@ Records between the operators:
   count `n` of present users of class `cls` in `cell` at `slot`, or (cell and n null) a membership
   change as JSON, or (with a reason) an event SQL found `late`, `too_far_ahead` or of an `unknown_user`, to be
   written as a dead letter; keyed by a constant in Java. One stream, so that the SQL behind it (the
-  window, the class lookup) is planned, and run, once.
+  window, the class lookup) is planned, and run, once; `population_row` makes it the operator's
+  typed row.
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """
 
 from __future__ import annotations
 
-import pickle
-from collections import defaultdict
 from typing import Any
 
-import numpy as np
 import orjson
 from pyflink.common import Row
 from pyflink.common.typeinfo import Types
@@ -37,26 +36,29 @@ from pyflink.datastream.functions import KeyedCoProcessFunction, KeyedProcessFun
 from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
 from pwevent.jobs.common.config import Config
-from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
-from pwevent.jobs.common.reasons import Reason, Rejected
-from pwevent.jobs.common.records import parse_event, parse_requirement_update, reject_record, unknown_user
-from pwevent.jobs.common.release import release_record
+from pwevent.jobs.common.population_operator import (
+    Emitted,
+    PopulationOperator,
+    PopulationRow,
+    RejectedEvent,
+    SlotChange,
+    SlotCount,
+)
+from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason, Rejected
+from pwevent.jobs.common.records import parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
 from pwevent.jobs.streaming.release_guard import StartGuard
 from pwevent.operators.noise import make_randomness
 from pwevent.state.population import MembershipChange
-from pwevent.state.release_history import ReleaseHistory
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 #: Row(user, slot) of each requirement record that registers its user if it is the user's first
 #: (`RequirementRules.registers`): what `pwevent.flink.ValidTime` knows users by.
 REGISTRATIONS = OutputTag("registrations", Types.ROW([Types.STRING(), Types.LONG()]))
-#: The detail of a `too_far_ahead` dead letter.
-TOO_FAR_AHEAD_DETAIL = "time is more than flink.max_lead ahead of its partition's event time"
 PARSED_EVENT = Types.ROW_NAMED(
     ["user", "time_ms", "cell", "partition", "offset", "original"],
     [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
@@ -292,32 +294,21 @@ class MembershipHost(KeyedCoProcessFunction):
         self._save(user)
 
 
-def sql_dead_letter(topic: str, row: Row, resumed_after: int = 0) -> str:
-    """A dead letter found in SQL (a `POPULATION_IN` row with a reason: `late`, the watermark had
-    passed the slot's end or the slot is at most `resumed_after`, the slot a job without state resumed
-    after; `unknown_user`, no class at the slot; or `too_far_ahead`, flagged by
-    `pwevent.flink.ValidTime`) as the replay's JSON."""
-    slot, reason, user, partition, offset, original = row[0], row[5], row[6], row[7], row[8], row[9]
-    position = {"topic": topic, "partition": int(partition), "offset": int(offset)}
-    why = Reason(reason)
-    if why is Reason.UNKNOWN_USER:
-        detail = unknown_user(user, int(slot))
-    elif why is Reason.TOO_FAR_AHEAD:
-        detail = TOO_FAR_AHEAD_DETAIL
-    elif int(slot) <= resumed_after:
-        detail = f"slot {slot} was decided before this job resumed after slot {resumed_after}"
-    else:
-        detail = f"slot {slot} had closed when the record arrived"
-    return _json(reject_record("events", position, why, detail, bytes(original or b"")))
+def population_row(values: tuple[Any, ...] | Row) -> PopulationRow:
+    """A `POPULATION_IN` row (or the tuple of its values, as kept in list state) as the typed row of
+    the Population operator."""
+    slot, cls, cell, n, change, reason, user, partition, offset, original = tuple(values)
+    if reason is not None:
+        return RejectedEvent(int(slot), Reason(reason), str(user), int(partition), int(offset), bytes(original or b""))
+    if change is not None:
+        return SlotChange(int(slot), MembershipChange.from_json(orjson.loads(change)))
+    return SlotCount(int(slot), str(cls), int(cell), int(n))
 
 
 class PopulationHost(KeyedProcessFunction):
-    """The population, its ledger classes and the release step (`Engine`), one key, parallelism 1.
-
-    Inputs arrive before the watermark that closes their slot; the slot's timer applies the slot's
-    membership changes, decides the slot from its counts per (class, cell), settles every class at
-    once and emits the release, the spend log lines and the projections. Every slot from the first
-    (or from the resume point) is decided, in order, whether or not anything arrived for it.
+    """The Flink host of `jobs.common.population_operator.PopulationOperator` (one key, parallelism
+    1): it keeps the rows of open slots in list state, arms one event-time timer per slot end, saves
+    the operator's snapshot after every change, routes its output and updates the metrics.
 
     Without restored state it first checks the release topic (`StartGuard.check`, docs/streaming.md,
     "Starting twice"): it refuses, failing the job, or resumes after the last audited release."""
@@ -332,13 +323,9 @@ class PopulationHost(KeyedProcessFunction):
         self.pending = runtime_context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
         self.saved = runtime_context.get_state(ValueStateDescriptor("engine", Types.PICKLED_BYTE_ARRAY()))
         self.fingerprint = runtime_context.get_state(ValueStateDescriptor("fingerprint", Types.STRING()))
-        config = self.config
-        self.clock = config.clock
-        self.rng = make_randomness(config.noise, self.seed)
-        self.lines: list[dict[str, Any]] = []
-        self.engine = Engine(config.mechanism_spec(), config.domain.d, self.rng, config.caps.max_w,
-                             self.lines.append, floor=config.caps.min_slot_epsilon)
-        self.smoother = config.smoother()
+        self.operator = PopulationOperator(self.config, make_randomness(self.config.noise, self.seed),
+                                           self.events_topic, self.guard.late_through)
+        self.clock = self.config.clock
         self._loaded = False
         self._timer_slot = 0
         self.metrics = HostMetrics(runtime_context)
@@ -363,15 +350,11 @@ class PopulationHost(KeyedProcessFunction):
         self._check_fingerprint()
         stored = self.saved.value()
         if stored is not None:
-            engine_bytes, smoother = pickle.loads(stored)
-            self.engine.restore(engine_bytes)
-            if self.smoother is not None and smoother is not None:
-                self.smoother.restore(smoother)
+            self.operator.restore(stored)
         else:
             point = self.guard.check()  # first: a refused start writes nothing
             if point is not None:
-                self.engine.history = ReleaseHistory(np.asarray(point.counts, dtype=np.int64), point.publication,
-                                                     point.slot)
+                self.operator.resume_after(point.slot, point.counts, point.publication)
 
     def _check_fingerprint(self) -> None:
         """Refuse state written under another configuration (RestoreMismatchError names the field);
@@ -383,74 +366,40 @@ class PopulationHost(KeyedProcessFunction):
         else:
             current.check_restore(RestoreFingerprint.from_json(stored))
 
+    def _routed(self, emitted: Emitted, watermark: int):  # type: ignore[no-untyped-def]
+        for line in emitted.audit:
+            yield Row(AUDIT_ROUTE, None, _json(line))
+        for letter in emitted.dead_letters:
+            self.metrics.dead_letter(letter["reason"])
+            yield Row(DEAD_ROUTE, None, _json(letter))
+        for report in emitted.reports:
+            self._report(report, watermark)
+        for slot, record in emitted.releases:
+            yield Row(RELEASE_ROUTE, str(slot), _json(record))
+
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
         self._load()  # first: a refused restore writes nothing
         self.metrics.report_zeros()
-        if value[5] is not None:
-            self.metrics.dead_letter(value[5])
-            yield Row(DEAD_ROUTE, None, sql_dead_letter(self.events_topic, value, self.guard.late_through))
-            return
-        slot = int(value[0])
-        decided = self.engine.history.decided
-        if slot <= decided:
-            if value[4] is not None:  # a change of a slot decided before a resume: in force from the next
-                self.engine.apply(MembershipChange.from_json(orjson.loads(value[4])))
-                yield from self._flush_lines()
-                self._save()
-            return
-        self.pending.add(tuple(value))
-        if slot != self._timer_slot:
-            ctx.timer_service().register_event_time_timer(self.clock.end_ms(slot) - 1)
-            self._timer_slot = slot
-
-    def _flush_lines(self):  # type: ignore[no-untyped-def]
-        for line in self.lines:
-            yield Row(AUDIT_ROUTE, None, _json(line))
-        self.lines.clear()
-
-    def _save(self) -> None:
-        smoother = self.smoother.snapshot() if self.smoother is not None else None
-        self.saved.update(pickle.dumps((self.engine.snapshot(), smoother)))
+        row = population_row(value)
+        keep, emitted = self.operator.on_row(row)
+        yield from self._routed(emitted, ctx.timer_service().current_watermark())
+        if isinstance(row, SlotChange) and not keep:  # applied at once: a change of a slot decided before a resume
+            self.saved.update(self.operator.snapshot())
+        if keep:
+            self.pending.add(tuple(value))
+            if row.slot != self._timer_slot:
+                ctx.timer_service().register_event_time_timer(self.clock.end_ms(row.slot) - 1)
+                self._timer_slot = row.slot
 
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
         self._load()
-        slot = self.clock.slot_of(timestamp)
-        engine = self.engine
-        changes: dict[int, list[MembershipChange]] = defaultdict(list)
-        counts: dict[int, dict[str, np.ndarray]] = defaultdict(dict)
-        rest = []
-        for row in self.pending.get() or []:
-            t = int(row[0])
-            if t > slot:
-                rest.append(row)
-            elif row[4] is not None:
-                changes[t].append(MembershipChange.from_json(orjson.loads(row[4])))
-            else:
-                cls, cell, n = row[1], int(row[2]), int(row[3])
-                counts[t].setdefault(cls, np.zeros(self.config.domain.d, dtype=np.int64))[cell] += n
-        last = slot
-        if ctx.timer_service().current_watermark() >= END_OF_TIME_MS:  # a bounded input ended
-            last = max([*changes, *counts, engine.history.decided])
-        for t in range(engine.history.decided + 1, last + 1):
-            for change in sorted(changes.pop(t, []), key=lambda c: c.user):
-                engine.apply(change)
-            present = counts.pop(t, {})
-            live = {c.id for c in engine.population.live()}
-            for cls in [c for c in present if c not in live]:  # cannot happen: a change precedes its counts
-                self.metrics.dead_letter(Reason.UNKNOWN_USER)
-                yield Row(DEAD_ROUTE, None, _json(reject_record(
-                    "events", f"slot {t}", Reason.UNKNOWN_USER,
-                    f"{int(present.pop(cls).sum())} events counted for class {cls}, which has no member", "")))
-            outcome, projections = engine.decide(t, present)
-            yield from self._flush_lines()
-            for projection in projections:
-                self.metrics.dead_letter(Reason.INFEASIBLE_BACKWARD)
-                yield Row(DEAD_ROUTE, None, _json(projection.reject()))
-            self._report(SlotReport.of(t, outcome.kind.value, outcome.threshold, engine.population.live()),
-                         ctx.timer_service().current_watermark())
-            yield Row(RELEASE_ROUTE, str(t), _json(release_record(outcome, self.config, self.rng.label, self.smoother)))
-        self.pending.update(rest)
-        self._save()
-        if last == slot and ctx.timer_service().current_watermark() < END_OF_TIME_MS:
-            ctx.timer_service().register_event_time_timer(self.clock.end_ms(slot + 1) - 1)
-            self._timer_slot = slot + 1
+        watermark = ctx.timer_service().current_watermark()
+        kept = list(self.pending.get() or [])
+        closed = self.operator.on_slot_end(self.clock.slot_of(timestamp), [population_row(v) for v in kept],
+                                           ended=watermark >= END_OF_TIME_MS)
+        yield from self._routed(closed.emitted, watermark)
+        self.pending.update([v for v in kept if int(v[0]) > self.clock.slot_of(timestamp)])
+        self.saved.update(self.operator.snapshot())
+        if closed.next_slot is not None:
+            ctx.timer_service().register_event_time_timer(self.clock.end_ms(closed.next_slot) - 1)
+            self._timer_slot = closed.next_slot

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.kafka_io import Message, read_topic
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
+from pwevent.jobs.streaming.stop import FlinkRest
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
@@ -126,7 +128,8 @@ class StreamingJob:
 
     def start(self, seed: int | None = 1, restore: str | None = None, timeout: float = 120,
               extra_args: list[str] | None = None) -> float:
-        """Start `pwevent run`; returns once the job is RUNNING (plus a margin for the sources)."""
+        """Start `pwevent run`; returns once the job and every one of its tasks are RUNNING (its
+        ready file); the job id is then `self.job_id`."""
         self.runs += 1
         ready = self.folder / f"ready-{self.runs}"
         args = [*self.command(seed, restore), "--ready-file", str(ready), *(extra_args or [])]
@@ -138,8 +141,24 @@ class StreamingJob:
             assert self.process.poll() is None, self.log_tail()
             assert time.monotonic() - began < timeout, "job not RUNNING in time"
             time.sleep(0.2)
-        time.sleep(3.0)  # tasks deployed and Kafka sources polling
+        self.job_id = ready.read_text().strip()
         return time.monotonic() - began
+
+    def rest(self) -> FlinkRest:
+        """The local run's REST API, at the address its log names."""
+        found = re.search(r"REST API at http://(\S+)", (self.folder / f"job-{self.runs}.log").read_text())
+        assert found, self.log_tail()
+        return FlinkRest(found.group(1))
+
+    def wait_checkpoints(self, count: int, timeout: float = 120) -> None:
+        """Until `count` more checkpoints of the running job have completed (every record read before
+        the call is then decided in the sinks' committed output or in a later transaction)."""
+        rest, began = self.rest(), time.monotonic()
+        target = int(rest.call(f"/jobs/{self.job_id}/checkpoints")["counts"]["completed"]) + count
+        while int(rest.call(f"/jobs/{self.job_id}/checkpoints")["counts"]["completed"]) < target:
+            assert self.alive(), self.log_tail()
+            assert time.monotonic() - began < timeout, f"{count} checkpoints not completed in {timeout} s"
+            time.sleep(0.2)
 
     def log_tail(self) -> str:
         text = (self.folder / f"job-{self.runs}.log").read_text(errors="replace")

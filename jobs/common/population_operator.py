@@ -1,0 +1,215 @@
+"""The streaming job's Population operator as a plain class (docs/streaming.md, "Topology"): what it
+does with a row, when event time closes a slot, and what its state is, without Flink.
+
+The Flink host (`jobs.streaming.hosts.PopulationHost`) only moves rows into it and its output into
+routes, keeps the rows of open slots in list state, arms the slot timers and updates the metrics;
+unit tests drive this class directly with the rows and watermarks they choose
+(tests/jobs/test_population_operator.py).
+
+The rows (`PopulationRow`), each of one slot: the count of present users of a class in a cell
+(`SlotCount`), a membership change (`SlotChange`), or an event the job's SQL judged `late`,
+`too_far_ahead` or of an `unknown_user` (`RejectedEvent`, written as a dead letter at once).
+
+State (`snapshot` / `restore`): one JSON document, `{"version": 2, "engine": .., "smoother": ..}`;
+version 1 (a pickled pair of the engine's bytes, with a hex-pickled generator state, and the
+smoother's snapshot) is still read.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason
+from pwevent.jobs.common.records import reject_record, unknown_user
+from pwevent.jobs.common.release import release_record
+from pwevent.jobs.common.service_metrics import SlotReport
+from pwevent.operators.noise import Randomness, pcg64_state_to_json
+from pwevent.state.population import MembershipChange
+from pwevent.state.release_history import ReleaseHistory
+
+#: The version `snapshot` writes.
+STATE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class SlotCount:
+    """`n` present users of class `cls` in `cell` at `slot`."""
+
+    slot: int
+    cls: str
+    cell: int
+    n: int
+
+
+@dataclass(frozen=True)
+class SlotChange:
+    """A membership change in force from `change.slot`, arriving for slot `slot`."""
+
+    slot: int
+    change: MembershipChange
+
+
+@dataclass(frozen=True)
+class RejectedEvent:
+    """An event of `slot` the job's SQL rejected with `reason`, and where it was read."""
+
+    slot: int
+    reason: Reason
+    user: str
+    partition: int
+    offset: int
+    original: bytes
+
+
+PopulationRow = SlotCount | SlotChange | RejectedEvent
+
+
+@dataclass
+class Emitted:
+    """What the operator hands on: releases (slot, record), spend-log lines, dead letters (records
+    of docs/schemas/dead-letter.schema.json) and one report per decided slot (the metrics)."""
+
+    releases: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    reports: list[SlotReport] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The outcome of a slot end: what was emitted, the rows of later slots still open, and the slot
+    whose end to wait for next (None once a bounded input has ended)."""
+
+    emitted: Emitted
+    rest: list[PopulationRow]
+    next_slot: int | None
+
+
+class PopulationOperator:
+    """The population, its ledger classes and the release step (`Engine`), over the rows of one key.
+
+    A row arrives before the watermark that closes its slot (`on_row` says whether to keep it until
+    then); `on_slot_end(slot, rows, ended)` applies the membership changes of every slot not yet
+    decided up to `slot`, in user order, decides each slot from its counts per (class, cell), settles
+    every class at once and emits the release, the spend-log lines and the projections' dead letters.
+    Every slot from the first (or after a resume point) is decided, in order, whether or not any row
+    arrived for it. `resumed_after`: the slot a job without state resumes after (0: none); an event of
+    a slot up to it is `late` with its own detail."""
+
+    def __init__(self, config: Config, rng: Randomness, events_topic: str, resumed_after: int = 0) -> None:
+        self.config = config
+        self.rng = rng
+        self.events_topic = events_topic
+        self.resumed_after = resumed_after
+        self._lines: list[dict[str, Any]] = []
+        self.engine = Engine(config.mechanism_spec(), config.domain.d, rng, config.caps.max_w,
+                             self._lines.append, floor=config.caps.min_slot_epsilon)
+        self.smoother = config.smoother()
+
+    @property
+    def decided(self) -> int:
+        """The last slot decided (0: none)."""
+        return self.engine.history.decided
+
+    def resume_after(self, slot: int, counts: tuple[int, ...], publication: int | None) -> None:
+        """Continue after `slot`, whose release was `counts`, the last publication at `publication`
+        (a job without state resuming after its release topic's last audited release)."""
+        self.engine.history = ReleaseHistory(np.asarray(counts, dtype=np.int64), publication, slot)
+
+    def on_row(self, row: PopulationRow) -> tuple[bool, Emitted]:
+        """Take `row`: True to keep it until its slot's end; and what it emits now (the dead letter of
+        a rejected event; the spend-log lines of a change of a slot decided before a resume, which is
+        in force from the next slot)."""
+        emitted = Emitted()
+        if isinstance(row, RejectedEvent):
+            emitted.dead_letters.append(self.rejected_event(row))
+            return False, emitted
+        if row.slot <= self.decided:
+            if isinstance(row, SlotChange):
+                self.engine.apply(row.change)
+                emitted.audit.extend(self._take_lines())
+            return False, emitted
+        return True, emitted
+
+    def on_slot_end(self, slot: int, rows: list[PopulationRow], ended: bool) -> Closed:
+        """Event time has passed the end of `slot`: decide every slot after the last decided one up to
+        `slot` from the kept `rows`, or, when `ended` (a bounded input is over and every timer fires),
+        up to the last slot of a row at or before `slot`; the rows of later slots are handed back."""
+        changes: dict[int, list[MembershipChange]] = defaultdict(list)
+        counts: dict[int, dict[str, np.ndarray]] = defaultdict(dict)
+        rest: list[PopulationRow] = []
+        d = self.config.domain.d
+        for row in rows:
+            if row.slot > slot:
+                rest.append(row)
+            elif isinstance(row, SlotChange):
+                changes[row.slot].append(row.change)
+            elif isinstance(row, SlotCount):
+                counts[row.slot].setdefault(row.cls, np.zeros(d, dtype=np.int64))[row.cell] += row.n
+        last = max([*changes, *counts, self.decided]) if ended else slot
+        emitted = Emitted()
+        engine = self.engine
+        for t in range(self.decided + 1, last + 1):
+            for change in sorted(changes.pop(t, []), key=lambda c: c.user):
+                engine.apply(change)
+            present = counts.pop(t, {})
+            live = {c.id for c in engine.population.live()}
+            for cls in [c for c in present if c not in live]:  # cannot happen: a change precedes its counts
+                emitted.dead_letters.append(reject_record(
+                    "events", f"slot {t}", Reason.UNKNOWN_USER,
+                    f"{int(present.pop(cls).sum())} events counted for class {cls}, which has no member", ""))
+            outcome, projections = engine.decide(t, present)
+            emitted.audit.extend(self._take_lines())
+            emitted.dead_letters.extend(projection.reject() for projection in projections)
+            emitted.reports.append(SlotReport.of(t, outcome.kind.value, outcome.threshold, engine.population.live()))
+            emitted.releases.append((t, release_record(outcome, self.config, self.rng.label, self.smoother)))
+        return Closed(emitted, rest, None if ended else slot + 1)
+
+    def rejected_event(self, row: RejectedEvent) -> dict[str, Any]:
+        """The dead letter of an event the job's SQL rejected, as the replay writes it."""
+        position = {"topic": self.events_topic, "partition": row.partition, "offset": row.offset}
+        if row.reason is Reason.UNKNOWN_USER:
+            detail = unknown_user(row.user, row.slot)
+        elif row.reason is Reason.TOO_FAR_AHEAD:
+            detail = TOO_FAR_AHEAD_DETAIL
+        elif row.slot <= self.resumed_after:
+            detail = f"slot {row.slot} was decided before this job resumed after slot {self.resumed_after}"
+        else:
+            detail = f"slot {row.slot} had closed when the record arrived"
+        return reject_record("events", position, row.reason, detail, row.original)
+
+    def _take_lines(self) -> list[dict[str, Any]]:
+        lines, self._lines[:] = list(self._lines), []
+        return lines
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The operator's state, version `STATE_VERSION` (the module docstring)."""
+        smoother = self.smoother.snapshot() if self.smoother is not None else None
+        return orjson.dumps({"version": STATE_VERSION, "engine": self.engine.snapshot(), "smoother": smoother})
+
+    def restore(self, data: bytes) -> None:
+        """Continue from a `snapshot` of this version or of version 1."""
+        if data[:1] == b"{":
+            obj = orjson.loads(data)
+            if obj.get("version") != STATE_VERSION:
+                raise ValueError(f"population state of version {obj.get('version')!r}; this release reads "
+                                 f"versions 1 and {STATE_VERSION}")
+            engine, smoother = obj["engine"], obj["smoother"]
+        else:  # version 1: pickle.dumps((engine bytes, smoother snapshot)), written by this job's own state
+            engine_bytes, smoother = pickle.loads(data)  # noqa: S301 - the job's own checkpoint
+            engine = orjson.loads(engine_bytes)
+            if engine.get("rng") is not None:
+                engine["rng"] = pcg64_state_to_json(pickle.loads(bytes.fromhex(engine["rng"])))  # noqa: S301
+        self.engine.restore(engine)
+        if self.smoother is not None and smoother is not None:
+            self.smoother.restore(smoother)

@@ -1,0 +1,115 @@
+"""The Population operator without Flink (jobs/common/population_operator.py): rows in any order
+before their slot's end, slot ends chosen by the test, a snapshot taken mid-stream (this version's,
+and one written by the previous version of the job, tests/jobs/data/population-state-v1.pickle)
+restored into an operator with another generator, which then continues exactly as the uninterrupted
+one does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.common.membership import Membership, UserState
+from pwevent.jobs.common.population_operator import STATE_VERSION, PopulationOperator, SlotChange, SlotCount
+from pwevent.jobs.common.requirement_rules import RequirementRules
+from pwevent.operators.noise import NumpyRandomness
+from pwevent.state.requirements import Requirement
+
+#: The scenario the version-1 state was written with (30 users registering over slots 1-6, four
+#: cells, Adaptive with the Kalman post-processing, seed 11), and that state after slot 6.
+CONFIG = parse_config({"mechanism": "Adaptive", "slot": "60s", "origin": "2024-01-01T00:00:00Z",
+                       "domain": {"type": "cells", "d": 4}, "noise": "numpy-fast", "postprocess": "kalman",
+                       "caps": {"max_w": 50}})
+VERSION_1 = Path(__file__).parent / "data" / "population-state-v1.pickle"
+SLOTS, SPLIT = 12, 6
+
+
+def rows_of(slot: int, membership: Membership, states: dict[int, UserState]) -> list[SlotChange | SlotCount]:
+    """The slot's membership changes and counts per (class, cell), as the job's SQL delivers them."""
+    out: list[SlotChange | SlotCount] = []
+    for user in range(30):
+        if user % 6 + 1 == slot:
+            applied = membership.apply(f"u{user}", states.get(user, UserState()), slot,
+                                       Requirement(10 + user % 3, 1.0 + 0.5 * (user % 2)))
+            states[user] = applied.state
+            assert applied.change is not None
+            out.append(SlotChange(slot, applied.change))
+    rng = np.random.default_rng(slot)
+    counts: dict[tuple[str, int], int] = {}
+    for state in states.values():
+        if rng.random() < 0.8:
+            key = (str(state.class_id), int(rng.integers(0, 4)))
+            counts[key] = counts.get(key, 0) + 1
+    out += [SlotCount(slot, cls, cell, n) for (cls, cell), n in counts.items()]
+    return out
+
+
+def run(restore_at: int | None = None, state: bytes | None = None) -> list[dict]:
+    """The releases of slots 1..SLOTS (from `restore_at` + 1 on when restoring `state`, or this run's
+    own snapshot at `restore_at`), each slot's rows handed over in reverse order."""
+    operator = PopulationOperator(CONFIG, NumpyRandomness(11), "t.events")
+    membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
+    releases = []
+    for slot in range(1, SLOTS + 1):
+        rows = rows_of(slot, membership, states)
+        if restore_at is not None and slot == restore_at + 1:
+            snapshot = state if state is not None else operator.snapshot()
+            operator = PopulationOperator(CONFIG, NumpyRandomness(999), "t.events")
+            operator.restore(snapshot)
+            releases = []
+        kept = []
+        for row in reversed(rows):
+            keep, emitted = operator.on_row(row)
+            assert keep and not emitted.releases and not emitted.dead_letters
+            kept.append(row)
+        closed = operator.on_slot_end(slot, kept, ended=False)
+        assert closed.rest == [] and closed.next_slot == slot + 1
+        releases += [record for _, record in closed.emitted.releases]
+    return releases
+
+
+def test_a_snapshot_is_versioned_json_and_its_restore_continues_like_the_uninterrupted_operator() -> None:
+    uninterrupted = run()
+    assert [r["slot"] for r in uninterrupted] == list(range(1, SLOTS + 1))
+    assert {r["kind"] for r in uninterrupted} - {"publish", "skip", "nullify"} == set()
+    operator = PopulationOperator(CONFIG, NumpyRandomness(11), "t.events")
+    assert json.loads(operator.snapshot())["version"] == STATE_VERSION
+    assert run(restore_at=SPLIT) == uninterrupted[SPLIT:]
+
+
+def test_the_previous_versions_state_is_restored() -> None:
+    """Version 1: a pickled pair (the engine's bytes with a hex-pickled generator state, the
+    smoother's snapshot), written by the job before the versioned codec after slot 6 of `run`."""
+    assert run(restore_at=SPLIT, state=VERSION_1.read_bytes()) == run()[SPLIT:]
+
+
+def test_a_state_of_an_unknown_version_is_refused() -> None:
+    operator = PopulationOperator(CONFIG, NumpyRandomness(11), "t.events")
+    with pytest.raises(ValueError, match="version 3"):
+        operator.restore(json.dumps({"version": 3, "engine": {}, "smoother": None}).encode())
+
+
+def test_rows_of_later_slots_wait_and_every_slot_is_decided_in_order() -> None:
+    """A slot end decides every slot not decided yet up to it, empty ones too, and hands back the rows
+    of later slots; at the end of a bounded input, every slot up to the last one its rows name."""
+    operator = PopulationOperator(CONFIG, NumpyRandomness(3), "t.events")
+    membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
+    first, second = rows_of(1, membership, states), rows_of(2, membership, states)
+    later = [SlotCount(5, c.cls, c.cell, c.n) for c in second if isinstance(c, SlotCount)]
+    closed = operator.on_slot_end(3, first + [r for r in second if isinstance(r, SlotChange)] + later, ended=False)
+    assert [slot for slot, _ in closed.emitted.releases] == [1, 2, 3]
+    assert closed.rest == later and closed.next_slot == 4
+    assert [report.slot for report in closed.emitted.reports] == [1, 2, 3]
+    assert closed.emitted.releases[2][1]["population"] == 10  # the users of slots 1 and 2 (u % 6 in 0, 1)
+    keep, _ = operator.on_row(SlotCount(2, later[0].cls, 0, 1))  # a slot already decided: not kept
+    assert not keep
+    # A bounded input ended: each slot's timer fires; slot 4's has no row of its own to decide up to,
+    # slot 5's decides 4 and 5.
+    ended = operator.on_slot_end(4, closed.rest, ended=True)
+    assert ended.emitted.releases == [] and ended.rest == later and ended.next_slot is None
+    ended = operator.on_slot_end(5, ended.rest, ended=True)
+    assert [slot for slot, _ in ended.emitted.releases] == [4, 5] and ended.rest == []
