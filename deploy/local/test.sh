@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (deploy/local/setup.sh) and run the whole test suite: unit, statistical, Kafka and Flink
+# Set up (deploy/local/setup.sh) and run the whole test suite: the JVM pieces' JUnit tests
+# (deploy/local/test-jvm.sh, when no argument is given), then unit, statistical, Kafka and Flink
 # tests. The Kafka tests start their own broker with deploy/local/kafka.sh and stop it by its pid.
 # Extra arguments go to pytest (e.g. `-m "not kafka and not flink"` for the fast unit tests only).
 # pytest's exit code 5 (no test collected) is turned into a failure.
@@ -9,11 +10,20 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bash "$REPO_ROOT/deploy/local/setup.sh"
 cd "$REPO_ROOT"
 set +e
+jvm=0
+if [[ $# -eq 0 ]]; then  # the whole suite: the JVM pieces' JUnit tests first
+  bash "$REPO_ROOT/deploy/local/test-jvm.sh"
+  jvm=$?
+fi
 "$REPO_ROOT/.venv/bin/python" -m pytest "$@"
 code=$?
 set -e
 if [[ $code -eq 5 ]]; then
   echo "test.sh: pytest collected no tests: failing the run" >&2
   exit 1
+fi
+if [[ $jvm -ne 0 ]]; then
+  echo "test.sh: the JUnit tests (deploy/local/test-jvm.sh) failed" >&2
+  [[ $code -ne 0 ]] || code=1
 fi
 exit $code

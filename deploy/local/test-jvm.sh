@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Run the JUnit tests of the job's JVM pieces (jobs/streaming/jvm-test, against jobs/streaming/jvm as
+# built by build-jvm.sh and the venv's Flink jars) with JUnit's console launcher, which Maven fetches
+# into the jar cache on first use. Exit status: the launcher's (non-zero when a test fails or none
+# is found). deploy/local/test.sh runs it before pytest.
+#   PWEVENT_CACHE   cache dir (default <repo>/.cache/jars)
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}"
+PY="${PWEVENT_VENV_PYTHON:-$REPO_ROOT/.venv/bin/python}"
+LAUNCHER_VERSIONS="1.14.1 6.0.1"
+DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+
+die() { echo "test-jvm: $*" >&2; exit 1; }
+command -v javac >/dev/null || die "javac not found on PATH"
+
+launcher="$(ls "$CACHE"/junit/junit-platform-console-standalone-*.jar 2>/dev/null | head -n 1 || true)"
+if [[ -z "$launcher" ]]; then
+  command -v mvn >/dev/null || die "mvn not found on PATH"
+  mkdir -p "$CACHE/junit"
+  for v in $LAUNCHER_VERSIONS; do
+    if mvn -q -B "$DEP_PLUGIN:copy" -Dartifact="org.junit.platform:junit-platform-console-standalone:$v" \
+        -DoutputDirectory="$CACHE/junit" >"$CACHE/junit/mvn.log" 2>&1; then
+      break
+    fi
+  done
+  launcher="$(ls "$CACHE"/junit/junit-platform-console-standalone-*.jar 2>/dev/null | head -n 1 || true)"
+  [[ -n "$launcher" ]] || die "could not fetch junit-platform-console-standalone ($LAUNCHER_VERSIONS): $CACHE/junit/mvn.log"
+fi
+
+job_jar="$(bash "$REPO_ROOT/deploy/local/build-jvm.sh")"
+flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
+connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
+# spelled out: the launcher's --class-path takes no wildcards
+classpath="$job_jar:$(ls "$flink_lib"/*.jar | tr '\n' ':')$connector"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+javac -nowarn --release 17 -d "$work/classes" -cp "$classpath:$launcher" \
+  $(find "$REPO_ROOT/jobs/streaming/jvm-test" -name '*.java')
+cd "$REPO_ROOT"
+java -jar "$launcher" execute --disable-banner --fail-if-no-tests --details=summary \
+  -cp "$work/classes:$classpath" --scan-classpath "$work/classes" \
+  --config=junit.platform.output.capture.stdout=true

@@ -1,0 +1,50 @@
+package pwevent.flink;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** SlotWatermarks.LeadGuard (docs/streaming.md, "Time"): what a partition's event time believes. */
+class LeadGuardTest {
+    private static final long NOW = 1_800_000_000_000L;
+    private static final long LEAD = 60_000L;
+
+    @Test
+    void aLoneRecordFarAheadIsNotBelievedAndASecondOneConfirmsTheJump() {
+        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        long t = NOW - 10 * LEAD;
+        assertTrue(guard.believe(0, t, NOW));
+        assertFalse(guard.believe(0, t + 5 * LEAD, NOW), "a jump past maxLead, alone");
+        assertTrue(guard.believe(0, t + 10, NOW), "the stream goes on where it was");
+        assertFalse(guard.believe(0, t + 5 * LEAD, NOW), "the same jump again, first of its kind again");
+        assertTrue(guard.believe(0, t + 5 * LEAD + LEAD / 2, NOW), "a second record within maxLead confirms it");
+    }
+
+    @Test
+    void partitionsAreJudgedApart() {
+        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        assertTrue(guard.believe(0, NOW - 100 * LEAD, NOW));
+        assertTrue(guard.believe(1, NOW - LEAD, NOW), "partition 1's first record is its own");
+    }
+
+    @Test
+    void timesPastTheWallClockOrOutsideTheYearsOneToNineThousandNineHundredNinetyNineAreNotBelieved() {
+        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        assertFalse(guard.believe(0, NOW + LEAD + 1, NOW));
+        assertTrue(guard.believe(0, NOW + LEAD, NOW));
+        assertFalse(guard.believe(1, null, NOW));
+        assertFalse(guard.believe(1, 253_402_300_800_000L, NOW));
+        assertFalse(guard.believe(1, -62_135_596_800_001L, NOW));
+    }
+
+    @Test
+    void plausibleChangesNothing() {
+        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        long t = NOW - 10 * LEAD;
+        assertTrue(guard.believe(0, t, NOW));
+        assertFalse(guard.plausible(0, t + 5 * LEAD, NOW));
+        assertFalse(guard.plausible(0, t + 5 * LEAD + 1, NOW), "plausible recorded no pending jump");
+        assertFalse(guard.believe(0, t + 5 * LEAD, NOW));
+    }
+}
