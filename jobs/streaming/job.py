@@ -45,7 +45,6 @@ from pwevent.jobs.streaming.jars import (
 )
 from pwevent.jobs.streaming.locations import python_root
 from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, stream_settings
-from pwevent.jobs.streaming.stop import FlinkRest, StopError
 
 #: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
 PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
@@ -660,17 +659,6 @@ def with_resume(settings: StreamSettings, resume: bool) -> StreamSettings:
     return settings.model_copy(update={"kafka": kafka})
 
 
-def wait_tasks_running(rest: FlinkRest, job_id: str, deadline: float) -> None:
-    """Until every task of the job runs (`--ready-file`'s moment), or `deadline` (monotonic) passes."""
-    while time.monotonic() < deadline:
-        try:
-            if rest.tasks_running(job_id):
-                return
-        except StopError:  # the REST API not up yet, or the job not known to it yet
-            pass
-        time.sleep(0.2)
-
-
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
             ready_file: str | None = None, resume: bool = False, allow_non_restored: bool = False) -> int:
     """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed."""
@@ -694,7 +682,9 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     print(f"pwevent run: web UI and REST API at http://{run.rest} (loopback only); Flink log in {run.log_dir}",
           file=sys.stderr, flush=True)
     if ready_file:
-        wait_tasks_running(FlinkRest(run.rest), str(job_id), time.monotonic() + 120)
+        deadline = time.monotonic() + 120
+        while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         Path(ready_file).write_text(str(job_id))
     from py4j.protocol import Py4JJavaError
 
@@ -805,7 +795,7 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise instead of the secure "
                    "default")
     p.add_argument("--ready-file",
-                   help="write the job id to this file once the job and every one of its tasks are RUNNING")
+                   help="write the job id to this file once the job is RUNNING")
     p.add_argument("--print-submit", action="store_true",
                    help="print the command that submits the job (detached) to a Flink session cluster, and exit "
                    "(with -p flink.parallelism, and --seed if given)")

@@ -59,13 +59,6 @@ class FlinkRest:
     def job_state(self, job_id: str) -> str:
         return str(self.call(f"/jobs/{job_id}")["state"])
 
-    def tasks_running(self, job_id: str) -> bool:
-        """True when the job is RUNNING and so is every task of every vertex (deployed, its sources
-        reading): a job's state turns RUNNING while its tasks are still being deployed."""
-        job = self.call(f"/jobs/{job_id}")
-        return bool(job["state"] == "RUNNING" and job["vertices"]
-                    and all(v["status"] == "RUNNING" for v in job["vertices"]))
-
     def the_live_job(self) -> str:
         """The id of the one job that is not finished; refuse when there are none or several."""
         live = [j["id"] for j in self.call("/jobs")["jobs"] if j["status"] in LIVE_STATES]

@@ -128,8 +128,8 @@ class StreamingJob:
 
     def start(self, seed: int | None = 1, restore: str | None = None, timeout: float = 120,
               extra_args: list[str] | None = None) -> float:
-        """Start `pwevent run`; returns once the job and every one of its tasks are RUNNING (its
-        ready file); the job id is then `self.job_id`."""
+        """Start `pwevent run`; returns once the job is RUNNING (plus a margin for the sources); the
+        job id is then `self.job_id`."""
         self.runs += 1
         ready = self.folder / f"ready-{self.runs}"
         args = [*self.command(seed, restore), "--ready-file", str(ready), *(extra_args or [])]
@@ -141,6 +141,7 @@ class StreamingJob:
             assert self.process.poll() is None, self.log_tail()
             assert time.monotonic() - began < timeout, "job not RUNNING in time"
             time.sleep(0.2)
+        time.sleep(3.0)  # tasks deployed and Kafka sources polling
         self.job_id = ready.read_text().strip()
         return time.monotonic() - began
 
