@@ -177,6 +177,18 @@ class StreamingJob:
     def read(self, role: str, idle_s: float = 2.0) -> list[Message]:
         return read_topic(self.kafka, self.topics[role], idle_s=idle_s, max_s=90)
 
+    def wait_audit(self, slots: int, count: int, timeout: float = 60) -> list[dict[str, Any]]:
+        """The audit topic's lines of slots 1..`slots`, once there are `count` of them (or at the
+        timeout). The release and audit sinks each commit their own transaction when a checkpoint
+        completes, so a reader may see a slot's release a moment before its spend lines."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = [m.json() for m in self.read("audit", idle_s=1.0)]
+            in_range = [r for r in lines if r.get("slot", r.get("since", 0)) <= slots]
+            if len(in_range) >= count or time.monotonic() > deadline:
+                return in_range
+            time.sleep(1.0)
+
     def wait_releases(self, count: int, timeout: float = 90) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         releases: list[dict[str, Any]] = []
@@ -256,9 +268,8 @@ def check_equals_replay(job: StreamingJob, events: str, requirements: str, slots
     for slot in range(1, slots + 1):
         assert by_slot[slot] == expected["releases"][slot - 1], f"slot {slot} differs from the replay"
     decided = [r for r in releases if r["slot"] <= slots]
-    audit = [m.json() for m in job.read("audit")]
-    in_range = [r for r in audit if r.get("slot", r.get("since", 0)) <= slots]
     want = [r for r in expected["spend"] if r.get("slot", r.get("since", 0)) <= slots]
+    in_range = job.wait_audit(slots, len(want))
     assert spend_lines(in_range) == spend_lines(want)
     full_audit(job, requirements, decided, in_range)
     return releases
