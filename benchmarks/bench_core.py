@@ -98,19 +98,19 @@ def main() -> int:
         rows.append(row)
     if not args.quick:
         doc = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-        doc.parent.mkdir(exist_ok=True)
-        old = doc.read_text() if doc.is_file() else ""
-        notes = old[old.index("\n## Notes"):] if "\n## Notes" in old else ""
-        doc.write_text(
-            "# Mechanism core benchmark\n\n"
+        begin, end = "<!-- bench_core:begin (written by benchmarks/bench_core.py) -->\n", "<!-- bench_core:end -->"
+        old = doc.read_text()
+        if begin not in old or end not in old:
+            print(f"bench_core: {doc} lacks the markers of its table; not written", file=sys.stderr)
+            return 1
+        table = (
             f"`{Path(sys.executable).name} benchmarks/bench_core.py` on {time.strftime('%Y-%m-%d')}, "
             "2-core machine, one process per case. `mechanism s` is the target's measure (ledgers, OBS, "
             "sampling, noise, release; data generation excluded and shown apart); `setup s` registers the users; "
             "peak MB is the process's max RSS, data included.\n\n" + header + "\n|" + "---|" * 11 + "\n"
-            + "\n".join(rows) + "\n\n"
-            "The streaming job's benchmark (sustained input rate and slot latency with exactly-once on,\n"
-            "`benchmarks/bench_stream.py`) is in docs/streaming.md, \"Tests and benchmark\".\n" + notes
+            + "\n".join(rows) + "\n"
         )
+        doc.write_text(old[:old.index(begin) + len(begin)] + table + old[old.index(end):])
     return 0
 
 
