@@ -34,7 +34,7 @@ from pathlib import Path
 
 from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
-from pwevent.jobs.common.slots import SlotClock
+from pwevent.jobs.streaming import slot_sql
 from pwevent.jobs.streaming.jars import (
     OAUTHBEARER_PARENT_FIRST,
     PARENT_FIRST_KEY,
@@ -182,28 +182,6 @@ def clean_checkpoints(checkpoint_dir: str, keep: int, restore: str | None) -> li
     return [str(p) for p in removed]
 
 
-def _interval(ms: int) -> str:
-    """A SQL day-time interval literal of `ms` milliseconds."""
-    days, rest = divmod(ms, 86_400_000)
-    hours, rest = divmod(rest, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    seconds, millis = divmod(rest, 1000)
-    return f"INTERVAL '{days} {hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}' DAY(9) TO SECOND(3)"
-
-
-def _slot_sql(time_ms: str, clock: SlotClock) -> str:
-    """The slot of epoch milliseconds `time_ms` (>= origin), in BIGINT arithmetic."""
-    since = f"({time_ms} - {clock.origin_ms})"
-    return f"CAST(({since} - MOD({since}, {clock.length_ms})) / {clock.length_ms} AS BIGINT) + 1"
-
-
-def _tumble(table: str, column: str, clock: SlotClock) -> str:
-    """Tumbling windows of one slot, aligned to the origin."""
-    offset = clock.origin_ms % clock.length_ms
-    return (f"TABLE(TUMBLE(TABLE `{table}`, DESCRIPTOR(`{column}`), {_interval(clock.length_ms)}, "
-            f"{_interval(offset)}))")
-
-
 def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore[no-untyped-def]
     """View `name` of `query` made once, through a DataStream, with the rowtime `rt` of the records.
 
@@ -309,16 +287,15 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     # or its slot is one a resumed job's releases decided (at most `late_through`).
     _materialize(t_env, "events_judged", rowtime,
                  f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in, ahead,"
-                 f" {_slot_sql('time_ms', clock)} AS slot,"
-                 f" COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms})"
-                 f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE)"
-                 f" OR {_slot_sql('time_ms', clock)} <= {int(late_through)} AS late FROM events")
+                 f" {slot_sql.slot_of('time_ms', clock)} AS slot,"
+                 f" COALESCE(TO_TIMESTAMP_LTZ({slot_sql.slot_last_ms('time_ms', clock)}, 3) <= CURRENT_WATERMARK(rt),"
+                 f" FALSE) OR {slot_sql.slot_of('time_ms', clock)} <= {int(late_through)} AS late FROM events")
     # Read twice (the class join, the Membership carrier): made once; `rt` is the slot's window_time.
     _materialize(t_env, "latest", rowtime,
                  "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
                  " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
                  "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
-                 f" FROM {_tumble('events_judged', 'rt', clock)}"
+                 f" FROM {slot_sql.tumble('events_judged', 'rt', clock)}"
                  " WHERE NOT late AND NOT ahead) WHERE rn = 1")
 
     # Requirements -> Membership (keyed by user). Also fed the events' (user, slot) after the slot's
@@ -350,7 +327,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     population_in = t_env.to_data_stream(t_env.sql_query(
         "SELECT 0 AS k, ROW(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original) AS g FROM ("
         f" SELECT slot, cls, cell, COUNT(*) AS n, CAST(NULL AS STRING) AS change, {no_dead}"
-        f" FROM {_tumble('joined', 'rt', clock)} WHERE cls IS NOT NULL"
+        f" FROM {slot_sql.tumble('joined', 'rt', clock)} WHERE cls IS NOT NULL"
         " GROUP BY window_start, window_end, slot, cls, cell"
         " UNION ALL"
         f" SELECT slot, cls, CAST(NULL AS INT), CAST(NULL AS BIGINT), text, {no_dead}"
