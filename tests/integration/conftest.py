@@ -14,7 +14,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -177,16 +177,17 @@ class StreamingJob:
     def read(self, role: str, idle_s: float = 2.0) -> list[Message]:
         return read_topic(self.kafka, self.topics[role], idle_s=idle_s, max_s=90)
 
-    def wait_audit(self, slots: int, count: int, timeout: float = 60) -> list[dict[str, Any]]:
-        """The audit topic's lines of slots 1..`slots`, once there are `count` of them (or at the
-        timeout). The release and audit sinks each commit their own transaction when a checkpoint
-        completes, so a reader may see a slot's release a moment before its spend lines."""
+    def wait_records(self, role: str, count: int, keep: Callable[[dict[str, Any]], bool] | None = None,
+                     timeout: float = 60) -> list[dict[str, Any]]:
+        """The records of topic `role` (those `keep` accepts), once there are `count` of them, or all
+        there are at the timeout. Each of the job's exactly-once sinks commits its own transaction
+        when a checkpoint completes, so a reader may see a slot's release a moment before the spend
+        lines and dead letters of the same checkpoint."""
         deadline = time.monotonic() + timeout
         while True:
-            lines = [m.json() for m in self.read("audit", idle_s=1.0)]
-            in_range = [r for r in lines if r.get("slot", r.get("since", 0)) <= slots]
-            if len(in_range) >= count or time.monotonic() > deadline:
-                return in_range
+            records = [r for r in (m.json() for m in self.read(role, idle_s=1.0)) if keep is None or keep(r)]
+            if len(records) >= count or time.monotonic() > deadline:
+                return records
             time.sleep(1.0)
 
     def wait_releases(self, count: int, timeout: float = 90) -> list[dict[str, Any]]:
@@ -269,7 +270,7 @@ def check_equals_replay(job: StreamingJob, events: str, requirements: str, slots
         assert by_slot[slot] == expected["releases"][slot - 1], f"slot {slot} differs from the replay"
     decided = [r for r in releases if r["slot"] <= slots]
     want = [r for r in expected["spend"] if r.get("slot", r.get("since", 0)) <= slots]
-    in_range = job.wait_audit(slots, len(want))
+    in_range = job.wait_records("audit", len(want), lambda r: r.get("slot", r.get("since", 0)) <= slots)
     assert spend_lines(in_range) == spend_lines(want)
     full_audit(job, requirements, decided, in_range)
     return releases

@@ -94,7 +94,7 @@ def test_job_equals_replay_from_a_backlog_on_a_busy_machine(streaming_job: Any, 
         check_equals_replay(job, events, requirements, slots, expected)
     if mechanism == "Adaptive":  # it switches family within the 12 slots, in the job as in the replay
         assert {"Uniform", "PBA"} <= {r["family"] for r in expected["releases"]}
-    dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
+    dead = job.wait_records("dead_letters", len(expected["rejects"]))
     for record in dead:
         schema("dead-letter").validate(record)
     assert Counter(r["reason"] for r in dead) == Counter(r["reason"] for r in expected["rejects"])
@@ -315,7 +315,7 @@ def test_only_valid_records_move_event_time(streaming_job: Any) -> None:
     client.close()
     releases = check_equals_replay(job, events, requirements, slots, expected)
     assert {r["slot"] for r in releases} == set(range(1, slots + 1))
-    dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
+    dead = job.wait_records("dead_letters", 4)
     reasons = Counter(d["reason"] for d in dead)
     assert reasons == Counter({"out_of_domain": 2, "duplicate_key": 2}), reasons  # the ghost's slot never closes
     assert max(m.json()["slot"] for m in job.read("releases")) == slots
