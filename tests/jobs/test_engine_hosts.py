@@ -1,5 +1,6 @@
 """The Engine serves both hosts: the replay's per-user path (`declare` + `step`) and the job's class
-path (`apply` + `decide`, with counts per class) give the same releases and spend log; a snapshot
+path (the Population operator: `apply` + `decide`, with counts per class) give the same releases and
+spend log, for every mechanism; a snapshot
 taken mid-stream and restored continues exactly as the uninterrupted engine does."""
 
 from __future__ import annotations
@@ -7,8 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.membership import Membership, UserState
+from pwevent.jobs.common.population_operator import PopulationOperator, SlotChange, SlotCount
+from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY, mechanism
@@ -43,32 +47,50 @@ def presence(slot: int) -> tuple[np.ndarray, np.ndarray]:
     return users, rng.integers(0, D, len(users))
 
 
+def config(name: str) -> Config:
+    return parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "cells", "d": D},
+                         **REGISTRY.get(name).global_keys(8, 1.0), "caps": {"max_w": 20}, "noise": "numpy-fast"})
+
+
 @pytest.mark.parametrize("name", REGISTRY.names())
 def test_the_job_path_equals_the_replay_path(name: str) -> None:
+    """The job's Population (`PopulationOperator`: Membership's changes and counts per (class, cell),
+    each slot's rows handed over in reverse order) against the replay's per-user path of the same
+    Engine: the same releases, field by field, and the same spend log."""
+    cfg = config(name)
     replay_log: list[dict] = []
-    job_log: list[dict] = []
-    replay = Engine(spec(name), D, NumpyRandomness(5), 20, replay_log.append)
-    job = Engine(spec(name), D, NumpyRandomness(5), 20, job_log.append)
-    membership = Membership(RequirementRules(spec(name), 20))
+    replay = Engine(cfg.mechanism_spec(), D, NumpyRandomness(5), 20, replay_log.append,
+                    floor=cfg.caps.min_slot_epsilon)
+    job = PopulationOperator(cfg, NumpyRandomness(5), "t.events")
+    smoother = cfg.smoother()
+    membership = Membership(RequirementRules(cfg.mechanism_spec(), 20))
     states: dict[int, UserState] = {}
     pending = list(declarations(name))
+    job_log: list[dict] = []
     for slot in range(1, SLOTS + 1):
+        rows: list[SlotChange | SlotCount] = []
         for _, user, req in [p for p in pending if p[0] == slot]:
             replay.declare(f"u{user}", slot, req)
             applied = membership.apply(f"u{user}", states.get(user, UserState()), slot, req)
             states[user] = applied.state
             if applied.change is not None:
-                job.apply(applied.change)
+                rows.append(SlotChange(slot, applied.change))
         users, values = presence(slot)
         users_in = np.array([u for u in users if replay.index_of(f"u{u}") is not None], dtype=np.int64)
         cells = np.array([values[list(users).index(u)] for u in users_in], dtype=np.int64)
         dense = np.array([replay.index_of(f"u{u}") for u in users_in], dtype=np.int64)
         want, _ = replay.step(slot, dense, cells)
-        counts: dict[str, np.ndarray] = {}
+        counts: dict[tuple[str, int], int] = {}
         for user, cell in zip(users_in, cells, strict=True):
-            counts.setdefault(states[int(user)].class_id, np.zeros(D, dtype=np.int64))[cell] += 1
-        got, _ = job.decide(slot, counts)
-        assert (got.kind, got.counts.tolist()) == (want.kind, want.counts.tolist()), f"slot {slot}"
+            key = (str(states[int(user)].class_id), int(cell))
+            counts[key] = counts.get(key, 0) + 1
+        rows += [SlotCount(slot, cls, cell, n) for (cls, cell), n in counts.items()]
+        for row in rows:
+            assert job.on_row(row)[0]
+        closed = job.on_slot_end(slot, rows[::-1], ended=False)
+        job_log += closed.emitted.audit
+        assert closed.emitted.releases == [(slot, release_record(want, cfg, job.rng.label, smoother))], \
+            f"slot {slot}"
     assert sorted(map(str, job_log)) == sorted(map(str, replay_log))
 
 
