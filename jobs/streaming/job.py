@@ -736,9 +736,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
 
 def cmd_run(args: argparse.Namespace) -> int:
     STREAM.require()  # the extra `stream` (docs/architecture.md, "Dependencies")
@@ -779,3 +776,7 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--jobmanager", metavar="HOST:PORT",
                    help="with --print-submit: the cluster's REST address (else the flink CLI's configuration)")
     p.set_defaults(func=cmd_run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
