@@ -25,11 +25,24 @@ per cell to a filter's score, e = r_t - x_pred its one-step prediction error and
 S = P_pred + B + R_t its predictive variance (B = 0 without the opt-in). This is the Gaussian
 negative log-likelihood of the releases, i.e. a discounted maximum-likelihood choice made from
 releases alone.
+Pooling across cells (`FilterConfig.pooling`, on by default, with d >= 4 cells): the chosen
+filter's cell estimates, which share one posterior variance V, are shrunk toward their mean by the
+positive-part James-Stein factor  max(0, 1 - (d - 3) V / sum_i (x_i - mean)^2): cells that differ
+from each other by much more than V keep their own estimates; cells whose differences the noise
+explains (a sparse stream: most cells near zero, V far above the counts) take the pooled mean,
+which is estimated from all d cells at once (variance V / d). That mean is shrunk toward zero in
+turn, by max(0, 1 - 9 (V / d) / mean^2): it is kept only in part unless it lies more than three of
+its standard deviations above zero, the least count, and a mean within its noise of zero is taken
+for zero (on a sparse stream the first slots' mean is mostly noise). It is a function of the slot's filter output only (no
+state), so it reads only public values too.
 The output is clipped to [0, population] (counts are non-negative and no cell can exceed the number
 of registered users). With it comes the chosen filter's posterior variance of the slot's count
 (`interval`): after a publication (P + B) R_t / (P + B + R_t), between publications the predicted
-P + B; a 95% interval is the output +- 1.96 of its root, clipped likewise. It is as good as the
-chosen model is for the stream (docs/formats.md, Release: `interval`).
+P + B; a 95% interval is the output +- 1.96 of its root, clipped likewise. With pooling, the
+variance is that of the pooled estimate, s V + (1 - s) V / d for the shrink factor s, and each
+cell's interval is widened by the distance pooling moved that cell, so that it also holds the
+filter's own estimate. It is as good as the chosen model is for the stream
+(docs/formats.md, Release: `interval`).
 Everything is per slot and causal; `snapshot`/`restore` carry the state for a streaming host. All
 cells share R and the model, so each filter keeps one 2 x 2 covariance.
 """
@@ -97,6 +110,8 @@ class FilterConfig:
     around the level (module docstring). Default: without only; (False, True) lets the likelihood
     pick, which helps rare accurate publications on long streams but not everywhere
     (docs/results/README.md, "The Log gap"), so it is opt-in.
+    pooling: shrink the cells toward their mean by the James-Stein factor (module docstring); it
+    applies from d = 4 cells on.
     """
 
     levels: tuple[float, ...] = DEFAULT_LEVELS
@@ -104,6 +119,7 @@ class FilterConfig:
     forgetting: float = 0.999
     default: int = 4
     sampling: tuple[bool, ...] = (False,)
+    pooling: bool = True
 
     def __post_init__(self) -> None:
         if not self.levels + self.trends or any(not f > 0 for f in self.levels + self.trends):
@@ -152,6 +168,7 @@ class KalmanSmoother:
         k = len(self._names)
         self._state = _BankState(np.zeros((k, d, 2)), np.full((k, 2, 2), np.nan), np.zeros(k))
         self._variance = np.full(k, np.nan)  # each filter's posterior variance of the last output
+        self._pooled: tuple[float, np.ndarray] | None = None  # the last output's (variance, widening per cell)
 
     @property
     def chosen(self) -> str:
@@ -196,12 +213,31 @@ class KalmanSmoother:
             s.estimate = s.estimate + gain[:, None, :] * innovation[:, :, None]
             s.covariance = s.covariance - gain[:, :, None] * s.covariance[:, None, 0, :]
             s.noise = release.variance
-        return np.clip(output[self._choice()], 0.0, upper)
+        chosen = self._choice()
+        return np.clip(self._pool(output[chosen], float(self._variance[chosen])), 0.0, upper)
+
+    def _pool(self, level: np.ndarray, variance: float) -> np.ndarray:
+        """The cells shrunk toward their mean by the positive-part James-Stein factor (module
+        docstring); sets the pooled variance and each cell's widening for `interval`."""
+        self._pooled = None
+        if not self.config.pooling or self.d < 4 or not variance > 0:
+            return level
+        mean = float(np.mean(level))
+        spread = float(np.sum((level - mean) ** 2))
+        shrink = max(0.0, 1.0 - (self.d - 3) * variance / spread) if spread > 0 else 0.0
+        toward_zero = max(0.0, 1.0 - 9.0 * variance / self.d / mean**2) if mean > 0 else 0.0
+        pooled = toward_zero * mean + shrink * (level - mean)
+        self._pooled = (shrink * variance + (1.0 - shrink) * variance / self.d, np.abs(level - pooled))
+        return pooled
 
     def interval(self, smoothed: np.ndarray, population: int, z: float = Z95) -> np.ndarray:
         """(d, 2): per cell, the last output `smoothed` +- z posterior standard deviations of the chosen
         filter, clipped to [0, population]: a nominal 95% interval by default (module docstring)."""
-        half = z * float(np.sqrt(max(self._variance[self._choice()], 0.0)))
+        if self._pooled is None:
+            half: float | np.ndarray = z * float(np.sqrt(max(self._variance[self._choice()], 0.0)))
+        else:
+            variance, moved = self._pooled
+            half = z * float(np.sqrt(variance)) + moved
         upper = max(float(population), 0.0)
         return np.clip(np.stack([smoothed - half, smoothed + half], axis=1), 0.0, upper)
 
