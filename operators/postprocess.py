@@ -33,8 +33,8 @@ explains (a sparse stream: most cells near zero, V far above the counts) take th
 which is estimated from all d cells at once (variance V / d). That mean is shrunk toward zero in
 turn, by max(0, 1 - 9 (V / d) / mean^2): it is kept only in part unless it lies more than three of
 its standard deviations above zero, the least count, and a mean within its noise of zero is taken
-for zero (on a sparse stream the first slots' mean is mostly noise). It is a function of the slot's filter output only (no
-state), so it reads only public values too.
+for zero (on a sparse stream the first slots' mean is mostly noise). It is a function of the slot's
+filter output only (no state), so it reads only public values too.
 The output is clipped to [0, population] (counts are non-negative and no cell can exceed the number
 of registered users). With it comes the chosen filter's posterior variance of the slot's count
 (`interval`): after a publication (P + B) R_t / (P + B + R_t), between publications the predicted
