@@ -236,9 +236,10 @@ class Adaptive:
         dissimilarity decide."""
         return Kind.PUBLISH if self.family == EVEN else None
 
-    def unsampled(self, slot: int) -> bool:
-        """Even releases are published at the lowest positive E_i/w_i with every user kept: a filter
-        averages many of them, which shrinks their noise but not a sampling bias (section 14)."""
+    def rescaled(self, slot: int) -> bool:
+        """Even releases are published at OBS's threshold for the rescaled error, users below it
+        sampled, the counts divided by the public kept share (section 14): no registrant's budget
+        sets everybody's noise."""
         return self.family == EVEN
 
     def observe(self, outcome: SlotOutcome) -> None:

@@ -8,10 +8,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: A rescaled release divides its noisy counts by the kept share s (section 14); below this share the
+#: rescaled noise (up to NOISE_BOUND / s) could leave the int64 range, so such a threshold is never
+#: chosen. Only a slot where more than 1,023 of every 1,024 registered users have budget 0 lacks one.
+MIN_KEPT_SHARE = 2.0**-10
+
 
 @dataclass(frozen=True)
 class BudgetChoice:
     """The threshold OBS picked and the error it expects there (sampling + noise); both finite.
+    kept_share: for a rescaled release (section 14) the expected kept share its counts were divided by.
 
     The error's square root is a release's public threshold: a NaN or infinity would make every
     later slot a skip and its record invalid JSON (docs/mechanisms.md, Budget floor).
@@ -19,10 +25,14 @@ class BudgetChoice:
 
     epsilon: float
     error: float
+    kept_share: float | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.epsilon) and self.epsilon > 0 and math.isfinite(self.error)):
             raise ValueError(f"OBS choice must be finite with epsilon > 0, got ({self.epsilon!r}, {self.error!r})")
+        if self.kept_share is not None and not MIN_KEPT_SHARE <= self.kept_share <= 1 + 1e-12:
+            raise ValueError(f"a rescaled choice's kept share must be in [{MIN_KEPT_SHARE}, 1], "
+                             f"got {self.kept_share!r}")
 
 
 def keep_probabilities(levels: np.ndarray, theta: float) -> np.ndarray:
@@ -34,7 +44,7 @@ def keep_probabilities(levels: np.ndarray, theta: float) -> np.ndarray:
 
 def optimal_budget(
     levels: np.ndarray, counts: np.ndarray, noise_variance: Callable[[np.ndarray], np.ndarray | float],
-    lowest: bool = False,
+    rescaled: bool = False,
 ) -> BudgetChoice | None:
     """argmin over the distinct positive budgets theta of err_s(theta) + err_dp(theta).
 
@@ -46,9 +56,11 @@ def optimal_budget(
     can be released). docs/mechanisms.md, Budget floor: the floor keeps such budgets out; this
     keeps OBS finite on any input.
 
-    lowest: theta is the smallest positive budget, so that every user with a positive budget is kept
-    (docs/mechanisms.md section 14: Adaptive's even spending, whose releases a filter averages, where
-    a sampling bias would not average out); its error is computed the same way.
+    rescaled: the error of the release divided by its kept share s(theta) = (users at or above
+    theta + sum_{eps<theta} p) / all users (0 at budget 0), public, which estimates every user's count, not
+    only the kept ones': (sum_{eps<theta} p(1-p) + err_dp(theta)) / s^2, no bias term (unbiased when
+    budget and cell are independent; docs/mechanisms.md section 14, Adaptive's even spending).
+    Candidates with s below MIN_KEPT_SHARE are never chosen. The choice carries s as `kept_share`.
     """
     levels = np.asarray(levels, dtype=float)
     counts = np.asarray(counts, dtype=float)
@@ -65,29 +77,43 @@ def optimal_budget(
     below_n = np.concatenate(([0.0], np.cumsum(counts)))[:-1]
     below_q = np.concatenate(([0.0], np.cumsum(counts * q)))[:-1]
     below_q2 = np.concatenate(([0.0], np.cumsum(counts * q * q)))[:-1]
-    cand = np.flatnonzero(positive)[:1] if lowest else np.flatnonzero(positive)
+    cand = np.flatnonzero(positive)
     big_q = q[cand]
+    total = float(counts.sum())
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         kept = below_q[cand] / big_q  # sum of p over users below theta
         variance = kept - below_q2[cand] / big_q**2  # sum of p (1 - p)
-        bias = below_n[cand] - kept  # sum of (1 - p)
-        errors = variance + bias**2 + noise_variance(levels[cand])
+        if rescaled:
+            share = (total - below_n[cand] + kept) / total
+            errors = (variance + noise_variance(levels[cand])) / share**2
+            errors = np.where(share >= MIN_KEPT_SHARE, errors, np.inf)
+        else:
+            bias = below_n[cand] - kept  # sum of (1 - p)
+            errors = variance + bias**2 + noise_variance(levels[cand])
     finite = np.isfinite(errors)
     if not finite.any():
         return None
     best = int(np.argmin(np.where(finite, errors, np.inf)))
-    return BudgetChoice(float(levels[cand][best]), float(errors[best]))
+    return BudgetChoice(float(levels[cand][best]), float(errors[best]), float(share[best]) if rescaled else None)
 
 
 def optimal_budget_reference(
-    budgets: list[float], noise_variance: Callable[[float], float]
+    budgets: list[float], noise_variance: Callable[[float], float], rescaled: bool = False
 ) -> BudgetChoice | None:
-    """The paper's O(m^2) loop over every candidate, straight from the definition (for tests)."""
+    """The paper's O(m^2) loop over every candidate, straight from the definition (for tests); with
+    `rescaled`, the rescaled release's error (optimal_budget)."""
     best: BudgetChoice | None = None
     for theta in sorted({b for b in budgets if b > 0}):
         below = [b for b in budgets if b < theta]
         ps = [float(np.expm1(b) / np.expm1(theta)) for b in below]
-        error = sum(p * (1 - p) for p in ps) + sum(1 - p for p in ps) ** 2 + noise_variance(theta)
+        share = None
+        if rescaled:
+            share = (len(budgets) - len(below) + sum(ps)) / len(budgets)
+            if share < MIN_KEPT_SHARE:
+                continue
+            error = (sum(p * (1 - p) for p in ps) + noise_variance(theta)) / share**2
+        else:
+            error = sum(p * (1 - p) for p in ps) + sum(1 - p for p in ps) ** 2 + noise_variance(theta)
         if best is None or error < best.error:
-            best = BudgetChoice(theta, error)
+            best = BudgetChoice(theta, error, share)
     return best

@@ -57,8 +57,9 @@ class BudgetPolicy(Protocol):
         """The family whose rule sets the next slot's budgets, for a policy that switches (Adaptive)."""
         ...
 
-    def unsampled(self, slot: int) -> bool:
-        """Publish at the lowest positive budget, nobody sampled out (Adaptive's even spending)."""
+    def rescaled(self, slot: int) -> bool:
+        """Publish at OBS's threshold for the rescaled error, counts divided by the kept share
+        (Adaptive's even spending, docs/mechanisms.md section 14)."""
         ...
 
     def observe(self, outcome: SlotOutcome) -> None:
@@ -78,7 +79,7 @@ class OneRule:
     def in_force(self) -> str | None:
         return None
 
-    def unsampled(self, slot: int) -> bool:
+    def rescaled(self, slot: int) -> bool:
         return False
 
     def observe(self, outcome: SlotOutcome) -> None:

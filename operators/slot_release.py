@@ -79,16 +79,17 @@ class SlotRelease:
         self.rng = rng
 
     def _choose(self, budgets: np.ndarray, groups: SlotGroups,
-                lowest: bool = False) -> tuple[BudgetChoice | None, np.ndarray, np.ndarray]:
+                rescaled: bool = False) -> tuple[BudgetChoice | None, np.ndarray, np.ndarray]:
         levels, counts, cells = _levels(budgets, groups.members, groups.present)
-        return optimal_budget(levels, counts, discrete_laplace_variance, lowest), levels, cells
+        return optimal_budget(levels, counts, discrete_laplace_variance, rescaled), levels, cells
 
     def decide(self, slot: int, groups: SlotGroups, last: np.ndarray, scheduled: Kind | None,
-               unsampled: bool = False) -> SlotOutcome:
+               rescaled: bool = False) -> SlotOutcome:
         """One slot. `last` is the last released histogram (r_{t-1}, the last non-null publication).
 
         scheduled: a decision fixed by the mechanism (Uniform, Sample) or None for the adaptive rule.
-        unsampled: publish at the lowest positive budget, every such user kept (section 14).
+        rescaled: publish at OBS's threshold for the rescaled error and divide the noisy counts by the
+        public kept share, rounded to integers (section 14, Adaptive's even spending).
         """
         population = int(groups.members.sum())
         repeat = np.asarray(last, dtype=np.int64)
@@ -108,11 +109,13 @@ class SlotRelease:
                 dissimilarity = noisy / self.d
         if scheduled is Kind.SKIP or (scheduled is None and dissimilarity is None):
             return SlotOutcome(slot, Kind.SKIP, repeat, population, calculation)
-        publication, levels2, cells2 = self._choose(groups.eps2, groups, unsampled)
+        publication, levels2, cells2 = self._choose(groups.eps2, groups, rescaled)
         if publication is None:
             return SlotOutcome(slot, Kind.SKIP, repeat, population, calculation, None, dissimilarity)
         if scheduled is None and not (dissimilarity is not None and dissimilarity > math.sqrt(publication.error)):
             return SlotOutcome(slot, Kind.SKIP, repeat, population, calculation, publication, dissimilarity)
         sampled = sample_levels(cells2, levels2, publication.epsilon, self.rng)
         counts = sampled + self.rng.discrete_laplace(publication.epsilon, self.d)
+        if publication.kept_share is not None:  # |counts| < 2^52 + population, s >= 2^-10: within int64
+            counts = np.rint(counts / publication.kept_share).astype(np.int64)
         return SlotOutcome(slot, Kind.PUBLISH, counts, population, calculation, publication, dissimilarity)

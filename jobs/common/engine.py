@@ -240,7 +240,7 @@ class Engine:
             ),
             self.history.last,
             self.spec.policy.scheduled_kind(slot),
-            self.spec.policy.unsampled(slot),
+            self.spec.policy.rescaled(slot),
         )
         outcome = replace(outcome, family=self.spec.policy.in_force())
         projections = []

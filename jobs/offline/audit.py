@@ -49,8 +49,9 @@ KINDS = ("publish", "skip", "nullify")
 #: Mechanism families, kept here on purpose (independence); a test checks them against the policies.
 DYNAMIC_MECHANISMS = ("DPBD", "DPBA")
 BASELINE_MECHANISMS = ("Uniform", "Sample", "BD", "BA")
-#: Adaptive's families (a release names the one in force); its even spending publishes at the lowest
-#: positive budget (docs/mechanisms.md section 14). Kept here too; a test compares with operators.family.
+#: Adaptive's families (a release names the one in force); its even spending publishes at OBS's
+#: threshold for the rescaled error (docs/mechanisms.md section 14). Kept here too; a test compares
+#: with operators.family.
 ADAPTIVE = "Adaptive"
 ADAPTIVE_FAMILIES = ("Uniform", "PBA", "PBD")
 ADAPTIVE_EVEN = "Uniform"
@@ -661,11 +662,19 @@ def _discrete_laplace_variance(theta: np.ndarray) -> np.ndarray:
     return 2.0 * np.exp(-theta) / np.expm1(-theta) ** 2
 
 
-def _obs_errors(budgets: np.ndarray, members: np.ndarray) -> dict[float, float]:
+#: Under Adaptive's even spending no threshold whose kept share is below this is chosen (the rescaled
+#: noise must stay within int64; docs/mechanisms.md section 14). Kept here; a test compares with OBS.
+MIN_KEPT_SHARE = 2.0**-10
+
+
+def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False) -> dict[float, float]:
     """OBS's expected error at every distinct positive budget theta of a slot (docs/mechanisms.md
     sections 2-3), straight from the definition: with p = (e^eps - 1)/(e^theta - 1) for the users below
     theta, sum p (1 - p) + (sum (1 - p))^2 + the noise variance at theta. Users at 0 are never kept.
-    Candidates whose error is not finite are left out, as OBS leaves them out."""
+    rescaled (Adaptive's even spending, section 14): with the kept share s = (sum over all users of
+    their p, 1 at or above theta) / all users, (sum p (1 - p) + the noise variance) / s^2, and no
+    candidate with s below MIN_KEPT_SHARE. Candidates whose error is not finite are left out, as OBS
+    leaves them out."""
     levels, inverse = np.unique(budgets, return_inverse=True)
     weights = np.bincount(inverse, weights=members, minlength=len(levels))
     out: dict[float, float] = {}
@@ -674,21 +683,26 @@ def _obs_errors(budgets: np.ndarray, members: np.ndarray) -> dict[float, float]:
             below = levels < theta
             p = np.expm1(levels[below]) / np.expm1(theta)
             n = weights[below]
-            error = float((n * p * (1 - p)).sum() + ((n * (1 - p)).sum()) ** 2 + _discrete_laplace_variance(theta))
+            variance = float((n * p * (1 - p)).sum())
+            if rescaled:
+                share = float((weights[~below].sum() + (n * p).sum()) / weights.sum())
+                if share < MIN_KEPT_SHARE:
+                    continue
+                error = (variance + float(_discrete_laplace_variance(theta))) / share**2
+            else:
+                error = variance + float((n * (1 - p)).sum()) ** 2 + float(_discrete_laplace_variance(theta))
             if math.isfinite(error):
                 out[float(theta)] = error
     return out
 
 
-def _obs_finding(errors: dict[float, float], chosen: float | None, lowest: bool) -> str | None:
+def _obs_finding(errors: dict[float, float], chosen: float | None) -> str | None:
     """Why `chosen` is not a threshold OBS could pick from `errors` (None when it is): one of the
-    candidates, the lowest one under Adaptive's even spending, else one whose error is the smallest."""
+    candidates whose error is the smallest."""
     if chosen is None or chosen not in errors:
         return f"{chosen!r} is none of the slot's positive budgets {sorted(errors)[:5]}"
-    if lowest and chosen != min(errors):
-        return f"{chosen!r} is not the lowest positive budget {min(errors)!r} (even spending)"
     best = min(errors.values())
-    if not lowest and errors[chosen] > best * (1 + DERIVED_RTOL):
+    if errors[chosen] > best * (1 + DERIVED_RTOL):
         return f"its expected error {errors[chosen]:.9g} is above the smallest, {best:.9g}"
     return None
 
@@ -729,14 +743,14 @@ def _release_checks(
         members = np.array([line.members for line in lines], dtype=float)
         if release.dissimilarity_ran:
             why = _obs_finding(_obs_errors(np.array([line.spend1 for line in lines]), members),
-                               release.epsilon_calculation, lowest=False)
+                               release.epsilon_calculation)
             if why is not None:
                 finding("calculation_scale", f"epsilon_calculation {why}")
         if release.kind == "publish":
-            errors = _obs_errors(np.array([line.spend2 for line in lines]), members)
+            rescaled = rules.mechanism == ADAPTIVE and labels.get("family") == ADAPTIVE_EVEN
+            errors = _obs_errors(np.array([line.spend2 for line in lines]), members, rescaled)
             chosen = release.epsilon_publication
-            lowest = rules.mechanism == ADAPTIVE and labels.get("family") == ADAPTIVE_EVEN
-            why = _obs_finding(errors, chosen, lowest)
+            why = _obs_finding(errors, chosen)
             if why is not None:
                 finding("publication_scale", f"epsilon_publication {why}")
             elif chosen is not None:

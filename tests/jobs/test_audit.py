@@ -19,7 +19,7 @@ from pwevent.jobs.offline import audit
 from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
 from pwevent.operators.family import FAMILIES
 from pwevent.operators.noise import NumpyRandomness, SecureRandomness, discrete_laplace_variance
-from pwevent.operators.obs import optimal_budget
+from pwevent.operators.obs import MIN_KEPT_SHARE, optimal_budget
 from pwevent.operators.registry import REGISTRY
 
 FIXED = {"w": 3, "epsilon": 1.0}
@@ -226,6 +226,7 @@ def test_the_auditor_stays_independent():
     assert audit.NOISE_LABELS == {"opendp": SecureRandomness.label, "numpy-fast": NumpyRandomness().label}
     assert audit.SEEDED_NOISE_LABEL == NumpyRandomness(0).label
     assert audit.RELEASE_SCHEMA_VERSION == RELEASE_SCHEMA_VERSION
+    assert audit.MIN_KEPT_SHARE == MIN_KEPT_SHARE
 
 
 @pytest.mark.parametrize("broken", [

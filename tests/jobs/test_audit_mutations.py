@@ -21,6 +21,7 @@ import pytest
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.offline.audit import AuditInputs, AuditReport, audit_records
 from pwevent.jobs.offline.replay import run_replay
+from pwevent.operators.noise import discrete_laplace_variance
 from pwevent.operators.registry import REGISTRY
 
 USERS, SLOTS = 30, 60
@@ -403,6 +404,23 @@ def epsilon_publication_doubled(run: Run) -> Run:
     return _releases(run, _fresh_publication(run), lambda r: r.update(epsilon_publication=2 * r["epsilon_publication"]))
 
 
+def even_release_at_the_lowest_budget(run: Run) -> Run:
+    """An Adaptive even release relabelled as made at the slot's lowest positive budget, with that
+    budget's noise variance as its threshold (the rule before the rescaled OBS, docs/mechanisms.md
+    section 14): no longer the threshold the rescaled OBS picks."""
+    if run.config.mechanism != "Adaptive":
+        pytest.skip("only Adaptive's even spending publishes a rescaled release")
+    for release in run.releases:
+        if release["kind"] != "publish" or release.get("family") != "Uniform":
+            continue
+        lowest = min(r["spend2"] for r in run.spends() if r["slot"] == release["slot"] and r["spend2"] > 0)
+        if lowest != release["epsilon_publication"]:
+            root = math.sqrt(float(discrete_laplace_variance(lowest)))
+            changed = {"epsilon_publication": lowest, "threshold": root}
+            return _releases(run, release["slot"], lambda r, changed=changed: r.update(changed))
+    raise AssertionError("no even release above the lowest budget")
+
+
 def threshold_halved(run: Run) -> Run:
     return _releases(run, _fresh_publication(run), lambda r: r.update(threshold=r["threshold"] / 2))
 
@@ -490,6 +508,7 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "skip_counts_changed": (skip_counts_changed, "repeat_changed"),
     "epsilon_publication_doubled": (epsilon_publication_doubled, "publication_scale"),
     "threshold_halved": (threshold_halved, "threshold_mismatch"),
+    "even_release_at_the_lowest_budget": (even_release_at_the_lowest_budget, "publication_scale"),
     "epsilon_calculation_doubled": (epsilon_calculation_doubled, "calculation_scale"),
     "skip_that_cleared_its_threshold": (skip_that_cleared_its_threshold, "decision_mismatch"),
     "noise_label_changed": (noise_label_changed, "noise_mismatch"),

@@ -4,6 +4,8 @@ that survives a checkpoint."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -197,20 +199,32 @@ def test_adaptive_in_an_engine_switches_and_survives_a_restart():
     assert run(split=17) == whole
 
 
-def test_even_releases_keep_every_user_at_the_lowest_budget():
-    """Even spending publishes at min E_i/w_i with nobody sampled out (OBS restricted to its lowest
-    candidate), although each ledger is charged its own E_i/w_i like a personalized Uniform."""
+def test_even_releases_publish_at_obs_for_the_rescaled_error():
+    """Even spending publishes at OBS's threshold for the rescaled error, not at the lowest budget: a
+    strict registrant (here w = 5, E = 0.1, so 0.02 a slot) is sampled, the counts are divided by the
+    kept share, and each ledger is still charged its own E_i/w_i like a personalized Uniform."""
     spec = MechanismSpec("Adaptive", Adaptive(), None)
     engine = Engine(spec, 2, NumpyRandomness(3), 10)
-    for user, requirement in enumerate([Requirement(4, 2.0), Requirement(8, 0.4), Requirement(5, 3.0)]):
+    requirements = [Requirement(4, 2.0)] * 20 + [Requirement(5, 0.1)]
+    for user, requirement in enumerate(requirements):
         engine.register(user, requirement, 1)
-    free = optimal_budget(np.array([0.5, 0.05, 0.6]), np.ones(3), discrete_laplace_variance)
-    assert free is not None and free.epsilon > 0.05  # OBS alone would sample the strict user out
+    levels, members = np.array([0.5, 0.02]), np.array([20.0, 1.0])
+    expected = optimal_budget(levels, members, discrete_laplace_variance, rescaled=True)
+    assert expected is not None and expected.epsilon == 0.5  # the strict user does not set the noise
+    p = math.expm1(0.02) / math.expm1(0.5)  # the strict user's keep probability
+    share = (20 + p) / 21  # the public expected kept share
+    assert expected.kept_share == pytest.approx(share, rel=1e-12)
+    assert expected.error == pytest.approx((p * (1 - p) + float(discrete_laplace_variance(0.5))) / share**2, rel=1e-9)
+    same = NumpyRandomness(3)  # the engine's stream: per slot one binomial per level, then the noise
     for slot in range(1, 4):
-        outcome, _ = engine.step(slot, np.array([0, 1, 2]), np.array([1, 1, 0]))
+        outcome, _ = engine.step(slot, np.arange(21), np.array([1] * 10 + [0] * 11))
         assert outcome.kind is Kind.PUBLISH and outcome.family == EVEN and outcome.dissimilarity is None
-        assert outcome.publication == BudgetChoice(0.05, float(discrete_laplace_variance(0.05)))
-    lowest = optimal_budget(np.array([0.0, 0.5, 0.05]), np.array([2.0, 1.0, 1.0]), discrete_laplace_variance,
-                            lowest=True)
-    assert lowest is not None and lowest.epsilon == 0.05  # users at 0 still count as bias, theta the lowest
-    assert lowest.error == pytest.approx(4 + float(discrete_laplace_variance(0.05)))
+        assert outcome.publication == expected
+        sampled = same.binomial(np.array([[1, 0], [10, 10]]), np.array([[p], [1.0]])).sum(axis=0)
+        noisy = sampled + same.discrete_laplace(0.5, 2)
+        assert outcome.counts.tolist() == np.rint(noisy / share).astype(np.int64).tolist()
+        for cls in engine.population.live():
+            req = cls.requirement
+            assert cls.ledger.spent(slot, slot) == pytest.approx((0.0, req.epsilon / req.w))
+
+

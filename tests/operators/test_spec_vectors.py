@@ -38,6 +38,35 @@ class TestOBSExample2:
         assert ref is not None and ref.epsilon == 0.4
 
 
+class TestRescaledOBS:
+    """Section 14's worked vector: Example 2's budgets with the rescaled error (sampling variance +
+    noise variance) / s^2, s the expected kept share; OBS then picks 0.8, not 0.4."""
+
+    levels, counts = np.array([0.1, 0.4, 0.8]), np.array([2.0, 5.0, 3.0])
+
+    def test_keep_probabilities_and_shares(self):
+        p = keep_probabilities(self.levels, 0.8)
+        assert p == pytest.approx([0.085816, 0.401312, 1.0], abs=1e-6)  # (e^eps - 1) / (e^0.8 - 1)
+        for theta, share in ((0.1, 1.0), (0.4, 0.842768), (0.8, 0.517819)):
+            assert (self.counts * keep_probabilities(self.levels, theta)).sum() / 10 == pytest.approx(share, abs=1e-6)
+
+    def test_errors_per_candidate(self):
+        for theta, expected in ((0.1, 200.0), (0.4, 18.07), (0.8, 16.72)):
+            p = keep_probabilities(self.levels, theta)
+            share = (self.counts * p).sum() / self.counts.sum()
+            error = ((self.counts * p * (1 - p)).sum() + 2 / theta**2) / share**2
+            assert error == pytest.approx(expected, abs=0.01)
+
+    def test_obs_returns_0_8_with_its_share(self):
+        choice = optimal_budget(self.levels, self.counts, continuous_variance, rescaled=True)
+        assert choice is not None and choice.epsilon == 0.8
+        assert choice.error == pytest.approx(16.72, abs=0.01)
+        assert choice.kept_share == pytest.approx(0.517819, abs=1e-6)
+        reference = optimal_budget_reference(TestOBSExample2.budgets, lambda t: 2 / t**2, rescaled=True)
+        assert reference is not None and reference.epsilon == 0.8
+        assert reference.error == pytest.approx(choice.error, rel=1e-12)
+
+
 def drive(policy: BudgetPolicy, ledgers: list[Ledger], decisions: dict[int, Kind], requirements=None):
     """Run ledgers through slots with the given decisions; returns per-slot budgets and kinds.
 

@@ -164,13 +164,22 @@ def test_adaptive_without_a_switch_is_its_family(requirements, kinds, family):
     assert got == want
 
 
-def engine_run_passes_the_audit(data, name):
+#: Fixed requirements of the engine runs; `with_floor` adds one at the budget floor (E = 2e-14 w, a
+#: share just above caps.min_slot_epsilon = 1e-14), the registrant that must not set everybody's noise.
+engine_fixed_req = st.builds(Requirement, st.integers(1, 8), st.sampled_from([0.3, 1.0, 3.0]))
+with_floor = st.one_of(engine_fixed_req, st.builds(lambda w: Requirement(w, 2e-14 * w * (1 + 1e-6)), st.integers(1, 8)))
+
+
+def engine_run_passes_the_audit(data, name, fixed=engine_fixed_req, options=None):
     """Random joins, changes and presence under mechanism `name`: the quick audit and the full one
     (each user followed through its member lines against the requirements it declared, every line
-    against its release) pass. Adaptive runs with a short evidence window, so that it switches."""
+    against its release) pass. Adaptive runs with a short evidence window, so that it switches,
+    unless `options` gives its section. Returns the spend log, the releases and the requirements."""
     entry = REGISTRY.get(name)
-    options = ({"evidence": data.draw(st.integers(4, 6)), "static_drift": data.draw(st.sampled_from([0.0, 1.0, 100.0])),
-                "start": data.draw(st.sampled_from(FAMILIES))} if "evidence" in entry.section_keys else {})
+    if options is None:
+        options = ({"evidence": data.draw(st.integers(4, 6)),
+                    "static_drift": data.draw(st.sampled_from([0.0, 1.0, 100.0])),
+                    "start": data.draw(st.sampled_from(FAMILIES))} if "evidence" in entry.section_keys else {})
     spec = entry.spec(8, 0.3, options)
     config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "cells", "d": 3},
                            **entry.global_keys(8, 0.3), **({entry.section: options} if options else {}),
@@ -189,7 +198,7 @@ def engine_run_passes_the_audit(data, name):
             if spec.dynamic:
                 requirement = data.draw(dynamic_req)
             else:
-                requirement = data.draw(st.builds(Requirement, st.integers(1, 8), st.sampled_from([0.3, 1.0, 3.0])))
+                requirement = data.draw(fixed)
             engine.register(user, requirement, slot)
             declare(user, requirement, slot)
         registered = [u for u in range(users) if engine.class_of(u) is not None]
@@ -207,6 +216,7 @@ def engine_run_passes_the_audit(data, name):
     full = audit_records(log, AuditInputs.build(lines, releases, config))
     assert full.ok and full.skipped is None, full.render()
     assert full.users == users
+    return log, releases, declared
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -214,6 +224,34 @@ def engine_run_passes_the_audit(data, name):
 def test_engine_with_random_presence_passes_the_audit(data):
     """Every registered mechanism (drawn from operators/registry.py when the test runs)."""
     engine_run_passes_the_audit(data, data.draw(st.sampled_from(REGISTRY.names())))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_adaptive_even_spending_with_floor_registrants_passes_the_audit(data):
+    """Adaptive's even spending (the default rule, so it stays even on these short runs) with random
+    requirements that include the budget floor: the full audit passes (it recomputes the rescaled
+    OBS threshold and its error from the spend lines), every window of every user stays within a
+    relative 1e-9 of its E_i (docs/mechanisms.md section 9), and a floor registrant never sets the
+    publication budget when a registrant with a larger budget is present."""
+    log, releases, _ = engine_run_passes_the_audit(data, "Adaptive", with_floor, {})
+    spends = [line for line in log if line.get("record") == "spend"]
+    assert spends
+    for record in releases:
+        assert record["family"] == EVEN
+        largest = max((line["spend2"] for line in spends if line["slot"] == record["slot"]), default=0.0)
+        if record["kind"] == "publish" and largest > 1e-11:
+            assert record["epsilon_publication"] > 1e-11  # not the floor's 2e-14
+    series: dict[str, np.ndarray] = {}
+    requirements: dict[str, Requirement] = {}
+    for line in spends:
+        row = series.setdefault(line["ledger"], np.zeros(len(releases) + 1))
+        row[line["slot"]] = line["spend1"] + line["spend2"]
+        requirements[line["ledger"]] = Requirement.from_json(line["requirement"])
+    for ledger, row in series.items():
+        req = requirements[ledger]
+        windows = np.convolve(row, np.ones(req.w))
+        assert windows.max() <= req.epsilon * (1 + 1e-9), (ledger, req, windows.max())
 
 
 class ForgetfulLedger(FixedLedger):
