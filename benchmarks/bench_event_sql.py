@@ -3,7 +3,8 @@
 Makes N canonical events (the shape `pwevent generate` writes; with `--shapes`, also nested under
 field paths or behind a Confluent frame) in SQL from a sequence (a bounded source of raw bytes like
 the Kafka table's `value`) on the local mini-cluster (parallelism 1) into a blackhole sink, in
-three variants per shape, each timed from submission to the end of the job:
+three variants per shape, each timed from submission to the end of the job (the runs go round robin
+over shapes and variants, `--repeat` rounds, so that the machine's load drifts over all of them):
 
 - read: the raw bytes only (source and sink cost);
 - extract: JSON_VALUE/TRY_CAST of user, time and value, no validation (what the job would do if it
@@ -131,17 +132,18 @@ def main(argv: list[str] | None = None) -> int:
         t_env.execute_sql(f"CREATE TEMPORARY TABLE {name} ({columns}) WITH ('connector' = 'blackhole')")
     print(f"streaming mode, parallelism 1, {args.events} events, domain {args.domain}")
     print(f"{'shape':<7} {'variant':<10} {'best s':>8} {'records/s':>11} {'us/record':>10}  runs (s)")
-    best: dict[tuple[str, str], float] = {}
-    for shape, config in configs.items():
-        for label, statement in variants(config, shape).items():
-            runs = []
-            for _ in range(args.repeat):
-                started = time.perf_counter()
-                t_env.execute_sql(statement).wait()
-                runs.append(time.perf_counter() - started)
-            best[shape, label] = min(runs)
-            print(f"{shape:<7} {label:<10} {best[shape, label]:8.2f} {args.events / best[shape, label]:11,.0f} "
-                  f"{best[shape, label] / args.events * 1e6:10.2f}  {', '.join(f'{r:.2f}' for r in runs)}", flush=True)
+    statements = {(shape, label): statement for shape, config in configs.items()
+                  for label, statement in variants(config, shape).items()}
+    runs: dict[tuple[str, str], list[float]] = {key: [] for key in statements}
+    for _ in range(args.repeat):  # round robin: a change of the machine's load hits every shape alike
+        for key, statement in statements.items():
+            started = time.perf_counter()
+            t_env.execute_sql(statement).wait()
+            runs[key].append(time.perf_counter() - started)
+    best = {key: min(times) for key, times in runs.items()}
+    for (shape, label), times in runs.items():
+        print(f"{shape:<7} {label:<10} {best[shape, label]:8.2f} {args.events / best[shape, label]:11,.0f} "
+              f"{best[shape, label] / args.events * 1e6:10.2f}  {', '.join(f'{r:.2f}' for r in times)}", flush=True)
     for shape in shapes:
         cost = (best[shape, "fast path"] - best[shape, "extract"]) / args.events * 1e6
         over_read = (best[shape, "fast path"] - best[shape, "read"]) / args.events * 1e6

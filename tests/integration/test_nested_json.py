@@ -33,8 +33,8 @@ def frame(text: bytes, schema_id: int) -> bytes:
 
 def nested_event(flat: dict[str, Any], n: int) -> bytes:
     """A generated event in the nested shape, canonical (the fast path; valid events on the slow path
-    are the parser tests' matter: a partition mixing both can see a slow one judged late, a
-    limitation of the job noted in docs/streaming.md), every third framed."""
+    are the parser tests' matter: a partition mixing both can see a slow one judged late,
+    docs/streaming.md, "Parsing", known gap), every third framed."""
     record = {"payload": {"user_id": flat["user"], "reading": flat["value"]}, "meta": {"ts": flat["time"]}}
     text = json.dumps(record).encode()
     return frame(text, 1 + n % 2) if n % 3 == 0 else text
