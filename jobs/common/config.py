@@ -12,7 +12,7 @@ noise: opendp             # opendp (production) | numpy-fast (experiments; named
 postprocess: kalman       # kalman: releases also carry `smoothed` (a causal filter of the releases) | none
 caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may declare
        min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
-events: {user: user, time: time, value: value}           # JSON field names (or lat/lon)
+events: {user: user, time: time, value: value}   # field paths (or lat/lon): payload.user_id, a\\.b a dot
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
 default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a user seen in the events
                           # before any requirement record of theirs ({backward: .., forward: ..} for
@@ -53,6 +53,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
+from pwevent.jobs.common.field_paths import check_disjoint, field_path
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
@@ -166,6 +167,22 @@ Time = Annotated[int, PlainValidator(_rule(parse_time_ms)), WithJsonSchema(
 Name = Annotated[StrictStr, Field(min_length=1)]
 
 
+def _field_path(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a field path is a string, got {value!r}")
+    field_path(value)  # ValueError naming what is wrong
+    return value
+
+
+_KEY = r"(?:[^.\\]|\\[.\\])+"
+#: Where a field mapping finds its value: keys separated by `.`, `\.` a dot and `\\` a backslash
+#: in a key (jobs.common.field_paths; docs/streaming.md, "Parsing").
+FieldPath = Annotated[str, PlainValidator(_field_path), WithJsonSchema(
+    {"type": "string", "pattern": f"^{_KEY}(?:\\.{_KEY})*$",
+     "description": "a field path: keys of nested objects separated by '.'; in a key, '\\.' is a dot and "
+                    "'\\\\' a backslash; arrays are never indexed"})]
+
+
 class BinarySpec(Section):
     """Values 0/1 (or false/true)."""
 
@@ -250,18 +267,22 @@ def _caps(raw: Any) -> RequirementCaps:
 
 
 class EventFields(Section):
-    """Which JSON field of an event holds what. `value` or both `lat` and `lon` (grid domains)."""
+    """Which JSON field of an event holds what, as field paths (`payload.user_id`). `value` or both
+    `lat` and `lon` (grid domains)."""
 
-    user: Name = "user"
-    time: Name = "time"
-    value: Name = "value"
-    lat: Name | None = None
-    lon: Name | None = None
+    user: FieldPath = "user"
+    time: FieldPath = "time"
+    value: FieldPath = "value"
+    lat: FieldPath | None = None
+    lon: FieldPath | None = None
 
     @model_validator(mode="after")
     def _lat_lon(self) -> EventFields:
         if (self.lat is None) != (self.lon is None):
             raise ValueError("events.lat and events.lon go together")
+        values = {"lat": self.lat, "lon": self.lon} if self.lat and self.lon else {"value": self.value}
+        check_disjoint({f"events.{key}": path for key, path in
+                        {"user": self.user, "time": self.time, **values}.items() if path is not None})
         return self
 
 
@@ -284,13 +305,18 @@ def _signature(raw: Any) -> RequirementSignature | None:
 
 
 class RequirementFields(Section):
-    """Field names of a requirement record, and the signature every record must carry, if any
-    (jobs.common.provenance)."""
+    """Field paths of a requirement record's user and time, and the signature every record must carry,
+    if any (jobs.common.provenance)."""
 
-    user: Name = "user"
-    time: Name = "time"
+    user: FieldPath = "user"
+    time: FieldPath = "time"
     signature: Annotated[RequirementSignature | None,
                          PlainValidator(_signature, json_schema_input_type=SignatureSection | None)] = None
+
+    @model_validator(mode="after")
+    def _paths(self) -> RequirementFields:
+        check_disjoint({"requirements.user": self.user, "requirements.time": self.time})
+        return self
 
 
 class FixedRequirementSpec(Section):

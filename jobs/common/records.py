@@ -7,13 +7,16 @@ typed reason, a bounded excerpt of the original bytes, their length and SHA-256,
 from. No byte sequence crashes the parser: every exception on the parsing path becomes a reject.
 Formats and the rules below: docs/formats.md.
 
-Rules on the bytes, before anything else: at most `max_bytes` (configurable, `max_record_bytes`),
+Rules on the bytes, before anything else: at most `max_bytes` (configurable, `max_record_bytes`;
+the whole value), a Confluent frame (byte 0, a 4-byte schema id) taken off if there is one, then
 strict UTF-8 (no BOM, no overlong forms, no encoded surrogates), JSON (RFC 8259: no NaN/Infinity
 literals) nested at most MAX_DEPTH deep, no object with a repeated key, no number literal longer
 than MAX_NUMBER_CHARS or overflowing a double. User ids are taken as they are, never normalised: a
 string of 1 to MAX_USER_CHARS characters, already in Unicode NFC, with no control, format,
 surrogate, private-use, unassigned or separator (space included) character; or a JSON integer,
-whose decimal digits are the id. Times are within years 1 to 9999.
+whose decimal digits are the id. Times are within years 1 to 9999. The configured fields are
+field paths (jobs/common/field_paths.py) into nested objects; a path that crosses an array, a scalar
+or null rejects the record.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 
 from pwevent.jobs.common import provenance
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, RequirementFields
+from pwevent.jobs.common.field_paths import field_path, path_text
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
@@ -47,6 +51,8 @@ MIN_TIME_MS, MAX_TIME_MS = -62_135_596_800_000, 253_402_300_799_999
 ORIGINAL_HEAD_BYTES = 1024
 #: Longest reject detail, in characters.
 MAX_DETAIL_CHARS = 512
+#: The Confluent wire format's first byte, and the frame's length (that byte and a 4-byte schema id).
+CONFLUENT_MAGIC, CONFLUENT_FRAME_BYTES = b"\x00", 5
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,18 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def _unframed(raw: bytes) -> bytes:
+    """The JSON text of a record: a value in the Confluent wire format (magic byte 0, then a 4-byte
+    big-endian schema id) without its frame, any other value as it is. The schema id is not looked
+    at (no registry is asked for JSON). No JSON text starts with byte 0, so nothing else changes."""
+    if raw[:1] != CONFLUENT_MAGIC:
+        return raw
+    if len(raw) < CONFLUENT_FRAME_BYTES:
+        raise Rejected(Reason.UNPARSABLE, f"a Confluent-framed value of {len(raw)} bytes: the frame alone (magic "
+                       f"byte 0 and a 4-byte schema id) has {CONFLUENT_FRAME_BYTES}")
+    return raw[CONFLUENT_FRAME_BYTES:]
+
+
 def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
     """A record's bytes -> its JSON object, under the rules of this module's docstring; Rejected
     with the reason otherwise (and never any other exception)."""
@@ -152,6 +170,7 @@ def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) ->
         raw = as_bytes(data)
         if len(raw) > max_bytes:
             raise Rejected(Reason.TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} allowed")
+        raw = _unframed(raw)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -167,10 +186,46 @@ def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) ->
         return obj
 
 
+#: What `_lookup` returns for a path one of whose keys a record does not have.
+_ABSENT: Any = object()
+
+
+def _lookup(obj: dict[str, Any], name: str) -> Any:
+    """The value at the field path `name` (jobs/common/field_paths.py) of a record's object, or
+    _ABSENT when a key on the way is not there. Rejected when the path crosses something other
+    than an object: null (missing_field), an array or a scalar (mistyped_field)."""
+    keys = field_path(name)
+    value: Any = obj
+    for depth, key in enumerate(keys):
+        if depth and not isinstance(value, dict):
+            inside = path_text(keys[:depth])
+            if value is None:
+                raise Rejected(Reason.MISSING_FIELD, _clean_text(f"field {name!r} is missing ({inside!r} is null)",
+                                                                 MAX_DETAIL_CHARS))
+            what = "an array (field paths do not index arrays)" if isinstance(value, list) else "not an object"
+            raise Rejected(Reason.MISTYPED_FIELD, _clean_text(f"field {name!r}: {inside!r} is {what}",
+                                                              MAX_DETAIL_CHARS))
+        if key not in value:
+            return _ABSENT
+        value = value[key]
+    return value
+
+
+def field_value(obj: dict[str, Any], name: str) -> Any:
+    """The value at the field path `name` of a record's object; None when it is not there or the path
+    crosses no object (for tools that only look: `pwevent produce` keys and paces records by it)."""
+    try:
+        value = _lookup(obj, name)
+    except Rejected:
+        return None
+    return None if value is _ABSENT else value
+
+
 def _field(obj: dict[str, Any], name: str) -> Any:
-    if name not in obj or obj[name] is None:
-        raise Rejected(Reason.MISSING_FIELD, f"field {name!r} is missing")
-    return obj[name]
+    value = _lookup(obj, name)
+    if value is _ABSENT or value is None:
+        raise Rejected(Reason.MISSING_FIELD, _clean_text(f"field {name!r} is missing", MAX_DETAIL_CHARS))
+    return value
 
 
 def _user(obj: dict[str, Any], name: str) -> str:
@@ -192,7 +247,7 @@ def _user(obj: dict[str, Any], name: str) -> str:
 
 
 def _time(obj: dict[str, Any], name: str, fallback_ms: int | None) -> int:
-    if name not in obj and fallback_ms is not None:
+    if fallback_ms is not None and _lookup(obj, name) is _ABSENT:
         return fallback_ms
     try:
         time_ms = parse_time_ms(_field(obj, name), name)

@@ -39,9 +39,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pwevent.jobs.common.config import Config
-from pwevent.jobs.common.records import MAX_USER_CHARS
+from pwevent.jobs.common.field_paths import field_path
+from pwevent.jobs.common.records import MAX_DEPTH, MAX_USER_CHARS
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -124,18 +126,18 @@ def _grid_pair() -> str:
             f"|\\[{_group('alat', _DECIMAL)},{_WS}{_group('alon', _DECIMAL)}\\]")
 
 
-def _value_members(config: Config) -> list[str]:
-    """The member regexes of the fields that hold the event's value, in the domain's canonical form."""
+def _value_members(config: Config) -> list[tuple[str, str]]:
+    """(field path, value regex) of the fields that hold the event's value, in the domain's canonical form."""
     fields, domain = config.events, config.domain
     if isinstance(domain, BinaryDomain):
-        return [_member(fields.value, _group("value", "[01]|true|false"))]
+        return [(fields.value, _group("value", "[01]|true|false"))]
     if isinstance(domain, CellsDomain):
-        return [_member(fields.value, _group("value", _UINT % 9))]
+        return [(fields.value, _group("value", _UINT % 9))]
     if isinstance(domain, CategoriesDomain):
-        return [_member(fields.value, f'"{_group("value", _SAFE_TEXT)}"')]
+        return [(fields.value, f'"{_group("value", _SAFE_TEXT)}"')]
     if fields.lat and fields.lon:
-        return [_member(fields.lat, _group("lat", _DECIMAL)), _member(fields.lon, _group("lon", _DECIMAL))]
-    return [_member(fields.value, _grid_pair())]
+        return [(fields.lat, _group("lat", _DECIMAL)), (fields.lon, _group("lon", _DECIMAL))]
+    return [(fields.value, _grid_pair())]
 
 
 def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
@@ -170,27 +172,96 @@ def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
     return f"CASE WHEN {inside} THEN {row} * {domain.cols} + {col} END"
 
 
-def record_regex(config: Config, kafka_time: bool = False) -> str:
-    """The Java regular expression a fast-path record matches whole: a flat object of exactly the
-    configured members in the canonical order (user, time, value or lat, lon), each once, values in
-    canonical form; with `kafka_time` the time member is optional (and ignored)."""
+#: A member of a fast-path object: its key, and either its value's regex (a leaf) or its own members;
+#: `optional` for the time under Kafka-timestamp event time (present or not, ignored) and for an
+#: object that holds only optional members.
+@dataclass(frozen=True)
+class _Member:
+    key: str
+    value: str | tuple[_Member, ...]
+    optional: bool = False
+
+
+def _tree(leaves: list[tuple[tuple[str, ...], str, bool]]) -> tuple[_Member, ...] | None:
+    """The members of the objects the leaves' paths (keys, value regex, optional) make, each object's
+    members in the order of their first leaf; None when two leaves share a path (a record would need
+    the key twice)."""
+    root: dict[str, Any] = {}
+    for keys, regex, optional in leaves:
+        node = root
+        for key in keys[:-1]:
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                return None
+            node = child
+        if keys[-1] in node:
+            return None
+        node[keys[-1]] = (regex, optional)
+
+    def members(node: dict[str, Any]) -> tuple[_Member, ...]:
+        out = []
+        for key, child in node.items():
+            if isinstance(child, dict):
+                inner = members(child)
+                out.append(_Member(key, inner, all(m.optional for m in inner)))
+            else:
+                out.append(_Member(key, child[0], child[1]))
+        return tuple(out)
+
+    return members(root)
+
+
+def _object(members: tuple[_Member, ...]) -> str:
+    """The regex of an object of exactly `members`, in this order, each once; an optional member (at
+    most one per object) may be absent, and carries its own comma."""
+    body, required = "", False  # required: a required member is already in `body`
+    for index, member in enumerate(members):
+        value = member.value if isinstance(member.value, str) else _object(member.value)
+        text = _member(member.key, value)
+        if not member.optional:
+            body += f",{_WS}{text}" if required else text
+            required = True
+        elif required:
+            body += f"(?:,{_WS}{text})?"
+        elif index < len(members) - 1:
+            body += f"(?:{text},{_WS})?"
+        else:
+            body += f"(?:{text})?"
+    return f"\\{{{body}\\}}"
+
+
+def _leaves(config: Config, kafka_time: bool) -> list[tuple[tuple[str, ...], str, bool]]:
+    """(path keys, value regex, optional) of every configured field, in the canonical order."""
     fields = config.events
-    time = f"(?:,{_WS}{_member(fields.time, f'{_TIME}|{_SAFE_STRING}')})?" if kafka_time \
-        else f",{_WS}{_member(fields.time, _group('time', _TIME))}"
-    values = "".join(f",{_WS}{member}" for member in _value_members(config))
     user = f'"{_group("userstr", _USER_TEXT)}"|{_group("usernum", _UINT % 17)}'
-    return f"^\\{{{_member(fields.user, user)}{time}{values}\\}}\\z"
+    time = (field_path(fields.time), f"{_TIME}|{_SAFE_STRING}", True) if kafka_time \
+        else (field_path(fields.time), _group("time", _TIME), False)
+    return [(field_path(fields.user), user, False), time,
+            *((field_path(path), regex, False) for path, regex in _value_members(config))]
+
+
+def record_regex(config: Config, kafka_time: bool = False) -> str | None:
+    """The Java regular expression a fast-path record matches whole: an object of exactly the configured
+    members at their field paths (each nested object of exactly the members inside it), in the
+    canonical order (user, time, value or lat, lon; an object where its first member is), each once,
+    values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
+    no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
+    deeper than the parser allows."""
+    leaves = _leaves(config, kafka_time)
+    depth = max(len(keys) + (1 if regex.startswith("\\{") else 0) for keys, regex, _ in leaves)
+    members = _tree(leaves)
+    if members is None or depth > MAX_DEPTH or not all(_NAME.fullmatch(key) for keys, _, _ in leaves for key in keys):
+        return None
+    return f"^{_object(members)}\\z"
 
 
 def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
     """The fast-path expressions for `config`'s events. `kafka_time`: the event time is the Kafka
     record timestamp (`kafka.event_time: kafka`); a time field in the record is then ignored."""
-    fields = config.events
-    names = [fields.user, fields.time, fields.value, fields.lat or "lat", fields.lon or "lon"]
-    if not all(_NAME.fullmatch(name) for name in names):
+    regex = record_regex(config, kafka_time)
+    if regex is None:
         return EventSql(None, "CAST(NULL AS STRING)", "CAST(NULL AS BIGINT)", "CAST(NULL AS INT)", config.origin_ms,
                         config.max_record_bytes)
-    regex = record_regex(config, kafka_time)
     order = _GROUP_NAME.findall(regex)
     assert len(order) == len(set(order)) <= len(_GROUP_COLUMNS) - 1, order
 

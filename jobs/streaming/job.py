@@ -34,6 +34,7 @@ from pathlib import Path
 
 from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
+from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.streaming import slot_sql
 from pwevent.jobs.streaming.jars import (
     OAUTHBEARER_PARENT_FIRST,
@@ -238,12 +239,12 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                 "origin_ms": clock.origin_ms, "slot_ms": clock.length_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
-    for role, time_field in (("events", None if kafka_time else config.events.time),
-                             ("requirements", config.requirements.time)):
+    for role, time_path in (("events", None if kafka_time else field_path(config.events.time)),
+                            ("requirements", field_path(config.requirements.time))):
         # kafka.start moves the events only: Membership needs every requirement record ever declared
         start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
-                                        kafka.source_group_id(role), kafka.jvm_properties(), time_field,
+                                        kafka.source_group_id(role), kafka.jvm_properties(), time_path,
                                         config.max_record_bytes, strategy, start,
                                         requirements_backlog if role == "requirements" else None,
                                         restore_seed_ms if role == "events" else None,

@@ -33,7 +33,7 @@ from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthet
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.reasons import Rejected
-from pwevent.jobs.common.records import load_object
+from pwevent.jobs.common.records import field_value, load_object
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, producer
@@ -77,9 +77,10 @@ def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[
             try:
                 obj = load_object(line, len(line))  # raises only Rejected; a bad line is sent all the same
                 if isinstance(obj, dict):
-                    if isinstance(obj.get(user_field), (str, int)) and not isinstance(obj.get(user_field), bool):
-                        key = str(obj[user_field]).encode()
-                    stamp = parse_time_ms(obj[time_field], time_field)
+                    user = field_value(obj, user_field)
+                    if isinstance(user, (str, int)) and not isinstance(user, bool):
+                        key = str(user).encode()
+                    stamp = parse_time_ms(field_value(obj, time_field), time_field)
                     slot = max(1, config.clock.slot_of(stamp))
             except (ValueError, KeyError, TypeError):
                 pass

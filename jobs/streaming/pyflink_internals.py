@@ -43,13 +43,14 @@ def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
 
 
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
-                 time_field: str | None, max_bytes: int, strategy: dict[str, int],
+                 time_path: tuple[str, ...] | None, max_bytes: int, strategy: dict[str, int],
                  start: tuple[str, int | None] = ("earliest", None), backlog_end: dict[int, int] | None = None,
                  restore_seed_ms: int | None = None, read_to_end: bool = False) -> Any:
     """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.PositionedRecords`)
     with the per-partition `pwevent.flink.SlotWatermarks` (keys of `strategy`: out_of_orderness_ms,
     max_lead_ms, close_after_ms, idle_after_ms, start_grace_ms, origin_ms, slot_ms), read from `start` (a
-    `kafka.start` position and its time) when no state is restored. `backlog_end` (partition -> end
+    `kafka.start` position and its time) when no state is restored. `time_path`: the keys of the time's
+    field path (None: the Kafka record timestamp). `backlog_end` (partition -> end
     offset when the job was built): a partition that has read up to there stops holding the watermark
     back at once. `restore_seed_ms` (a restored job): the slot a silent partition closes. `read_to_end` (a
     restored job whose group had read every partition to its end): a silent partition has nothing left to
@@ -64,7 +65,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
         .setTopics(jvm.java.util.Collections.singletonList(topic))
         .setGroupId(group_id)
         .setStartingOffsets(_starting_offsets(*start))
-        .setDeserializer(jvm.pwevent.flink.PositionedRecords(time_field, max_bytes))
+        .setDeserializer(jvm.pwevent.flink.PositionedRecords(None if time_path is None else list(time_path), max_bytes))
         .setProperty("isolation.level", "read_committed")
     )
     for key, value in properties.items():

@@ -15,6 +15,10 @@ class RecordGroupsTest {
     private static final String REGEX = "\\A\\{\"user\": \"([a-z0-9]+)\", \"time\": ([0-9]+)\\}\\z";
 
     private static Row eval(String text, int maxBytes) {
+        return eval(text == null ? null : text.getBytes(StandardCharsets.UTF_8), maxBytes);
+    }
+
+    private static Row eval(byte[] value, int maxBytes) {
         List<Row> out = new ArrayList<>();
         RecordGroups groups = new RecordGroups();
         groups.setCollector(new Collector<Row>() {
@@ -26,7 +30,7 @@ class RecordGroupsTest {
             @Override
             public void close() {}
         });
-        groups.eval(text == null ? null : text.getBytes(StandardCharsets.UTF_8), REGEX, maxBytes);
+        groups.eval(value, REGEX, maxBytes);
         assertEquals(1, out.size());
         return out.get(0);
     }
@@ -46,6 +50,31 @@ class RecordGroupsTest {
         assertEquals(false, eval("{\"user\": \"ü1\", \"time\": 17}", 100).getField(0));
         assertEquals(false, eval("{\"user\": \"u1\",\t\"time\": 17}", 100).getField(0));
         assertEquals(false, eval("{\"user\": \"u1\", \"time\": 17}\n", 100).getField(0));
-        assertEquals(false, eval(null, 100).getField(0));
+        assertEquals(false, eval((byte[]) null, 100).getField(0));
+    }
+
+    private static byte[] framed(String text) {
+        byte[] body = text.getBytes(StandardCharsets.UTF_8);
+        byte[] out = new byte[body.length + 5];
+        out[1] = (byte) 0xff;  // a schema id whose bytes are not printable
+        out[4] = 10;
+        System.arraycopy(body, 0, out, 5, body.length);
+        return out;
+    }
+
+    @Test
+    void aConfluentFramedRecordIsMatchedOnItsText() {
+        String text = "{\"user\": \"u1\", \"time\": 17}";
+        Row row = eval(framed(text), 100);
+        assertEquals(true, row.getField(0));
+        assertEquals("u1", row.getField(1));
+        assertEquals(false, eval(framed(text), text.length() + 4).getField(0), "the frame counts in maxBytes");
+        assertEquals(true, eval(framed(text), text.length() + 5).getField(0));
+        assertEquals(false, eval(framed("{\"user\": \"ü1\", \"time\": 17}"), 100).getField(0));
+        assertEquals(false, eval(new byte[] {0, 0, 0, 1}, 100).getField(0), "shorter than a frame");
+        assertEquals(false, eval(framed(new String(framed(text), StandardCharsets.ISO_8859_1)), 100).getField(0));
+        byte[] notMagic = framed(text);
+        notMagic[0] = 1;
+        assertEquals(false, eval(notMagic, 100).getField(0));
     }
 }

@@ -1,5 +1,6 @@
 package pwevent.flink;
 
+import java.util.List;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -17,12 +18,13 @@ import org.apache.flink.util.Collector;
 public final class PositionedRecords implements KafkaRecordDeserializationSchema<Row> {
     private static final long serialVersionUID = 1L;
     private static final byte[] EMPTY = new byte[0];
-    private final String timeField;
+    private final String[] timePath;
     private final int maxBytes;
 
-    /** @param timeField the JSON field with the event time, or null for the Kafka record timestamp. */
-    public PositionedRecords(String timeField, int maxBytes) {
-        this.timeField = timeField;
+    /** @param timePath the keys of the field path with the event time (jobs/common/field_paths.py),
+     *  or null for the Kafka record timestamp. */
+    public PositionedRecords(List<String> timePath, int maxBytes) {
+        this.timePath = timePath == null ? null : timePath.toArray(new String[0]);
         this.maxBytes = maxBytes;
     }
 
@@ -30,10 +32,10 @@ public final class PositionedRecords implements KafkaRecordDeserializationSchema
     public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Row> out) {
         byte[] value = record.value() == null ? EMPTY : record.value();
         Long time;
-        if (timeField == null) {
+        if (timePath == null) {
             time = record.timestamp();
         } else {
-            time = value.length > maxBytes ? null : EventTime.read(value, timeField);
+            time = value.length > maxBytes ? null : EventTime.read(value, timePath);
         }
         out.collect(Row.of(value, record.partition(), record.offset(), record.timestamp(), time));
     }

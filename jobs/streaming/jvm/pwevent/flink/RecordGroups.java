@@ -11,8 +11,10 @@ import org.apache.flink.types.Row;
 /**
  * The SQL fast path's one look at a raw event (jobs/streaming/event_sql.py): exactly one row per
  * record, Row(matched, g1..g8). {@code matched} is true when the record is at most {@code maxBytes}
- * long, every byte is printable ASCII (so its text is the same under any ASCII-compatible decoding,
- * UTF-8 included), and the regular expression finds a match (the caller anchors it); g1..g8 are
+ * long (frame included), its text (the bytes after a Confluent frame, magic byte 0 and a 4-byte
+ * schema id, as the reference parser takes it off; else all of them) has only printable ASCII bytes
+ * (so it is the same under any ASCII-compatible decoding, UTF-8 included), and the regular
+ * expression finds a match in that text (the caller anchors it); g1..g8 are
  * then the pattern's capturing groups (null past its group count or where a group did not take
  * part). One call per record replaces the JSON_VALUE call per field and per reference that the
  * planner's inlining made of the SQL version.
@@ -28,12 +30,14 @@ public final class RecordGroups extends TableFunction<Row> {
     public void eval(byte[] value, String regex, Integer maxBytes) {
         Object[] fields = new Object[GROUPS + 1];
         fields[0] = false;
-        if (value != null && regex != null && maxBytes != null && value.length <= maxBytes && printable(value)) {
+        int start = value != null && value.length > 0 && value[0] == 0 ? EventTime.FRAME_BYTES : 0;
+        if (value != null && regex != null && maxBytes != null && value.length <= maxBytes && value.length >= start
+                && printable(value, start)) {
             if (!regex.equals(compiledFrom)) {
                 pattern = Pattern.compile(regex);
                 compiledFrom = regex;
             }
-            Matcher m = pattern.matcher(new String(value, StandardCharsets.US_ASCII));
+            Matcher m = pattern.matcher(new String(value, start, value.length - start, StandardCharsets.US_ASCII));
             if (m.find()) {
                 fields[0] = true;
                 for (int i = 1; i <= Math.min(GROUPS, m.groupCount()); i++) {
@@ -44,8 +48,9 @@ public final class RecordGroups extends TableFunction<Row> {
         collect(Row.of(fields));
     }
 
-    private static boolean printable(byte[] value) {
-        for (byte b : value) {
+    private static boolean printable(byte[] value, int start) {
+        for (int i = start; i < value.length; i++) {
+            byte b = value[i];
             if (b < 0x20 || b > 0x7e) {
                 return false;
             }
