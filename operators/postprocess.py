@@ -205,13 +205,19 @@ class KalmanSmoother:
             self._variance = self._variance * release.variance / spread  # after observing r_t
             if s.noise is not None:
                 error = np.mean((counts[None, :] - predicted) ** 2, axis=1)
-                s.score = self.config.forgetting * s.score + np.log(spread) + error / spread
+                usable = np.isfinite(spread) & (spread > 0)  # else the filter drops out of the choice
+                safe = np.where(usable, spread, 1.0)
+                s.score = self.config.forgetting * s.score + np.where(usable, np.log(safe) + error / safe, np.inf)
                 s.scored += 1
             innovation = counts[None, :] - predicted
             output = predicted + ((s.covariance[:, 0, 0] + own) / spread)[:, None] * innovation  # E[c_t | r_1..t]
             gain = s.covariance[:, :, 0] / spread[:, None]  # (k, 2)
             s.estimate = s.estimate + gain[:, None, :] * innovation[:, :, None]
-            s.covariance = s.covariance - gain[:, :, None] * s.covariance[:, None, 0, :]
+            # Joseph form, (I - K H) P (I - K H)' + K R K' (H = [1, 0], R = B + R_t): it keeps P
+            # symmetric and positive where P - K H P, after long runs without publications, did not.
+            keep = np.eye(2)[None] - gain[:, :, None] * np.array([1.0, 0.0])[None, None, :]
+            s.covariance = (keep @ s.covariance @ keep.transpose(0, 2, 1)
+                            + (own + release.variance)[:, None, None] * gain[:, :, None] * gain[:, None, :])
             s.noise = release.variance
         chosen = self._choice()
         return np.clip(self._pool(output[chosen], float(self._variance[chosen])), 0.0, upper)
