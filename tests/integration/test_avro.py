@@ -36,7 +36,7 @@ NO_READING = {"type": "record", "name": "Other", "fields": [
     {"name": "meta", "type": {"type": "record", "name": "M2", "fields": [{"name": "ts", "type": "long"}]}},
     {"name": "payload", "type": {"type": "record", "name": "P2", "fields": [{"name": "user_id", "type": "string"}]}}]}
 DOUBLE_USER = {"type": "record", "name": "Odd", "fields": [
-    {"name": "meta", "type": "long"},
+    {"name": "meta", "type": {"type": "record", "name": "M3", "fields": [{"name": "ts", "type": "long"}]}},
     {"name": "payload", "type": {"type": "record", "name": "P3", "fields": [
         {"name": "user_id", "type": "double"}, {"name": "reading", "type": "int"}]}}]}
 AVRO_EVENTS = {"user": "payload.user_id", "time": "meta.ts", "value": "payload.reading"}
