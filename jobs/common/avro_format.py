@@ -15,9 +15,11 @@ Bytes that do not decode (truncated, a wrong magic byte, bytes left over after t
 whose top level is not a record, a timestamp outside what a datetime holds) are `undecodable`. The
 decoded record becomes the object a JSON record would have been: records and maps are objects,
 `timestamp-millis` / `timestamp-micros` (and their `local-` forms) are epoch milliseconds (micros
-floored), `uuid` a string, a union its branch's value (null for null, which the field rules treat as
-missing). A schema that lacks a mapped field therefore gives `missing_field`, a value of the wrong
-type `mistyped_field`, exactly as for JSON.
+floored), `uuid` a string, a union its branch's value, and a member that is null (a union's null
+branch, Avro's only way to leave a field out) absent: the field rules treat it as missing, and an
+optional member of a requirement (`backward` of a fixed one) as not given. A schema that lacks a
+mapped field therefore gives `missing_field`, a value of the wrong type `mistyped_field`, exactly as
+for JSON.
 """
 
 from __future__ import annotations
@@ -82,9 +84,10 @@ def parse_schema_text(text: str, where: str) -> Schema:
 
 
 def _plain(value: Any) -> Any:
-    """A decoded Avro value as the JSON object model: timestamps as epoch ms, uuids as strings."""
+    """A decoded Avro value as the JSON object model: timestamps as epoch ms, uuids as strings, and a
+    member whose value is null (a union's null branch: Avro's only way to leave a field out) absent."""
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: _plain(item) for key, item in value.items() if item is not None}
     if isinstance(value, list):
         return [_plain(item) for item in value]
     if isinstance(value, datetime):

@@ -304,3 +304,64 @@ def test_standin_registry_basic_auth(tmp_path, monkeypatch):
 def test_format_settings_are_checked(events, message):
     with pytest.raises(ConfigError, match=message):
         _config(events)
+
+
+def test_avro_requirement_records_fixed_and_dynamic(tmp_path):
+    """Requirement records in plain Avro: the requirement's members are read from the decoded record
+    as from a JSON one (w/epsilon, or backward/forward records; a null union branch is absent)."""
+    from pwevent.jobs.common.records import parse_requirement_update
+
+    window = {"type": "record", "name": "Window", "fields": [{"name": "w", "type": "int"},
+                                                               {"name": "epsilon", "type": "double"}]}
+    schema = {"type": "record", "name": "Requirement", "fields": [
+        {"name": "user", "type": "string"},
+        {"name": "time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "w", "type": ["null", "int"], "default": None},
+        {"name": "epsilon", "type": ["null", "double"], "default": None},
+        {"name": "backward", "type": ["null", window], "default": None},
+        {"name": "forward", "type": ["null", "Window"], "default": None}]}
+    path = tmp_path / "requirement.avsc"
+    path.write_text(json.dumps(schema))
+    config = parse_config({"mechanism": "PBD", "slot": "60s", "origin": ORIGIN, "domain": {"type": "cells", "d": 4},
+                           "requirements": {"format": "avro", "schema_file": str(path)}})
+    parsed = fastavro.parse_schema(schema)
+    fixed = encode_datum({"user": "u1", "time": T0, "w": 10, "epsilon": 1.0}, parsed)
+    update = parse_requirement_update(fixed, config.requirements, config.caps)
+    twin = parse_requirement_update(json.dumps({"user": "u1", "time": ORIGIN, "w": 10, "epsilon": 1.0}),
+                                    _config({}).requirements, config.caps)
+    assert update == twin
+    dynamic = encode_datum({"user": "u2", "time": T0, "backward": {"w": 3, "epsilon": 0.5},
+                            "forward": {"w": 5, "epsilon": 2.0}}, parsed)
+    assert parse_requirement_update(dynamic, config.requirements, config.caps).requirement.backward.w == 3
+    with pytest.raises(Rejected) as err:
+        parse_requirement_update(fixed[:-1], config.requirements, config.caps)
+    assert err.value.reason is Reason.UNDECODABLE
+    with pytest.raises(ConfigError, match="signed requirement records are JSON"):
+        parse_config({"mechanism": "PBD", "slot": "60s", "origin": ORIGIN, "domain": {"type": "cells", "d": 4},
+                      "requirements": {"format": "avro", "schema_file": str(path),
+                                       "signature": {"key_env": "HOME"}}})
+
+
+def test_produce_keys_and_stamps_avro_files_by_their_decoded_fields(tmp_path):
+    """`pwevent produce` sends a container file's records as their Avro datums and a framed-records
+    file's values as they are (a line that is not base64 too), keyed by user, stamped with event time."""
+    from pwevent.jobs.streaming.produce import _slots
+
+    schema_path = tmp_path / "e.avsc"
+    schema_path.write_text(json.dumps(EVENT_V1))
+    parsed = fastavro.parse_schema(EVENT_V1)
+    records = [{"user": f"u{n}", "time": T0 + timedelta(seconds=45 * n), "value": n % 4} for n in range(4)]
+    container = tmp_path / "events.avro"
+    with open(container, "wb") as out:
+        fastavro.writer(out, parsed, records)
+    config = _config({"format": "avro", "schema_file": str(schema_path)})
+    sent = _slots(str(container), config.events, config)
+    assert {slot: [(key, stamp) for _, key, stamp in lines] for slot, lines in sent.items()} == {
+        1: [(b"u0", 1704067200000), (b"u1", 1704067245000)], 2: [(b"u2", 1704067290000)],
+        3: [(b"u3", 1704067335000)]}
+    assert [value for lines in sent.values() for value, _, _ in lines] == [encode_datum(r, parsed) for r in records]
+    framed_path = tmp_path / "events.b64"
+    framed_path.write_bytes(b"".join(framed_line(encode_datum(r, parsed)) + b"\n" for r in records) + b"not base64!\n")
+    framed = _slots(str(framed_path), config.events, config)
+    assert [value for lines in framed.values() for value, _, _ in lines] == [
+        *(encode_datum(r, parsed) for r in records), b"not base64!"]
