@@ -259,3 +259,28 @@ def container_values(path: str, expected: Schema | None = None) -> Iterator[byte
             raise ValueError(f"{path}: its writer schema is not the configured schema_file's")
         for record in reader:
             yield encode_datum(record, schema)  # type: ignore[arg-type]
+
+
+def input_values(path: str, fields: InputFormat) -> Iterator[bytes]:
+    """The Kafka values an input file holds (`pwevent produce`, the auditor's requirements): its
+    non-blank lines (JSON lines); for the Avro formats the values of a framed-records file (a line
+    that is not base64 as it is, like any bad line) or, for `avro`, the records of an Avro object
+    container file (docs/formats.md, "Input formats")."""
+    if fields.format == "avro":
+        with open(path, "rb") as handle:
+            container = handle.read(len(CONTAINER_MAGIC)) == CONTAINER_MAGIC
+        if container:
+            yield from container_values(path, decoder(fields).schema)
+            return
+    with open(path, "rb") as handle:
+        for raw in handle:
+            line = raw.rstrip(b"\n")
+            if not line.strip():
+                continue
+            if fields.format == "json":
+                yield line
+                continue
+            try:
+                yield unframed_line(line)
+            except Rejected:
+                yield line

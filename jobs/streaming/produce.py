@@ -24,13 +24,13 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from pwevent.jobs.common.avro_format import CONTAINER_MAGIC, container_values, decoder, unframed_line
-from pwevent.jobs.common.config import Config, EventFields, InputFormat, RequirementFields
+from pwevent.jobs.common.avro_format import input_values
+from pwevent.jobs.common.config import Config, EventFields, RequirementFields
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
@@ -66,35 +66,11 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 
-def _values(path: str, fields: InputFormat) -> Iterator[bytes]:
-    """The Kafka values of an input file: its lines (JSON lines); for the Avro formats the values of a
-    framed-records file (a line that is not base64 goes as it is, like any bad line) or, for `avro`,
-    the records of an Avro object container file (docs/formats.md)."""
-    if fields.format == "avro":
-        with open(path, "rb") as handle:
-            container = handle.read(len(CONTAINER_MAGIC)) == CONTAINER_MAGIC
-        if container:
-            yield from container_values(path, decoder(fields).schema)
-            return
-    with open(path, "rb") as handle:
-        for raw in handle:
-            line = raw.rstrip(b"\n")
-            if not line.strip():
-                continue
-            if fields.format == "json":
-                yield line
-                continue
-            try:
-                yield unframed_line(line)
-            except Rejected:
-                yield line
-
-
 def _slots(path: str, fields: EventFields | RequirementFields, config: Config) -> dict[int, list[Line]]:
     """Values grouped by slot; a value without a usable time goes with the one before it."""
     out: dict[int, list[Line]] = defaultdict(list)
     slot = 1
-    for value in _values(path, fields):
+    for value in input_values(path, fields):
         key = stamp = None
         try:
             obj = load_record(value, fields, len(value))  # raises only Rejected; a bad value is sent all the same

@@ -365,3 +365,31 @@ def test_produce_keys_and_stamps_avro_files_by_their_decoded_fields(tmp_path):
     framed = _slots(str(framed_path), config.events, config)
     assert [value for lines in framed.values() for value, _, _ in lines] == [
         *(encode_datum(r, parsed) for r in records), b"not base64!"]
+
+
+def test_full_audit_reads_avro_requirements(tmp_path):
+    """Requirements in an Avro container file: the replay and the auditor read the same records; the
+    full audit passes, and fails when the auditor is given fewer requirement records than the replay."""
+    from pwevent.jobs.offline.audit import audit_file
+
+    schema = {"type": "record", "name": "Requirement", "fields": [
+        {"name": "user", "type": "string"}, {"name": "time", "type": "long"}, {"name": "w", "type": "int"},
+        {"name": "epsilon", "type": "double"}]}
+    path = tmp_path / "requirement.avsc"
+    path.write_text(json.dumps(schema))
+    config = parse_config({"mechanism": "PBD", "slot": "60s", "origin": ORIGIN, "domain": {"type": "cells", "d": 4},
+                           "requirements": {"format": "avro", "schema_file": str(path)}})
+    records = [{"user": f"u{n}", "time": 1704067200000 + 60_000 * n, "w": 3 + n, "epsilon": 1.0} for n in range(5)]
+    requirements = tmp_path / "requirements.avro"
+    with open(requirements, "wb") as out:
+        fastavro.writer(out, fastavro.parse_schema(schema), records)
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps({"user": f"u{n % 5}", "time": 1704067200000 + 20_000 * n, "value": n % 4})
+                              + "\n" for n in range(60)))
+    releases, spend = tmp_path / "releases.jsonl", tmp_path / "spend.jsonl"
+    run_replay(config, str(events), str(requirements), str(releases), str(spend), seed=5)
+    assert audit_file(str(spend), str(requirements), str(releases), config).ok
+    fewer = tmp_path / "fewer.avro"
+    with open(fewer, "wb") as out:
+        fastavro.writer(out, fastavro.parse_schema(schema), records[:-1])
+    assert not audit_file(str(spend), str(fewer), str(releases), config).ok
