@@ -72,8 +72,7 @@ def test_avro_confluent_standin_registry_equals_the_replay_with_invalid_records_
 
 def _run(streaming_job: Any, standin: StandinRegistry, url: str) -> None:
     slots, bad_at = 12, 7
-    # No partition goes idle within the test: slots close by event time and close_after alone, so a
-    # source that could not time Avro records (the JVM reads no time out of them) would release nothing.
+    # No partition goes idle within the test: slots close by the valid events' time and close_after.
     job = make_job(streaming_job, "PBD", {"events": {**AVRO_EVENTS, "format": "avro-confluent",
                                                      "schema_registry": {"url": url, "retry_for": "60s"}},
                                           "flink": {"source_idleness": "1h"}})
