@@ -393,3 +393,18 @@ def test_full_audit_reads_avro_requirements(tmp_path):
     with open(fewer, "wb") as out:
         fastavro.writer(out, fastavro.parse_schema(schema), records[:-1])
     assert not audit_file(str(spend), str(fewer), str(releases), config).ok
+
+
+def test_the_sql_fast_path_never_claims_an_avro_record(tmp_path, registry):
+    """The fast path is JSON-only: for either Avro format no record matches it (every one takes the
+    reference parser), and the job's source reads no JSON time out of Avro bytes."""
+    from pwevent.jobs.streaming.event_sql import event_sql, record_regex
+    from pwevent.jobs.streaming.job import _source_time_path
+
+    path = tmp_path / "e.avsc"
+    path.write_text(json.dumps(EVENT_V1))
+    _, url = registry
+    for config in (_config({"format": "avro", "schema_file": str(path)}), _confluent(url)):
+        assert record_regex(config) is None and event_sql(config).fast == "FALSE"
+        assert _source_time_path(config.events) is None
+    assert record_regex(_config({})) is not None and _source_time_path(_config({}).events) == ("time",)
