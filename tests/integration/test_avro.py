@@ -141,3 +141,31 @@ def _run(streaming_job: Any, standin: StandinRegistry, url: str) -> None:
     assert want == Counter({"out_of_domain": 2, "undecodable": 6, "unknown_schema": 2, "missing_field": 2,
                             "mistyped_field": 2}), want
     assert f"GET /schemas/ids/{v2_schema_id[0]}" in standin.requests
+
+
+def test_plain_avro_container_file_equals_the_replay(streaming_job: Any, tmp_path: Path) -> None:
+    """Events in plain Avro (`format: avro`, the writer schema a file): an Avro object container file,
+    which `pwevent produce` sends record by record and `pwevent replay` reads; the backlog read at
+    full speed beside a CPU burner; a truncated record and one of the wrong schema are dead letters."""
+    schema_file = tmp_path / "reading.avsc"
+    schema_file.write_text(json.dumps(EVENT_V1))
+    slots = 8
+    job = make_job(streaming_job, "PBD", {"events": {**AVRO_EVENTS, "format": "avro", "schema_file": str(schema_file)}})
+    flat_events, requirements = generate(job.folder, users=30, slots=slots)
+    flat = sorted((json.loads(line) for line in Path(flat_events).read_text().splitlines()), key=lambda r: r["time"])
+    events = job.folder / "events.avro"
+    with open(events, "wb") as out:
+        fastavro.writer(out, fastavro.parse_schema(EVENT_V1), [reading(r["user"], r["time"], r["value"]) for r in flat])
+    expected = replay(job, str(events), requirements)
+    assert len(expected["releases"]) == slots and not expected["rejects"]
+    produce_files(job.kafka, job.config, str(events), requirements, 0.0)
+    good = encode_datum(reading("u1", slot_time(2), 1), fastavro.parse_schema(EVENT_V1))
+    client = producer(job.kafka)
+    for record in (good[:-2], frame(1, good)):  # truncated; Confluent-framed, not plain
+        client.send(job.topics["events"], value=record, timestamp_ms=slot_time(2))
+    client.close()
+    with cpu_burner():
+        job.start(seed=SEED)
+        check_equals_replay(job, str(events), requirements, slots, expected)
+    dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
+    assert Counter(d["reason"] for d in dead) == Counter({"undecodable": 2}), dead
