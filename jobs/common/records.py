@@ -163,14 +163,19 @@ def _unframed(raw: bytes) -> bytes:
     return raw[CONFLUENT_FRAME_BYTES:]
 
 
+def _sized(data: str | bytes, max_bytes: int) -> bytes:
+    """A record's bytes, checked first in every format: at most `max_bytes` (`too_large`)."""
+    raw = as_bytes(data)
+    if len(raw) > max_bytes:
+        raise Rejected(Reason.TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} allowed")
+    return raw
+
+
 def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
     """A record's bytes -> its JSON object, under the rules of this module's docstring; Rejected
     with the reason otherwise (and never any other exception)."""
     with _boundary():
-        raw = as_bytes(data)
-        if len(raw) > max_bytes:
-            raise Rejected(Reason.TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} allowed")
-        raw = _unframed(raw)
+        raw = _unframed(_sized(data, max_bytes))
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -193,10 +198,7 @@ def load_record(data: str | bytes, fields: InputFormat, max_bytes: int = DEFAULT
     if fields.format == "json":
         return load_object(data, max_bytes)
     with _boundary():
-        raw = as_bytes(data)
-        if len(raw) > max_bytes:
-            raise Rejected(Reason.TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} allowed")
-        return decoder(fields).decode(raw)
+        return decoder(fields).decode(_sized(data, max_bytes))
 
 
 #: What `_lookup` returns for a path one of whose keys a record does not have.
@@ -278,7 +280,8 @@ def parse_event(
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> Event:
     """An event record -> (user, time, cell). `record_time_ms`: the Kafka timestamp, used when the
-    configured time field is absent. Raises Rejected, and nothing else."""
+    configured time field is absent. Raises Rejected, and nothing else but RegistryUnavailable (the
+    Schema Registry of an `avro-confluent` input did not answer: no verdict on the record)."""
     with _boundary():
         obj = load_record(text, fields, max_bytes)
         user = _user(obj, fields.user)
@@ -297,7 +300,7 @@ def parse_requirement_update(
     text: str | bytes, fields: RequirementFields, caps: RequirementCaps, max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> RequirementUpdate:
     """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}}.
-    Raises Rejected, and nothing else."""
+    Raises Rejected, and nothing else but RegistryUnavailable (as `parse_event`)."""
     with _boundary():
         obj = load_record(text, fields, max_bytes)
         try:
