@@ -11,6 +11,7 @@ import traceback
 from importlib.metadata import version
 from pathlib import Path
 
+from pwevent.jobs.common.avro_format import RegistryUnavailable
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"pwevent: {err}", file=sys.stderr)
         return 2
-    except BrokerUnavailableError as err:
+    except (BrokerUnavailableError, RegistryUnavailable) as err:
         print(f"pwevent: {err}", file=sys.stderr)
         return 4
 

@@ -14,6 +14,9 @@ caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may decl
        min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
 events: {user: user, time: time, value: value}   # field paths (or lat/lon): payload.user_id, a\\.b a dot
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
+                          # both: format: json (default) | avro-confluent (+ schema_registry: {url: ..,
+                          # username: .., password: ${ENV} or {file: PATH}, timeout: 10s, retry_for: 5m})
+                          # | avro (+ schema_file: events.avsc); docs/streaming.md, "Parsing"
 default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a user seen in the events
                           # before any requirement record of theirs ({backward: .., forward: ..} for
                           # dynamic mechanisms; docs/streaming.md, "Users without a requirement record")
@@ -56,6 +59,7 @@ from pydantic_core import PydanticCustomError
 from pwevent.jobs.common.field_paths import check_disjoint, field_path
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.requirement_rules import RequirementRules
+from pwevent.jobs.common.secrets import SecretValue
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
@@ -266,7 +270,54 @@ def _caps(raw: Any) -> RequirementCaps:
     return RequirementCaps(**CapsSection.model_validate(raw).model_dump())
 
 
-class EventFields(Section):
+class SchemaRegistrySection(Section):
+    """`schema_registry:` of an input in the `avro-confluent` format: where the writer schemas are, by
+    the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
+    auth if `username` is given. A registry that does not answer is asked again, with backoff, for
+    `retry_for`; then the job's task fails (Flink restarts it) and the replay stops
+    (docs/streaming.md, "Parsing")."""
+
+    url: Name = Field(pattern=r"^https?://", description="the registry's base URL, e.g. http://registry:8081")
+    username: Name | None = None
+    password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}")
+    timeout_ms: Duration = Field("10s", alias="timeout", validate_default=True, description="of one request")
+    retry_for_ms: Duration = Field("5m", alias="retry_for", validate_default=True,
+                                   description="how long an unanswered request is retried before the run fails")
+
+    @model_validator(mode="after")
+    def _auth(self) -> SchemaRegistrySection:
+        if (self.username is None) != (self.password is None):
+            raise ValueError("schema_registry.username and schema_registry.password go together")
+        return self
+
+
+#: The input formats (docs/formats.md, "Input formats").
+INPUT_FORMATS = ("json", "avro-confluent", "avro")
+
+
+class InputFormat(Section):
+    """How an input's record values are encoded: `json` (a Confluent frame taken off if present),
+    `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`) or `avro`
+    (plain Avro binary, the writer schema in `schema_file`, an .avsc file). Avro records are decoded,
+    then read by the same field paths and rules as JSON ones (jobs/common/avro_format.py)."""
+
+    format: Literal["json", "avro-confluent", "avro"] = "json"
+    schema_file: Name | None = None
+    schema_registry: SchemaRegistrySection | None = None
+
+    @model_validator(mode="after")
+    def _format_settings(self) -> InputFormat:
+        if (self.format == "avro") != (self.schema_file is not None):
+            raise ValueError("schema_file goes with format avro, and format avro needs it")
+        if (self.format == "avro-confluent") != (self.schema_registry is not None):
+            raise ValueError("schema_registry goes with format avro-confluent, and format avro-confluent needs it")
+        if self.schema_file is not None:
+            from pwevent.jobs.common.avro_format import load_schema_file
+            load_schema_file(self.schema_file)  # ValueError naming the file and what is wrong
+        return self
+
+
+class EventFields(InputFormat):
     """Which JSON field of an event holds what, as field paths (`payload.user_id`). `value` or both
     `lat` and `lon` (grid domains)."""
 
@@ -304,7 +355,7 @@ def _signature(raw: Any) -> RequirementSignature | None:
     return signature
 
 
-class RequirementFields(Section):
+class RequirementFields(InputFormat):
     """Field paths of a requirement record's user and time, and the signature every record must carry,
     if any (jobs.common.provenance)."""
 
@@ -316,6 +367,8 @@ class RequirementFields(Section):
     @model_validator(mode="after")
     def _paths(self) -> RequirementFields:
         check_disjoint({"requirements.user": self.user, "requirements.time": self.time})
+        if self.signature is not None and self.format != "json":
+            raise ValueError("requirements.signature: signed requirement records are JSON (format json)")
         return self
 
 

@@ -10,6 +10,8 @@ from enum import StrEnum
 
 class Reason(StrEnum):
     UNPARSABLE = "unparsable"
+    UNDECODABLE = "undecodable"
+    UNKNOWN_SCHEMA = "unknown_schema"
     TOO_LARGE = "too_large"
     TOO_DEEP = "too_deep"
     INVALID_NUMBER = "invalid_number"

@@ -5,7 +5,8 @@ path, jobs/streaming/event_sql.py, only accelerates records this parser surely a
 that cannot be used becomes a reject (the replay's rejects file, the job's dead-letter topic) with a
 typed reason, a bounded excerpt of the original bytes, their length and SHA-256, and where it came
 from. No byte sequence crashes the parser: every exception on the parsing path becomes a reject.
-Formats and the rules below: docs/formats.md.
+Formats and the rules below: docs/formats.md. Avro records (`format: avro-confluent`, `avro`) are
+decoded first (jobs/common/avro_format.py), then read by the same field rules.
 
 Rules on the bytes, before anything else: at most `max_bytes` (configurable, `max_record_bytes`;
 the whole value), a Confluent frame (byte 0, a 4-byte schema id) taken off if there is one, then
@@ -31,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pwevent.jobs.common import provenance
-from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, RequirementFields
+from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES, CONFLUENT_MAGIC, RegistryUnavailable, decoder
+from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, InputFormat, RequirementFields
 from pwevent.jobs.common.field_paths import field_path, path_text
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
@@ -51,8 +53,6 @@ MIN_TIME_MS, MAX_TIME_MS = -62_135_596_800_000, 253_402_300_799_999
 ORIGINAL_HEAD_BYTES = 1024
 #: Longest reject detail, in characters.
 MAX_DETAIL_CHARS = 512
-#: The Confluent wire format's first byte, and the frame's length (that byte and a 4-byte schema id).
-CONFLUENT_MAGIC, CONFLUENT_FRAME_BYTES = b"\x00", 5
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _boundary() -> Iterator[None]:
     """Every exception of the parsing path as a reject: a hostile record never crashes a caller."""
     try:
         yield
-    except Rejected:
+    except (Rejected, RegistryUnavailable):  # a registry that does not answer is no record's fault
         raise
     except Exception as err:  # the boundary: anything else is a gap in the parser, reported as such
         raise Rejected(Reason.PARSER_ERROR, _clean_text(f"{type(err).__name__}: {err}", MAX_DETAIL_CHARS)) from None
@@ -163,14 +163,19 @@ def _unframed(raw: bytes) -> bytes:
     return raw[CONFLUENT_FRAME_BYTES:]
 
 
+def _sized(data: str | bytes, max_bytes: int) -> bytes:
+    """A record's bytes, checked first in every format: at most `max_bytes` (`too_large`)."""
+    raw = as_bytes(data)
+    if len(raw) > max_bytes:
+        raise Rejected(Reason.TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} allowed")
+    return raw
+
+
 def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
     """A record's bytes -> its JSON object, under the rules of this module's docstring; Rejected
     with the reason otherwise (and never any other exception)."""
     with _boundary():
-        raw = as_bytes(data)
-        if len(raw) > max_bytes:
-            raise Rejected(Reason.TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} allowed")
-        raw = _unframed(raw)
+        raw = _unframed(_sized(data, max_bytes))
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -184,6 +189,16 @@ def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) ->
         if not isinstance(obj, dict):
             raise Rejected(Reason.UNPARSABLE, "not a JSON object")
         return obj
+
+
+def load_record(data: str | bytes, fields: InputFormat, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
+    """A record's bytes -> its object, in the input's `format`: JSON (`load_object`) or Avro decoded
+    (jobs/common/avro_format.py); the size limit first. Rejected with the reason, RegistryUnavailable
+    when the Schema Registry does not answer, never any other exception."""
+    if fields.format == "json":
+        return load_object(data, max_bytes)
+    with _boundary():
+        return decoder(fields).decode(_sized(data, max_bytes))
 
 
 #: What `_lookup` returns for a path one of whose keys a record does not have.
@@ -265,9 +280,10 @@ def parse_event(
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> Event:
     """An event record -> (user, time, cell). `record_time_ms`: the Kafka timestamp, used when the
-    configured time field is absent. Raises Rejected, and nothing else."""
+    configured time field is absent. Raises Rejected, and nothing else but RegistryUnavailable (the
+    Schema Registry of an `avro-confluent` input did not answer: no verdict on the record)."""
     with _boundary():
-        obj = load_object(text, max_bytes)
+        obj = load_record(text, fields, max_bytes)
         user = _user(obj, fields.user)
         time_ms = _time(obj, fields.time, record_time_ms)
         if fields.lat and fields.lon:
@@ -284,9 +300,9 @@ def parse_requirement_update(
     text: str | bytes, fields: RequirementFields, caps: RequirementCaps, max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> RequirementUpdate:
     """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}}.
-    Raises Rejected, and nothing else."""
+    Raises Rejected, and nothing else but RegistryUnavailable (as `parse_event`)."""
     with _boundary():
-        obj = load_object(text, max_bytes)
+        obj = load_record(text, fields, max_bytes)
         try:
             provenance.verify(obj, fields.signature)
         except provenance.UnauthenticatedError as err:

@@ -32,7 +32,8 @@ from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
-from pwevent.jobs.common.config import Config, RequirementFields
+from pwevent.jobs.common.avro_format import input_values
+from pwevent.jobs.common.config import Config, InputFormat, RequirementFields
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.slots import SlotClock, iso
@@ -285,7 +286,7 @@ class AuditInputs:
 
     @classmethod
     def build(
-        cls, requirement_lines: Iterable[tuple[str, str]], releases: Iterable[Any], config: Config
+        cls, requirement_lines: Iterable[tuple[str, str | bytes]], releases: Iterable[Any], config: Config
     ) -> AuditInputs:
         """From the raw requirement records (position, text), the release records and the run's configuration."""
         rules = InputRules.from_config(config)
@@ -311,7 +312,7 @@ class AuditInputs:
         return out
 
 
-def valid_updates(lines: Iterable[tuple[str, str]], rules: InputRules) -> dict[str, Updates]:
+def valid_updates(lines: Iterable[tuple[str, str | bytes]], rules: InputRules) -> dict[str, Updates]:
     """Each user's valid requirement records (position, text) as (slot, requirement), ordered by time,
     then by input order, as the replay applies them. Minimal on purpose: a record counts if it parses
     within the caps, is not before the origin and is valid for the mechanism."""
@@ -943,6 +944,15 @@ def _text_lines(path: str) -> list[tuple[str, str]]:
         raise AuditInputError(f"cannot read {path}: {err.strerror}") from None
 
 
+def _values(path: str, fields: InputFormat) -> list[tuple[str, str | bytes]]:
+    """(path:number, value) of the records of an Avro requirements input (docs/formats.md, "Input
+    formats"): lines of a framed-records file, records of a container file, numbered from 1."""
+    try:
+        return [(f"{path}:{n}", value) for n, value in enumerate(input_values(path, fields), 1)]
+    except (OSError, ValueError) as err:
+        raise AuditInputError(f"cannot read {path}: {err}") from None
+
+
 def audit_file(
     spend_log: str, requirements: str | None = None, releases: str | None = None, config: Config | None = None
 ) -> AuditReport:
@@ -952,5 +962,7 @@ def audit_file(
     if requirements is not None or releases is not None or config is not None:
         if requirements is None or releases is None or config is None:
             raise AuditInputError("the full audit needs the requirements, the releases and the configuration")
-        inputs = AuditInputs.build(_text_lines(requirements), (rec for _, rec in _json_lines(releases)), config)
+        lines = (_text_lines(requirements) if config.requirements.format == "json"
+                 else _values(requirements, config.requirements))
+        inputs = AuditInputs.build(lines, (rec for _, rec in _json_lines(releases)), config)
     return _audit(_json_lines(spend_log), inputs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import tempfile
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -19,7 +20,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.avro_format import CONTAINER_MAGIC, container_values, decoder, framed_line, unframed_line
+from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.progress import Progress
@@ -107,9 +109,33 @@ class SlotEvents:
         return range(int(np.searchsorted(self.slots, slot)), int(np.searchsorted(self.slots, slot, side="right")))
 
 
-def _read_line(handle: IO[bytes], offset: int) -> bytes:
+def _read_line(handle: IO[bytes], offset: int, framed: bool) -> bytes:
+    """The record at `offset` of an input file: its line, or for a framed-records file (the Avro
+    formats) the Kafka value its line holds."""
     handle.seek(offset)
-    return handle.readline().rstrip(b"\n")
+    line = handle.readline().rstrip(b"\n")
+    return unframed_line(line) if framed else line
+
+
+def _line_limit(max_bytes: int, framed: bool) -> int:
+    """Longest line of an input file: a record of `max_bytes`, in base64 for a framed-records file."""
+    return (max_bytes + 2) // 3 * 4 if framed else max_bytes
+
+
+def _as_framed_lines(path: str, fields: InputFormat, stack: ExitStack) -> str:
+    """The file the replay reads for input `path`: `path` itself (JSON lines, a framed-records file),
+    or for format `avro` an Avro object container file written out as a framed-records file (one
+    record per line, its Avro datum in base64: what the topic's values hold; docs/formats.md)."""
+    if fields.format != "avro":
+        return path
+    with open(path, "rb") as handle:
+        if handle.read(len(CONTAINER_MAGIC)) != CONTAINER_MAGIC:
+            return path
+    spool = os.path.join(stack.enter_context(tempfile.TemporaryDirectory(prefix="pwevent-avro-")), "records.b64")
+    with open(spool, "wb") as out:
+        for value in container_values(path, decoder(fields).schema):
+            out.write(framed_line(value) + b"\n")
+    return spool
 
 
 class Replay:
@@ -120,6 +146,7 @@ class Replay:
         self.rng = rng
         self.summary = ReplaySummary(noise=rng.label)
         self._reject_sink = reject
+        self._shown: dict[str, str] = {}  # a file read in place of an input -> the input's name
 
     def _reject(
         self, source: str, position: Any, reason: Reason, detail: str, original: str | bytes | Original
@@ -130,47 +157,51 @@ class Replay:
         self.summary.rejects[record["reason"]] += 1
         self._reject_sink(record)
 
-    def _valid(self, path: str, source: str, parse: Callable[[bytes], Any],
-               progress: Progress | None) -> Iterator[tuple[int, int, Any, bytes]]:
-        """(line number, offset, record, line) of every record of `path` that parses and is timed at or
-        after the origin; the others are rejected with their reason."""
+    def _valid(self, path: str, source: str, parse: Callable[[bytes], Any], progress: Progress | None,
+               framed: bool = False) -> Iterator[tuple[int, int, Any, bytes]]:
+        """(line number, offset, record, record bytes) of every record of `path` that parses and is timed
+        at or after the origin; the others are rejected with their reason. `framed`: a framed-records
+        file (each line a Kafka value in base64)."""
         clock = self.config.clock
         max_bytes = self.config.max_record_bytes
         total_mb = max(1, os.path.getsize(path) // _MB) if progress else 0
-        for number, offset, line in _lines(path, max_bytes):
+        shown = self._shown.get(path, path)
+        for number, offset, line in _lines(path, _line_limit(max_bytes, framed)):
             if progress and number % 65536 == 0:
                 progress(min(offset // _MB, total_mb), total_mb, f"reading {source} (MB)")
             if isinstance(line, Original):
                 detail = f"{line.length} bytes, more than the {max_bytes} allowed"
-                self._reject(source, f"{path}:{number}", Reason.TOO_LARGE, detail, line)
+                self._reject(source, f"{shown}:{number}", Reason.TOO_LARGE, detail, line)
                 continue
             try:
+                line = unframed_line(line) if framed else line
                 record = parse(line)
             except Rejected as err:
-                self._reject(source, f"{path}:{number}", err.reason, err.detail, line)
+                self._reject(source, f"{shown}:{number}", err.reason, err.detail, line)
                 continue
             if clock.slot_of(record.time_ms) < 1:
                 detail = "time is before the configured origin"
-                self._reject(source, f"{path}:{number}", Reason.BEFORE_ORIGIN, detail, line)
+                self._reject(source, f"{shown}:{number}", Reason.BEFORE_ORIGIN, detail, line)
                 continue
             yield number, offset, record, line
         if progress:
             progress(total_mb, total_mb, f"reading {source} (MB)")
 
     def _read(self, path: str, source: str, parse: Callable[[bytes], Any],
-              progress: Progress | None) -> dict[int, list[Any]]:
+              progress: Progress | None, framed: bool = False) -> dict[int, list[Any]]:
         clock = self.config.clock
         items = sorted((record.time_ms, number, (record, line))
-                       for number, _, record, line in self._valid(path, source, parse, progress))
+                       for number, _, record, line in self._valid(path, source, parse, progress, framed))
         by_slot: dict[int, list[Any]] = defaultdict(list)
         for time_ms, number, payload in items:
             by_slot[clock.slot_of(time_ms)].append((number, payload))
         return by_slot
 
-    def _read_events(self, path: str, parse: Callable[[bytes], Event], progress: Progress | None) -> SlotEvents:
+    def _read_events(self, path: str, parse: Callable[[bytes], Event], progress: Progress | None,
+                     framed: bool = False) -> SlotEvents:
         index: dict[str, int] = {}
         columns = {name: array("q") for name in ("time", "number", "offset", "user", "cell")}
-        for number, offset, event, _ in self._valid(path, "events", parse, progress):
+        for number, offset, event, _ in self._valid(path, "events", parse, progress, framed):
             columns["time"].append(event.time_ms)
             columns["number"].append(number)
             columns["offset"].append(offset)
@@ -219,62 +250,67 @@ class Replay:
         spend_sink: Callable[[dict[str, Any]], None] | None,
         progress: Progress | None = None,
     ) -> ReplaySummary:
-        config = self.config
-        d = config.domain.d
-        requirements = self._read(
-            requirements_path, "requirements",
-            lambda line: parse_requirement_update(line, config.requirements, config.caps, config.max_record_bytes),
-            progress,
-        )
-        events = self._read_events(
-            events_path,
-            lambda line: parse_event(line, config.events, config.domain, max_bytes=config.max_record_bytes),
-            progress,
-        )
-        engine = Engine(
-            config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon,
-            default_requirement=config.default_requirement,
-        )
-        last_slot = max([*requirements, self._last_known_slot(events, requirements)], default=0)
-        smoother = config.smoother()
-        with open(events_path, "rb") as originals:
-            for slot in range(1, max(last_slot, events.last_slot) + 1):
-                for number, (update, line) in requirements.get(slot, []):
-                    self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
-                latest: dict[int, int] = {}
-                for row in events.rows(slot):
-                    latest[int(events.users[row])] = row  # the last event of a user in a slot wins (section 1)
-                # Users without a class, after the slot's requirement records: the default, if configured,
-                # registers them (in name order, as the job's Population applies a slot's changes).
-                for name in sorted(events.names[u] for u in latest if engine.index_of(events.names[u]) is None):
-                    engine.declare_default(name, slot)
-                present: dict[int, int] = {}
-                for user, row in latest.items():
-                    name = events.names[user]
-                    index = engine.index_of(name)
-                    if index is None:
-                        where = f"{events_path}:{events.numbers[row]}"
-                        self._reject("events", where, Reason.UNKNOWN_USER, unknown_user(name, slot),
-                                     _read_line(originals, int(events.offsets[row])))
+        with ExitStack() as stack:
+            config = self.config
+            d = config.domain.d
+            framed_events, framed_requirements = config.events.format != "json", config.requirements.format != "json"
+            events_file = _as_framed_lines(events_path, config.events, stack)
+            requirements_file = _as_framed_lines(requirements_path, config.requirements, stack)
+            self._shown.update({events_file: events_path, requirements_file: requirements_path})
+            requirements = self._read(
+                requirements_file, "requirements",
+                lambda line: parse_requirement_update(line, config.requirements, config.caps, config.max_record_bytes),
+                progress, framed_requirements,
+            )
+            events = self._read_events(
+                events_file,
+                lambda line: parse_event(line, config.events, config.domain, max_bytes=config.max_record_bytes),
+                progress, framed_events,
+            )
+            engine = Engine(
+                config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon,
+                default_requirement=config.default_requirement,
+            )
+            last_slot = max([*requirements, self._last_known_slot(events, requirements)], default=0)
+            smoother = config.smoother()
+            with open(events_file, "rb") as originals:
+                for slot in range(1, max(last_slot, events.last_slot) + 1):
+                    for number, (update, line) in requirements.get(slot, []):
+                        self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
+                    latest: dict[int, int] = {}
+                    for row in events.rows(slot):
+                        latest[int(events.users[row])] = row  # the last event of a user in a slot wins (section 1)
+                    # Users without a class, after the slot's requirement records: the default, if configured,
+                    # registers them (in name order, as the job's Population applies a slot's changes).
+                    for name in sorted(events.names[u] for u in latest if engine.index_of(events.names[u]) is None):
+                        engine.declare_default(name, slot)
+                    present: dict[int, int] = {}
+                    for user, row in latest.items():
+                        name = events.names[user]
+                        index = engine.index_of(name)
+                        if index is None:
+                            where = f"{events_path}:{events.numbers[row]}"
+                            self._reject("events", where, Reason.UNKNOWN_USER, unknown_user(name, slot),
+                                         _read_line(originals, int(events.offsets[row]), framed_events))
+                            continue
+                        present[index] = int(events.cells[row])
+                    if slot > last_slot:  # only events of unknown users: they move no time, nothing is released
                         continue
-                    present[index] = int(events.cells[row])
-                if slot > last_slot:  # only events of unknown users: they move no time, nothing is released
-                    continue
-                users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
-                values = np.fromiter(present.values(), dtype=np.int64, count=len(present))
-                outcome, projections = engine.step(slot, users, values)
-                for projection in projections:
-                    self._count_reject(projection.reject())
-                self.summary.kinds[outcome.kind.value] += 1
-                on_release(release_record(outcome, config, self.rng.label, smoother))
-                if on_truth:
-                    truth = np.bincount(values, minlength=d) if len(values) else np.zeros(d, dtype=np.int64)
-                    on_truth({"slot": slot, "counts": [int(c) for c in truth], "present": len(values)})
-                if progress:
-                    progress(slot, last_slot, "slot")
-        self.summary.slots = last_slot
-        self.summary.users = engine.users
-        return self.summary
+                    users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
+                    values = np.fromiter(present.values(), dtype=np.int64, count=len(present))
+                    outcome, projections = engine.step(slot, users, values)
+                    for projection in projections:
+                        self._count_reject(projection.reject())
+                    self.summary.kinds[outcome.kind.value] += 1
+                    on_release(release_record(outcome, config, self.rng.label, smoother))
+                    if on_truth:
+                        truth = np.bincount(values, minlength=d) if len(values) else np.zeros(d, dtype=np.int64)
+                        on_truth({"slot": slot, "counts": [int(c) for c in truth], "present": len(values)})
+                    if progress:
+                        progress(slot, last_slot, "slot")
+            self.summary.slots = last_slot
+            self.summary.users = engine.users
+            return self.summary
 
 
 def _writer(stack: ExitStack, path: str | None) -> Callable[[dict[str, Any]], None] | None:

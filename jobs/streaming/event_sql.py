@@ -246,7 +246,10 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     canonical order (user, time, value or lat, lon; an object where its first member is), each once,
     values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
     no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
-    deeper than the parser allows."""
+    deeper than the parser allows, or the events are not JSON (Avro records always take the reference
+    parser)."""
+    if config.events.format != "json":
+        return None
     leaves = _leaves(config, kafka_time)
     depth = max(len(keys) + (1 if regex.startswith("\\{") else 0) for keys, regex, _ in leaves)
     members = _tree(leaves)

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pwevent.jobs.common.config import Config, ConfigError, load_config
+from pwevent.jobs.common.config import Config, ConfigError, EventFields, RequirementFields, load_config
 from pwevent.jobs.common.extras import STREAM
 from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.streaming import slot_sql
@@ -183,6 +183,12 @@ def clean_checkpoints(checkpoint_dir: str, keep: int, restore: str | None) -> li
     return [str(p) for p in removed]
 
 
+def _source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
+    """The keys of the time field the source reads in the JVM (`pwevent.flink.EventTime`), or None
+    for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes."""
+    return field_path(fields.time) if fields.format == "json" else None
+
+
 def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore[no-untyped-def]
     """View `name` of `query` made once, through a DataStream, with the rowtime `rt` of the records.
 
@@ -239,8 +245,10 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                 "origin_ms": clock.origin_ms, "slot_ms": clock.length_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
-    for role, time_path in (("events", None if kafka_time else field_path(config.events.time)),
-                            ("requirements", field_path(config.requirements.time))):
+    # The source's time (jtime) of a record: its time field read in the JVM for JSON, else its Kafka
+    # timestamp (kafka.event_time: kafka; Avro, which the JVM does not decode): docs/streaming.md, "Time".
+    for role, time_path in (("events", None if kafka_time else _source_time_path(config.events)),
+                            ("requirements", _source_time_path(config.requirements))):
         # kafka.start moves the events only: Membership needs every requirement record ever declared
         start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
         stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],

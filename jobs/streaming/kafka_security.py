@@ -35,8 +35,6 @@ nor an error message shows it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -51,6 +49,8 @@ from pydantic import (
 )
 
 from pwevent.jobs.common.config import ConfigError, Name, Section, config_error
+from pwevent.jobs.common.secrets import Secret as Secret  # re-exported: the settings hold them
+from pwevent.jobs.common.secrets import SecretValue, resolve_path
 from pwevent.jobs.streaming.kafka_oauth import ClientCredentialsTokens, UnsecuredTokens
 
 #: Java client property prefixes that belong to `kafka.security`, not `kafka.properties`.
@@ -72,62 +72,16 @@ OAUTH_LOGIN_HANDLER = f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLo
 OAUTH_ALLOWED_URLS_PROPERTY = f"{SHADED_KAFKA}.sasl.oauthbearer.allowed.urls"
 
 
-@dataclass(frozen=True)
-class Secret:
-    """A credential: its repr and str never show the value; `reveal()` is the only way to read it."""
-
-    _value: str
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-
-def _resolve(path: str, info: ValidationInfo) -> str:
-    """`path`, made absolute against the config file's folder (validation context `base_dir`)."""
-    if os.path.isabs(path):
-        return path
-    return str(Path((info.context or {}).get("base_dir") or ".").resolve() / path)
-
-
-def _secret(raw: Any, info: ValidationInfo) -> Secret | None:
-    """A secret written as `${ENV_VAR}` (resolved at load) or `{file: PATH}` (a mounted file, read
-    now; one trailing newline dropped)."""
-    if raw is None or isinstance(raw, Secret):
-        return raw
-    if isinstance(raw, dict) and set(raw) == {"file"} and isinstance(raw["file"], str) and raw["file"]:
-        path = _resolve(raw["file"], info)
-        try:
-            text = Path(path).read_text()
-        except OSError as err:
-            raise ValueError(f"cannot read the secret file {path}: {err.strerror}") from None
-        return Secret(text.removesuffix("\n"))
-    if not isinstance(raw, str):
-        raise ValueError("must be a string (write ${ENV_VAR} to take it from the environment) or {file: PATH}")
-    return Secret(raw)
-
-
 def _file(raw: Any, info: ValidationInfo) -> str:
     """An existing file; relative paths are relative to the config file's folder."""
     if not isinstance(raw, str) or not raw:
         raise ValueError(f"must be the path of a file, got {raw!r}")
-    path = _resolve(raw, info)
+    path = resolve_path(raw, info)
     if not os.path.isfile(path):
         raise ValueError(f"{path} is not a file")
     return path
 
 
-class SecretFile(Section):
-    """A secret read from a mounted file (the JSON Schema's form of `{file: PATH}`)."""
-
-    file: Name
-
-
-SecretValue = Annotated[Secret | None, PlainValidator(_secret, json_schema_input_type=str | SecretFile | None)]
 FilePath = Annotated[str, PlainValidator(_file, json_schema_input_type=str)]
 
 
@@ -220,7 +174,7 @@ class KafkaSecurity(Section):
             return None
         if protocol is not None and not protocol.endswith("SSL"):
             raise ValueError(f"kafka.security.ca_file needs protocol SSL or SASL_SSL, not {protocol}")
-        value = _resolve(value, info)
+        value = resolve_path(value, info)
         if not os.path.isfile(value):
             raise ValueError(f"kafka.security.ca_file {value} is not a file")
         return value

@@ -1,6 +1,7 @@
 """`pwevent produce`: replay a dataset into the events and requirements topics, slot by slot.
 
-Input: any events and requirements JSON-lines files (docs/formats.md), or a synthetic stream
+Input: any events and requirements files in the configured formats (docs/formats.md: JSON lines;
+for Avro, framed-records files or Avro object container files), or a synthetic stream
 generated on the fly (`jobs.synthetic`, written by `jobs.files.write_synthetic`). Each slot's
 requirement records go first, then its events; then the producer waits `--pace` of wall time before
 the next slot, so a live job closes one slot per pace. Lines are sent as they are, bad ones included
@@ -28,12 +29,13 @@ from typing import Any
 
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.avro_format import input_values
+from pwevent.jobs.common.config import Config, EventFields, RequirementFields
 from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.reasons import Rejected
-from pwevent.jobs.common.records import field_value, load_object
+from pwevent.jobs.common.records import field_value, load_object, load_record
 from pwevent.jobs.common.slots import duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, producer
@@ -64,27 +66,22 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 
-def _slots(path: str, user_field: str, time_field: str, config: Config) -> dict[int, list[Line]]:
-    """Lines grouped by slot; a line without a usable time goes with the line before it."""
+def _slots(path: str, fields: EventFields | RequirementFields, config: Config) -> dict[int, list[Line]]:
+    """Values grouped by slot; a value without a usable time goes with the one before it."""
     out: dict[int, list[Line]] = defaultdict(list)
     slot = 1
-    with open(path, "rb") as handle:
-        for raw in handle:
-            line = raw.rstrip(b"\n")
-            if not line.strip():
-                continue
-            key = stamp = None
-            try:
-                obj = load_object(line, len(line))  # raises only Rejected; a bad line is sent all the same
-                if isinstance(obj, dict):
-                    user = field_value(obj, user_field)
-                    if isinstance(user, (str, int)) and not isinstance(user, bool):
-                        key = str(user).encode()
-                    stamp = parse_time_ms(field_value(obj, time_field), time_field)
-                    slot = max(1, config.clock.slot_of(stamp))
-            except (ValueError, KeyError, TypeError):
-                pass
-            out[slot].append((line, key, stamp if stamp is not None and stamp >= 0 else None))
+    for value in input_values(path, fields):
+        key = stamp = None
+        try:
+            obj = load_record(value, fields, len(value))  # raises only Rejected; a bad value is sent all the same
+            user = field_value(obj, fields.user)
+            if isinstance(user, (str, int)) and not isinstance(user, bool):
+                key = str(user).encode()
+            stamp = parse_time_ms(field_value(obj, fields.time), fields.time)
+            slot = max(1, config.clock.slot_of(stamp))
+        except (ValueError, KeyError, TypeError):
+            pass
+        out[slot].append((value, key, stamp if stamp is not None and stamp >= 0 else None))
     return out
 
 
@@ -106,12 +103,12 @@ def produce_files(
     `before_slot(slot, time)` runs before a slot's first message, `on_slot(slot, time)` once all of
     them are acknowledged. Raises RecordsRefusedError after a slot in which the broker refused any
     record, BrokerUnavailableError when a slot is not acknowledged within `timeout_s`."""
-    requirements = _slots(requirements_path, config.requirements.user, config.requirements.time, config)
+    requirements = _slots(requirements_path, config.requirements, config)
     signature = config.requirements.signature
     if signature is not None:
         requirements = {slot: [(_signed(value, signature), key, stamp) for value, key, stamp in lines]
                         for slot, lines in requirements.items()}
-    events = _slots(events_path, config.events.user, config.events.time, config)
+    events = _slots(events_path, config.events, config)
     top = max([*requirements, *events], default=0) if last_slot is None else last_slot
     client = producer(kafka)
     sent = 0
@@ -191,8 +188,10 @@ def register(sub: Any) -> None:
         "the count and the broker's reasons); no acknowledgement within --timeout is exit 4.",
     )
     p.add_argument("--config", required=True, help="YAML configuration (kafka: section for topics/bootstrap)")
-    p.add_argument("--events", help="events JSON-lines file (default: generate a synthetic stream)")
-    p.add_argument("--requirements", help="requirements JSON-lines file")
+    p.add_argument("--events", help="events file in events.format: JSON lines, or for Avro a framed-records file "
+                   "(one base64 Kafka value a line) or an Avro object container file (default: generate a "
+                   "synthetic stream)")
+    p.add_argument("--requirements", help="requirements file in requirements.format (as --events)")
     p.add_argument("--pace", default="1s", type=duration_arg, help="wall time per slot, e.g. 500ms, 2s (default 1s)")
     p.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", type=duration_arg,
                    help="how long the broker may take to acknowledge one slot's records before the run fails "

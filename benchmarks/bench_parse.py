@@ -1,0 +1,119 @@
+"""The reference parser's cost per record by input format (docs/benchmarks.md, "Reference parser per
+format"): `parse_event` over the same events as JSON lines, Confluent-framed JSON, plain Avro
+(`format: avro`) and Avro in the Confluent wire format (`format: avro-confluent`, its one schema
+fetched once from a stand-in registry on loopback, then cached). Reports microseconds per record and
+each format's ratio to JSON measured in the same run, best of `--repeat` passes.
+
+    .venv/bin/python benchmarks/bench_parse.py [--records 200000] [--repeat 3] [--nested]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import fastavro
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pwevent.jobs.common.avro_format import encode_datum, frame  # noqa: E402
+from pwevent.jobs.common.config import parse_config  # noqa: E402
+from pwevent.jobs.common.records import parse_event  # noqa: E402
+from tests.registry_standin import StandinRegistry  # noqa: E402
+
+ORIGIN_MS = 1_704_067_200_000
+FLAT = {"type": "record", "name": "Event", "fields": [
+    {"name": "user", "type": "string"},
+    {"name": "time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "value", "type": "int"}]}
+NESTED = {"type": "record", "name": "Envelope", "fields": [
+    {"name": "meta", "type": {"type": "record", "name": "Meta", "fields": [
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "source", "type": "string"}]}},
+    {"name": "payload", "type": {"type": "record", "name": "Payload", "fields": [
+        {"name": "user_id", "type": "string"}, {"name": "reading", "type": ["null", "int"]}]}}]}
+
+
+def records(n: int, nested: bool) -> list[dict]:
+    """`n` events (as decoded Avro records: times are datetimes)."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    out = []
+    for i in range(n):
+        moment = epoch + timedelta(milliseconds=ORIGIN_MS + 37 * i)
+        user, value = f"user-{i % 5000}", i % 100
+        out.append({"meta": {"ts": moment, "source": "sensor-7"}, "payload": {"user_id": user, "reading": value}}
+                   if nested else {"user": user, "time": moment, "value": value})
+    return out
+
+
+def as_json(record: dict) -> bytes:
+    def plain(value):
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, datetime):
+            return int(value.timestamp() * 1000)
+        return value
+    return json.dumps(plain(record)).encode()
+
+
+def best_us(values: list[bytes], fields, domain, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for value in values:
+            parse_event(value, fields, domain)
+        best = min(best, time.perf_counter() - start)
+    return best / len(values) * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--nested", action="store_true", help="nested records (payload.user_id, meta.ts)")
+    args = parser.parse_args()
+    schema = NESTED if args.nested else FLAT
+    paths = ({"user": "payload.user_id", "time": "meta.ts", "value": "payload.reading"} if args.nested
+             else {"user": "user", "time": "time", "value": "value"})
+    parsed = fastavro.parse_schema(schema)
+    data = records(args.records, args.nested)
+    standin = StandinRegistry()
+    url = standin.start()
+    schema_id = standin.add("events-value", schema)
+    with tempfile.TemporaryDirectory() as folder:
+        avsc = os.path.join(folder, "events.avsc")
+        Path(avsc).write_text(json.dumps(schema))
+        base = {"slot": "60s", "origin": ORIGIN_MS, "domain": {"type": "cells", "d": 100}}
+        cases = {
+            "json": ({}, [as_json(r) for r in data]),
+            "json, Confluent-framed": ({}, [frame(1, as_json(r)) for r in data]),
+            "avro (schema_file)": ({"format": "avro", "schema_file": avsc}, [encode_datum(r, parsed) for r in data]),
+            "avro-confluent (registry)": ({"format": "avro-confluent", "schema_registry": {"url": url}},
+                                          [frame(schema_id, encode_datum(r, parsed)) for r in data]),
+        }
+        results = {}
+        for name, (fmt, values) in cases.items():
+            config = parse_config({**base, "events": {**paths, **fmt}})
+            parse_event(values[0], config.events, config.domain)  # the registry's one request, outside the timing
+            results[name] = (best_us(values, config.events, config.domain, args.repeat),
+                             sum(map(len, values)) / len(values))
+    standin.stop()
+    load = os.getloadavg()[0]
+    print(f"{args.records} records ({'nested' if args.nested else 'flat'}), best of {args.repeat}, "
+          f"load average {load:.1f}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    print("| format | bytes/record | us/record | ratio to json |")
+    print("|---|---|---|---|")
+    reference = results["json"][0]
+    for name, (us, size) in results.items():
+        print(f"| {name} | {size:.0f} | {us:.2f} | {us / reference:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,286 @@
+"""The Avro input formats (docs/formats.md, "Input formats"; docs/streaming.md, "Parsing"): a record's
+bytes -> the object the field paths read, which then goes through the same rules as a JSON record's
+(jobs/common/records.py is the one definition of validity; this module only decodes).
+
+- `avro-confluent`: the Confluent wire format, byte 0, a 4-byte big-endian schema id, then the Avro
+  binary encoding of one datum under that writer schema, which a Schema Registry serves by id
+  (`GET /schemas/ids/{id}`, cached for the run). An id the registry does not know is
+  `unknown_schema`; a registry that does not answer is not the record's fault: the request is
+  retried with backoff for `retry_for`, then `RegistryUnavailable` stops the run (the job's task
+  fails and Flink restarts it; the replay stops).
+- `avro`: the Avro binary encoding of one datum under the writer schema of the configured `.avsc`
+  file, no frame.
+
+Bytes that do not decode (truncated, a wrong magic byte, bytes left over after the datum, a schema
+whose top level is not a record, a timestamp outside what a datetime holds) are `undecodable`. The
+decoded record becomes the object a JSON record would have been: records and maps are objects,
+`timestamp-millis` / `timestamp-micros` (and their `local-` forms) are epoch milliseconds (micros
+floored), `uuid` a string, a union its branch's value, and a member that is null (a union's null
+branch, Avro's only way to leave a field out) absent: the field rules treat it as missing, and an
+optional member of a requirement (`backward` of a fixed one) as not given. A schema that lacks a
+mapped field therefore gives `missing_field`, a value of the wrong type `mistyped_field`, exactly as
+for JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import struct
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+import fastavro
+from fastavro.schema import to_parsing_canonical_form
+from fastavro.types import Schema
+
+from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
+from pwevent.jobs.common.reasons import Reason, Rejected
+
+#: The Confluent wire format's first byte, and the frame's length (that byte and a 4-byte schema id).
+CONFLUENT_MAGIC, CONFLUENT_FRAME_BYTES = b"\x00", 5
+#: Backoff between unanswered registry requests: first wait, factor, longest wait (seconds).
+BACKOFF_FIRST_S, BACKOFF_FACTOR, BACKOFF_MAX_S = 0.1, 2.0, 5.0
+#: Schema ids remembered as unknown (bounded: a stream of random frames cannot grow it without end).
+UNKNOWN_IDS_KEPT = 1024
+#: An Avro object container file starts with these bytes (the Avro specification, "Object Container Files").
+CONTAINER_MAGIC = b"Obj\x01"
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+class RegistryUnavailable(Exception):
+    """The Schema Registry did not answer for `retry_for`: no record is judged; the run fails. Not a
+    ValueError, so no reject boundary takes it for a bad record."""
+
+
+def load_schema_file(path: str) -> Schema:
+    """The parsed writer schema of an `.avsc` file; ValueError naming the file and what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as err:
+        raise ValueError(f"cannot read schema_file {path}: {err.strerror}") from None
+    return parse_schema_text(text, f"schema_file {path}")
+
+
+def parse_schema_text(text: str, where: str) -> Schema:
+    """An Avro schema's JSON text, parsed; ValueError saying `where` it came from otherwise."""
+    try:
+        return fastavro.parse_schema(json.loads(text))
+    except Exception as err:  # fastavro raises several kinds (SchemaParseException, KeyError, TypeError ...)
+        raise ValueError(f"{where} is not an Avro schema: {type(err).__name__}: {err}") from None
+
+
+def _plain(value: Any) -> Any:
+    """A decoded Avro value as the JSON object model: timestamps as epoch ms, uuids as strings, and a
+    member whose value is null (a union's null branch: Avro's only way to leave a field out) absent."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return (moment - _EPOCH) // _MS
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, date):
+        return (datetime(value.year, value.month, value.day, tzinfo=UTC) - _EPOCH) // _MS
+    return value
+
+
+def decode_datum(raw: bytes, schema: Schema, what: str) -> dict[str, Any]:
+    """One Avro datum of `raw` (all of it) under the writer `schema` -> its object; Rejected
+    `undecodable` when the bytes are not exactly one datum of a record schema."""
+    stream = io.BytesIO(raw)
+    try:
+        datum = fastavro.schemaless_reader(stream, schema, None)
+    except Exception as err:  # truncated, invalid lengths, bad UTF-8, out-of-range timestamps ...
+        raise Rejected(Reason.UNDECODABLE, f"not Avro of {what}: {type(err).__name__}: {err}"[:400]) from None
+    if stream.tell() != len(raw):
+        raise Rejected(Reason.UNDECODABLE, f"{len(raw) - stream.tell()} bytes left after the Avro datum of {what}")
+    if not isinstance(datum, dict):
+        raise Rejected(Reason.UNDECODABLE, f"{what} is not an Avro record schema")
+    return _plain(datum)  # type: ignore[no-any-return]
+
+
+@dataclass
+class SchemaRegistry:
+    """A Confluent-compatible Schema Registry client: writer schemas by id, cached for the run."""
+
+    settings: SchemaRegistrySection
+    _schemas: dict[int, Schema] = field(default_factory=dict)
+    _unknown: OrderedDict[int, None] = field(default_factory=OrderedDict)
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        """(status, parsed JSON body) of one request, retried with backoff for `retry_for` while the
+        registry does not answer or answers 5xx; RegistryUnavailable after that."""
+        settings = self.settings
+        headers = {"Accept": "application/vnd.schemaregistry.v1+json, application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/vnd.schemaregistry.v1+json"
+        if settings.username is not None and settings.password is not None:
+            token = f"{settings.username}:{settings.password.reveal()}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+        data = None if body is None else json.dumps(body).encode()
+        deadline = time.monotonic() + settings.retry_for_ms / 1000
+        wait = BACKOFF_FIRST_S
+        while True:
+            request = urllib.request.Request(settings.url.rstrip("/") + path, data, headers, method=method)
+            try:
+                with urllib.request.urlopen(request, timeout=settings.timeout_ms / 1000) as response:
+                    return response.status, json.loads(response.read() or b"null")
+            except urllib.error.HTTPError as err:
+                if err.code < 500:
+                    try:
+                        return err.code, json.loads(err.read() or b"null")
+                    except ValueError:
+                        return err.code, None
+                problem = f"HTTP {err.code}"
+            except (OSError, ValueError) as err:  # refused, timed out, reset, a body that is not JSON
+                problem = f"{type(err).__name__}: {err}"
+            if time.monotonic() + wait > deadline:
+                raise RegistryUnavailable(f"the schema registry {settings.url} did not answer {method} {path} for "
+                                          f"{settings.retry_for_ms} ms (schema_registry.retry_for): {problem}")
+            time.sleep(wait)
+            wait = min(wait * BACKOFF_FACTOR, BACKOFF_MAX_S)
+
+    def schema(self, schema_id: int) -> Schema:
+        """The writer schema of `schema_id`; Rejected `unknown_schema` when the registry does not know
+        it (404), `undecodable` when it is no Avro schema."""
+        if schema_id in self._schemas:
+            return self._schemas[schema_id]
+        if schema_id in self._unknown:
+            raise Rejected(Reason.UNKNOWN_SCHEMA, f"the schema registry has no schema {schema_id}")
+        status, body = self._request("GET", f"/schemas/ids/{schema_id}")
+        if status != 200 or not isinstance(body, dict) or not isinstance(body.get("schema"), str):
+            if status == 404:
+                self._unknown[schema_id] = None
+                if len(self._unknown) > UNKNOWN_IDS_KEPT:
+                    self._unknown.popitem(last=False)
+                raise Rejected(Reason.UNKNOWN_SCHEMA, f"the schema registry has no schema {schema_id}")
+            raise RegistryUnavailable(f"the schema registry {self.settings.url} answered HTTP {status} for schema "
+                                      f"{schema_id}: {str(body)[:200]}")
+        if body.get("schemaType", "AVRO") != "AVRO":
+            raise Rejected(Reason.UNDECODABLE, f"schema {schema_id} is {body['schemaType']}, not AVRO")
+        try:
+            parsed = parse_schema_text(body["schema"], f"schema {schema_id} of the registry")
+        except ValueError as err:
+            raise Rejected(Reason.UNDECODABLE, str(err)[:400]) from None
+        self._schemas[schema_id] = parsed
+        return parsed
+
+    def register(self, subject: str, schema: dict[str, Any]) -> int:
+        """Register `schema` under `subject` (`POST /subjects/{subject}/versions`) -> its id (tools,
+        tests: `pwevent produce --register`)."""
+        status, body = self._request("POST", f"/subjects/{subject}/versions", {"schema": json.dumps(schema)})
+        if status != 200 or not isinstance(body, dict) or not isinstance(body.get("id"), int):
+            raise RegistryUnavailable(f"the schema registry {self.settings.url} refused subject {subject}: HTTP "
+                                      f"{status} {str(body)[:200]}")
+        return int(body["id"])
+
+
+@dataclass(frozen=True)
+class AvroDecoder:
+    """Bytes -> object for one input's `format` (not `json`, which jobs/common/records.py parses)."""
+
+    fields: InputFormat
+    registry: SchemaRegistry | None
+    schema: Schema | None
+
+    def decode(self, raw: bytes) -> dict[str, Any]:
+        """Rejected (`undecodable`, `unknown_schema`) or RegistryUnavailable, else the record's object."""
+        if self.schema is not None:
+            return decode_datum(raw, self.schema, f"schema_file {self.fields.schema_file}")
+        assert self.registry is not None
+        if len(raw) < CONFLUENT_FRAME_BYTES or raw[:1] != CONFLUENT_MAGIC:
+            what = "shorter than the frame" if len(raw) < CONFLUENT_FRAME_BYTES else f"first byte {raw[0]}, not 0"
+            raise Rejected(Reason.UNDECODABLE, f"not the Confluent wire format ({what}: magic byte 0, a 4-byte "
+                                               "schema id, the Avro datum)")
+        (schema_id,) = struct.unpack(">I", raw[1:CONFLUENT_FRAME_BYTES])
+        return decode_datum(raw[CONFLUENT_FRAME_BYTES:], self.registry.schema(schema_id), f"schema {schema_id}")
+
+
+@lru_cache(maxsize=16)
+def decoder(fields: InputFormat) -> AvroDecoder:
+    """The decoder of an input's format settings, one per settings for the process (its registry
+    cache with it)."""
+    if fields.format == "avro":
+        assert fields.schema_file is not None
+        return AvroDecoder(fields, None, load_schema_file(fields.schema_file))
+    assert fields.format == "avro-confluent" and fields.schema_registry is not None
+    return AvroDecoder(fields, SchemaRegistry(fields.schema_registry), None)
+
+
+def frame(schema_id: int, datum: bytes) -> bytes:
+    """A Kafka value in the Confluent wire format."""
+    return CONFLUENT_MAGIC + struct.pack(">I", schema_id) + datum
+
+
+def encode_datum(record: dict[str, Any], schema: Schema) -> bytes:
+    """The Avro binary encoding of `record` under `schema` (tools and tests)."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, schema, record)
+    return out.getvalue()
+
+
+def framed_line(value: bytes) -> bytes:
+    """One line of a framed-records file (docs/formats.md): the Kafka value in base64."""
+    return base64.b64encode(value)
+
+
+def unframed_line(line: bytes) -> bytes:
+    """The Kafka value of a framed-records line; Rejected `undecodable` when it is not base64."""
+    try:
+        return base64.b64decode(line.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise Rejected(Reason.UNDECODABLE, "a line of a framed-records file is not base64") from None
+
+
+def container_values(path: str, expected: Schema | None = None) -> Iterator[bytes]:
+    """The records of an Avro object container file, each as the Avro binary datum a Kafka value of
+    format `avro` holds (the file's writer schema; Avro's binary encoding of a datum is unique).
+    ValueError when the file's schema is not `expected` (in Parsing Canonical Form)."""
+    with open(path, "rb") as handle:
+        reader = fastavro.reader(handle)
+        schema = fastavro.parse_schema(reader.writer_schema)
+        if expected is not None and to_parsing_canonical_form(schema) != to_parsing_canonical_form(expected):
+            raise ValueError(f"{path}: its writer schema is not the configured schema_file's")
+        for record in reader:
+            yield encode_datum(record, schema)  # type: ignore[arg-type]
+
+
+def input_values(path: str, fields: InputFormat) -> Iterator[bytes]:
+    """The Kafka values an input file holds (`pwevent produce`, the auditor's requirements): its
+    non-blank lines (JSON lines); for the Avro formats the values of a framed-records file (a line
+    that is not base64 as it is, like any bad line) or, for `avro`, the records of an Avro object
+    container file (docs/formats.md, "Input formats")."""
+    if fields.format == "avro":
+        with open(path, "rb") as handle:
+            container = handle.read(len(CONTAINER_MAGIC)) == CONTAINER_MAGIC
+        if container:
+            yield from container_values(path, decoder(fields).schema)
+            return
+    with open(path, "rb") as handle:
+        for raw in handle:
+            line = raw.rstrip(b"\n")
+            if not line.strip():
+                continue
+            if fields.format == "json":
+                yield line
+                continue
+            try:
+                yield unframed_line(line)
+            except Rejected:
+                yield line
