@@ -323,11 +323,14 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
     # Requirements -> Membership (keyed by user). Also fed the events' (user, slot) after the slot's
     # window: its watermark always, its rows only with a default requirement (the same graph either
-    # way, so a restore may switch the default on or off; docs/streaming.md).
-    present = "TRUE" if config.default_requirement is not None else "`offset` < 0"  # never, yet not pruned
-    carrier = internals.set_output_type(t_env.to_data_stream(t_env.sql_query(
+    # way, so a restore may switch the default on or off; docs/streaming.md), and of those only the
+    # ones Membership can still need (FirstPresence, in Java: about one per user, not per slot).
+    default_on = config.default_requirement is not None
+    present = "TRUE" if default_on else "`offset` < 0"  # never, yet not pruned
+    carrier = internals.first_presence(internals.set_output_type(t_env.to_data_stream(t_env.sql_query(
         f"SELECT `user` AS k, slot AS v FROM latest WHERE {present}")),
-        Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()]))
+        Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()])), default_on) \
+        .uid("first-presence").name("presences Membership can still need")
     membership = internals.keyed_by_first_field(requirements, Types.STRING(), Types.PICKLED_BYTE_ARRAY()) \
         .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
         .process(fn.MembershipHost(config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
