@@ -543,17 +543,21 @@ BACKLOG_LOOK_BACK = 100
 def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
     """Per requirements partition, one past its last committed record when the job is built
     (docs/streaming.md, "Time": a partition then stops holding event time back once it has read that
-    record, instead of after `source_idleness`); None, with a note, when the broker does not tell
+    record, instead of after `source_idleness`; 0 for a partition that holds no offset at all: when
+    every one is so, as for an events-only job, the partitions stop holding it back at once, instead
+    of after `source_start_grace`); None, with a note, when the broker does not tell
     (the job then waits for `source_idleness` as before), and None in `execution_mode: process`,
     where the idle status would overtake the records still in the requirements parser's bundle."""
     from kafka.errors import KafkaError
 
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, record_ends
+    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, empty_partitions, record_ends
 
     if settings.flink.execution_mode == "process":
         return None
+    topic = settings.kafka.topics["requirements"]
     try:
-        return record_ends(settings.kafka, settings.kafka.topics["requirements"], BACKLOG_LOOK_BACK)
+        ends = record_ends(settings.kafka, topic, BACKLOG_LOOK_BACK)
+        return {**ends, **dict.fromkeys(empty_partitions(settings.kafka, topic), 0)}
     except (BrokerUnavailableError, KafkaError) as err:
         print(f"pwevent run: requirements backlog unknown ({err}); its partitions idle after "
               "flink.source_idleness", file=sys.stderr)
