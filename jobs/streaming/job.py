@@ -204,15 +204,17 @@ def _tumble(table: str, column: str, clock: SlotClock) -> str:
             f"{_interval(offset)}))")
 
 
-def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore[no-untyped-def]
-    """View `name` of `query` made once, through a DataStream, with the rowtime `rt` of the records.
+def _materialize(t_env, name: str, rowtime, query: str):  # type: ignore[no-untyped-def]
+    """View `name` of `query` made once, through a DataStream (returned), with the rowtime `rt` of the records.
 
     A SQL view is inlined into every query that reads it, and each conversion to a DataStream is
     planned on its own; a part with a non-deterministic call (CURRENT_WATERMARK) is not shared even
     inside one query. Without this the parser's table function, the window and the class lookup
     ran two or three times per event (seen in the job graph). The query keeps its rowtime as a plain
     column `rt_in` (a DataStream record's timestamp is the table's rowtime)."""
-    t_env.create_temporary_view(name, t_env.from_data_stream(t_env.to_data_stream(t_env.sql_query(query)), rowtime))
+    stream = t_env.to_data_stream(t_env.sql_query(query))
+    t_env.create_temporary_view(name, t_env.from_data_stream(stream, rowtime))
+    return stream
 
 
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
@@ -313,8 +315,9 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                  f" COALESCE(TO_TIMESTAMP_LTZ(time_ms - MOD(time_ms - {clock.origin_ms}, {clock.length_ms})"
                  f" + {clock.length_ms - 1}, 3) <= CURRENT_WATERMARK(rt), FALSE)"
                  f" OR {_slot_sql('time_ms', clock)} <= {int(late_through)} AS late FROM events")
-    # Read twice (the class join, the Membership carrier): made once; `rt` is the slot's window_time.
-    _materialize(t_env, "latest", rowtime,
+    # Read twice (the class join, and as a DataStream the Membership carrier): made once; `rt` is the
+    # slot's window_time.
+    latest = _materialize(t_env, "latest", rowtime,
                  "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
                  " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
                  "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
@@ -325,11 +328,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     # window: its watermark always, its rows only with a default requirement (the same graph either
     # way, so a restore may switch the default on or off; docs/streaming.md), and of those only the
     # ones Membership can still need (FirstPresence, in Java: about one per user, not per slot).
-    default_on = config.default_requirement is not None
-    present = "TRUE" if default_on else "`offset` < 0"  # never, yet not pruned
-    carrier = internals.first_presence(internals.set_output_type(t_env.to_data_stream(t_env.sql_query(
-        f"SELECT `user` AS k, slot AS v FROM latest WHERE {present}")),
-        Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()])), default_on) \
+    carrier = internals.first_presence(latest, config.default_requirement is not None) \
         .uid("first-presence").name("presences Membership can still need")
     membership = internals.keyed_by_first_field(requirements, Types.STRING(), Types.PICKLED_BYTE_ARRAY()) \
         .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \

@@ -95,12 +95,13 @@ def user_class_join(versions: Any, rows: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
-def first_presence(presences: Any, default_on: bool) -> Any:
-    """Java `FirstPresence`: of `presences` (user, slot), keyed by user, only those Membership can
-    still need (`default_on`: whether this run has a default requirement)."""
+def first_presence(latest: Any, default_on: bool) -> Any:
+    """Java `FirstPresence`: of the rows of `latest` (user, slot, ...), as Row(k = user, v = slot) keyed
+    by user, only the presences Membership can still need (none when `default_on`, whether this run
+    has a default requirement, is false)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.FirstPresence.apply(presences._j_data_stream, default_on))
+    return DataStream(_jvm().pwevent.flink.FirstPresence.apply(latest._j_data_stream, default_on))
 
 
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,

@@ -1,14 +1,18 @@
 package pwevent.flink;
 
+import java.util.HashMap;
 import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.functions.RichFlatMapFunction;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
@@ -37,7 +41,14 @@ import org.apache.flink.util.Collector;
  * counts only in the epoch it was passed on in (tests/streaming/data/first-presence.tsv, read by
  * FirstPresenceTest and by tests/jobs/test_first_presence.py against `UserMembership`).
  *
- * <p>Input and output: Row(user, slot), unchanged (timestamps and watermarks pass as they are).
+ * <p>In front of the exchange by user, chained to the rows of `latest`, {@link Unheard} drops the
+ * presences this subtask has already sent on at a slot at most theirs since it started: the keyed
+ * operator would drop them too (it received the earlier one first, on the same channel, in the
+ * current epoch), so most rows never cross the network. It keeps nothing in state (a restart starts
+ * it empty) and forgets everything when it holds {@link #UNHEARD_LIMIT} users.
+ *
+ * <p>Input: the rows of `latest`, Row(user, slot, ...). Output: Row(k = user, v = slot), with the
+ * input's timestamps; watermarks pass as they are. With the default off nothing is passed on.
  */
 public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> implements CheckpointedFunction {
     private static final long serialVersionUID = 1L;
@@ -52,9 +63,58 @@ public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> 
         this.defaultOn = defaultOn;
     }
 
-    /** `presences` (Row(user, slot)) keyed by user, with only those Membership can still need. */
-    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> presences, boolean defaultOn) {
-        return presences.keyBy(new ByUser()).process(new FirstPresence(defaultOn), presences.getType());
+    /** The output: Row(k = user, v = slot), what Membership's second input takes. */
+    public static final RowTypeInfo PRESENCE = new RowTypeInfo(
+            new TypeInformation<?>[] {Types.STRING, Types.LONG}, new String[] {"k", "v"});
+    /** How many users {@link Unheard} remembers before it forgets them all. */
+    static final int UNHEARD_LIMIT = 1 << 18;
+
+    /** Of the rows of `latest` (Row(user, slot, ...)), the presences Membership can still need, keyed by user. */
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> latest, boolean defaultOn) {
+        return latest.flatMap(new Unheard(defaultOn), PRESENCE).uid("presences-unheard")
+                .name("presences not sent on yet")
+                .keyBy(new ByUser()).process(new FirstPresence(defaultOn), PRESENCE);
+    }
+
+    /** The per-subtask filter in front of the exchange (see the class comment); the same rule in one epoch. */
+    static final class Unheard extends RichFlatMapFunction<Row, Row> {
+        private static final long serialVersionUID = 1L;
+        private final boolean defaultOn;
+        private transient HashMap<String, long[]> sent;
+
+        Unheard(boolean defaultOn) {
+            this.defaultOn = defaultOn;
+        }
+
+        @Override
+        public void open(OpenContext context) {
+            sent = new HashMap<>();
+        }
+
+        @Override
+        public void flatMap(Row row, Collector<Row> out) {
+            if (!defaultOn) {
+                return;
+            }
+            String user = (String) row.getField(0);
+            long slot = (Long) row.getField(1);
+            if (pass(sent, user, slot)) {
+                out.collect(Row.of(user, slot));
+            }
+        }
+
+        /** Whether a presence of `user` at `slot` goes on, remembering it in `sent` if so. */
+        static boolean pass(HashMap<String, long[]> sent, String user, long slot) {
+            long[] next = forward(sent.get(user), slot, 0);
+            if (next == null) {
+                return false;
+            }
+            if (sent.size() >= UNHEARD_LIMIT) {
+                sent.clear();
+            }
+            sent.put(user, next);
+            return true;
+        }
     }
 
     private static final class ByUser implements KeySelector<Row, String> {
