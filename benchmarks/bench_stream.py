@@ -14,7 +14,8 @@ carry 2024 timestamps). Then:
    and one-minute slots) of `--users` x `--slots` events in the events topic, one requirement record
    per registered user in the requirements topic (`--registered`, default `--users`: users
    u0..u{N-1} register at slot 1, the first `--users` of them send the events; the others never
-   send anything, and `--register-slots K` spreads their registrations evenly over slots 1..K), and
+   send anything, and `--register-slots K` spreads their registrations evenly over slots 1..K;
+   `--registered 0` with `--default-requirement`: none, an events-only topic), and
    one closing event (first instant of slot `--slots`+1)
    in each events partition, so the last backlog slot's window can close. `--producer java` (the
    default) sends with benchmarks/BacklogProducer.java on the broker's kafka-clients jar;
@@ -117,7 +118,8 @@ def main() -> int:
     parser.add_argument("--job", action="store_true", help="run the real job (see above); neither flag: both")
     parser.add_argument("--users", type=int, default=10_000, help="present users, one event each per slot")
     parser.add_argument("--registered", type=int, help="registered users in all (default --users); the first "
-                        "--users of them send the events")
+                        "--users of them send the events; 0 with --default-requirement: no requirement records "
+                        "at all (an events-only topic), the default registers every user")
     parser.add_argument("--mechanism", default="PBD", help="the job's mechanism, or several comma-separated "
                         "(one job run each, same backlog; needs --live-slots 0)")
     parser.add_argument("--default-requirement", metavar="W,EPSILON", help="fixed mechanisms: the job's "
@@ -169,8 +171,8 @@ def main() -> int:
         args.ceiling = args.job = True
     args.registered = args.users if args.registered is None else args.registered
     args.mechanisms = [m.strip() for m in args.mechanism.split(",") if m.strip()]
-    if args.registered < args.users:
-        parser.error("--registered must be at least --users")
+    if args.registered < args.users and not (args.registered == 0 and args.default_requirement):
+        parser.error("--registered must be at least --users (or 0 with --default-requirement)")
     if not 1 <= args.register_slots <= args.slots:
         parser.error("--register-slots must be between 1 and --slots")
     if len(args.mechanisms) > 1 and args.job and args.live_slots:

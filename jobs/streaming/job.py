@@ -189,15 +189,17 @@ def _source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...
     return field_path(fields.time) if fields.format == "json" else None
 
 
-def _materialize(t_env, name: str, rowtime, query: str) -> None:  # type: ignore[no-untyped-def]
-    """View `name` of `query` made once, through a DataStream, with the rowtime `rt` of the records.
+def _materialize(t_env, name: str, rowtime, query: str):  # type: ignore[no-untyped-def]
+    """View `name` of `query` made once, through a DataStream (returned), with the rowtime `rt` of the records.
 
     A SQL view is inlined into every query that reads it, and each conversion to a DataStream is
     planned on its own; a part with a non-deterministic call (CURRENT_WATERMARK) is not shared even
     inside one query. Without this the parser's table function, the window and the class lookup
     ran two or three times per event (seen in the job graph). The query keeps its rowtime as a plain
     column `rt_in` (a DataStream record's timestamp is the table's rowtime)."""
-    t_env.create_temporary_view(name, t_env.from_data_stream(t_env.to_data_stream(t_env.sql_query(query)), rowtime))
+    stream = t_env.to_data_stream(t_env.sql_query(query))
+    t_env.create_temporary_view(name, t_env.from_data_stream(stream, rowtime))
+    return stream
 
 
 def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
@@ -299,8 +301,9 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                  f" {slot_sql.slot_of('time_ms', clock)} AS slot,"
                  f" COALESCE(TO_TIMESTAMP_LTZ({slot_sql.slot_last_ms('time_ms', clock)}, 3) <= CURRENT_WATERMARK(rt),"
                  f" FALSE) OR {slot_sql.slot_of('time_ms', clock)} <= {int(late_through)} AS late FROM events")
-    # Read twice (the class join, the Membership carrier): made once; `rt` is the slot's window_time.
-    _materialize(t_env, "latest", rowtime,
+    # Read twice (the class join, and as a DataStream the Membership carrier): made once; `rt` is the
+    # slot's window_time.
+    latest = _materialize(t_env, "latest", rowtime,
                  "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
                  " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
                  "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
@@ -309,11 +312,10 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
     # Requirements -> Membership (keyed by user). Also fed the events' (user, slot) after the slot's
     # window: its watermark always, its rows only with a default requirement (the same graph either
-    # way, so a restore may switch the default on or off; docs/streaming.md).
-    present = "TRUE" if config.default_requirement is not None else "`offset` < 0"  # never, yet not pruned
-    carrier = internals.set_output_type(t_env.to_data_stream(t_env.sql_query(
-        f"SELECT `user` AS k, slot AS v FROM latest WHERE {present}")),
-        Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()]))
+    # way, so a restore may switch the default on or off; docs/streaming.md), and of those only the
+    # ones Membership can still need (FirstPresence, in Java: about one per user, not per slot).
+    carrier = internals.first_presence(latest, config.default_requirement is not None) \
+        .uid("first-presence").name("presences Membership can still need")
     membership = internals.keyed_by_first_field(requirements, Types.STRING(), Types.PICKLED_BYTE_ARRAY()) \
         .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
         .process(fn.MembershipHost(config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
@@ -526,17 +528,21 @@ BACKLOG_LOOK_BACK = 100
 def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
     """Per requirements partition, one past its last committed record when the job is built
     (docs/streaming.md, "Time": a partition then stops holding event time back once it has read that
-    record, instead of after `source_idleness`); None, with a note, when the broker does not tell
+    record, instead of after `source_idleness`; 0 for a partition that holds no offset at all: when
+    every one is so, as for an events-only job, the partitions stop holding it back at once, instead
+    of after `source_start_grace`); None, with a note, when the broker does not tell
     (the job then waits for `source_idleness` as before), and None in `execution_mode: process`,
     where the idle status would overtake the records still in the requirements parser's bundle."""
     from kafka.errors import KafkaError
 
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, record_ends
+    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, empty_partitions, record_ends
 
     if settings.flink.execution_mode == "process":
         return None
+    topic = settings.kafka.topics["requirements"]
     try:
-        return record_ends(settings.kafka, settings.kafka.topics["requirements"], BACKLOG_LOOK_BACK)
+        ends = record_ends(settings.kafka, topic, BACKLOG_LOOK_BACK)
+        return {**ends, **dict.fromkeys(empty_partitions(settings.kafka, topic), 0)}
     except (BrokerUnavailableError, KafkaError) as err:
         print(f"pwevent run: requirements backlog unknown ({err}); its partitions idle after "
               "flink.source_idleness", file=sys.stderr)

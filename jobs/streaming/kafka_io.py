@@ -139,6 +139,17 @@ def record_ends(kafka: KafkaSettings, topic: str, look_back: int) -> dict[int, i
     return {p: messages[-1].offset + 1 for p, messages in by_partition.items() if messages}
 
 
+def empty_partitions(kafka: KafkaSettings, topic: str) -> set[int]:
+    """The partitions of `topic` that hold no offset at all now (their first offset is their end)."""
+    client = consumer(kafka)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
+        starts, ends = client.beginning_offsets(partitions), client.end_offsets(partitions)
+        return {tp.partition for tp in partitions if starts[tp] == ends[tp]}
+    finally:
+        client.close()
+
+
 def read_to_end(kafka: KafkaSettings, topic: str, group_id: str, look_back: int) -> bool:
     """Whether consumer group `group_id` has committed, for every partition of `topic`, an offset at or
     past one past its last committed record now (`record_ends`): a reader restored at those offsets

@@ -96,6 +96,15 @@ def user_class_join(versions: Any, rows: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
+def first_presence(latest: Any, default_on: bool) -> Any:
+    """Java `FirstPresence`: of the rows of `latest` (user, slot, ...), as Row(k = user, v = slot) keyed
+    by user, only the presences Membership can still need (none when `default_on`, whether this run
+    has a default requirement, is false)."""
+    from pyflink.datastream import DataStream
+
+    return DataStream(_jvm().pwevent.flink.FirstPresence.apply(latest._j_data_stream, default_on))
+
+
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
                restore_seed_ms: int | None) -> Any:
     """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original), accepted by a

@@ -7,6 +7,7 @@ cluster the job is restored at parallelism 2 after running at 1."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pwevent.jobs.common.slots import iso, parse_time_ms
+from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import PWEVENT, SEED, check_equals_replay, generate
 from tests.integration.test_cluster_submit import ClusterJob, _rest, session_cluster
@@ -96,6 +99,81 @@ def test_local_run_stop_with_savepoint_and_restore(streaming_job: Any) -> None:
     check_equals_replay(job, events, requirements, SLOTS)
     second = [log.read_text(errors="replace") for log in Path(second_log.group(1)).glob("flink-*.log")]
     assert second and not any(job_id in text for text in second)
+
+
+def rest_address(job: Any) -> str:
+    said = re.search(r"web UI and REST API at http://(127\.0\.0\.1:\d+)", job.log_tail())
+    assert said, job.log_tail()
+    return said.group(1)
+
+
+def test_a_restore_switches_the_default_requirement_off_and_on(streaming_job: Any) -> None:
+    """docs/streaming.md, "Users without a requirement record": three runs over one input, each
+    restored from the savepoint of the one before, with `default_requirement` on (slots 1-4), off
+    (5-8), on again (9-12). A user first seen while it is on is registered at that slot; while it is
+    off the user's events are `unknown_user`; once it is on again, the user is registered at its first
+    slot after the restore. The job equals the replay of the same events with those registrations as
+    requirement records, and passes the full audit. Users u0-u9 declare records at slot 1, so that
+    event time moves in every run (ValidTime knows the users registered by records, and with the
+    default on every user). A presence still pending at a savepoint (FirstPresence's epoch) needs
+    parallelism above 1 to happen; tests/jobs/test_first_presence.py covers it."""
+    default = {"w": 5, "epsilon": 1.0}
+    job = streaming_job("PBD", {"flink": FAST_CLOSE, "default_requirement": default})
+    events, generated = generate(job.folder, users=30, slots=SLOTS, w=5)
+    clock, fields = job.config.clock, job.config.events
+    # u0-u9 from slot 1 with their records; u10-u29 first seen at slot 1 + (n - 10) % 12, every slot from then
+    kept, seen = [], {}
+    for line in Path(events).read_text().splitlines():
+        record = json.loads(line)
+        n, slot = int(record[fields.user].removeprefix("u")), clock.slot_of(parse_time_ms(record[fields.time]))
+        if n < 10 or slot >= 1 + (n - 10) % SLOTS:
+            kept.append(line)
+            seen.setdefault(record[fields.user], set()).add(slot)
+    Path(events).write_text("".join(f"{line}\n" for line in kept))
+    declared = [line for line in Path(generated).read_text().splitlines()
+                if int(json.loads(line)["user"].removeprefix("u")) < 10]
+    requirements = job.folder / "declared.jsonl"
+    requirements.write_text("".join(f"{line}\n" for line in declared))
+    # what the three runs register by the default, as requirement records for the replay
+    registered: dict[str, int] = {}
+    for user, slots in seen.items():
+        on = sorted(s for s in slots if s <= 4 or s > 8)
+        if int(user.removeprefix("u")) >= 10 and on:
+            registered[user] = on[0]
+    assert {1, 9} <= set(registered.values()) and not set(registered.values()) & {5, 6, 7, 8}, registered
+    expected_requirements = job.folder / "expected-requirements.jsonl"
+    expected_requirements.write_text("".join(
+        [f"{line}\n" for line in declared]
+        + [json.dumps({"user": u, "time": iso(clock.start_ms(s)), **default}) + "\n"
+           for u, s in sorted(registered.items(), key=lambda item: item[1])]))
+
+    def run(first: int, last: int, with_default: bool, restore: str | None) -> str | None:
+        raw = yaml.safe_load(job.config_path.read_text())
+        raw.pop("default_requirement", None)
+        if with_default:
+            raw["default_requirement"] = default
+        job.config_path.write_text(yaml.safe_dump(raw))
+        produce_files(job.kafka, job.config, events, str(requirements), 0.0, first_slot=first, last_slot=last)
+        job.start(seed=SEED, restore=restore)
+        if last == SLOTS:
+            return None
+        job.wait_releases(last, timeout=240)
+        savepoint = stop_with_savepoint(rest_address(job), job.folder / f"savepoints-{first}")
+        assert job.process is not None and job.process.wait(timeout=120) == 0, job.log_tail()
+        return savepoint
+
+    after_on = run(1, 4, True, None)
+    after_off = run(5, 8, False, after_on)
+    run(9, SLOTS, True, after_off)
+    out = job.folder / "replay"
+    out.mkdir()
+    run_replay(job.config.model_copy(update={"default_requirement": None}), events, str(expected_requirements),
+               str(out / "releases.jsonl"), str(out / "spend.jsonl"), rejects_out=str(out / "rejects.jsonl"),
+               seed=SEED)
+    expected = {name: [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
+                for name in ("releases", "spend", "rejects")}
+    assert any(r["reason"] == "unknown_user" for r in expected["rejects"])
+    check_equals_replay(job, events, str(expected_requirements), SLOTS, expected)
 
 
 def wait_state(job: ClusterJob, want: str, passing: tuple[str, ...]) -> None:

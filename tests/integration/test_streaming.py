@@ -135,6 +135,23 @@ def test_an_events_topic_alone_with_a_default_requirement(streaming_job: Any) ->
     assert forks, "the users declaring from slot 5 fork the default's class"
 
 
+def test_an_events_topic_without_any_requirement_record_starts_at_once(streaming_job: Any) -> None:
+    """`default_requirement` and an empty requirements topic (an events-only job): every user is
+    registered by the default, equal to the replay, and the empty topic holds no slot back (its
+    partitions held nothing when the job was built, so they are read at once: with a start grace and
+    an idleness of an hour every slot is still released)."""
+    slots = 6
+    job = make_job(streaming_job, "PBD", {"default_requirement": {"w": 8, "epsilon": 1.0},
+                                          "flink": {"source_idleness": "1h", "source_start_grace": "1h"}})
+    events, requirements = generate(job.folder, users=20, slots=slots)
+    Path(requirements).write_text("")
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    job.start(seed=SEED)
+    expected = replay(job, events, requirements)
+    check_equals_replay(job, events, requirements, slots, expected)
+    assert len({r["user"] for r in expected["spend"] if r.get("record") == "member"}) == 20
+
+
 def end_in_an_aborted_transaction(job: StreamingJob) -> None:
     """The requirements topic's last offsets: a registration of a user nobody else knows, in a
     transaction that is aborted, then the abort marker (what an exactly-once writer leaves behind)."""

@@ -34,7 +34,10 @@ import org.apache.flink.util.clock.RelativeClock;
  *       requirements source only): a partition whose latest record is the last one it held then
  *       has read its whole backlog and stops holding the watermark back at once, instead of after
  *       idleAfter. Its records are all ahead of the idle status in the stream, so none can be
- *       overtaken by it; a later record makes the partition active again under the rules above;
+ *       overtaken by it; a later record makes the partition active again under the rules above.
+ *       An end of 0 says the partition held no record at all; when every partition of the topic
+ *       held none (an events-only job's empty requirements topic), each partition has read its
+ *       backlog from the start and goes idle at once, instead of after startGrace;
  *   <li>with {@code restoreSeedMs} (a restored job: the latest event time of the topic's partitions
  *       when the job was built, the smallest over them): a partition that gives no record within
  *       closeAfter and startGrace (a restored reader already at its end; its own latest time was
@@ -171,6 +174,11 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
         }
     }
 
+    /** Every partition of `ends` (partition -> one past its last record; 0: none) held no record. */
+    static boolean heldNothing(Map<Integer, Long> ends) {
+        return !ends.isEmpty() && ends.values().stream().allMatch(end -> end == 0L);
+    }
+
     final class Generator implements WatermarkGenerator<Row> {
         private final RelativeClock clock;
         private final long start;
@@ -185,7 +193,7 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
             this.clock = clock;
             this.start = clock.relativeTimeMillis();
             this.lastActivity = start;
-            this.backlogRead = readToEnd && backlogEnd != null;
+            this.backlogRead = backlogEnd != null && (readToEnd || heldNothing(backlogEnd));
             this.graceMs = readToEnd ? 0 : startGraceMs;
         }
 
