@@ -121,7 +121,9 @@ class UserMembership:
     def seen(self, slot: int) -> bool:
         """The user is present in the events of `slot` (fed only when a default requirement is
         configured); True when the default may register the user as `slot` closes (the caller sets
-        a timer for it), False when the user has a class or an earlier presence is pending."""
+        a timer for it), False when the user has a class or an earlier presence is pending. The
+        job's JVM filter `FirstPresence` passes on only presences this may answer True to
+        (tests/jobs/test_first_presence.py)."""
         if self.state.class_id is not None or (self.seen_at is not None and self.seen_at <= slot):
             return False
         self.seen_at = slot
