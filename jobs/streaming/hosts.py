@@ -87,6 +87,13 @@ def event_fields(config: Config, kafka_time: bool) -> Any:
     return config.events.model_copy(update={"time": _KAFKA_TIME_FIELD}) if kafka_time else config.events
 
 
+def fallback_time(kafka_time: bool, kafka_ts_ms: int | None) -> int | None:
+    """The time `parse_event` may take when the record lacks its time field: the Kafka timestamp with
+    `kafka.event_time: kafka` only. With field event time such an event is `missing_field`, as the
+    replay has it (docs/formats.md)."""
+    return kafka_ts_ms if kafka_time else None
+
+
 def _json(record: dict[str, Any] | list[Any]) -> str:
     return dumps(record)
 
@@ -187,8 +194,9 @@ class ParseEvents(_ParseRecords):
         self.fields = event_fields(config, kafka_time)
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
-        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain, ts,
-                                                                            self.config.max_record_bytes))
+        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain,
+                                                                  fallback_time(self.kafka_time, ts),
+                                                                  self.config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
             return

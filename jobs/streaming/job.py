@@ -585,10 +585,11 @@ def restore_seed(config: Config, settings: StreamSettings) -> int | None:
 
     from pwevent.jobs.common.reasons import Rejected
     from pwevent.jobs.common.records import parse_event
-    from pwevent.jobs.streaming.hosts import event_fields
+    from pwevent.jobs.streaming.hosts import event_fields, fallback_time
     from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, last_messages
 
-    fields = event_fields(config, settings.kafka.event_time == "kafka")
+    kafka_time = settings.kafka.event_time == "kafka"
+    fields = event_fields(config, kafka_time)
     try:
         by_partition = last_messages(settings.kafka, settings.kafka.topics["events"], SEED_LOOK_BACK)
     except (BrokerUnavailableError, KafkaError) as err:
@@ -600,7 +601,8 @@ def restore_seed(config: Config, settings: StreamSettings) -> int | None:
         for message in messages:
             try:
                 times[partition].append(parse_event(message.value or b"", fields, config.domain,
-                                                    message.timestamp_ms, config.max_record_bytes).time_ms)
+                                                    fallback_time(kafka_time, message.timestamp_ms),
+                                                    config.max_record_bytes).time_ms)
             except Rejected:
                 continue
         if messages and not times[partition]:
