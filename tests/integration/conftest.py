@@ -255,6 +255,19 @@ def full_audit(job: StreamingJob, requirements: str, releases: list[dict[str, An
     assert report.ok and report.skipped is None, report.render()
 
 
+def check_dead_letters(job: StreamingJob, rejects: list[dict[str, Any]],
+                       leave_out: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The dead letters, each valid under its schema, have the reasons of the replay's `rejects`
+    (those in `leave_out` left out), waited for as `wait_records` does. Returns the dead letters."""
+    want = Counter(r["reason"] for r in rejects if r["reason"] not in leave_out)
+    dead = job.wait_records("dead_letters", sum(want.values()))
+    for record in dead:
+        schema("dead-letter").validate(record)
+    reasons = Counter(d["reason"] for d in dead)
+    assert reasons == want, (reasons, want)
+    return dead
+
+
 def spend_lines(log: list[dict[str, Any]]) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True) for r in log)
 
