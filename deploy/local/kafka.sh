@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Single-node KRaft Kafka broker (combined broker+controller) on 127.0.0.1 for local runs/tests.
-#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]]
+#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]] [--owner PID]
 # The bootstrap address is written to <run-dir>/bootstrap (default run dir <repo>/.run/kafka). The
 # port a run dir got at its first start is kept in <run-dir>/port and reused by every later start.
 #
@@ -21,6 +21,9 @@
 #     for its subject), which is Kafka's default server callback handler of OAUTHBEARER.
 #   mtls and oauth authenticate only (no authorizer).
 # <run-dir>/admin.properties is a Java client configuration of the admin user.
+# --owner PID (start): a watcher (its own session, output in <run-dir>/owner.out) stops the broker,
+# by its pid, once process PID has exited, so that a test runner killed without its clean-up leaves
+# no broker behind.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +34,10 @@ KAFKA_JARS="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}/kafka"
 READY_TIMEOUT=60
 STOP_TIMEOUT=30
 
-usage() { echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]]" >&2; exit 2; }
+usage() {
+  echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]] [--owner PID]" >&2
+  exit 2
+}
 die() { echo "kafka.sh: $*" >&2; exit 1; }
 
 [[ $# -ge 1 ]] || usage
@@ -40,9 +46,11 @@ RUN_DIR="$REPO_ROOT/.run/kafka"
 PORT=9092
 PORT_GIVEN=""
 SECURE=""
+OWNER=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --run-dir) RUN_DIR="$2"; shift 2 ;;
+    --owner) [[ "${2:-}" =~ ^[0-9]+$ ]] || usage; OWNER="$2"; shift 2 ;;
     --port) PORT="$2"; PORT_GIVEN=1; shift 2 ;;
     --secure)
       SECURE=scram; shift
@@ -327,6 +335,7 @@ start_broker() {
     -cp "$cp" kafka.Kafka "$RUN_DIR/server.properties" >"$RUN_DIR/kafka.out" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$PID_FILE"
+  [[ -z "$OWNER" ]] || watch_owner "$pid"  # at once: an owner may die while this script waits below
 
   local deadline=$((SECONDS + READY_TIMEOUT))
   until port_open "$PORT"; do
@@ -351,6 +360,14 @@ start_broker() {
   fi
   echo "127.0.0.1:$PORT" >"$BOOTSTRAP_FILE"
   cat "$BOOTSTRAP_FILE"
+}
+
+# watch_owner BROKER_PID: in a session of its own, waits until $OWNER or the broker has exited, and
+# then stops the broker if it is still there (kafka.sh stop: by the pid file, never by name).
+watch_owner() {
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 2; done
+    if kill -0 "$2" 2>/dev/null; then echo "owner $1 gone: stopping the broker"; "$3" stop --run-dir "$4"; fi' \
+    watch-owner "$OWNER" "$1" "$SCRIPT_DIR/kafka.sh" "$RUN_DIR" </dev/null >>"$RUN_DIR/owner.out" 2>&1 &
 }
 
 stop_broker() {

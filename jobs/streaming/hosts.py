@@ -10,8 +10,10 @@ only: records the SQL fast path does not take (`ParseEvents`), requirement recor
 cell) (`PopulationHost`, which also writes the dead letters SQL found).
 
 Records between the operators:
-- `PARSED_EVENT`: an event the reference parser accepted, Row(user, time_ms, cell, partition, offset,
-  original); it rejoins the SQL pipeline.
+- `PARSED_EVENT`: the reference parser's result for a record, Row(user, time_ms, cell, partition,
+  offset, original, path): an event it accepted (`TimePath.SLOW_ACCEPTED`), or a refusal
+  (`TimePath.SLOW_REJECTED`, only partition and offset set; the dead letter is a side output); it
+  rejoins the SQL pipeline before `pwevent.flink.ValidTime`.
 - keyed requirement: Row(user, PendingRequirement) (pickled), keyed by user in Java.
 - `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
   slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
@@ -26,6 +28,7 @@ Records between the operators:
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
 
 import orjson
@@ -59,9 +62,23 @@ DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 #: Row(user, slot) of each requirement record that registers its user if it is the user's first
 #: (`RequirementRules.registers`): what `pwevent.flink.ValidTime` knows users by.
 REGISTRATIONS = OutputTag("registrations", Types.ROW([Types.STRING(), Types.LONG()]))
+
+
+class TimePath(IntEnum):
+    """`path` of a row into `pwevent.flink.ValidTime` (the constants of the same names there): what
+    the row is, so that a partition's time follows its offsets across the two parsers
+    (docs/streaming.md, "Time")."""
+
+    FAST = 0  # an event the SQL fast path accepted
+    PENDING = 1  # a record the fast path handed to the reference parser (on the fast path's channel)
+    SLOW_ACCEPTED = 2  # the reference parser's event for such a record
+    SLOW_REJECTED = 3  # its refusal
+
+
 PARSED_EVENT = Types.ROW_NAMED(
-    ["user", "time_ms", "cell", "partition", "offset", "original"],
-    [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
+    ["user", "time_ms", "cell", "partition", "offset", "original", "path"],
+    [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE()),
+     Types.INT()],
 )
 KEYED_REQUIREMENT = Types.ROW([Types.STRING(), Types.PICKLED_BYTE_ARRAY()])
 MEMBERSHIP_OUT = Types.ROW_NAMED(
@@ -185,7 +202,8 @@ class _ParseRecords(ProcessFunction):
 
 
 class ParseEvents(_ParseRecords):
-    """The reference parser for the events the SQL fast path does not take -> `PARSED_EVENT`."""
+    """The reference parser for the events the SQL fast path does not take -> `PARSED_EVENT` for each
+    (refusals too, so that `ValidTime` knows the record's result), and dead letters."""
 
     SOURCE_GUARD = False
 
@@ -199,9 +217,11 @@ class ParseEvents(_ParseRecords):
                                                                   self.config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
+            yield Row(None, None, None, int(row[1]), int(row[2]), None, int(TimePath.SLOW_REJECTED))
             return
         event, position, raw = out
-        yield Row(event.user, event.time_ms, event.cell, position["partition"], position["offset"], raw)
+        yield Row(event.user, event.time_ms, event.cell, position["partition"], position["offset"], raw,
+                  int(TimePath.SLOW_ACCEPTED))
 
 
 class ParseRequirements(_ParseRecords):

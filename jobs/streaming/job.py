@@ -278,18 +278,25 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     _materialize(t_env, "events_split", rowtime,
                  "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt AS rt_in, `user`, time_ms, cell,"
                  f" `fast` AS fast_ok FROM ({parsed_sql})")
+    # The fast path's events, and a mark (partition and offset only) for each record it hands to the
+    # reference parser: one query, so one stream, so in offset order with the events; ValidTime keeps
+    # a partition's time in offset order across both paths with them (docs/streaming.md, "Time").
     t_env.create_temporary_view("fast_events", t_env.sql_query(
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, `value` AS original, rt FROM events_split WHERE fast_ok"))
+        "SELECT IF(fast_ok, `user`, CAST(NULL AS STRING)) AS `user`, IF(fast_ok, time_ms, CAST(NULL AS BIGINT))"
+        " AS time_ms, IF(fast_ok, cell, CAST(NULL AS INT)) AS cell, `partition`, `offset`,"
+        " IF(fast_ok, `value`, CAST(NULL AS BYTES)) AS original,"
+        f" IF(fast_ok, {int(fn.TimePath.FAST)}, {int(fn.TimePath.PENDING)}) AS path FROM events_split"))
     slow = t_env.to_data_stream(t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast_ok"))
     parsed = slow.process(fn.ParseEvents(config, topics["events"], kafka_time), output_type=fn.PARSED_EVENT) \
         .uid("parse-events").name("parse events (reference parser)")
+    # a refusal has no time_ms; its rowtime is never read (only the watermark, the source's)
     t_env.create_temporary_view("slow_events", t_env.from_data_stream(
-        parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(time_ms, 3)")
+        parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(COALESCE(time_ms, 0), 3)")
         .watermark("rt", "SOURCE_WATERMARK()").build()))
     events = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original FROM fast_events UNION ALL "
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original FROM slow_events"))
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM fast_events UNION ALL "
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM slow_events"))
     timed = internals.valid_time(events, internals.side_output(requirements, fn.REGISTRATIONS), strategy,
                                  config.default_requirement is not None, restore_seed_ms) \
         .uid("valid-time").name("event time of valid events")

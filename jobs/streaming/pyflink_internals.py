@@ -107,8 +107,9 @@ def first_presence(latest: Any, default_on: bool) -> Any:
 
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
                restore_seed_ms: int | None) -> Any:
-    """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original), accepted by a
-    parser, timed and watermarked from the valid events of known users only (`registrations`: user,
+    """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original, path: the two
+    parsers' rows, `hosts.TimePath`), the accepted ones timed and watermarked, in offset order per
+    partition, from the valid events of known users only (`registrations`: user,
     slot; `everyone_known` with a default requirement), with the flag `ahead` for those the lead
     guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time")."""
     from pyflink.datastream import DataStream

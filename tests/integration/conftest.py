@@ -67,8 +67,8 @@ def load_script(name: str) -> Any:
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     run_dir = tmp_path_factory.mktemp("kafka-run")
-    started = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(run_dir)], capture_output=True, text=True,
-                             timeout=180)
+    started = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(run_dir), "--owner", str(os.getpid())],
+                             capture_output=True, text=True, timeout=180)
     assert started.returncode == 0, started.stderr
     bootstrap = started.stdout.strip().splitlines()[-1]
     try:
@@ -128,8 +128,8 @@ class StreamingJob:
 
     def start(self, seed: int | None = 1, restore: str | None = None, timeout: float = 120,
               extra_args: list[str] | None = None) -> float:
-        """Start `pwevent run`; returns once the job is RUNNING (plus a margin for the sources); the
-        job id is then `self.job_id`."""
+        """Start `pwevent run`; returns once the job is RUNNING and every one of its tasks is
+        running (or finished); the job id is then `self.job_id`."""
         self.runs += 1
         ready = self.folder / f"ready-{self.runs}"
         args = [*self.command(seed, restore), "--ready-file", str(ready), *(extra_args or [])]
@@ -141,9 +141,19 @@ class StreamingJob:
             assert self.process.poll() is None, self.log_tail()
             assert time.monotonic() - began < timeout, "job not RUNNING in time"
             time.sleep(0.2)
-        time.sleep(3.0)  # tasks deployed and Kafka sources polling
         self.job_id = ready.read_text().strip()
+        rest = self.rest()
+        while not self.tasks_running(rest):
+            assert self.process.poll() is None, self.log_tail()
+            assert time.monotonic() - began < timeout, "job's tasks not running in time"
+            time.sleep(0.2)
         return time.monotonic() - began
+
+    def tasks_running(self, rest: FlinkRest) -> bool:
+        """Whether every subtask of the job's vertices is running (or finished: a bounded input)."""
+        vertices = rest.call(f"/jobs/{self.job_id}")["vertices"]
+        return all(v["tasks"].get("RUNNING", 0) + v["tasks"].get("FINISHED", 0) == v["parallelism"]
+                   for v in vertices)
 
     def rest(self) -> FlinkRest:
         """The local run's REST API, at the address its log names."""

@@ -1,4 +1,5 @@
-"""The job's operator graph: which operators run Python (docs/streaming.md, Topology).
+"""The job's operator graph: which operators run Python (docs/streaming.md, Topology), and that the
+events reach ValidTime on forward edges only (docs/streaming.md, "Parsing").
 
 In thread mode every Python operator costs a Java-Python crossing per record, and PyFlink does not
 chain Python operators there; reading Kafka, event time, keying, lateness, the latest event per user
@@ -40,6 +41,15 @@ for node in env._generate_stream_graph(False).getStreamNodes().toArray():
         name = factory.getClass().getName()
     nodes.append([node.getOperatorName(), name])
 print("GRAPH " + json.dumps(nodes))
+# the partitioner of every edge from the events source to ValidTime's first input
+by_id = {node.getId(): node for node in env._generate_stream_graph(False).getStreamNodes().toArray()}
+valid_time = next(n for n in by_id.values() if n.getOperatorName().startswith("event time of valid events"))
+edges, todo = [], [e for e in valid_time.getInEdges().toArray() if e.getTypeNumber() == 1]
+while todo:
+    edge = todo.pop()
+    edges.append(edge.getPartitioner().toString())
+    todo += list(by_id[edge.getSourceId()].getInEdges().toArray())
+print("EDGES " + json.dumps(edges))
 print("ZONE " + t_env.get_config().get_local_timezone())
 """
 
@@ -51,6 +61,7 @@ PYTHON_OPERATORS = {"parse events (reference parser)", "parse requirements", "Me
 def test_only_the_hosts_of_the_core_run_python_and_time_is_utc(tmp_path: Path, event_time: str) -> None:
     config = yaml.safe_load((REPO / "deploy" / "local" / "demo.yaml").read_text())
     config["kafka"].update({"bootstrap": "127.0.0.1:1", "event_time": event_time})
+    config["flink"]["parallelism"] = 2
     config["flink"]["checkpoint_dir"] = str(tmp_path / "checkpoints")
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -61,5 +72,10 @@ def test_only_the_hosts_of_the_core_run_python_and_time_is_utc(tmp_path: Path, e
     nodes = json.loads(lines[0].removeprefix("GRAPH "))
     python = {name for name, cls in nodes if ".python." in cls}
     assert python == PYTHON_OPERATORS
+    # ValidTime keeps each partition's time in offset order across the fast path and the reference
+    # parser: a partition's rows must reach it on the channels of the subtask that read them.
+    edge_line = next(line for line in done.stdout.splitlines() if line.startswith("EDGES "))
+    edges = json.loads(edge_line.removeprefix("EDGES "))
+    assert len(edges) > 5 and set(edges) == {"FORWARD"}, edges
     # Slot windows and the Kafka timestamp in epoch ms assume UTC, whatever the JVM's zone (TZ above).
     assert "ZONE UTC" in done.stdout.splitlines()

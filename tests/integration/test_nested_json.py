@@ -32,10 +32,12 @@ def frame(text: bytes, schema_id: int) -> bytes:
 
 
 def nested_event(flat: dict[str, Any], n: int) -> bytes:
-    """A generated event in the nested shape, canonical (the fast path; valid events on the slow path
-    are the parser tests' matter: a partition mixing both can see a slow one judged late,
-    docs/streaming.md, "Parsing", known gap), every third framed."""
-    record = {"payload": {"user_id": flat["user"], "reading": flat["value"]}, "meta": {"ts": flat["time"]}}
+    """A generated event in the nested shape, every third framed; every fifth with an extra member, so
+    valid events of both parsers share each partition (docs/streaming.md, "Time")."""
+    record: dict[str, Any] = {"payload": {"user_id": flat["user"], "reading": flat["value"]},
+                              "meta": {"ts": flat["time"]}}
+    if n % 5 == 4:
+        record["meta"]["source"] = "gateway"  # not the fast path's shape; the reference parser takes it
     text = json.dumps(record).encode()
     return frame(text, 1 + n % 2) if n % 3 == 0 else text
 

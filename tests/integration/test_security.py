@@ -5,8 +5,10 @@ broker's port across a stop and a start (docs/operations.md, "Security" and "Run
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,8 @@ class SecureBroker:
 def _start_broker(tmp_path_factory: pytest.TempPathFactory, *mode: str) -> Iterator[SecureBroker]:
     """A broker of `kafka.sh start --secure MODE` in a fresh run folder, stopped by kafka.sh (its pid)."""
     run_dir = tmp_path_factory.mktemp(f"kafka-{'-'.join(mode) or 'scram'}")
-    started = subprocess.run([str(KAFKA_SH), "start", "--secure", *mode, "--run-dir", str(run_dir)],
+    started = subprocess.run([str(KAFKA_SH), "start", "--secure", *mode, "--run-dir", str(run_dir),
+                              "--owner", str(os.getpid())],
                              capture_output=True, text=True, timeout=480)
     assert started.returncode == 0, started.stderr
     try:
@@ -249,9 +252,10 @@ def test_the_job_runs_with_oauthbearer_tokens_and_clients_without_a_valid_token_
     assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=UnsecuredTokens("pwevent-job"))
 
 
-def test_a_restarted_broker_keeps_the_port_of_its_first_start(tmp_path: Path) -> None:
+def test_a_restarted_broker_keeps_its_port_and_stops_when_its_owner_exits(tmp_path: Path) -> None:
     """The requested port is taken at the first start: the broker moves to a free one, and a later
-    start without --port comes back on that one (clients configured with it find it again)."""
+    start without --port comes back on that one (clients configured with it find it again). That
+    start names an owner (`--owner PID`): once the owner is killed, the broker stops by itself."""
     run_dir = tmp_path / "kafka"
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
@@ -266,10 +270,19 @@ def test_a_restarted_broker_keeps_the_port_of_its_first_start(tmp_path: Path) ->
         subprocess.run([str(KAFKA_SH), "stop", "--run-dir", str(run_dir)], check=True, capture_output=True,
                        timeout=60)
         holder.close()
-        second = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(run_dir)], capture_output=True, text=True,
-                                timeout=180)
+        owner = subprocess.Popen(["sleep", "600"])
+        second = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(run_dir), "--owner", str(owner.pid)],
+                                capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr
         assert second.stdout.strip().splitlines()[-1] == f"127.0.0.1:{port}"
+        owner.kill()
+        owner.wait()
+        deadline = time.monotonic() + 60  # a guard against a hang, not a measured duration
+        while "not running" not in subprocess.run([str(KAFKA_SH), "status", "--run-dir", str(run_dir)],
+                                                  capture_output=True, text=True, timeout=60).stdout:
+            assert time.monotonic() < deadline, (run_dir / "owner.out").read_text()
+            time.sleep(0.5)
+        assert "owner" in (run_dir / "owner.out").read_text()
     finally:
         holder.close()
         subprocess.run([str(KAFKA_SH), "stop", "--run-dir", str(run_dir)], capture_output=True, timeout=60)

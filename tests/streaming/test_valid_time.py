@@ -1,7 +1,9 @@
 """The rules by which `pwevent.flink.ValidTime` lets an event move time (docs/streaming.md, "Time"),
 against their Python definitions: a user is known at an event's slot exactly as the replay has it,
 a registration counts unless its slot has closed exactly as Membership refuses a late requirement,
-and what counts as a registration is `RequirementRules.registers` (tests/jobs/test_requirement_rules.py).
+and what counts as a registration is `RequirementRules.registers` (tests/jobs/test_requirement_rules.py);
+a partition's time follows its offsets across the two parsers (`ValidTime.OffsetOrder`), whatever
+the interleaving of the fast path's channel and the reference parser's.
 The job's integration test (tests/integration/test_streaming.py,
 `test_only_valid_records_move_event_time`) runs the operator end to end."""
 
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.membership import PendingRequirement, UserMembership
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.slots import SlotClock
+from pwevent.jobs.streaming.hosts import TimePath
 from pwevent.state.requirements import Requirement
 
 ORIGINS = st.sampled_from([0, 1_704_067_200_000, -62_135_596_800_000, 7])
@@ -26,10 +29,11 @@ TIMES = st.integers(-62_135_596_800_000, 253_402_300_799_999)
 
 @dataclass(frozen=True)
 class JavaRules:
-    """`ValidTime.knownAt` and `ValidTime.closed`."""
+    """`ValidTime.knownAt`, `ValidTime.closed`, and the class itself (its constants, `OffsetOrder`)."""
 
     knownAt: Callable[..., bool]  # noqa: N815 (the Java names)
     closed: Callable[..., bool]
+    java: object
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +47,7 @@ def valid_time() -> JavaRules:
     gateway = get_gateway()
     add_jars_to_context_class_loader([jvm_jar().resolve().as_uri()])
     java = gateway.jvm.pwevent.flink.ValidTime
-    return JavaRules(java.knownAt, java.closed)
+    return JavaRules(java.knownAt, java.closed, java)
 
 
 def replay_known(since: int | None, time_ms: int, clock: SlotClock) -> bool:
@@ -75,3 +79,57 @@ def test_a_closed_slots_registration_is_membership_late(valid_time: JavaRules, o
     rejection = UserMembership().receive(pending, watermark, clock)
     late = rejection is not None and rejection.reason is Reason.LATE
     assert valid_time.closed(slot, watermark, origin, length) == late
+
+
+@pytest.mark.flink
+def test_the_paths_are_the_java_constants(valid_time: JavaRules) -> None:
+    assert {path.name: int(path) for path in TimePath} == {path.name: getattr(valid_time.java, path.name)
+                                                           for path in TimePath}
+
+
+#: A partition's records in offset order: (on the fast path?, the time it moves or None: refused,
+#: of an unknown user, not believed).
+RECORDS = st.lists(st.tuples(st.booleans(), st.none() | st.integers(0, 10**6)), max_size=30)
+
+
+@pytest.mark.flink
+@settings(max_examples=300, deadline=None)
+@given(records=RECORDS, order=st.lists(st.booleans(), max_size=60))
+def test_a_partitions_time_follows_its_offsets_across_both_parsers(valid_time: JavaRules,
+                                                                   records: list[tuple[bool, int | None]],
+                                                                   order: list[bool]) -> None:
+    """The fast path's channel carries each record in offset order (an event, or the mark of one the
+    reference parser takes); the parser's channel its results, in offset order; the two interleave
+    arbitrarily (`order`: which channel goes next). After every arrival the partition's time is the
+    latest of the arrived times of the records the fast channel has passed that come before the
+    first record whose mark came and whose result did not."""
+    fast_channel = list(enumerate(records))
+    slow_channel = [(offset, time) for offset, (fast, time) in enumerate(records) if not fast]
+    offset_order = valid_time.java.OffsetOrder()
+    marked: set[int] = set()
+    resolved: set[int] = set()
+    arrived: dict[int, int] = {}
+    frontier = -1
+    picks = iter(order)
+    while fast_channel or slow_channel:
+        if fast_channel and (not slow_channel or next(picks, True)):
+            offset, (fast, time) = fast_channel.pop(0)
+            frontier = offset
+            if not fast:
+                offset_order.pending(offset)
+                marked.add(offset)
+                time = None  # the mark carries no time; its result does
+            else:
+                offset_order.fast(offset, time, 0)
+        else:
+            offset, time = slow_channel.pop(0)
+            offset_order.resolved(offset, time, 0)
+            resolved.add(offset)
+        if time is not None:
+            arrived[offset] = time
+        first_pending = min(marked - resolved, default=len(records))
+        settled = [time for offset, time in arrived.items() if offset < first_pending and offset <= frontier]
+        assert offset_order.latest() == max(settled, default=-(2**63))
+        assert offset_order.waiting() == (len(settled) < len(arrived) or bool(marked - resolved))
+    assert offset_order.latest() == max(arrived.values(), default=-(2**63))
+    assert not offset_order.waiting()

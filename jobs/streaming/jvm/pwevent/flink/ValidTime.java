@@ -1,7 +1,11 @@
 package pwevent.flink;
 
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import org.apache.flink.api.common.state.BroadcastState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -21,9 +25,13 @@ import org.apache.flink.types.Row;
  * The events' event time, from valid events only (docs/streaming.md, "Time"): the watermark after
  * parsing, so that no record the replay rejects moves it.
  *
- * <p>Input 1: the events the reference parser or the SQL fast path accepted (timed at or after the
- * origin), Row(user, time_ms, cell, partition, offset, original); its watermark is the source's
- * ({@link SlotWatermarks}, over every record). Input 2 (broadcast): registrations, Row(user, slot),
+ * <p>Input 1: Row(user, time_ms, cell, partition, offset, original, path), one stream of the two
+ * parsers' rows; its watermark is the source's ({@link SlotWatermarks}, over every record). `path`
+ * says what a row is: {@link #FAST} an event the SQL fast path accepted; {@link #PENDING} a record
+ * the fast path handed to the reference parser (only partition and offset set), sent on the fast
+ * path's channel, so in offset order with its events; {@link #SLOW_ACCEPTED} the reference parser's
+ * event for such a record, {@link #SLOW_REJECTED} its refusal (only partition and offset set; the
+ * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2 (broadcast): registrations, Row(user, slot),
  * one per requirement record whose requirement registers its user if it is the user's first
  * (jobs/common/requirement_rules.py, {@code RequirementRules.registers}); kept in checkpointed
  * state. Output: Row(user, time_ms, cell, partition, offset, original, ahead), timed at time_ms.
@@ -36,6 +44,11 @@ import org.apache.flink.types.Row;
  * its user may register later in the slot (then it counts, without having moved time). Per partition, over the events that moved time: the
  * watermark trails the latest time by the out-of-orderness bound, a partition quiet for closeAfter
  * closes the slot of its latest time, and one quiet for idleAfter stops holding the others back.
+ * Within a partition, time follows the offsets, although the reference parser's results come after
+ * later fast-path events: while a record's result is pending, its partition's time is that of the
+ * records before it ({@link OffsetOrder}; also while a result has come before the fast path's
+ * channel reached its record), the partition counts as active and is never quiet, so an event of
+ * either path is judged late only against the events before it in its partition.
  * The output watermark is the smallest over the active partitions, and never more than the
  * source's (which holds back for partitions that have not given a record yet, and whose quiet
  * periods pause under back-pressure); with no active partition it is capped at the highest slot
@@ -44,6 +57,11 @@ import org.apache.flink.types.Row;
  */
 public final class ValidTime extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
+    /** Values of input 1's `path`. */
+    public static final int FAST = 0;
+    public static final int PENDING = 1;
+    public static final int SLOW_ACCEPTED = 2;
+    public static final int SLOW_REJECTED = 3;
     public static final RowTypeInfo OUT = new RowTypeInfo(
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
@@ -63,7 +81,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
 
     private transient BroadcastState<String, Long> registered;
     private transient SlotWatermarks.LeadGuard guard;
-    private transient Map<Integer, long[]> partitions;  // partition -> {latest time, last activity}
+    private transient Map<Integer, OffsetOrder> partitions;
     private transient long upstreamMs;
     private transient boolean upstreamIdle;
     private transient long emittedMs;
@@ -125,18 +143,30 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     @Override
     public void processElement1(StreamRecord<Row> record) throws Exception {
         Row row = record.getValue();
+        int path = (Integer) row.getField(6);
+        int partition = (Integer) row.getField(3);
+        long offset = (Long) row.getField(4);
+        if (path == PENDING) {
+            partitions.computeIfAbsent(partition, p -> new OffsetOrder()).pending(offset);
+            return;
+        }
+        if (path == SLOW_REJECTED) {
+            partitions.computeIfAbsent(partition, p -> new OffsetOrder()).resolved(offset, null, now());
+            return;
+        }
         String user = (String) row.getField(0);
         long time = (Long) row.getField(1);
-        int partition = (Integer) row.getField(3);
         boolean known = known(user, time);
         long wall = System.currentTimeMillis();
         boolean ahead = !(known ? guard.believe(partition, time, wall) : guard.plausible(partition, time, wall));
-        if (known && !ahead) {
-            long[] seen = partitions.computeIfAbsent(partition, p -> new long[] {Long.MIN_VALUE, 0L});
-            seen[0] = Math.max(seen[0], time);
-            seen[1] = now();
+        Long moves = known && !ahead ? time : null;
+        OffsetOrder order = partitions.computeIfAbsent(partition, p -> new OffsetOrder());
+        if (path == SLOW_ACCEPTED) {
+            order.resolved(offset, moves, now());
+        } else {
+            order.fast(offset, moves, now());
         }
-        Row out = Row.of(user, time, row.getField(2), partition, row.getField(4), row.getField(5), ahead);
+        Row out = Row.of(user, time, row.getField(2), partition, offset, row.getField(5), ahead);
         long began = System.nanoTime();
         output.collect(new StreamRecord<>(out, time));
         blockedMs += (System.nanoTime() - began) / 1_000_000;
@@ -195,11 +225,18 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         boolean active = false;
         long lowest = Long.MAX_VALUE;
         long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotWatermarks.slotLastMs(originMs, slotMs, restoreSeedMs);
-        for (long[] seen : partitions.values()) {
-            long quiet = now - seen[1];
-            long mark = seen[0] - outOfOrdernessMs - 1;
+        for (OffsetOrder seen : partitions.values()) {
+            if (seen.latest() == Long.MIN_VALUE) {  // nothing settled: holds the others back while it waits
+                if (seen.waiting()) {
+                    active = true;
+                    lowest = Long.MIN_VALUE;
+                }
+                continue;
+            }
+            long quiet = seen.waiting() ? 0 : now - seen.lastActivity();
+            long mark = seen.latest() - outOfOrdernessMs - 1;
             if (closeAfterMs > 0 && quiet >= closeAfterMs) {
-                mark = Math.max(mark, SlotWatermarks.slotLastMs(originMs, slotMs, seen[0]));
+                mark = Math.max(mark, SlotWatermarks.slotLastMs(originMs, slotMs, seen.latest()));
             }
             cap = Math.max(cap, mark);
             if (idleAfterMs <= 0 || quiet < idleAfterMs) {
@@ -227,6 +264,81 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         if (mark > emittedMs) {
             emittedMs = mark;
             output.emitWatermark(new Watermark(mark));
+        }
+    }
+
+    /**
+     * One partition's event time in offset order: the latest time of the valid events up to the
+     * fast path's channel's position (every record passes it, as an event or as the mark of one
+     * the reference parser takes) and before the first record whose reference-parser result is
+     * pending; and when a valid event last arrived. The two channels do not keep pace: a result may
+     * come before or after its mark, and events after the first pending record before its result;
+     * their times (offset and time only; the events themselves are not delayed) are held until the
+     * fast channel has passed them and nothing before them is pending. Not checkpointed: at an
+     * aligned checkpoint every record before the barrier has passed both channels, so nothing is
+     * held (after a restore from an unaligned one, a replayed result whose mark came before the
+     * checkpoint only leaves its offset in `early`).
+     */
+    public static final class OffsetOrder {
+        private final TreeSet<Long> pending = new TreeSet<>();
+        private final Set<Long> early = new HashSet<>();
+        private final TreeMap<Long, Long> held = new TreeMap<>();
+        private long frontier = Long.MIN_VALUE;
+        private long latest = Long.MIN_VALUE;
+        private long lastActivity;
+
+        /** The fast path's channel reached the record at `offset`: an event that moves time to
+         *  `time` (null: one that does not), arrived at `now`. */
+        public void fast(long offset, Long time, long now) {
+            frontier = Math.max(frontier, offset);
+            if (time != null) {
+                held.put(offset, time);
+                lastActivity = now;
+            }
+            settle();
+        }
+
+        /** The fast path's channel reached the record at `offset`, which went to the reference parser. */
+        public void pending(long offset) {
+            frontier = Math.max(frontier, offset);
+            if (!early.remove(offset)) {
+                pending.add(offset);
+            }
+            settle();
+        }
+
+        /** The reference parser's result for `offset`: the time it moves (null: none) at `now`. */
+        public void resolved(long offset, Long time, long now) {
+            if (!pending.remove(offset)) {
+                early.add(offset);
+            }
+            if (time != null) {
+                held.put(offset, time);
+                lastActivity = now;
+            }
+            settle();
+        }
+
+        private void settle() {
+            long first = pending.isEmpty() ? Long.MAX_VALUE : pending.first();
+            while (!held.isEmpty() && held.firstKey() < first && held.firstKey() <= frontier) {
+                latest = Math.max(latest, held.pollFirstEntry().getValue());
+            }
+        }
+
+        /** The latest time of the settled valid events (Long.MIN_VALUE: none yet). */
+        public long latest() {
+            return latest;
+        }
+
+        /** When a valid event last arrived (the operator's clock). */
+        public long lastActivity() {
+            return lastActivity;
+        }
+
+        /** Whether a time waits: a result pending, or one that came before the fast channel passed it. */
+        public boolean waiting() {
+            return !pending.isEmpty() || !held.isEmpty();
         }
     }
 }
