@@ -277,7 +277,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                                    ("value", "partition", "offset", "ts_ms", "jtime", "rt"))
     _materialize(t_env, "events_split", rowtime,
                  "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt AS rt_in, `user`, time_ms, cell,"
-                 f" `fast` AS fast_ok FROM ({parsed_sql})")
+                 f" COALESCE(`fast`, FALSE) AS fast_ok FROM ({parsed_sql})")  # never NULL: a mark needs its answer
     # The fast path's events, and a mark (partition and offset only) for each record it hands to the
     # reference parser: one query, so one stream, so in offset order with the events; ValidTime keeps
     # a partition's time in offset order across both paths with them (docs/streaming.md, "Time").

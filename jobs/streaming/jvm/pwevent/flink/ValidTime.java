@@ -146,12 +146,13 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         int path = (Integer) row.getField(6);
         int partition = (Integer) row.getField(3);
         long offset = (Long) row.getField(4);
+        OffsetOrder order = partitions.computeIfAbsent(partition, p -> new OffsetOrder());
         if (path == PENDING) {
-            partitions.computeIfAbsent(partition, p -> new OffsetOrder()).pending(offset);
+            order.pending(offset);
             return;
         }
         if (path == SLOW_REJECTED) {
-            partitions.computeIfAbsent(partition, p -> new OffsetOrder()).resolved(offset, null, now());
+            order.resolved(offset, null, now());
             return;
         }
         String user = (String) row.getField(0);
@@ -160,7 +161,6 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         long wall = System.currentTimeMillis();
         boolean ahead = !(known ? guard.believe(partition, time, wall) : guard.plausible(partition, time, wall));
         Long moves = known && !ahead ? time : null;
-        OffsetOrder order = partitions.computeIfAbsent(partition, p -> new OffsetOrder());
         if (path == SLOW_ACCEPTED) {
             order.resolved(offset, moves, now());
         } else {
