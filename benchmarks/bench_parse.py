@@ -1,8 +1,9 @@
 """The reference parser's cost per record by input format (docs/benchmarks.md, "Reference parser per
 format"): `parse_event` over the same events as JSON lines, Confluent-framed JSON, plain Avro
 (`format: avro`) and Avro in the Confluent wire format (`format: avro-confluent`, its one schema
-fetched once from a stand-in registry on loopback, then cached). Reports microseconds per record and
-each format's ratio to JSON measured in the same run, best of `--repeat` passes.
+fetched once from the local Schema Registry of deploy/local/schema-registry.sh, then cached).
+Reports microseconds per record and each format's ratio to JSON measured in the same run, best of
+`--repeat` passes.
 
     .venv/bin/python benchmarks/bench_parse.py [--records 200000] [--repeat 3] [--nested]
 """
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pwevent.jobs.common.avro_format import encode_datum, frame  # noqa: E402
 from pwevent.jobs.common.config import parse_config  # noqa: E402
 from pwevent.jobs.common.records import parse_event  # noqa: E402
-from tests.registry_standin import StandinRegistry  # noqa: E402
+from tests.schema_registry import LocalSchemaRegistry  # noqa: E402
 
 ORIGIN_MS = 1_704_067_200_000
 FLAT = {"type": "record", "name": "Event", "fields": [
@@ -83,10 +84,10 @@ def main() -> int:
              else {"user": "user", "time": "time", "value": "value"})
     parsed = fastavro.parse_schema(schema)
     data = records(args.records, args.nested)
-    standin = StandinRegistry()
-    url = standin.start()
-    schema_id = standin.add("events-value", schema)
     with tempfile.TemporaryDirectory() as folder:
+        registry = LocalSchemaRegistry(Path(folder) / "registry")  # deploy/local/schema-registry.sh
+        url = registry.start()
+        schema_id = registry.add("events-value", schema)
         avsc = os.path.join(folder, "events.avsc")
         Path(avsc).write_text(json.dumps(schema))
         base = {"slot": "60s", "origin": ORIGIN_MS, "domain": {"type": "cells", "d": 100}}
@@ -103,7 +104,7 @@ def main() -> int:
             parse_event(values[0], config.events, config.domain)  # the registry's one request, outside the timing
             results[name] = (best_us(values, config.events, config.domain, args.repeat),
                              sum(map(len, values)) / len(values))
-    standin.stop()
+        registry.stop()
     load = os.getloadavg()[0]
     print(f"{args.records} records ({'nested' if args.nested else 'flat'}), best of {args.repeat}, "
           f"load average {load:.1f}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")

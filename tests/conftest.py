@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.corpus import poison_records
+from tests.schema_registry import LocalSchemaRegistry
 
 
 @pytest.fixture(scope="session")
@@ -13,14 +16,27 @@ def poison() -> list[tuple[str, bytes]]:
     return poison_records()
 
 
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSchemaRegistry]:
+    """A real Schema Registry (deploy/local/schema-registry.sh) for the session, stopped by its pid."""
+    server = LocalSchemaRegistry(tmp_path_factory.mktemp("schema-registry"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 #: The fixtures that start a resource, and the markers a test that uses one must carry.
-RESOURCE_FIXTURES = {"kafka_bootstrap": ("kafka",), "streaming_job": ("kafka",)}
+RESOURCE_FIXTURES = {"kafka_bootstrap": ("kafka",), "streaming_job": ("kafka",), "schema_registry": ("registry",)}
+#: The markers of tests that need a server or a mini-cluster: all of them are slow as well.
+RESOURCE_MARKERS = ("kafka", "flink", "registry")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers by resource, enforced: a test that uses a fixture starting the broker or a job must
-    carry that resource's markers (a collection error otherwise). Every test that needs the broker or
-    a mini-cluster is slow as well, so that `-m "not slow"` selects exactly the unit tests and
+    carry that resource's markers (a collection error otherwise). Every test that needs the broker, a
+    mini-cluster or the Schema Registry is slow as well, so that `-m "not slow"` selects exactly the unit tests and
     `-m slow` everything else, whatever a file's own marks say."""
     for item in items:
         for fixture, markers in RESOURCE_FIXTURES.items():
@@ -28,6 +44,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             missing = [m for m in markers if used and not item.get_closest_marker(m)]
             if missing:
                 raise pytest.UsageError(f"{item.nodeid} uses {fixture} but is not marked {', '.join(missing)}")
-        if item.get_closest_marker("kafka") or item.get_closest_marker("flink"):
+        if any(item.get_closest_marker(m) for m in RESOURCE_MARKERS):
             if not item.get_closest_marker("slow"):
                 item.add_marker(pytest.mark.slow)

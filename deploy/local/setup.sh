@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, idempotent: the venv with the project and its test tools,
-# the Kafka / Flink connector jars, and Prometheus (Debian's package: promtool and the server, for
-# the alert-rule and scraping tests; needs root and apt the first time). Quick when nothing changed.
+# the Kafka / Flink connector jars, Prometheus (Debian's package: promtool and the server, for the
+# alert-rule and scraping tests; needs root and apt the first time) and the Schema Registry of the
+# tests (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh). Quick
+# when nothing changed.
 #   PWEVENT_PYTHON  interpreter to build the venv from (default: python3.11, else python3)
 set -euo pipefail
 
@@ -35,4 +37,5 @@ if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
 fi
 bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
 bash "$REPO_ROOT/deploy/local/build-jvm.sh" >/dev/null
+bash "$REPO_ROOT/deploy/local/schema-registry.sh" install >/dev/null
 echo "setup: ready ($VENV)" >&2

@@ -1,12 +1,12 @@
 """Avro events with a Schema Registry, end to end (docs/streaming.md, "Parsing"): the job against a real
 broker and PyFlink's mini-cluster equals `pwevent replay` of the same framed-records file, field by
-field, with the full audit, while invalid Avro records are mixed in. The registry is the STAND-IN of
-tests/registry_standin.py (no Confluent-compatible registry could be run here: docs/streaming.md,
-"Reading an existing events topic"), serving the Confluent endpoints pwevent uses."""
+field, with the full audit, while invalid Avro records are mixed in. The registry is a real one
+(Rivven's rivven-schema, started by deploy/local/schema-registry.sh: tests/schema_registry.py)."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,9 +20,10 @@ from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import SEED, check_dead_letters, check_equals_replay, generate, replay
 from tests.integration.test_streaming import cpu_burner, make_job, slot_time
-from tests.registry_standin import StandinRegistry
+from tests.schema_registry import LocalSchemaRegistry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
+registry_test = pytest.mark.registry
 
 EVENT_V1 = {"type": "record", "name": "Reading", "namespace": "sensors", "fields": [
     {"name": "meta", "type": {"type": "record", "name": "Meta", "fields": [
@@ -53,7 +54,9 @@ def reading(user: Any, time_ms: int, value: Any, **more: Any) -> dict[str, Any]:
             **more}
 
 
-def test_avro_confluent_standin_registry_equals_the_replay_with_invalid_records_mixed_in(streaming_job: Any) -> None:
+@registry_test
+def test_avro_confluent_equals_the_replay_with_invalid_records_mixed_in(streaming_job: Any,
+                                                                       schema_registry: LocalSchemaRegistry) -> None:
     """Events in the Confluent wire format, nested fields; schema v1 for slots 1-6, v2 (a field added
     with a default) registered after the backlog of slots 1-6 is in the topic. Slots 7-12 are sent at
     full speed beside a CPU burner, after invalid Avro records on both events partitions: far-ahead
@@ -61,30 +64,23 @@ def test_avro_confluent_standin_registry_equals_the_replay_with_invalid_records_
     truncated bytes, a wrong magic byte, an id the registry does not know, a schema lacking the
     mapped value, a user of the wrong type, JSON. The job equals the replay of the valid records, field
     by field, spend log line for line, with the full audit; nothing valid is `late`; the dead letters are
-    the replay's rejects."""
-    standin = StandinRegistry()
-    url = standin.start()
-    try:
-        _run(streaming_job, standin, url)
-    finally:
-        standin.stop()
-
-
-def _run(streaming_job: Any, standin: StandinRegistry, url: str) -> None:
+    the replay's rejects; the job asked the registry for v2."""
+    registry, subject = schema_registry, f"events-{uuid.uuid4().hex[:8]}-value"
     slots, bad_at = 12, 7
     # No partition goes idle within the test: slots close by the valid events' time and close_after.
     job = make_job(streaming_job, "PBD", {"events": {**AVRO_EVENTS, "format": "avro-confluent",
-                                                     "schema_registry": {"url": url, "retry_for": "60s"}},
+                                                     "schema_registry": {"url": registry.url, "retry_for": "60s"}},
                                           "flink": {"source_idleness": "1h"}})
     flat_events, requirements = generate(job.folder, users=40, slots=slots)
-    v1 = standin.add("events-value", EVENT_V1)
+    v1 = registry.add(subject, EVENT_V1)
+    registry.set_compatibility(subject, "NONE")  # its check refuses logical types (tests/schema_registry.py)
     v2_schema_id: list[int] = []
 
     def value(flat: dict[str, Any]) -> bytes:
         if flat["time"] < slot_time(bad_at):
             return avro_value(v1, EVENT_V1, reading(flat["user"], flat["time"], flat["value"]))
         if not v2_schema_id:
-            v2_schema_id.append(standin.add("events-value", EVENT_V2))  # registered mid-stream
+            v2_schema_id.append(registry.add(subject, EVENT_V2))  # registered mid-stream
         return avro_value(v2_schema_id[0], EVENT_V2, reading(flat["user"], flat["time"], flat["value"], site="south"))
 
     flat = [json.loads(line) for line in Path(flat_events).read_text().splitlines()]
@@ -96,8 +92,8 @@ def _run(streaming_job: Any, standin: StandinRegistry, url: str) -> None:
     assert len(expected["releases"]) == slots and not expected["rejects"]
 
     far = slot_time(bad_at, 50 * 60_000)
-    no_reading = standin.add("other-value", NO_READING)
-    double_user = standin.add("odd-value", DOUBLE_USER)
+    no_reading = registry.add(f"other-{subject}", NO_READING)
+    double_user = registry.add(f"odd-{subject}", DOUBLE_USER)
     good = avro_value(v1, EVENT_V1, reading("u1", slot_time(bad_at), 1))
     bad = [
         (avro_value(v1, EVENT_V1, reading("u1", far, -1)), far),  # out of domain, far ahead
@@ -136,7 +132,7 @@ def _run(streaming_job: Any, standin: StandinRegistry, url: str) -> None:
     reasons = Counter(d["reason"] for d in dead)
     assert reasons == Counter({"out_of_domain": 2, "undecodable": 6, "unknown_schema": 2, "missing_field": 2,
                             "mistyped_field": 2}), reasons
-    assert f"GET /schemas/ids/{v2_schema_id[0]}" in standin.requests
+    assert registry.requests(f"/schemas/ids/{v2_schema_id[0]}") >= 1
 
 
 def test_plain_avro_container_file_equals_the_replay(streaming_job: Any, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The Avro input formats (jobs/common/avro_format.py; docs/formats.md, "Input formats"): decoding, the
 JSON rules after it (one definition of validity), the reasons of bad bytes, schema evolution, and a
-Schema Registry that does not answer. The registry here is tests/registry_standin.py, a STAND-IN
-serving the Confluent endpoints pwevent uses (docs/streaming.md, "Reading an existing events topic")."""
+Schema Registry that does not answer. The registry is a real one (Rivven's rivven-schema, started by
+deploy/local/schema-registry.sh: tests/schema_registry.py); only HTTP basic auth, which that server
+does not offer, is tested against the STAND-IN of tests/registry_standin.py."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.records import parse_event
 from pwevent.jobs.offline.replay import run_replay
 from tests.registry_standin import StandinRegistry
+from tests.schema_registry import LocalSchemaRegistry
 
 ORIGIN = "2024-01-01T00:00:00Z"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -49,12 +51,8 @@ def _config(events: dict, **extra) -> object:
                          "events": events, **extra})
 
 
-@pytest.fixture()
-def registry():
-    standin = StandinRegistry()
-    url = standin.start()
-    yield standin, url
-    standin.stop()
+#: These tests read from a real Schema Registry (tests/conftest.py, `schema_registry`).
+registry_tests = pytest.mark.registry
 
 
 def _confluent(url: str, **events) -> object:
@@ -68,10 +66,10 @@ def _outcome(raw: bytes, config) -> object:
         return err.reason
 
 
-def test_standin_registry_record_decodes_as_its_json_twin(registry):
-    standin, url = registry
-    schema_id = standin.add("events-value", EVENT_V1)
-    config = _confluent(url)
+@registry_tests
+def test_a_registered_record_decodes_as_its_json_twin(schema_registry: LocalSchemaRegistry):
+    schema_id = schema_registry.add("twin-value", EVENT_V1)
+    config = _confluent(schema_registry.url)
     parsed = fastavro.parse_schema(EVENT_V1)
     record = {"user": "u1", "time": T0 + timedelta(seconds=61, milliseconds=5), "value": 3}
     event = parse_event(frame(schema_id, encode_datum(record, parsed)), config.events, config.domain)
@@ -98,10 +96,10 @@ def test_time_logical_types_are_epoch_milliseconds(tmp_path, logical, moment, ex
     assert parse_event(raw, config.events, config.domain).time_ms == expected_ms
 
 
-def test_nested_paths_and_null_unions(registry):
-    standin, url = registry
-    schema_id = standin.add("nested-value", NESTED)
-    config = _confluent(url, user="payload.user_id", time="meta.ts", value="payload.cell")
+@registry_tests
+def test_nested_paths_and_null_unions(schema_registry: LocalSchemaRegistry):
+    schema_id = schema_registry.add("nested-value", NESTED)
+    config = _confluent(schema_registry.url, user="payload.user_id", time="meta.ts", value="payload.cell")
     parsed = fastavro.parse_schema(NESTED)
 
     def framed(payload):
@@ -114,15 +112,15 @@ def test_nested_paths_and_null_unions(registry):
     assert _outcome(framed({"user_id": 1, "cell": 9}), config) is Reason.OUT_OF_DOMAIN
 
 
-def test_bad_bytes_and_their_reasons(registry):
-    standin, url = registry
-    schema_id = standin.add("events-value", EVENT_V1)
-    lacking = standin.add("other-value", {"type": "record", "name": "NoValue", "fields": [
+@registry_tests
+def test_bad_bytes_and_their_reasons(schema_registry: LocalSchemaRegistry):
+    schema_id = schema_registry.add("reasons-value", EVENT_V1)
+    lacking = schema_registry.add("lacking-value", {"type": "record", "name": "NoValue", "fields": [
         {"name": "user", "type": "string"}, {"name": "time", "type": "long"}]})
-    mistyped = standin.add("other-value", {"type": "record", "name": "DoubleUser", "fields": [
+    mistyped = schema_registry.add("mistyped-value", {"type": "record", "name": "DoubleUser", "fields": [
         {"name": "user", "type": "double"}, {"name": "time", "type": "long"}, {"name": "value", "type": "int"}]})
-    scalar = standin.add("scalar-value", {"type": "string"})
-    config = _confluent(url)
+    scalar = schema_registry.add("scalar-value", {"type": "string"})
+    config = _confluent(schema_registry.url)
     good = encode_datum({"user": "u1", "time": T0, "value": 1}, fastavro.parse_schema(EVENT_V1))
     assert _outcome(frame(schema_id, good), config) == parse_event(frame(schema_id, good), config.events, config.domain)
     cases = {
@@ -133,9 +131,9 @@ def test_bad_bytes_and_their_reasons(registry):
         "shorter than the frame": (b"\x00\x00\x01", Reason.UNDECODABLE),
         "unknown schema id": (frame(999, good), Reason.UNKNOWN_SCHEMA),
         "schema lacking a mapped field": (frame(lacking, encode_datum({"user": "u", "time": 5}, fastavro.parse_schema(
-            standin_schema(standin, lacking)))), Reason.MISSING_FIELD),
+            schema_registry.schema(lacking)))), Reason.MISSING_FIELD),
         "wrong type": (frame(mistyped, encode_datum({"user": 1.5, "time": 5, "value": 1}, fastavro.parse_schema(
-            standin_schema(standin, mistyped)))), Reason.MISTYPED_FIELD),
+            schema_registry.schema(mistyped)))), Reason.MISTYPED_FIELD),
         "not a record": (frame(scalar, encode_datum("text", fastavro.parse_schema({"type": "string"}))),
                          Reason.UNDECODABLE),
         "garbage lengths": (frame(schema_id, b"\x7f\xff\xff\xff\xff\xff\xff\xff\xff\x01"), Reason.UNDECODABLE),
@@ -143,10 +141,6 @@ def test_bad_bytes_and_their_reasons(registry):
     }
     got = {name: _outcome(raw, config) for name, (raw, _) in cases.items()}
     assert got == {name: reason for name, (_, reason) in cases.items()}
-
-
-def standin_schema(standin: StandinRegistry, schema_id: int) -> dict:
-    return json.loads(standin.schemas[schema_id])
 
 
 def test_plain_avro_wrong_bytes_are_undecodable(tmp_path):
@@ -159,18 +153,19 @@ def test_plain_avro_wrong_bytes_are_undecodable(tmp_path):
     assert _outcome(frame(1, good), config) is Reason.UNDECODABLE  # a frame is not plain Avro
 
 
-def test_schema_evolution_mid_stream_both_versions_count(registry, tmp_path):
+@registry_tests
+def test_schema_evolution_mid_stream_both_versions_count(schema_registry: LocalSchemaRegistry, tmp_path):
     """v2 (a field added with a default) is registered after records of v1 were written; the replay
     of the framed records counts both versions' events."""
-    standin, url = registry
-    v1 = standin.add("events-value", EVENT_V1)
+    v1 = schema_registry.add("evolving-value", EVENT_V1)
+    schema_registry.set_compatibility("evolving-value", "NONE")  # its check refuses logical types
     values = [frame(v1, encode_datum({"user": f"u{n}", "time": T0 + timedelta(seconds=n), "value": n % 4},
                                      fastavro.parse_schema(EVENT_V1))) for n in range(6)]
-    v2 = standin.add("events-value", EVENT_V2)
+    v2 = schema_registry.add("evolving-value", EVENT_V2)
     assert v2 != v1
     values += [frame(v2, encode_datum({"user": f"u{n}", "time": T0 + timedelta(seconds=n), "value": n % 4,
                                        "source": "web"}, fastavro.parse_schema(EVENT_V2))) for n in range(6, 12)]
-    config = _confluent(url)
+    config = _confluent(schema_registry.url)
     assert [parse_event(v, config.events, config.domain).user for v in values] == [f"u{n}" for n in range(12)]
     framed_path = tmp_path / "events.b64"
     framed_path.write_bytes(b"".join(framed_line(v) + b"\n" for v in values) + b"not base64!\n")
@@ -227,19 +222,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_standin_registry_that_refuses_then_answers_is_waited_for():
-    """Connections refused first: the decoder backs off and asks again; no record is rejected."""
-    standin = StandinRegistry()
-    schema_id = standin.add("events-value", EVENT_V1)
+@registry_tests
+def test_a_registry_that_refuses_then_answers_is_waited_for(tmp_path):
+    """Connections refused first: the decoder backs off and asks again; no record is rejected. The
+    registry (a server of its own on a port chosen here) starts only after the first refusal, and
+    its first schema gets id 1."""
     port = _free_port()
+    server = LocalSchemaRegistry(tmp_path / "registry", port=port)
     config = _config({"format": "avro-confluent",
                       "schema_registry": {"url": f"http://127.0.0.1:{port}", "retry_for": "60s"}})
-    raw = frame(schema_id, encode_datum({"user": "u1", "time": T0, "value": 1}, fastavro.parse_schema(EVENT_V1)))
+    raw = frame(1, encode_datum({"user": "u1", "time": T0, "value": 1}, fastavro.parse_schema(EVENT_V1)))
     refused = threading.Event()
 
     def start_later() -> None:
         refused.wait(30)
-        standin.start(port)
+        server.start()
+        assert server.add("events-value", EVENT_V1) == 1
 
     starter = threading.Thread(target=start_later)
     starter.start()
@@ -259,8 +257,8 @@ def test_standin_registry_that_refuses_then_answers_is_waited_for():
         assert parse_event(raw, config.events, config.domain).user == "u1"
     finally:
         starter.join()
-        standin.stop()
-    assert standin.requests == [f"GET /schemas/ids/{schema_id}"]
+        server.stop()
+    assert server.requests("/schemas/ids/1") == 1
 
 
 def test_unanswering_registry_fails_the_run_instead_of_rejecting():
@@ -395,7 +393,7 @@ def test_full_audit_reads_avro_requirements(tmp_path):
     assert not audit_file(str(spend), str(fewer), str(releases), config).ok
 
 
-def test_the_sql_fast_path_never_claims_an_avro_record(tmp_path, registry):
+def test_the_sql_fast_path_never_claims_an_avro_record(tmp_path):
     """The fast path is JSON-only: for either Avro format no record matches it (every one takes the
     reference parser), and the job's source reads no JSON time out of Avro bytes."""
     from pwevent.jobs.streaming.event_sql import event_sql, record_regex
@@ -403,8 +401,7 @@ def test_the_sql_fast_path_never_claims_an_avro_record(tmp_path, registry):
 
     path = tmp_path / "e.avsc"
     path.write_text(json.dumps(EVENT_V1))
-    _, url = registry
-    for config in (_config({"format": "avro", "schema_file": str(path)}), _confluent(url)):
+    for config in (_config({"format": "avro", "schema_file": str(path)}), _confluent("http://127.0.0.1:9")):
         assert record_regex(config) is None and event_sql(config).fast == "FALSE"
         assert _source_time_path(config.events) is None
     assert record_regex(_config({})) is not None and _source_time_path(_config({}).events) == ("time",)

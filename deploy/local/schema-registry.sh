@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# A Confluent-compatible Schema Registry on 127.0.0.1 for local runs and tests: Rivven's
+# `rivven-schema` server (crates.io, Apache-2.0; in-memory storage, BACKWARD compatibility, no
+# authentication), built from source with cargo.
+#   schema-registry.sh install|start|stop|status [--run-dir DIR] [--port N] [--owner PID]
+# install: builds the pinned version once into ~/.cache/pwevent/tools (PWEVENT_TOOLS overrides; shared
+# by every clone on the machine, keyed by version); start installs it first when it is missing.
+# start prints the URL and writes it to <run-dir>/url (default run dir <repo>/.run/schema-registry);
+# the server logs every request to <run-dir>/registry.out.
+# --owner PID (start): a watcher in its own session stops the server, by its pid, once PID has exited.
+# Schemas live in memory only: a restarted server has none.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=deploy/local/pids.sh
+source "$SCRIPT_DIR/pids.sh"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+VERSION=0.0.22
+FEATURES=server,avro,cli
+TOOL_ROOT="${PWEVENT_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/pwevent/tools}/rivven-schema-$VERSION"
+BINARY="$TOOL_ROOT/bin/rivven-schema"
+READY_TIMEOUT=30
+STOP_TIMEOUT=10
+BUILD_TIMEOUT=1800
+
+usage() {
+  echo "usage: $0 install|start|stop|status [--run-dir DIR] [--port N] [--owner PID]" >&2
+  exit 2
+}
+die() { echo "schema-registry.sh: $*" >&2; exit 1; }
+
+[[ $# -ge 1 ]] || usage
+CMD="$1"; shift
+RUN_DIR="$REPO_ROOT/.run/schema-registry"
+PORT=""
+OWNER=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --run-dir) RUN_DIR="$2"; shift 2 ;;
+    --port) [[ "${2:-}" =~ ^[0-9]+$ ]] || usage; PORT="$2"; shift 2 ;;
+    --owner) [[ "${2:-}" =~ ^[0-9]+$ ]] || usage; OWNER="$2"; shift 2 ;;
+    *) usage ;;
+  esac
+done
+PID_FILE="$RUN_DIR/registry.pid"
+URL_FILE="$RUN_DIR/url"
+
+install_server() {
+  [[ -x "$BINARY" ]] && return 0
+  command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) to build rivven-schema"
+  echo "schema-registry.sh: building rivven-schema $VERSION with cargo (first time: a few minutes)" >&2
+  mkdir -p "$TOOL_ROOT"
+  local log="$TOOL_ROOT/build.log"
+  timeout "$BUILD_TIMEOUT" cargo install rivven-schema --version "$VERSION" --locked --no-default-features \
+    --features "$FEATURES" --root "$TOOL_ROOT" >"$log" 2>&1 || { tail -20 "$log" >&2; die "cargo install failed ($log)"; }
+  [[ -x "$BINARY" ]] || die "cargo install left no $BINARY"
+}
+
+running_pid() { live_pid "$PID_FILE" "rivven-schema"; }
+
+start_server() {
+  install_server
+  mkdir -p "$RUN_DIR"
+  if pid="$(running_pid)"; then echo "schema-registry.sh: already running (pid $pid)" >&2; cat "$URL_FILE"; return; fi
+  [[ -n "$PORT" ]] || PORT="$(free_port)"
+  # setsid: the server outlives the calling shell's process group (e.g. Ctrl-C in a test runner).
+  NO_COLOR=1 setsid "$BINARY" --log-level debug serve --host 127.0.0.1 --port "$PORT" >"$RUN_DIR/registry.out" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid" >"$PID_FILE"
+  [[ -z "$OWNER" ]] || watch_owner "$pid"
+  local url="http://127.0.0.1:$PORT" deadline=$((SECONDS + READY_TIMEOUT))
+  # Our own process answering counts, not the port: another server may hold it.
+  until curl -sf "$url/health" >/dev/null 2>&1 && grep -q "listening on" "$RUN_DIR/registry.out"; do
+    if ! kill -0 "$pid" 2>/dev/null; then tail -5 "$RUN_DIR/registry.out" >&2; die "server exited during start-up"; fi
+    if (( SECONDS >= deadline )); then stop_pid "$pid" "$STOP_TIMEOUT"; die "no answer on $url within ${READY_TIMEOUT}s"; fi
+    sleep 0.2
+  done
+  echo "$url" >"$URL_FILE"
+  echo "$url"
+}
+
+# watch_owner SERVER_PID: in a session of its own, waits until $OWNER or the server has exited, and
+# then stops the server if it is still there (by the pid file, never by name).
+watch_owner() {
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 2; done
+    if kill -0 "$2" 2>/dev/null; then echo "owner $1 gone: stopping the registry"; "$3" stop --run-dir "$4"; fi' \
+    watch-owner "$OWNER" "$1" "$SCRIPT_DIR/schema-registry.sh" "$RUN_DIR" </dev/null >>"$RUN_DIR/owner.out" 2>&1 &
+}
+
+stop_server() {
+  local pid
+  if pid="$(running_pid)"; then stop_pid "$pid" "$STOP_TIMEOUT"; echo "stopped"; else echo "not running"; fi
+  rm -f "$PID_FILE" "$URL_FILE"
+}
+
+case "$CMD" in
+  install) install_server; echo "$BINARY" ;;
+  start) start_server ;;
+  stop) stop_server ;;
+  status)
+    if pid="$(running_pid)"; then echo "running (pid $pid, $(cat "$URL_FILE" 2>/dev/null))"
+    else echo "not running"; exit 3; fi ;;
+  *) usage ;;
+esac
