@@ -14,7 +14,12 @@ Records between the operators:
   offset, original, path): an event it accepted (`TimePath.SLOW_ACCEPTED`), or a refusal
   (`TimePath.SLOW_REJECTED`, only partition and offset set; the dead letter is a side output); it
   rejoins the SQL pipeline before `pwevent.flink.ValidTime`.
-- keyed requirement: Row(user, PendingRequirement) (pickled), keyed by user in Java.
+- `PARSED_REQUIREMENT`: the same shape, one row per requirement record, in offset order, into a
+  `ValidTime` of the requirements: a record it accepted (`TimePath.FAST`, `original` the pickled
+  `PendingRequirement`, `cell` null) or a refusal (`TimePath.REFUSED`).
+- `REQUIREMENT_VALUE`: what Membership receives per requirement record, keyed by user in Java:
+  Row(original, ahead), the pickled `PendingRequirement` and whether `ValidTime`'s lead guard
+  disbelieved its time (then a `too_far_ahead` dead letter).
 - `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
   slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
 - `POPULATION_IN`: Row(slot, cls, cell, n, change, reason, user, partition, offset, original): the
@@ -28,6 +33,7 @@ Records between the operators:
 
 from __future__ import annotations
 
+import pickle
 from enum import IntEnum
 from typing import Any
 
@@ -69,10 +75,11 @@ class TimePath(IntEnum):
     the row is, so that a partition's time follows its offsets across the two parsers
     (docs/streaming.md, "Time")."""
 
-    FAST = 0  # an event the SQL fast path accepted
+    FAST = 0  # a record accepted on the in-order channel: an event of the SQL fast path, a requirement
     PENDING = 1  # a record the fast path handed to the reference parser (on the fast path's channel)
     SLOW_ACCEPTED = 2  # the reference parser's event for such a record
     SLOW_REJECTED = 3  # its refusal
+    REFUSED = 4  # a requirement record its parser refused (on the in-order channel)
 
 
 PARSED_EVENT = Types.ROW_NAMED(
@@ -80,7 +87,8 @@ PARSED_EVENT = Types.ROW_NAMED(
     [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE()),
      Types.INT()],
 )
-KEYED_REQUIREMENT = Types.ROW([Types.STRING(), Types.PICKLED_BYTE_ARRAY()])
+PARSED_REQUIREMENT = PARSED_EVENT
+REQUIREMENT_VALUE = Types.ROW_NAMED(["original", "ahead"], [Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.BOOLEAN()])
 MEMBERSHIP_OUT = Types.ROW_NAMED(
     ["route", "user", "cls", "vms", "slot", "text"],
     [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
@@ -166,11 +174,9 @@ def _position(topic: str, row: Row) -> dict[str, Any]:
 
 class _ParseRecords(ProcessFunction):
     """Kafka row (value, partition, offset, kafka_ts, jtime; timestamp = the guarded event time of
-    `pwevent.flink.SlotWatermarks`) -> a parsed record, or a dead letter (side output).
-    `SOURCE_GUARD`: the source's lead guard decides `too_far_ahead` (for events `ValidTime` does,
-    over valid events only; docs/streaming.md, "Time")."""
-
-    SOURCE_GUARD = True
+    `pwevent.flink.SlotWatermarks`) -> a parsed record, or a dead letter (side output). Whether a
+    time is `too_far_ahead` is decided after parsing, by `ValidTime`, over valid records only
+    (docs/streaming.md, "Time")."""
 
     def __init__(self, config: Config, source: str, topic: str, kafka_time: bool) -> None:
         self.config = config
@@ -195,17 +201,12 @@ class _ParseRecords(ProcessFunction):
             return self._reject(position, err.reason, err.detail, raw)
         if self.config.clock.slot_of(record.time_ms) < 1:
             return self._reject(position, Reason.BEFORE_ORIGIN, "time is before the configured origin", raw)
-        jtime = row[4]
-        if self.SOURCE_GUARD and jtime is not None and jtime > ctx.timestamp():
-            return self._reject(position, Reason.TOO_FAR_AHEAD, TOO_FAR_AHEAD_DETAIL, raw)
         return record, position, raw
 
 
 class ParseEvents(_ParseRecords):
     """The reference parser for the events the SQL fast path does not take -> `PARSED_EVENT` for each
     (refusals too, so that `ValidTime` knows the record's result), and dead letters."""
-
-    SOURCE_GUARD = False
 
     def __init__(self, config: Config, topic: str, kafka_time: bool) -> None:
         super().__init__(config, "events", topic, kafka_time)
@@ -225,8 +226,9 @@ class ParseEvents(_ParseRecords):
 
 
 class ParseRequirements(_ParseRecords):
-    """Requirement records -> Row(user, PendingRequirement), keyed by user downstream; and
-    `REGISTRATIONS` (side output) for the records that register their user if first."""
+    """Requirement records -> `PARSED_REQUIREMENT`, one row per record (refusals too, so that the
+    requirements' `ValidTime` follows the offsets), dead letters, and `REGISTRATIONS` (side output)
+    for the records that register their user if first."""
 
     def __init__(self, config: Config, topic: str) -> None:
         super().__init__(config, "requirements", topic, False)
@@ -241,6 +243,7 @@ class ParseRequirements(_ParseRecords):
                                                                                  config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
+            yield Row(None, None, None, int(row[1]), int(row[2]), None, int(TimePath.REFUSED))
             return
         update, position, raw = out
         pending = PendingRequirement(config.clock.slot_of(update.time_ms),
@@ -248,7 +251,8 @@ class ParseRequirements(_ParseRecords):
                                      update.requirement, position, raw.decode("utf-8", errors="replace"))
         if self.rules.registers(update.requirement):
             yield REGISTRATIONS, Row(update.user, pending.slot)
-        yield Row(update.user, pending)
+        yield Row(update.user, update.time_ms, None, position["partition"], position["offset"],
+                  pickle.dumps(pending, protocol=pickle.HIGHEST_PROTOCOL), int(TimePath.FAST))
 
 
 def _dead(rejection: Rejection, metrics: HostMetrics) -> Row:
@@ -289,8 +293,13 @@ class MembershipHost(KeyedCoProcessFunction):
             self.state.update(orjson.dumps(user.to_json()))
 
     def process_element1(self, value: Row, ctx: Any):  # type: ignore[override]
-        pending: PendingRequirement = value  # the keyed stream hands over the value of Row(user, value)
+        """`REQUIREMENT_VALUE` (the keyed stream hands over the value of Row(user, value))."""
+        pending: PendingRequirement = pickle.loads(bytes(value[0]))  # noqa: S301 (this job's own rows)
         self.metrics.report_zeros()
+        if value[1]:
+            yield _dead(Rejection(Reason.TOO_FAR_AHEAD, TOO_FAR_AHEAD_DETAIL, pending.position, pending.original),
+                        self.metrics)
+            return
         user = self._load()
         rejection = user.receive(pending, ctx.timer_service().current_watermark(), self.clock)
         if rejection is not None:

@@ -261,12 +261,16 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
                                         role in read_to_end).uid(f"source-{role}")
         t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
 
-    # Requirement records, parsed (for Membership below, and their registrations for the events' time).
+    # Requirement records, parsed (for Membership below, and their registrations for the events' time),
+    # then timed from the valid ones only, in offset order (ValidTime, as for the events below).
     requirement_rows = t_env.to_data_stream(t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
     requirements = requirement_rows.process(fn.ParseRequirements(config, topics["requirements"]),
-                                            output_type=fn.KEYED_REQUIREMENT) \
+                                            output_type=fn.PARSED_REQUIREMENT) \
         .uid("parse-requirements").name("parse requirements")
+    registrations = internals.side_output(requirements, fn.REGISTRATIONS)
+    requirements_timed = internals.valid_time(requirements, registrations, strategy, True, None, requirements_backlog) \
+        .uid("requirement-time").name("event time of valid requirements")
 
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
     # both rejoin, and only then take their event time (ValidTime: valid events of known users only).
@@ -297,8 +301,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     events = t_env.to_data_stream(t_env.sql_query(
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM fast_events UNION ALL "
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM slow_events"))
-    timed = internals.valid_time(events, internals.side_output(requirements, fn.REGISTRATIONS), strategy,
-                                 config.default_requirement is not None, restore_seed_ms) \
+    timed = internals.valid_time(events, registrations, strategy, config.default_requirement is not None,
+                                 restore_seed_ms) \
         .uid("valid-time").name("event time of valid events")
     t_env.create_temporary_view("events", t_env.from_data_stream(timed, rowtime))
     # A record is late when the watermark has passed its slot's end (the windows below would drop it),
@@ -323,7 +327,8 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     # ones Membership can still need (FirstPresence, in Java: about one per user, not per slot).
     carrier = internals.first_presence(latest, config.default_requirement is not None) \
         .uid("first-presence").name("presences Membership can still need")
-    membership = internals.keyed_by_first_field(requirements, Types.STRING(), Types.PICKLED_BYTE_ARRAY()) \
+    membership = internals.keyed_by_first_field(internals.user_values(requirements_timed), Types.STRING(),
+                                                fn.REQUIREMENT_VALUE) \
         .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
         .process(fn.MembershipHost(config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
     t_env.create_temporary_view("membership_out", t_env.from_data_stream(membership, rowtime))

@@ -106,20 +106,30 @@ def first_presence(latest: Any, default_on: bool) -> Any:
 
 
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
-               restore_seed_ms: int | None) -> Any:
+               restore_seed_ms: int | None, backlog_ends: dict[int, int] | None = None) -> Any:
     """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original, path: the two
     parsers' rows, `hosts.TimePath`), the accepted ones timed and watermarked, in offset order per
     partition, from the valid events of known users only (`registrations`: user,
     slot; `everyone_known` with a default requirement), with the flag `ahead` for those the lead
-    guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time")."""
+    guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time").
+    The requirements' instance: their parser's rows, everyone known, and `backlog_ends` as for
+    `kafka_source`'s `backlog_end`."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
     operator = jvm.pwevent.flink.ValidTime(
         strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
-        strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], everyone_known, restore_seed_ms)
+        strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], everyone_known, restore_seed_ms,
+        None if backlog_ends is None else _java_offsets(backlog_ends))
     return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
                                                         operator))
+
+
+def user_values(timed: Any) -> Any:
+    """Java `ValidTime.userValues`: its rows as Row(user, Row(original, ahead)), timestamps kept."""
+    from pyflink.datastream import DataStream
+
+    return DataStream(_jvm().pwevent.flink.ValidTime.userValues(timed._j_data_stream))
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

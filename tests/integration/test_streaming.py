@@ -347,6 +347,45 @@ def test_only_valid_records_move_event_time(streaming_job: Any) -> None:
     assert max(m.json()["slot"] for m in job.read("releases")) == slots
 
 
+def test_only_valid_requirement_records_move_event_time(streaming_job: Any) -> None:
+    """The same for the requirements topic: once the backlog of slots 1-5 is released and the events
+    have gone idle (the requirements' time alone then drives Membership and the class join),
+    requirement records the replay rejects but whose time reads, 50 minutes ahead: a window of
+    w = 0, one over the `max_w` cap and a repeated key; and a valid one two days past the wall clock,
+    which the requirements' lead guard does not believe (`too_far_ahead`, from Membership). They are
+    dead letters and move no event time: while checkpoints spanning more than `source_idleness`
+    complete, no slot after the last valid one is released, and the releases equal the replay of the
+    valid records."""
+    job = make_job(streaming_job, "PBD")
+    events, requirements = generate(job.folder, users=60, slots=5)
+    expected = replay(job, events, requirements)
+    assert len(expected["releases"]) == 5
+    far = slot_time(5, 50 * 60_000)
+    bad = [json.dumps({"user": "u1", "time": far, "w": 0, "epsilon": 1.0}).encode(),
+           json.dumps({"user": "u2", "time": far, "w": 100_000, "epsilon": 1.0}).encode(),
+           b'{"user": "u3", "time": %d, "w": 3, "epsilon": 1.0, "w": 4}' % far]
+    mixed = job.folder / "mixed-requirements.jsonl"
+    mixed.write_text(Path(requirements).read_text() + "".join(f"{record.decode()}\n" for record in bad))
+    whole = replay(job, events, str(mixed))
+    assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    job.start(seed=SEED)
+    check_equals_replay(job, events, requirements, 5, expected)
+    future = json.dumps({"user": "zz", "time": int(time.time() * 1000) + 2 * 86_400_000, "w": 3, "epsilon": 1.0})
+    client = producer(job.kafka)
+    for record in [*bad, future.encode()]:
+        client.send(job.topics["requirements"], value=record)
+    client.flush()
+    client.close()
+    dead = job.wait_records("dead_letters", len(bad) + 1, keep=lambda d: d.get("source") == "requirements")
+    assert Counter(d["reason"] for d in dead) == Counter({"invalid_requirement": 2, "duplicate_key": 1,
+                                                         "too_far_ahead": 1}), dead
+    idleness_ms = parse_duration_ms(FAST_CLOSE["flink"]["source_idleness"], "source_idleness")
+    job.wait_checkpoints(idleness_ms // 400 + 5)  # 400 ms apart: the requirements source goes idle meanwhile
+    releases = [m.json() for m in job.read("releases")]
+    assert max(r["slot"] for r in releases) == 5, sorted({r["slot"] for r in releases})[:12]
+
+
 def test_no_second_life_without_state(streaming_job: Any) -> None:
     """A job started without state against a release topic that holds releases is refused by its
     Population (the job fails, `pwevent run` exits 2 naming the slot); with

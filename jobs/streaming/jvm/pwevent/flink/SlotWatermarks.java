@@ -82,7 +82,7 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
 
     /** Partition -> offset from whatever numbers the caller passed (py4j hands Python ints over as
      *  Integer or Long depending on their size). */
-    private static HashMap<Integer, Long> offsets(Map<?, ?> given) {
+    static HashMap<Integer, Long> offsets(Map<?, ?> given) {
         HashMap<Integer, Long> out = new HashMap<>();
         for (Map.Entry<?, ?> entry : given.entrySet()) {
             out.put(((Number) entry.getKey()).intValue(), ((Number) entry.getValue()).longValue());

@@ -54,6 +54,12 @@ import org.apache.flink.types.Row;
  * periods pause under back-pressure); with no active partition it is capped at the highest slot
  * end a partition closed (or, before the first event, the restore seed's slot end), and idle once
  * the source is idle. "Quiet" leaves out the time this operator spent blocked handing records on.
+ *
+ * <p>The requirements' time is kept by a second instance, in the same way: its input is the
+ * requirement parser's one row per record, in offset order ({@link #FAST} with the parsed record in
+ * `original`, {@link #REFUSED} for a refusal), every user known, and with `backlogEnds` (partition
+ * -> one past its last committed record when the job was built) a partition whose latest record is
+ * the last one it held then stops holding the others back at once, as the source does.
  */
 public final class ValidTime extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
@@ -62,6 +68,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     public static final int PENDING = 1;
     public static final int SLOW_ACCEPTED = 2;
     public static final int SLOW_REJECTED = 3;
+    /** A record its only parser refused, on the in-order channel (the requirements' rows: only
+     *  partition and offset set); it moves nothing but the channel's position. */
+    public static final int REFUSED = 4;
     public static final RowTypeInfo OUT = new RowTypeInfo(
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
@@ -78,6 +87,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private final long slotMs;
     private final boolean everyoneKnown;
     private final Long restoreSeedMs;
+    private final HashMap<Integer, Long> backlogEnds;
 
     private transient BroadcastState<String, Long> registered;
     private transient SlotWatermarks.LeadGuard guard;
@@ -89,7 +99,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient long blockedMs;
 
     public ValidTime(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs, long originMs,
-                     long slotMs, boolean everyoneKnown, Number restoreSeedMs) {
+                     long slotMs, boolean everyoneKnown, Number restoreSeedMs, Map<?, ?> backlogEnds) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
@@ -98,12 +108,22 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         this.slotMs = slotMs;
         this.everyoneKnown = everyoneKnown;
         this.restoreSeedMs = restoreSeedMs == null ? null : restoreSeedMs.longValue();
+        this.backlogEnds = backlogEnds == null ? null : SlotWatermarks.offsets(backlogEnds);
     }
 
     /** `events` with their valid event time; `registrations` are broadcast to every subtask. */
     public static SingleOutputStreamOperator<Row> apply(DataStream<Row> events, DataStream<Row> registrations,
                                                         ValidTime operator) {
         return events.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
+    }
+
+    /** Output rows as Row(user, Row(original, ahead)), for a stream keyed by its first field (the
+     *  requirements' rows into Membership: `original` carries the parsed record). Timestamps kept. */
+    public static SingleOutputStreamOperator<Row> userValues(DataStream<Row> timed) {
+        RowTypeInfo value = new RowTypeInfo(new TypeInformation<?>[] {Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
+                new String[] {"original", "ahead"});
+        RowTypeInfo out = new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, value}, new String[] {"user", "value"});
+        return timed.map(row -> Row.of(row.getField(0), Row.of(row.getField(5), row.getField(6))), out);
     }
 
     @Override
@@ -149,6 +169,10 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         OffsetOrder order = partitions.computeIfAbsent(partition, p -> new OffsetOrder());
         if (path == PENDING) {
             order.pending(offset);
+            return;
+        }
+        if (path == REFUSED) {
+            order.fast(offset, null, now());
             return;
         }
         if (path == SLOW_REJECTED) {
@@ -225,7 +249,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         boolean active = false;
         long lowest = Long.MAX_VALUE;
         long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotWatermarks.slotLastMs(originMs, slotMs, restoreSeedMs);
-        for (OffsetOrder seen : partitions.values()) {
+        for (Map.Entry<Integer, OffsetOrder> entry : partitions.entrySet()) {
+            OffsetOrder seen = entry.getValue();
             if (seen.latest() == Long.MIN_VALUE) {  // nothing settled: holds the others back while it waits
                 if (seen.waiting()) {
                     active = true;
@@ -239,7 +264,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
                 mark = Math.max(mark, SlotWatermarks.slotLastMs(originMs, slotMs, seen.latest()));
             }
             cap = Math.max(cap, mark);
-            if (idleAfterMs <= 0 || quiet < idleAfterMs) {
+            boolean drained = drained(entry.getKey(), seen);  // has read its backlog: holds nothing back
+            if (!drained && (idleAfterMs <= 0 || quiet < idleAfterMs)) {
                 active = true;
                 lowest = Math.min(lowest, mark);
             }
@@ -254,6 +280,16 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         } else if (cap != Long.MIN_VALUE) {
             emit(Math.min(upstreamMs, cap));
         }
+    }
+
+    /** Whether partition `partition`'s latest record is the last one its backlog held, and nothing
+     *  of it waits ({@link SlotWatermarks}' `backlogEnd` rule, by the rows' offsets). */
+    private boolean drained(int partition, OffsetOrder seen) {
+        if (backlogEnds == null || seen.waiting()) {
+            return false;
+        }
+        Long end = backlogEnds.get(partition);
+        return end != null && seen.frontier() == end - 1;
     }
 
     private void emit(long mark) {
@@ -324,6 +360,11 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             while (!held.isEmpty() && held.firstKey() < first && held.firstKey() <= frontier) {
                 latest = Math.max(latest, held.pollFirstEntry().getValue());
             }
+        }
+
+        /** The highest offset the in-order channel has reached (Long.MIN_VALUE: none yet). */
+        public long frontier() {
+            return frontier;
         }
 
         /** The latest time of the settled valid events (Long.MIN_VALUE: none yet). */
