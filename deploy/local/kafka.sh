@@ -335,7 +335,8 @@ start_broker() {
     -cp "$cp" kafka.Kafka "$RUN_DIR/server.properties" >"$RUN_DIR/kafka.out" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$PID_FILE"
-  [[ -z "$OWNER" ]] || watch_owner "$pid"  # at once: an owner may die while this script waits below
+  # at once: an owner may die while this script waits below
+  [[ -z "$OWNER" ]] || watch_owner "$OWNER" "$pid" "$SCRIPT_DIR/kafka.sh" "$RUN_DIR"
 
   local deadline=$((SECONDS + READY_TIMEOUT))
   until port_open "$PORT"; do
@@ -360,14 +361,6 @@ start_broker() {
   fi
   echo "127.0.0.1:$PORT" >"$BOOTSTRAP_FILE"
   cat "$BOOTSTRAP_FILE"
-}
-
-# watch_owner BROKER_PID: in a session of its own, waits until $OWNER or the broker has exited, and
-# then stops the broker if it is still there (kafka.sh stop: by the pid file, never by name).
-watch_owner() {
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 2; done
-    if kill -0 "$2" 2>/dev/null; then echo "owner $1 gone: stopping the broker"; "$3" stop --run-dir "$4"; fi' \
-    watch-owner "$OWNER" "$1" "$SCRIPT_DIR/kafka.sh" "$RUN_DIR" </dev/null >>"$RUN_DIR/owner.out" 2>&1 &
 }
 
 stop_broker() {

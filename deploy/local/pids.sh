@@ -1,4 +1,4 @@
-# Sourced by kafka.sh and flink-cluster.sh: free loopback ports, and the processes they start, found
+# Sourced by kafka.sh, flink-cluster.sh and schema-registry.sh: free loopback ports, and the processes they start, found
 # and stopped through the pid files they write (never by name).
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -26,4 +26,13 @@ stop_pid() {
     echo "$(basename "$0"): pid $pid still there $2 s after SIGTERM, sending SIGKILL" >&2
     kill -KILL "$pid" 2>/dev/null || true
   fi
+}
+
+# watch_owner OWNER_PID PID SCRIPT RUN_DIR: in a session of its own (output in RUN_DIR/owner.out),
+# waits until process OWNER_PID or PID has exited, and then runs `SCRIPT stop --run-dir RUN_DIR` if
+# PID is still there (the script stops it by its pid file, never by name).
+watch_owner() {
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 2; done
+    if kill -0 "$2" 2>/dev/null; then echo "owner $1 gone: stopping pid $2"; "$3" stop --run-dir "$4"; fi' \
+    watch-owner "$1" "$2" "$3" "$4" </dev/null >>"$4/owner.out" 2>&1 &
 }

@@ -67,7 +67,7 @@ start_server() {
   NO_COLOR=1 setsid "$BINARY" --log-level debug serve --host 127.0.0.1 --port "$PORT" >"$RUN_DIR/registry.out" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$PID_FILE"
-  [[ -z "$OWNER" ]] || watch_owner "$pid"
+  [[ -z "$OWNER" ]] || watch_owner "$OWNER" "$pid" "$SCRIPT_DIR/schema-registry.sh" "$RUN_DIR"
   local url="http://127.0.0.1:$PORT" deadline=$((SECONDS + READY_TIMEOUT))
   # Our own process answering counts, not the port: another server may hold it.
   until curl -sf "$url/health" >/dev/null 2>&1 && grep -q "listening on" "$RUN_DIR/registry.out"; do
@@ -77,14 +77,6 @@ start_server() {
   done
   echo "$url" >"$URL_FILE"
   echo "$url"
-}
-
-# watch_owner SERVER_PID: in a session of its own, waits until $OWNER or the server has exited, and
-# then stops the server if it is still there (by the pid file, never by name).
-watch_owner() {
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 2; done
-    if kill -0 "$2" 2>/dev/null; then echo "owner $1 gone: stopping the registry"; "$3" stop --run-dir "$4"; fi' \
-    watch-owner "$OWNER" "$1" "$SCRIPT_DIR/schema-registry.sh" "$RUN_DIR" </dev/null >>"$RUN_DIR/owner.out" 2>&1 &
 }
 
 stop_server() {
