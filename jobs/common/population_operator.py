@@ -126,8 +126,8 @@ class PopulationOperator:
 
     def on_row(self, row: PopulationRow) -> tuple[bool, Emitted]:
         """Take `row`: True to keep it until its slot's end; and what it emits now (the dead letter of
-        a rejected event; the spend-log lines of a change of a slot decided before a resume, which is
-        in force from the next slot)."""
+        a rejected event, or of a count whose slot was decided before it came; the spend-log lines
+        of a change of a slot decided before a resume, which is in force from the next slot)."""
         emitted = Emitted()
         if isinstance(row, RejectedEvent):
             emitted.dead_letters.append(self.rejected_event(row))
@@ -136,6 +136,11 @@ class PopulationOperator:
             if isinstance(row, SlotChange):
                 self.engine.apply(row.change)
                 emitted.audit.extend(self._take_lines())
+            elif isinstance(row, SlotCount):  # its slot was decided without it: never dropped silently
+                emitted.dead_letters.append(reject_record(
+                    "events", f"slot {row.slot}", Reason.LATE,
+                    f"{row.n} events of class {row.cls} in cell {row.cell} were counted after slot {row.slot}"
+                    " was decided", ""))
             return False, emitted
         return True, emitted
 

@@ -105,8 +105,9 @@ def test_rows_of_later_slots_wait_and_every_slot_is_decided_in_order() -> None:
     assert closed.rest == later and closed.next_slot == 4
     assert [report.slot for report in closed.emitted.reports] == [1, 2, 3]
     assert closed.emitted.releases[2][1]["population"] == 10  # the users of slots 1 and 2 (u % 6 in 0, 1)
-    keep, _ = operator.on_row(SlotCount(2, later[0].cls, 0, 1))  # a slot already decided: not kept
-    assert not keep
+    keep, emitted = operator.on_row(SlotCount(2, later[0].cls, 0, 3))  # a slot already decided: not kept,
+    assert not keep and [(d["reason"], d["position"]) for d in emitted.dead_letters] == [("late", "slot 2")]
+    assert "3 events of class" in emitted.dead_letters[0]["detail"]  # and not dropped silently
     # A bounded input ended: each slot's timer fires; slot 4's has no row of its own to decide up to,
     # slot 5's decides 4 and 5.
     ended = operator.on_slot_end(4, closed.rest, ended=True)
