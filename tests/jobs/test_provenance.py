@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import pickle
 
 import pytest
 from pyflink.common import Row
@@ -23,7 +24,7 @@ from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
-from pwevent.jobs.streaming.hosts import DEAD_LETTERS, REGISTRATIONS, ParseRequirements
+from pwevent.jobs.streaming.hosts import DEAD_LETTERS, REGISTRATIONS, ParseRequirements, TimePath
 from pwevent.jobs.streaming.produce import _signed
 from pwevent.state.requirements import Requirement, RequirementCaps
 
@@ -185,11 +186,13 @@ def test_the_streaming_job_dead_letters_an_unsigned_requirement():
     runtime = _RuntimeContext()
     host.open(runtime)
     record = {"user": "a", "time": 0, "w": 4, "epsilon": 0.6}
-    [(tag, text)] = host.process_element(Row(json.dumps(record).encode(), 0, 3, None, 0, None), _Context())
+    (tag, text), refused = host.process_element(Row(json.dumps(record).encode(), 0, 3, None, 0, None), _Context())
     assert tag is DEAD_LETTERS and json.loads(text)["reason"] == "unauthenticated_requirement"
+    assert refused == Row(None, None, None, 0, 3, None, int(TimePath.REFUSED))  # its offset, for ValidTime
     counted = {path: c.count for path, c in runtime.counters.items() if c.count}
     assert counted == {"pwevent/reason=unauthenticated_requirement/dead_letters": 1}  # docs/operations.md, Metrics
     registration, keyed = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None, 0, None),
                                                _Context())
     assert registration == (REGISTRATIONS, Row("a", 1))  # what ValidTime knows users by (docs/streaming.md, Time)
-    assert keyed[0] == "a" and keyed[1].requested == Requirement(4, 0.6)
+    assert list(keyed[:5]) == ["a", 0, None, 0, 4] and keyed[6] == int(TimePath.FAST)
+    assert pickle.loads(keyed[5]).requested == Requirement(4, 0.6)
