@@ -327,8 +327,9 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     # ones Membership can still need (FirstPresence, in Java: about one per user, not per slot).
     carrier = internals.first_presence(latest, config.default_requirement is not None) \
         .uid("first-presence").name("presences Membership can still need")
-    membership = internals.keyed_by_first_field(internals.user_values(requirements_timed), Types.STRING(),
-                                                fn.REQUIREMENT_VALUE) \
+    requirement_values = internals.user_values(requirements_timed) \
+        .uid("requirement-values").name("requirements for Membership")
+    membership = internals.keyed_by_first_field(requirement_values, Types.STRING(), fn.REQUIREMENT_VALUE) \
         .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
         .process(fn.MembershipHost(config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
     t_env.create_temporary_view("membership_out", t_env.from_data_stream(membership, rowtime))
