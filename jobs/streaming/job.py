@@ -301,9 +301,13 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     events = t_env.to_data_stream(t_env.sql_query(
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM fast_events UNION ALL "
         "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM slow_events"))
-    timed = internals.valid_time(events, registrations, strategy, config.default_requirement is not None,
-                                 restore_seed_ms) \
-        .uid("valid-time").name("event time of valid events")
+    # At parallelism 1, following the requirements' valid time while the events are idle: no branch
+    # below goes idle with the events and comes back later than another (docs/streaming.md, "Time").
+    timed, requirement_marks = internals.valid_time(events, registrations, strategy,
+                                                    config.default_requirement is not None, restore_seed_ms,
+                                                    follows=requirements_timed)
+    requirement_marks.uid("requirement-watermarks").name("watermarks of valid requirements")
+    timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
     t_env.create_temporary_view("events", t_env.from_data_stream(timed, rowtime))
     # A record is late when the watermark has passed its slot's end (the windows below would drop it),
     # or its slot is one a resumed job's releases decided (at most `late_through`).

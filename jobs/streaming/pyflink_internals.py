@@ -106,23 +106,34 @@ def first_presence(latest: Any, default_on: bool) -> Any:
 
 
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
-               restore_seed_ms: int | None, backlog_ends: dict[int, int] | None = None) -> Any:
+               restore_seed_ms: int | None, backlog_ends: dict[int, int] | None = None,
+               follows: Any = None) -> Any:
     """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original, path: the two
     parsers' rows, `hosts.TimePath`), the accepted ones timed and watermarked, in offset order per
     partition, from the valid events of known users only (`registrations`: user,
     slot; `everyone_known` with a default requirement), with the flag `ahead` for those the lead
     guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time").
     The requirements' instance: their parser's rows, everyone known, and `backlog_ends` as for
-    `kafka_source`'s `backlog_end`."""
+    `kafka_source`'s `backlog_end`. `follows` (the events' instance: the requirements' timed rows):
+    while every events partition is idle, the output follows that stream's watermark instead of
+    going idle, so that no branch downstream goes idle with the events and comes back after the
+    others (docs/streaming.md, "Time"); the caller runs it at parallelism 1. Returns the operator,
+    and with `follows` also the watermark-only stream it reads (both need a uid)."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
     operator = jvm.pwevent.flink.ValidTime(
         strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
         strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], everyone_known, restore_seed_ms,
-        None if backlog_ends is None else _java_offsets(backlog_ends))
-    return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
-                                                        operator))
+        None if backlog_ends is None else _java_offsets(backlog_ends), follows is not None)
+    if follows is None:
+        return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
+                                                            operator))
+    marks = DataStream(jvm.pwevent.flink.ValidTime.watermarksOf(follows._j_data_stream,
+                                                                registrations._j_data_stream.getType()))
+    second = registrations.union(marks)
+    return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, second._j_data_stream,
+                                                        operator)), marks
 
 
 def user_values(timed: Any) -> Any:

@@ -386,6 +386,28 @@ def test_only_valid_requirement_records_move_event_time(streaming_job: Any) -> N
     assert max(r["slot"] for r in releases) == 5, sorted({r["slot"] for r in releases})[:12]
 
 
+def test_a_burst_after_the_events_went_idle_counts_every_event(streaming_job: Any) -> None:
+    """The backlog of slots 1-5 released, the events idle for longer than `source_idleness`, then
+    slots 6-8 sent at once; idle again, then slots 9-11 at once. When the events come back, every
+    branch into the class join and the Population is active again before any of them carries a
+    watermark past the idle point (the events' ValidTime never goes idle: it follows the
+    requirements' valid time instead), so each slot is decided after its counts: the releases equal
+    the replay and no event is a dead letter (docs/streaming.md, "Time")."""
+    slots = 11
+    job = make_job(streaming_job, "PBD")
+    events, requirements = generate(job.folder, users=60, slots=slots)
+    expected = replay(job, events, requirements)
+    idleness_ms = parse_duration_ms(FAST_CLOSE["flink"]["source_idleness"], "source_idleness")
+    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=5)
+    job.start(seed=SEED)
+    for first, last in ((6, 8), (9, 11)):
+        job.wait_releases(first - 1)
+        job.wait_checkpoints(idleness_ms // 400 + 5)  # 400 ms apart: the events go idle meanwhile
+        produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=first, last_slot=last)
+    check_equals_replay(job, events, requirements, slots, expected)
+    assert job.read("dead_letters") == []
+
+
 def test_no_second_life_without_state(streaming_job: Any) -> None:
     """A job started without state against a release topic that holds releases is refused by its
     Population (the job fails, `pwevent run` exits 2 naming the slot); with

@@ -20,6 +20,7 @@ import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
 import org.apache.flink.types.Row;
+import org.apache.flink.util.Collector;
 
 /**
  * The events' event time, from valid events only (docs/streaming.md, "Time"): the watermark after
@@ -52,8 +53,13 @@ import org.apache.flink.types.Row;
  * The output watermark is the smallest over the active partitions, and never more than the
  * source's (which holds back for partitions that have not given a record yet, and whose quiet
  * periods pause under back-pressure); with no active partition it is capped at the highest slot
- * end a partition closed (or, before the first event, the restore seed's slot end), and idle once
- * the source is idle. "Quiet" leaves out the time this operator spent blocked handing records on.
+ * end a partition closed (or, before the first event, the restore seed's slot end); once the source
+ * is idle too, the requirements' instance goes idle, and the events' instance ({@code followsSecond},
+ * run at parallelism 1, input 2 unioned with {@link #watermarksOf} the requirements' timed rows)
+ * follows input 2's watermark instead, so that no operator below goes idle with the events and
+ * comes back after another one (docs/streaming.md, "Time"). "Quiet" leaves out the time this
+ * operator spent blocked handing records on. A registration counts unless its slot closed on the
+ * watermark of this input's own partitions.
  *
  * <p>The requirements' time is kept by a second instance, in the same way: its input is the
  * requirement parser's one row per record, in offset order ({@link #FAST} with the parsed record in
@@ -88,6 +94,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private final boolean everyoneKnown;
     private final Long restoreSeedMs;
     private final HashMap<Integer, Long> backlogEnds;
+    private final boolean followsSecond;
 
     private transient BroadcastState<String, Long> registered;
     private transient SlotWatermarks.LeadGuard guard;
@@ -95,11 +102,15 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient long upstreamMs;
     private transient boolean upstreamIdle;
     private transient long emittedMs;
+    /** The highest watermark emitted from this input's own partitions (not the followed time). */
+    private transient long ownMs;
+    private transient long secondMs;
     private transient boolean idle;
     private transient long blockedMs;
 
     public ValidTime(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs, long originMs,
-                     long slotMs, boolean everyoneKnown, Number restoreSeedMs, Map<?, ?> backlogEnds) {
+                     long slotMs, boolean everyoneKnown, Number restoreSeedMs, Map<?, ?> backlogEnds,
+                     boolean followsSecond) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
@@ -109,12 +120,20 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         this.everyoneKnown = everyoneKnown;
         this.restoreSeedMs = restoreSeedMs == null ? null : restoreSeedMs.longValue();
         this.backlogEnds = backlogEnds == null ? null : SlotWatermarks.offsets(backlogEnds);
+        this.followsSecond = followsSecond;
     }
 
     /** `events` with their valid event time; `registrations` are broadcast to every subtask. */
     public static SingleOutputStreamOperator<Row> apply(DataStream<Row> events, DataStream<Row> registrations,
                                                         ValidTime operator) {
         return events.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
+    }
+
+    /** `timed`'s watermarks and watermark statuses, without its rows, as a stream of type `as` (to be
+     *  unioned with the registrations: the events' instance then follows the requirements' valid
+     *  time while its own partitions are idle). */
+    public static SingleOutputStreamOperator<Row> watermarksOf(DataStream<Row> timed, TypeInformation<Row> as) {
+        return timed.flatMap((Row row, Collector<Row> out) -> { }, as);
     }
 
     /** Output rows as Row(user, Row(original, ahead)), for a stream keyed by its first field (the
@@ -139,6 +158,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         partitions = new HashMap<>();
         upstreamMs = Long.MIN_VALUE;
         emittedMs = Long.MIN_VALUE;
+        ownMs = Long.MIN_VALUE;
+        secondMs = Long.MIN_VALUE;
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
         getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
@@ -212,7 +233,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         Row row = record.getValue();
         String user = (String) row.getField(0);
         long slot = ((Number) row.getField(1)).longValue();
-        if (closed(slot, emittedMs, originMs, slotMs)) {
+        if (closed(slot, ownMs, originMs, slotMs)) {
             return;
         }
         Long since = registered.get(user);
@@ -224,7 +245,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     @Override
     public void processWatermark1(Watermark mark) throws Exception {
         if (mark.getTimestamp() == Long.MAX_VALUE) {  // the end of a bounded input
-            emit(Long.MAX_VALUE);
+            emitOwn(Long.MAX_VALUE);
             return;
         }
         upstreamMs = Math.max(upstreamMs, mark.getTimestamp());
@@ -232,8 +253,11 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     }
 
     @Override
-    public void processWatermark2(Watermark mark) {
-        // the registrations' time is Membership's concern, not the events'
+    public void processWatermark2(Watermark mark) throws Exception {
+        if (followsSecond && mark.getTimestamp() != Long.MAX_VALUE) {
+            secondMs = Math.max(secondMs, mark.getTimestamp());
+            advance();
+        }
     }
 
     @Override
@@ -271,15 +295,24 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             }
         }
         if (active) {
-            emit(upstreamIdle ? lowest : Math.min(upstreamMs, lowest));
+            emitOwn(upstreamIdle ? lowest : Math.min(upstreamMs, lowest));
         } else if (upstreamIdle) {
-            if (!idle && emittedMs != Long.MAX_VALUE) {
+            if (followsSecond) {
+                emitOwn(cap);
+                emit(secondMs);
+            } else if (!idle && emittedMs != Long.MAX_VALUE) {
                 output.emitWatermarkStatus(WatermarkStatus.IDLE);
                 idle = true;
             }
         } else if (cap != Long.MIN_VALUE) {
-            emit(Math.min(upstreamMs, cap));
+            emitOwn(Math.min(upstreamMs, cap));
         }
+    }
+
+    /** A watermark from this input's own partitions. */
+    private void emitOwn(long mark) {
+        ownMs = Math.max(ownMs, mark);
+        emit(mark);
     }
 
     /** Whether partition `partition`'s latest record is the last one its backlog held, and nothing
