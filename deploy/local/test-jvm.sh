@@ -32,8 +32,24 @@ fi
 job_jar="$(bash "$REPO_ROOT/deploy/local/build-jvm.sh")"
 flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
 connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
+# Flink's operator test harness (flink-runtime's test jar, and the latches it uses) of the venv's Flink
+flink_version="$(basename "$(ls "$flink_lib"/flink-dist-*.jar | head -n 1)" .jar)"
+flink_version="${flink_version#flink-dist-}"
+harness=""
+for artifact in "flink-runtime:$flink_version:jar:tests" "flink-test-utils-junit:$flink_version"; do
+  name="${artifact%%:*}"
+  jar="$(ls "$CACHE"/junit/"$name-$flink_version"*.jar 2>/dev/null | head -n 1 || true)"
+  if [[ -z "$jar" ]]; then
+    command -v mvn >/dev/null || die "mvn not found on PATH"
+    mkdir -p "$CACHE/junit"
+    mvn -q -B "$DEP_PLUGIN:copy" -Dartifact="org.apache.flink:$artifact" -DoutputDirectory="$CACHE/junit" \
+      >"$CACHE/junit/mvn-$name.log" 2>&1 || die "could not fetch org.apache.flink:$artifact: $CACHE/junit/mvn-$name.log"
+    jar="$(ls "$CACHE"/junit/"$name-$flink_version"*.jar | head -n 1)"
+  fi
+  harness="$harness:$jar"
+done
 # spelled out: the launcher's --class-path takes no wildcards
-classpath="$job_jar:$(ls "$flink_lib"/*.jar | tr '\n' ':')$connector"
+classpath="$job_jar:$(ls "$flink_lib"/*.jar | tr '\n' ':')$connector$harness"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 javac -nowarn --release 17 -d "$work/classes" -cp "$classpath:$launcher" \

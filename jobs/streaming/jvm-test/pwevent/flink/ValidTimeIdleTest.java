@@ -1,0 +1,81 @@
+package pwevent.flink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+import org.apache.flink.streaming.util.TwoInputStreamOperatorTestHarness;
+import org.apache.flink.types.Row;
+import org.junit.jupiter.api.Test;
+
+/**
+ * ValidTime when every events partition is idle (docs/streaming.md, "Time"): the events' instance
+ * follows input 2's watermark (the requirements' valid time) and never emits an idle status; the
+ * requirements' instance goes idle. Driven by Flink's operator test harness on its test clock.
+ */
+class ValidTimeIdleTest {
+    private static final long SLOT = 60_000L;
+    private static final long CLOSE_AFTER = 1_000L;
+    private static final long IDLE_AFTER = 3_000L;
+
+    /** What came out after one event at 30 s (slot 1), the source idle, and quiet for longer than
+     *  the idleness; then input 2's watermark at the end of slot 3; then a second event (slot 4). */
+    static List<Object> run(boolean follows) throws Exception {
+        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, null, follows);
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator)) {
+            harness.getExecutionConfig().setAutoWatermarkInterval(100);
+            harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
+            harness.open();
+            harness.setProcessingTime(0);
+            harness.processElement1(new StreamRecord<>(Row.of("u1", 30_000L, 0, 0, 0L, new byte[0], ValidTime.FAST), 30_000L));
+            harness.processWatermark1(new Watermark(29_999L));
+            for (long t = 100; t <= CLOSE_AFTER + IDLE_AFTER; t += 100) {
+                harness.setProcessingTime(t);
+            }
+            harness.processWatermarkStatus1(WatermarkStatus.IDLE);
+            harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 100);
+            harness.processWatermark2(new Watermark(3 * SLOT - 1));
+            harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 200);
+            harness.processWatermarkStatus1(WatermarkStatus.ACTIVE);
+            harness.processElement1(new StreamRecord<>(Row.of("u1", 200_000L, 0, 0, 1L, new byte[0], ValidTime.FAST), 200_000L));
+            harness.processWatermark1(new Watermark(199_999L));
+            harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 300);
+            return new ArrayList<>(harness.getOutput());
+        }
+    }
+
+    static List<Long> watermarks(List<Object> output) {
+        List<Long> marks = new ArrayList<>();
+        for (Object item : output) {
+            if (item instanceof Watermark mark) {
+                marks.add(mark.getTimestamp());
+            }
+        }
+        return marks;
+    }
+
+    @Test
+    void theEventsInstanceFollowsTheRequirementsTimeAndNeverGoesIdle() throws Exception {
+        List<Object> output = run(true);
+        assertFalse(output.contains(WatermarkStatus.IDLE), output::toString);
+        List<Long> marks = watermarks(output);
+        assertTrue(marks.contains(SLOT - 1), () -> "slot 1 closed: " + marks);
+        assertTrue(marks.contains(3 * SLOT - 1), () -> "followed the requirements to slot 3: " + marks);
+        assertEquals(199_999L, marks.get(marks.size() - 1), marks::toString);
+        for (int i = 1; i < marks.size(); i++) {
+            assertTrue(marks.get(i) > marks.get(i - 1), marks::toString);
+        }
+    }
+
+    @Test
+    void theRequirementsInstanceGoesIdleAndIgnoresInputTwo() throws Exception {
+        List<Object> output = run(false);
+        assertTrue(output.contains(WatermarkStatus.IDLE), output::toString);
+        assertFalse(watermarks(output).contains(3 * SLOT - 1), output::toString);
+    }
+}
