@@ -306,7 +306,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     timed, requirement_marks = internals.valid_time(events, registrations, strategy,
                                                     config.default_requirement is not None, restore_seed_ms,
                                                     follows=requirements_timed)
-    requirement_marks.uid("requirement-watermarks").name("watermarks of valid requirements")
+    requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
     timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
     t_env.create_temporary_view("events", t_env.from_data_stream(timed, rowtime))
     # A record is late when the watermark has passed its slot's end (the windows below would drop it),
@@ -506,7 +506,7 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     """The shell command that submits this job, detached, to a running Flink session cluster (the
     one at `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
     Every path and argument is shell-quoted. `-p` is the configuration's `flink.parallelism` (the
-    job's default parallelism; the Population is pinned to 1 in the graph); `seed` (tests and
+    job's default parallelism; the Population and the events' ValidTime are pinned to 1 in the graph); `seed` (tests and
     reproduction only) is passed on to the job; `restore` (a checkpoint/savepoint path or `latest`)
     becomes `-s` (with `-n` when `allow_non_restored`) and tells the entry point that the job has
     state; `resume` is

@@ -115,10 +115,11 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time").
     The requirements' instance: their parser's rows, everyone known, and `backlog_ends` as for
     `kafka_source`'s `backlog_end`. `follows` (the events' instance: the requirements' timed rows):
-    while every events partition is idle, the output follows that stream's watermark instead of
+    while every events partition is idle, the output follows that stream's watermark (as rows
+    Row(None, ms) beside the registrations; the registrations' own watermark is never read) instead of
     going idle, so that no branch downstream goes idle with the events and comes back after the
     others (docs/streaming.md, "Time"); the caller runs it at parallelism 1. Returns the operator,
-    and with `follows` also the watermark-only stream it reads (both need a uid)."""
+    and with `follows` also the stream of time rows it reads (both need a uid)."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
@@ -129,8 +130,8 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     if follows is None:
         return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
                                                             operator))
-    marks = DataStream(jvm.pwevent.flink.ValidTime.watermarksOf(follows._j_data_stream,
-                                                                registrations._j_data_stream.getType()))
+    marks = DataStream(jvm.pwevent.flink.ValidTime.timeOf(follows._j_data_stream,
+                                                          registrations._j_data_stream.getType()))
     second = registrations.union(marks)
     return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, second._j_data_stream,
                                                         operator)), marks

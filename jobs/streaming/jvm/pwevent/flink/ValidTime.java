@@ -15,12 +15,12 @@ import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.TwoInputStreamOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.Collector;
 
 /**
  * The events' event time, from valid events only (docs/streaming.md, "Time"): the watermark after
@@ -55,8 +55,8 @@ import org.apache.flink.util.Collector;
  * periods pause under back-pressure); with no active partition it is capped at the highest slot
  * end a partition closed (or, before the first event, the restore seed's slot end); once the source
  * is idle too, the requirements' instance goes idle, and the events' instance ({@code followsSecond},
- * run at parallelism 1, input 2 unioned with {@link #watermarksOf} the requirements' timed rows)
- * follows input 2's watermark instead, so that no operator below goes idle with the events and
+ * run at parallelism 1, input 2 unioned with {@link #timeOf} the requirements' timed rows)
+ * follows the requirements' valid time instead, so that no operator below goes idle with the events and
  * comes back after another one (docs/streaming.md, "Time"). "Quiet" leaves out the time this
  * operator spent blocked handing records on. A registration counts unless its slot closed on the
  * watermark of this input's own partitions.
@@ -129,11 +129,31 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         return events.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
     }
 
-    /** `timed`'s watermarks and watermark statuses, without its rows, as a stream of type `as` (to be
-     *  unioned with the registrations: the events' instance then follows the requirements' valid
-     *  time while its own partitions are idle). */
-    public static SingleOutputStreamOperator<Row> watermarksOf(DataStream<Row> timed, TypeInformation<Row> as) {
-        return timed.flatMap((Row row, Collector<Row> out) -> { }, as);
+    /** `timed`'s watermarks as rows Row(null, watermark ms) of type `as` (the registrations' type, to be
+     *  unioned with them: input 2 of the events' instance, which follows that time while its own
+     *  partitions are idle), without `timed`'s rows and without any watermark or status of its own. */
+    public static SingleOutputStreamOperator<Row> timeOf(DataStream<Row> timed, TypeInformation<Row> as) {
+        return timed.transform("time of", as, new TimeRows());
+    }
+
+    /** {@link #timeOf}'s operator. */
+    static final class TimeRows extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void processElement(StreamRecord<Row> record) {
+        }
+
+        @Override
+        public void processWatermark(Watermark mark) {
+            if (mark.getTimestamp() != Long.MAX_VALUE) {
+                output.collect(new StreamRecord<>(Row.of(null, mark.getTimestamp())));
+            }
+        }
+
+        @Override
+        public void processWatermarkStatus(WatermarkStatus status) {
+        }
     }
 
     /** Output rows as Row(user, Row(original, ahead)), for a stream keyed by its first field (the
@@ -227,11 +247,18 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     /** A registration counts unless its slot has closed (Membership would refuse it as late). */
     @Override
     public void processElement2(StreamRecord<Row> record) throws Exception {
+        Row row = record.getValue();
+        String user = (String) row.getField(0);
+        if (user == null) {  // the requirements' valid time ({@link #timeOf})
+            if (followsSecond) {
+                secondMs = Math.max(secondMs, ((Number) row.getField(1)).longValue());
+                advance();
+            }
+            return;
+        }
         if (everyoneKnown) {
             return;
         }
-        Row row = record.getValue();
-        String user = (String) row.getField(0);
         long slot = ((Number) row.getField(1)).longValue();
         if (closed(slot, ownMs, originMs, slotMs)) {
             return;
@@ -253,11 +280,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     }
 
     @Override
-    public void processWatermark2(Watermark mark) throws Exception {
-        if (followsSecond && mark.getTimestamp() != Long.MAX_VALUE) {
-            secondMs = Math.max(secondMs, mark.getTimestamp());
-            advance();
-        }
+    public void processWatermark2(Watermark mark) {
+        // the registrations' own watermark is that of every requirement record, valid or not: never read
     }
 
     @Override
