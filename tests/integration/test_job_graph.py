@@ -1,5 +1,6 @@
 """The job's operator graph: which operators run Python (docs/streaming.md, Topology), and that the
-events reach ValidTime on forward edges only (docs/streaming.md, "Parsing").
+events reach the (single-subtask) ValidTime on the channels of the subtasks that read them
+(docs/streaming.md, "Parsing").
 
 In thread mode every Python operator costs a Java-Python crossing per record, and PyFlink does not
 chain Python operators there; reading Kafka, event time, keying, lateness, the latest event per user
@@ -41,15 +42,18 @@ for node in env._generate_stream_graph(False).getStreamNodes().toArray():
         name = factory.getClass().getName()
     nodes.append([node.getOperatorName(), name])
 print("GRAPH " + json.dumps(nodes))
-# the partitioner of every edge from the events source to ValidTime's first input
+# ValidTime's parallelism, and the partitioner of every edge from the events source up to the
+# operators that feed ValidTime's first input
 by_id = {node.getId(): node for node in env._generate_stream_graph(False).getStreamNodes().toArray()}
 valid_time = next(n for n in by_id.values() if n.getOperatorName().startswith("event time of valid events"))
 edges, todo = [], [e for e in valid_time.getInEdges().toArray() if e.getTypeNumber() == 1]
+todo = [e for edge in todo for e in by_id[edge.getSourceId()].getInEdges().toArray()]
 while todo:
     edge = todo.pop()
     edges.append(edge.getPartitioner().toString())
     todo += list(by_id[edge.getSourceId()].getInEdges().toArray())
 print("EDGES " + json.dumps(edges))
+print("VALID_TIME_PARALLELISM " + str(valid_time.getParallelism()))
 print("ZONE " + t_env.get_config().get_local_timezone())
 """
 
@@ -73,9 +77,12 @@ def test_only_the_hosts_of_the_core_run_python_and_time_is_utc(tmp_path: Path, e
     python = {name for name, cls in nodes if ".python." in cls}
     assert python == PYTHON_OPERATORS
     # ValidTime keeps each partition's time in offset order across the fast path and the reference
-    # parser: a partition's rows must reach it on the channels of the subtask that read them.
+    # parser: a partition's rows must reach it on the channels of the subtask that read them. It runs
+    # as one subtask (it never goes idle, docs/streaming.md, "Time"), so each upstream subtask reaches
+    # it on its own channel whatever the last edge's partitioner; every edge before that is forward.
     edge_line = next(line for line in done.stdout.splitlines() if line.startswith("EDGES "))
     edges = json.loads(edge_line.removeprefix("EDGES "))
     assert len(edges) > 5 and set(edges) == {"FORWARD"}, edges
+    assert "VALID_TIME_PARALLELISM 1" in done.stdout.splitlines()
     # Slot windows and the Kafka timestamp in epoch ms assume UTC, whatever the JVM's zone (TZ above).
     assert "ZONE UTC" in done.stdout.splitlines()
