@@ -150,9 +150,10 @@ class StreamingJob:
         return time.monotonic() - began
 
     def tasks_running(self, rest: FlinkRest) -> bool:
-        """Whether every subtask of the job's vertices is running (or finished: a bounded input)."""
-        vertices = rest.call(f"/jobs/{self.job_id}")["vertices"]
-        return all(v["tasks"].get("RUNNING", 0) + v["tasks"].get("FINISHED", 0) == v["parallelism"]
+        """Whether every subtask of the job's vertices is running (or finished: a bounded input). An
+        answer without vertices (the REST endpoint has not registered the job yet) is not running."""
+        vertices = rest.call(f"/jobs/{self.job_id}").get("vertices")
+        return bool(vertices) and all(v["tasks"].get("RUNNING", 0) + v["tasks"].get("FINISHED", 0) == v["parallelism"]
                    for v in vertices)
 
     def rest(self) -> FlinkRest:
