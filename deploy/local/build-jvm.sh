@@ -17,9 +17,10 @@ jar="$CACHE/pwevent-jvm-$digest.jar"
 if [[ ! -f "$jar" ]]; then
   flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
   connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
+avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar | head -n 1)"
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
-  javac -nowarn --release 17 -d "$work/classes" -cp "$flink_lib/*:$connector" $(find "$SRC" -name '*.java')
+  javac -nowarn --release 17 -d "$work/classes" -cp "$flink_lib/*:$connector:$avro" $(find "$SRC" -name '*.java')
   mkdir -p "$CACHE"
   jar --create --file "$work/out.jar" -C "$work/classes" .
   mv "$work/out.jar" "$jar"

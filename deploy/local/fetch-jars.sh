@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Download the Kafka broker (with runtime deps and a log4j2 binding) and the Flink Kafka connector
-# into a jar cache, using Maven's copy-dependencies on a throwaway POM.
+# Download the Kafka broker (with runtime deps and a log4j2 binding), the Flink Kafka connector and
+# Flink's self-contained Avro format jar (its relocated Apache Avro decodes Avro events in the JVM,
+# jobs/streaming/jvm/pwevent/flink/AvroFields.java) into a jar cache, using Maven's
+# copy-dependencies on a throwaway POM.
 #   PWEVENT_CACHE         cache dir (default <repo>/.cache/jars)
 #   PWEVENT_KAFKA_VERSION kafka_2.13 version(s) to try, newest first (default below)
 set -euo pipefail
@@ -9,6 +11,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${PWEVENT_CACHE:-$REPO_ROOT/.cache/jars}"
 KAFKA_VERSIONS="${PWEVENT_KAFKA_VERSION:-4.4.0 4.3.1 4.2.2 4.1.2}"
 FLINK_CONNECTOR="org.apache.flink:flink-sql-connector-kafka:5.0.0-2.2"
+# The newest flink-sql-avro on Maven Central; only its relocated Apache Avro is used, no Flink API.
+FLINK_AVRO="org.apache.flink:flink-sql-avro:2.1.0"
 LOG4J_DEFAULT="2.24.3"  # only used when the broker does not already pull log4j in
 DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
@@ -83,5 +87,16 @@ if [[ ! -f "$FLINK_JAR" ]]; then
   rm -rf "$FLINK_DIR" && mv "$FLINK_DIR.tmp" "$FLINK_DIR"
 fi
 
+# --- Flink's Avro format jar (one self-contained jar, in the connector's folder) --------------
+IFS=: read -r _ a_artifact a_version <<<"$FLINK_AVRO"
+AVRO_JAR="$FLINK_DIR/$a_artifact-$a_version.jar"
+if [[ ! -f "$AVRO_JAR" ]]; then
+  rm -rf "$FLINK_DIR.tmp"
+  copy_deps "$FLINK_DIR.tmp" "$FLINK_AVRO" || { mvn_errors; die "could not fetch $FLINK_AVRO"; }
+  [[ -f "$FLINK_DIR.tmp/$a_artifact-$a_version.jar" ]] || die "$FLINK_AVRO: jar missing after download"
+  mv "$FLINK_DIR.tmp/$a_artifact-$a_version.jar" "$AVRO_JAR" && rm -rf "$FLINK_DIR.tmp"
+fi
+
 echo "kafka $KAFKA_VERSION: $KAFKA_DIR"
 echo "flink connector: $FLINK_JAR"
+echo "flink avro: $AVRO_JAR"

@@ -32,6 +32,7 @@ fi
 job_jar="$(bash "$REPO_ROOT/deploy/local/build-jvm.sh")"
 flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
 connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
+avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar | head -n 1)"
 # Flink's operator test harness (flink-runtime's test jar, and the latches it uses) of the venv's Flink
 flink_version="$(basename "$(ls "$flink_lib"/flink-dist-*.jar | head -n 1)" .jar)"
 flink_version="${flink_version#flink-dist-}"
@@ -49,7 +50,7 @@ for artifact in "flink-runtime:$flink_version:jar:tests" "flink-test-utils-junit
   harness="$harness:$jar"
 done
 # spelled out: the launcher's --class-path takes no wildcards
-classpath="$job_jar:$(ls "$flink_lib"/*.jar | tr '\n' ':')$connector$harness"
+classpath="$job_jar:$(ls "$flink_lib"/*.jar | tr '\n' ':')$connector:$avro$harness"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 javac -nowarn --release 17 -d "$work/classes" -cp "$classpath:$launcher" \

@@ -10,6 +10,9 @@ OAUTHBEARER only, Jackson and jose4j (docs/streaming.md, "Installing from the wh
   relocated Kafka client's OAUTHBEARER login needs unrelocated (the token's JSON; the token
   validator classes of the client-credentials login): downloaded like the connector, pinned by
   SHA-256, when `kafka.security` uses OAUTHBEARER.
+- Flink's Avro format jar (`flink-sql-avro`, self-contained): its relocated Apache Avro decodes Avro
+  events in the JVM (jobs/streaming/jvm/pwevent/flink/AvroFields.java); fetched like the connector
+  (`fetch-jars.sh` in a checkout, else Maven Central, pinned by SHA-256) when the events are Avro.
 - The job's JVM classes (jobs/streaming/jvm): the wheel carries them compiled (`setup.py` runs
   `deploy/local/build-jvm.sh` when it builds the wheel), so an installed job needs no JDK; a checkout
   compiles them on first use and after every change of the sources, with the same script.
@@ -59,6 +62,9 @@ class MavenJar:
 #: Must match FLINK_CONNECTOR in deploy/local/fetch-jars.sh (tests/streaming/test_jars.py checks).
 KAFKA_CONNECTOR = MavenJar("org.apache.flink", "flink-sql-connector-kafka", "5.0.0-2.2",
                            "5605c691d11a501382c383fecba37a7a552467da5ab7ba904ef5d6f3d62c5616")
+#: Must match FLINK_AVRO in deploy/local/fetch-jars.sh (tests/streaming/test_jars.py checks).
+FLINK_AVRO = MavenJar("org.apache.flink", "flink-sql-avro", "2.1.0",
+                      "32c898a913615429a80b8cdcb1b93616bdb3a083363eb997d2b278d4eee62370")
 #: Jackson and jose4j for the connector's OAUTHBEARER login (the versions the Kafka 4.4 broker's POM
 #: resolves): the unsecured login needs Jackson, the client-credentials login both.
 OAUTHBEARER_JARS = (
@@ -112,6 +118,16 @@ def connector_jar() -> Path:
     if repo is not None and not (folder / KAFKA_CONNECTOR.file_name).is_file():
         subprocess.run([str(repo / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
     return download(KAFKA_CONNECTOR, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
+
+
+def avro_jar() -> Path:
+    """Flink's Avro format jar (the JVM decoding of Avro events): the cached one, fetched on first use
+    (by fetch-jars.sh in a checkout)."""
+    folder = jar_cache() / "flink"
+    repo = checkout()
+    if repo is not None and not (folder / FLINK_AVRO.file_name).is_file():
+        subprocess.run([str(repo / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
+    return download(FLINK_AVRO, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
 
 
 #: With OAUTHBEARER these load once per JVM, from the parent class loader: the relocated Kafka client

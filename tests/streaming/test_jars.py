@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from pwevent.jobs.streaming.jars import KAFKA_CONNECTOR, OAUTHBEARER_JARS, JarError, MavenJar, download, security_jars
+from pwevent.jobs.streaming.jars import (
+    FLINK_AVRO,
+    KAFKA_CONNECTOR,
+    OAUTHBEARER_JARS,
+    JarError,
+    MavenJar,
+    download,
+    security_jars,
+)
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, OAuth, Secret
 from pwevent.jobs.streaming.locations import JVM_JAR_IN_PACKAGE, PACKAGE_ROOT, python_root
 
@@ -48,11 +56,12 @@ def test_an_unreachable_repository_says_what_to_do(tmp_path: Path) -> None:
         download(replace(PINNED, version="2.0"), tmp_path / "cache", repository(tmp_path, JAR))
 
 
-def test_the_pinned_connector_is_the_one_the_scripts_fetch() -> None:
+@pytest.mark.parametrize(("variable", "pinned"), [("FLINK_CONNECTOR", KAFKA_CONNECTOR), ("FLINK_AVRO", FLINK_AVRO)])
+def test_the_pinned_jars_are_the_ones_the_scripts_fetch(variable: str, pinned: MavenJar) -> None:
     script = (PACKAGE_ROOT / "deploy" / "local" / "fetch-jars.sh").read_text()
-    coordinate = re.search(r'FLINK_CONNECTOR="([^"]+)"', script)
+    coordinate = re.search(rf'{variable}="([^"]+)"', script)
     assert coordinate is not None
-    assert coordinate.group(1) == f"{KAFKA_CONNECTOR.group}:{KAFKA_CONNECTOR.artifact}:{KAFKA_CONNECTOR.version}"
+    assert coordinate.group(1) == f"{pinned.group}:{pinned.artifact}:{pinned.version}"
 
 
 def test_the_workers_get_a_complete_copy_of_real_files_named_by_their_digest(tmp_path: Path) -> None:
