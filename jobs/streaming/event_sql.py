@@ -30,6 +30,13 @@ calls it replaced were repeated by the planner for every reference). The fast-pa
   as `GridDomain.cell`, constants as 17-digit literals).
 Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow).
 
+Avro events (`avro-confluent`, `avro`) reach the same regex through the Java function `AvroFields`
+(jobs/streaming/jvm/pwevent/flink/AvroFields.java): it decodes the datum in the JVM and renders the
+values at the configured field paths as the JSON object text the regex reads, and only when it is
+certain that this is the projection of the object jobs/common/avro_format.py decodes; otherwise
+NULL, which no regex matches (slow path). A registry with credentials keeps every Avro record on the
+slow path (its password is not put into SQL text).
+
 The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
 (and whatever else the caller passes through). docs/streaming.md, "Parsing: fast path and reference parser".
 """
@@ -41,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.common.records import MAX_DEPTH, MAX_USER_CHARS
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain
@@ -81,9 +88,17 @@ _GROUP_COLUMNS = ["matched"] + [f"g{i}" for i in range(1, 9)]
 _GROUP_NAME = re.compile(r"\(\?<([a-z]+)>")
 
 
-def register_record_groups(t_env) -> None:  # type: ignore[no-untyped-def]
-    """Make `RecordGroups` callable from the SQL of `t_env` (its jar must be in `pipeline.jars`)."""
+#: The Java scalar function that renders an Avro datum's field paths as JSON text (AvroFields.java).
+AVRO_FIELDS = "pwevent_avro_fields"
+AVRO_FIELDS_CLASS = "pwevent.flink.AvroFields"
+
+
+def register_record_groups(t_env, avro: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """Make `RecordGroups` (and with `avro` `AvroFields`, which needs jars.avro_jar() as well) callable
+    from the SQL of `t_env` (the job's jar must be in `pipeline.jars`)."""
     t_env.create_java_temporary_system_function(RECORD_GROUPS, RECORD_GROUPS_CLASS)
+    if avro:
+        t_env.create_java_temporary_system_function(AVRO_FIELDS, AVRO_FIELDS_CLASS)
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,7 @@ class EventSql:
     cell: str
     origin_ms: int
     max_bytes: int
+    text: str = "`value`"  # SQL BYTES: the text the regex reads (JSON: the raw value; Avro: `avro_text`)
 
     @property
     def fast(self) -> str:
@@ -111,7 +127,7 @@ class EventSql:
     def groups_join(self, table: str) -> str:
         """`table` with the `RecordGroups` columns of its `value` (one row per row of `table`)."""
         regex = self.regex if self.regex is not None else "(?!)"
-        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}(`value`, {_sql_str(regex)}, {self.max_bytes}))"
+        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}({self.text}, {_sql_str(regex)}, {self.max_bytes}))"
                 f" AS g({', '.join(_GROUP_COLUMNS)})")
 
 
@@ -246,9 +262,10 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     canonical order (user, time, value or lat, lon; an object where its first member is), each once,
     values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
     no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
-    deeper than the parser allows, or the events are not JSON (Avro records always take the reference
-    parser)."""
-    if config.events.format != "json":
+    deeper than the parser allows, or Avro events whose registry needs credentials. For Avro events
+    the regex reads the text `AvroFields` renders (`avro_text`)."""
+    registry = config.events.schema_registry
+    if registry is not None and registry.username is not None:
         return None
     leaves = _leaves(config, kafka_time)
     depth = max(len(keys) + (1 if regex.startswith("\\{") else 0) for keys, regex, _ in leaves)
@@ -256,6 +273,22 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     if members is None or depth > MAX_DEPTH or not all(_NAME.fullmatch(key) for keys, _, _ in leaves for key in keys):
         return None
     return f"^{_object(members)}\\z"
+
+
+def avro_text(events: InputFormat, paths: list[tuple[str, ...]], max_bytes: int) -> str:
+    """SQL BYTES: the JSON object text `AvroFields` renders of the `value` of an Avro input (the
+    values at `paths`, each a field path's keys), NULL where it is not certain (docs/streaming.md,
+    "Parsing: fast path and reference parser")."""
+    fields = ",".join(".".join(keys) for keys in paths)
+    if events.format == "avro":
+        assert events.schema_file is not None
+        with open(events.schema_file, encoding="utf-8") as handle:
+            url, schema, timeout_ms = "CAST(NULL AS STRING)", _sql_str(handle.read()), 0
+    else:
+        assert events.format == "avro-confluent" and events.schema_registry is not None
+        registry = events.schema_registry
+        url, schema, timeout_ms = _sql_str(registry.url), "CAST(NULL AS STRING)", int(registry.timeout_ms)
+    return f"{AVRO_FIELDS}(`value`, {url}, {schema}, {_sql_str(fields)}, {timeout_ms}, {max_bytes})"
 
 
 def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
@@ -272,8 +305,12 @@ def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
         return f"g{order.index(name) + 1}"
 
     time_ms = "`ts_ms`" if kafka_time else f"TRY_CAST({group('time')} AS BIGINT)"
+    text = "`value`"
+    if config.events.format != "json":  # the time field is not rendered when it is ignored
+        paths = [keys for keys, _, optional in _leaves(config, kafka_time) if not optional]
+        text = avro_text(config.events, paths, config.max_record_bytes)
     return EventSql(regex, f"COALESCE({group('userstr')}, {group('usernum')})", time_ms,
-                    _cell_sql(config, group), config.origin_ms, config.max_record_bytes)
+                    _cell_sql(config, group), config.origin_ms, config.max_record_bytes, text)
 
 
 def parsed_events_sql(config: Config, table: str, kafka_time: bool = False,

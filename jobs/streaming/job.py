@@ -39,6 +39,7 @@ from pwevent.jobs.streaming import slot_sql
 from pwevent.jobs.streaming.jars import (
     OAUTHBEARER_PARENT_FIRST,
     PARENT_FIRST_KEY,
+    avro_jar,
     connector_jar,
     jvm_jar,
     metrics_lib,
@@ -248,7 +249,7 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
     # The source's time (jtime) of a record: its time field read in the JVM for JSON, else its Kafka
-    # timestamp (kafka.event_time: kafka; Avro, which the JVM does not decode): docs/streaming.md, "Time".
+    # timestamp (kafka.event_time: kafka; Avro, which the source does not decode): docs/streaming.md, "Time".
     for role, time_path in (("events", None if kafka_time else _source_time_path(config.events)),
                             ("requirements", _source_time_path(config.requirements))):
         # kafka.start moves the events only: Membership needs every requirement record ever declared
@@ -274,7 +275,10 @@ def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: i
 
     # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
     # both rejoin, and only then take their event time (ValidTime: valid events of known users only).
-    register_record_groups(t_env)
+    avro = config.events.format != "json"
+    if avro:  # AvroFields decodes with Flink's relocated Apache Avro
+        env.add_jars(avro_jar().resolve().as_uri())
+    register_record_groups(t_env, avro)
     t_env.create_temporary_view("raw_events_ts", t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt FROM raw_events"))
     parsed_sql = parsed_events_sql(config, "raw_events_ts", kafka_time,

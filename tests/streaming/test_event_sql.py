@@ -263,7 +263,8 @@ def t_env():
     return env
 
 
-def run_fast_path(t_env, records_by_case: list[list[bytes]]) -> list[list[tuple]]:
+def run_fast_path(t_env, records_by_case: list[list[bytes]],
+                  cases: list[tuple[str, Config, bool]] = CASES) -> list[list[tuple]]:
     """One Flink job: every case's records through its fast-path columns; rows (offset, user, time_ms,
     cell, fast) per case, by offset."""
     from pyflink.table import DataTypes
@@ -275,23 +276,24 @@ def run_fast_path(t_env, records_by_case: list[list[bytes]]) -> list[list[tuple]
             for offset, raw in enumerate(records)]
     t_env.create_temporary_view("corpus", t_env.from_elements(rows, schema))
     queries = []
-    for k, (_, config, kafka_time) in enumerate(CASES):
+    for k, (_, config, kafka_time) in enumerate(cases):
         t_env.create_temporary_view(f"corpus_{k}", t_env.sql_query(f"SELECT * FROM corpus WHERE k = {k}"))
         queries.append(f"SELECT {k} AS k, `offset`, `user`, `time_ms`, `cell`, `fast` FROM ("
                        f"{parsed_events_sql(config, f'corpus_{k}', kafka_time)})")
-    out: list[list[tuple]] = [[] for _ in CASES]
+    out: list[list[tuple]] = [[] for _ in cases]
     with t_env.execute_sql(" UNION ALL ".join(queries)).collect() as results:
         for row in results:
             out[row[0]].append(tuple(row[1:]))
-    for k in range(len(CASES)):
+    for k in range(len(cases)):
         t_env.drop_temporary_view(f"corpus_{k}")
     t_env.drop_temporary_view("corpus")
     return [sorted(rows) for rows in out]
 
 
-def check_fast_implies_accept(case: int, records: list[bytes], rows: list[tuple]) -> int:
+def check_fast_implies_accept(case: int, records: list[bytes], rows: list[tuple],
+                              cases: list[tuple[str, Config, bool]] = CASES) -> int:
     """Asserts the differential property; returns how many records took the fast path."""
-    _, config, kafka_time = CASES[case]
+    _, config, kafka_time = cases[case]
     fields = config.events.model_copy(update={"time": KAFKA_TIME_FIELDS}) if kafka_time else config.events
     assert [row[0] for row in rows] == list(range(len(records)))
     fast = 0
@@ -303,8 +305,8 @@ def check_fast_implies_accept(case: int, records: list[bytes], rows: list[tuple]
         try:
             event = parse_event(raw, fields, config.domain, TS_MS if kafka_time else None, config.max_record_bytes)
         except Rejected as err:
-            pytest.fail(f"{CASES[case][0]}: SQL fast path took {raw[:200]!r}, parse_event rejects it: {err}")
-        assert (event.user, event.time_ms, event.cell) == (user, time_ms, cell), (CASES[case][0], raw[:200])
+            pytest.fail(f"{cases[case][0]}: SQL fast path took {raw[:200]!r}, parse_event rejects it: {err}")
+        assert (event.user, event.time_ms, event.cell) == (user, time_ms, cell), (cases[case][0], raw[:200])
         assert config.clock.slot_of(event.time_ms) >= 1
     return fast
 
