@@ -1,0 +1,71 @@
+package pwevent.flink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * AvroFields against the reference decoding's vectors (tests/streaming/data/avro-fields.tsv, whose
+ * projections tests/streaming/test_avro_vectors.py checks against jobs/common/avro_format.py): the
+ * text it renders of every certified datum, and null wherever a vector says it must not answer.
+ */
+class AvroFieldsTest {
+    private static final HexFormat HEX = HexFormat.of();
+
+    static List<String[]> vectors() throws Exception {
+        Path file = Path.of(System.getProperty("pwevent.avro-fields-vectors", "tests/streaming/data/avro-fields.tsv"));
+        return Files.readAllLines(file).stream()
+                .filter(line -> !line.isEmpty() && !line.startsWith("#"))
+                .map(line -> line.split("\t"))
+                .collect(Collectors.toList());
+    }
+
+    @Test
+    void everyVectorRendersItsProjectionOrNull() throws Exception {
+        int rendered = 0;
+        for (String[] v : vectors()) {
+            String schema = new String(HEX.parseHex(v[1]), StandardCharsets.UTF_8);
+            String[][] paths = Arrays.stream(v[2].split(",")).map(p -> p.split("\\.")).toArray(String[][]::new);
+            byte[] datum = HEX.parseHex(v[3]);
+            AvroFields.Certifier certifier = AvroFields.Certifier.of(schema);
+            byte[] out = certifier == null ? null : certifier.project(datum, 0, paths);
+            if (v[4].equals("-")) {
+                assertNull(out, v[0]);
+            } else {
+                rendered++;
+                assertNotNull(out, v[0]);
+                assertEquals(v[4], new String(out, StandardCharsets.US_ASCII), v[0]);
+            }
+        }
+        assertTrue(rendered >= 15, "vectors rendered: " + rendered);
+    }
+
+    @Test
+    void theScalarFunctionFramesAndSizes() throws Exception {
+        String[] canonical = vectors().get(0);
+        String schema = new String(HEX.parseHex(canonical[1]), StandardCharsets.UTF_8);
+        byte[] datum = HEX.parseHex(canonical[3]);
+        AvroFields function = new AvroFields();
+        assertEquals(canonical[4], new String(function.eval(datum, null, schema, canonical[2], 0, 100),
+                StandardCharsets.US_ASCII));
+        assertNull(function.eval(datum, null, schema, canonical[2], 0, datum.length - 1));
+        assertNull(function.eval(datum, null, "{\"type\": \"nonsense\"}", canonical[2], 0, 100));
+        // a registry that does not answer: null, never an exception
+        byte[] framed = new byte[datum.length + 5];
+        framed[4] = 1;
+        System.arraycopy(datum, 0, framed, 5, datum.length);
+        assertNull(function.eval(framed, "http://127.0.0.1:9", null, canonical[2], 200, 100));
+        framed[0] = 1;
+        assertNull(function.eval(framed, "http://127.0.0.1:9", null, canonical[2], 200, 100));
+    }
+}
