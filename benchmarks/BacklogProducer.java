@@ -5,7 +5,9 @@
 // after the other: key = the line's "user" field, record timestamp = its "time" field (epoch
 // milliseconds, or an ISO-8601 instant); PARTITION pins the partition, else the key decides (murmur2,
 // as kafka-python's default partitioner). The lines are sent as they are (the fields are found by
-// plain string search, enough for the generated files). No compression: the Flink connector jar has
+// plain string search, enough for the generated files); FILE%ID sends each line's user (string),
+// time (long) and value (int) as an Avro datum in the Confluent wire format with schema id ID
+// instead (the record schema bench_stream.py registers, fields in that order). No compression: the Flink connector jar has
 // no lz4/zstd/snappy. Progress to stderr once a second; exit 0 once everything is acknowledged.
 import java.io.BufferedReader;
 import java.nio.charset.StandardCharsets;
@@ -49,6 +51,29 @@ public class BacklogProducer {
         }
     }
 
+    /** Avro's zigzag varint of a long (the binary encoding of int and long). */
+    static void varint(java.io.ByteArrayOutputStream out, long value) {
+        long n = (value << 1) ^ (value >> 63);
+        while ((n & ~0x7FL) != 0) {
+            out.write((int) ((n & 0x7F) | 0x80));
+            n >>>= 7;
+        }
+        out.write((int) n);
+    }
+
+    /** The line as {user, time, value} in the Confluent wire format with `schemaId`. */
+    static byte[] avroConfluent(String line, int schemaId) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(32);
+        out.write(0);
+        out.writeBytes(java.nio.ByteBuffer.allocate(4).putInt(schemaId).array());
+        byte[] user = field(line, "user").getBytes(StandardCharsets.UTF_8);
+        varint(out, user.length);
+        out.writeBytes(user);
+        varint(out, timestamp(field(line, "time")));
+        varint(out, Integer.parseInt(field(line, "value")));
+        return out.toByteArray();
+    }
+
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
@@ -74,6 +99,11 @@ public class BacklogProducer {
                     topic = target.substring(0, target.indexOf('@'));
                     partition = Integer.parseInt(target.substring(target.indexOf('@') + 1));
                 }
+                Integer schemaId = null;
+                if (source.contains("%")) {
+                    schemaId = Integer.parseInt(source.substring(source.lastIndexOf('%') + 1));
+                    source = source.substring(0, source.lastIndexOf('%'));
+                }
                 long limit = Long.MAX_VALUE;
                 if (source.contains("#")) {
                     limit = Long.parseLong(source.substring(source.lastIndexOf('#') + 1));
@@ -87,8 +117,10 @@ public class BacklogProducer {
                         lines++;
                         String user = field(line, "user");
                         byte[] key = user == null ? null : user.getBytes(StandardCharsets.UTF_8);
+                        byte[] value = schemaId == null ? line.getBytes(StandardCharsets.UTF_8)
+                                : avroConfluent(line, schemaId);
                         producer.send(new ProducerRecord<>(topic, partition, timestamp(field(line, "time")), key,
-                                line.getBytes(StandardCharsets.UTF_8)), (meta, error) -> {
+                                value), (meta, error) -> {
                                     if (error != null) failure.compareAndSet(null, error);
                                 });
                         sent++;

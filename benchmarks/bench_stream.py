@@ -4,7 +4,8 @@
         [--registered N] [--mechanism PBD[,DPBA,...]] [--change-every 50 --change-share 0.01]
         [--ceiling-format raw|json|both] [--live-slots 6] [--pace 6] [--producer java|python]
         [--checkpoint-interval 1s] [--execution-mode thread|process] [--state-backend hashmap|rocksdb] [--incremental]
-        [--event-time field|kafka] [--timeout 1200] [--json-out FILE] [--bootstrap HOST:PORT]
+        [--event-time field|kafka] [--events-format json|avro-confluent] [--timeout 1200] [--json-out FILE]
+        [--bootstrap HOST:PORT]
 
 Starts its own broker with deploy/local/kafka.sh (fresh run folder, stopped by pid) unless
 --bootstrap is given, and fresh topics (events: 2 partitions; all with retention.ms=-1, the records
@@ -35,6 +36,13 @@ carry 2024 timestamps). Then:
    `--pace` seconds, for the latency: latency of slot t = time a read_committed consumer receives
    slot t's release - time the first event of slot t+1 was sent (the event that moves the watermark
    past slot t's end). Target: <= 2 x checkpoint interval + 1 s.
+`--events-format avro-confluent`: a Schema Registry is started too (deploy/local/schema-registry.sh,
+stopped by its pid), the events (the backlog and the closing events; the requirements stay JSON)
+are sent as {user: string, time: timestamp-millis, value: int} Avro datums in the Confluent wire
+format under the schema registered for the events topic, the job reads them with `events.format:
+avro-confluent`, and the ceiling is Flink's own `avro-confluent` format (flink-sql-avro-confluent-
+registry, fetched with Maven into the jar cache) with the fields as columns; needs `--producer java`
+and, with the job, `--live-slots 0`.
 Neither flag: both, ceiling first, on the same backlog (each run reads it from the earliest offset
 with its own consumer group and transactional ids), and `ratio = job / ceiling` (raw ceiling).
 `--mechanism A,B`: one job run per mechanism, one after the other on the same backlog (each with
@@ -80,7 +88,15 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
-KAFKA_JARS = Path(os.environ.get("PWEVENT_CACHE", REPO / ".cache" / "jars")) / "kafka"
+REGISTRY_SH = REPO / "deploy" / "local" / "schema-registry.sh"
+JAR_CACHE = Path(os.environ.get("PWEVENT_CACHE", REPO / ".cache" / "jars"))
+KAFKA_JARS = JAR_CACHE / "kafka"
+#: The ceiling's Avro format (benchmark only; the newest release on Maven Central).
+AVRO_CONFLUENT_FORMAT = "org.apache.flink:flink-sql-avro-confluent-registry:2.1.0"
+#: The events' writer schema with --events-format avro-confluent (BacklogProducer.java's field order).
+EVENT_SCHEMA = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
+    {"name": "user", "type": "string"}, {"name": "time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "value", "type": "int"}]}
 DYNAMIC = ("DPBD", "DPBA")
 #: Forward requirements of the dynamic runs (registration and changes): w x epsilon.
 FORWARD_W, FORWARD_EPSILON = (40, 80, 120), (0.6, 0.8, 1.0)
@@ -160,6 +176,8 @@ def main() -> int:
     parser.add_argument("--flink-extra", action="append", default=[], metavar="KEY=VALUE",
                         help="job and ceiling: a flink.extra entry (repeatable), e.g. "
                              "taskmanager.memory.managed.size=2g (RocksDB's block cache and write buffers)")
+    parser.add_argument("--events-format", choices=("json", "avro-confluent"), default="json",
+                        help="how the events are written and read (see above)")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds a run may take at most")
     parser.add_argument("--json-out", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
@@ -183,11 +201,28 @@ def main() -> int:
     args.dynamic = dynamic.pop()
     if args.change_every and not args.dynamic:
         parser.error("--change-every needs a dynamic mechanism (DPBD, DPBA)")
+    if args.events_format != "json" and (args.producer != "java" or (args.job and args.live_slots)):
+        parser.error("--events-format avro-confluent needs --producer java and, with the job, --live-slots 0")
     # SIGTERM (e.g. `timeout`) unwinds like Ctrl-C, so the `finally` blocks stop the runs and the broker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     work = Path(tempfile.mkdtemp(prefix="pwevent-bench-"))
     print(f"work folder: {work}")
+    args.registry_url = None
+    if args.events_format == "avro-confluent":
+        registry_run = work / "registry"
+        started = subprocess.run([str(REGISTRY_SH), "start", "--run-dir", str(registry_run),
+                                  "--owner", str(os.getpid())], capture_output=True, text=True, check=True)
+        args.registry_url = started.stdout.strip().splitlines()[-1]
+        try:
+            return with_broker(args, work)
+        finally:
+            subprocess.run([str(REGISTRY_SH), "stop", "--run-dir", str(registry_run)], capture_output=True)
+    return with_broker(args, work)
+
+
+def with_broker(args: argparse.Namespace, work: Path) -> int:
+    """`measure` on --bootstrap, else on a broker of its own (started and stopped here)."""
     if args.bootstrap:
         try:
             return measure(args, args.bootstrap, work)
@@ -213,9 +248,11 @@ def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict
     if args.default_requirement:
         w, epsilon = args.default_requirement.split(",")
         default = {"default_requirement": {"w": int(w), "epsilon": float(epsilon)}}
+    events = {"events": {"format": "avro-confluent", "schema_registry": {"url": args.registry_url}}} \
+        if args.registry_url else {}
     return {
         "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
-        "noise": "numpy-fast", "caps": {"max_w": 200}, **default,
+        "noise": "numpy-fast", "caps": {"max_w": 200}, **default, **events,
         "kafka": {"bootstrap": bootstrap, "group_id": name, "transactional_id_prefix": name, "topics": topics,
                   "event_time": args.event_time},
         "flink": {"checkpoint_interval": args.checkpoint_interval, "checkpoint_dir": str(work / f"checkpoints-{name}"),
@@ -284,6 +321,8 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     job_topics = {m: {**shared, **{r: f"{name}.{m}.{r}" for r in ("releases", "dead_letters", "audit")}}
                   for m in args.mechanisms} if args.job else {}
     formats = ["raw", "json"] if args.ceiling_format == "both" else [args.ceiling_format]
+    if args.registry_url:
+        formats = ["avro-confluent"]
     counts_topics = {fmt: f"{name}.ceiling-{fmt}" for fmt in formats} if args.ceiling else {}
     first = args.mechanisms[0]
     raw = job_config(args, bootstrap, name, {**shared, **{r: f"{name}.{r}" for r in ("releases", "dead_letters",
@@ -319,10 +358,17 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     print(f"backlog: {backlog:,} events ({args.users:,} users x {args.slots} slots) + {registrations:,} "
           f"registrations + {changes:,} requirement changes + 2 closing events; files written in {written:.1f}s")
     t = time.monotonic()
+    avro = ""
+    if args.registry_url:
+        from pwevent.jobs.common.avro_format import SchemaRegistry
+
+        assert config.events.schema_registry is not None
+        schema_id = SchemaRegistry(config.events.schema_registry).register(f"{shared['events']}-value", EVENT_SCHEMA)
+        avro = f"%{schema_id}"
     if args.producer == "java":
         sent = produce_java(bootstrap, [
             (shared["requirements"], None, requirements, None), (shared["events"], None, events, backlog),
-            (shared["events"], 0, closing, None), (shared["events"], 1, closing, None)])
+            (shared["events"], 0, closing, None), (shared["events"], 1, closing, None)], avro)
     else:
         sent = produce_python(kafka, config, shared["events"], events, requirements, args.slots, closing_ms)
     produced = time.monotonic() - t
@@ -338,6 +384,8 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
         ceiling_path.write_text(yaml.safe_dump(ceiling_raw))
         argv = [sys.executable, str(REPO / "benchmarks" / "ceiling.py"), "--config", str(ceiling_path),
                 "--counts-topic", counts_topic, "--format", fmt]
+        if fmt == "avro-confluent":
+            argv += ["--format-jar", str(maven_jar(AVRO_CONFLUENT_FORMAT))]
         print(f"ceiling ({fmt}): running")
         counts: dict[int, dict[int, int]] = {}
 
@@ -449,14 +497,28 @@ def load_script(stem: str) -> Any:
     return module
 
 
-def produce_java(bootstrap: str, specs: list[tuple[str, int | None, Path, int | None]]) -> int:
-    """BacklogProducer.java: (topic, partition or None, JSON-lines file, first lines only or None)."""
+def maven_jar(coordinate: str) -> Path:
+    """One jar of Maven Central (group:artifact:version) in the jar cache's bench folder, fetched with
+    Maven on first use."""
+    group, artifact, version = coordinate.split(":")
+    jar = JAR_CACHE / "bench" / f"{artifact}-{version}.jar"
+    if not jar.is_file():
+        subprocess.run(["mvn", "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy",
+                        f"-Dartifact={coordinate}", f"-DoutputDirectory={jar.parent}"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return jar
+
+
+def produce_java(bootstrap: str, specs: list[tuple[str, int | None, Path, int | None]], events_suffix: str = "") -> int:
+    """BacklogProducer.java: (topic, partition or None, JSON-lines file, first lines only or None);
+    `events_suffix` (`%ID`: Avro in the Confluent wire format, schema id ID) after every file but the
+    first (the requirements)."""
     if not (KAFKA_JARS / ".complete").is_file():
         subprocess.run([str(REPO / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
     argv = ["java", "-cp", str(KAFKA_JARS / "*"), str(REPO / "benchmarks" / "BacklogProducer.java"), bootstrap]
-    for topic, partition, path, lines in specs:
+    for index, (topic, partition, path, lines) in enumerate(specs):
         target = topic if partition is None else f"{topic}@{partition}"
-        argv.append(f"{target}={path}" + ("" if lines is None else f"#{lines}"))
+        argv.append(f"{target}={path}" + ("" if lines is None else f"#{lines}") + (events_suffix if index else ""))
     done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=True, timeout=1800)
     return int(done.stdout.split()[-1])
 

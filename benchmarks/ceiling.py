@@ -1,7 +1,7 @@
 """The bare Flink SQL pipeline `bench_stream.py --ceiling` measures the job against (issue 8).
 
-    .venv/bin/python benchmarks/ceiling.py --config FILE --counts-topic TOPIC [--format raw|json]
-        [--ready-file FILE] [--explain]
+    .venv/bin/python benchmarks/ceiling.py --config FILE --counts-topic TOPIC
+        [--format raw|json|avro-confluent] [--format-jar JAR] [--ready-file FILE] [--explain]
 
 Same Flink configuration as the job (`make_environment` of jobs/streaming/job.py from the config's
 `flink:` section: thread mode, parallelism, exactly-once checkpoints, state backend), no Python
@@ -11,6 +11,8 @@ operator on the data path:
       raw:  `value` STRING -> JSON_VALUE/TRY_CAST per field; event time from the `time` field as a
             computed column, watermark declared on the source (per partition)
       json: `format json` with the fields as columns (same event time and watermark)
+      avro-confluent: Flink's `avro-confluent` format (the config's events.schema_registry url; the
+            format's jar, flink-sql-avro-confluent-registry, given by --format-jar), fields as columns
       -> TUMBLE(slot length, aligned to the origin) -> window deduplication: the latest event per
          user and window -> count per (window, cell) -> exactly-once Kafka sink (the job's sink
          table), one JSON record {"window_end": "...", "cell": c, "users": n} per (window, cell).
@@ -37,7 +39,7 @@ def _interval_ms(ms: int) -> str:
 
 
 def source_ddl(fmt: str, topic: str, bootstrap: str, group_id: str, properties: dict[str, str],
-               out_of_orderness_ms: int) -> str:
+               out_of_orderness_ms: int, registry_url: str | None = None) -> str:
     """The events table of the `fmt` variant, event time `ts` with its watermark."""
     options = {"connector": "kafka", "topic": topic, "properties.bootstrap.servers": bootstrap,
                "properties.group.id": group_id, "properties.isolation.level": "read_committed",
@@ -48,7 +50,11 @@ def source_ddl(fmt: str, topic: str, bootstrap: str, group_id: str, properties: 
         columns = ("`value` STRING, "
                    "`ts` AS TO_TIMESTAMP_LTZ(TRY_CAST(JSON_VALUE(`value`, '$.time') AS BIGINT), 3)")
     else:
-        options.update({"format": "json", "json.ignore-parse-errors": "true"})
+        if fmt == "avro-confluent":
+            assert registry_url is not None
+            options.update({"format": "avro-confluent", "avro-confluent.url": registry_url})
+        else:
+            options.update({"format": "json", "json.ignore-parse-errors": "true"})
         columns = "`user` STRING, `time` BIGINT, `value` INT, `ts` AS TO_TIMESTAMP_LTZ(`time`, 3)"
     with_ = ", ".join(f"{_sql_str(k)} = {_sql_str(v)}" for k, v in options.items())
     return (f"CREATE TEMPORARY TABLE `events` ({columns}, "
@@ -79,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, help="the job's YAML (kafka: and flink: sections, slot, origin)")
     parser.add_argument("--counts-topic", required=True, help="topic of the per-(window, cell) counts")
-    parser.add_argument("--format", choices=("raw", "json"), default="raw",
-                        help="raw: STRING value + JSON_VALUE per field (default); json: `format json`")
+    parser.add_argument("--format", choices=("raw", "json", "avro-confluent"), default="raw",
+                        help="raw: STRING value + JSON_VALUE per field (default); json: `format json`; "
+                        "avro-confluent: Flink's format of that name")
+    parser.add_argument("--format-jar", help="a jar the format needs (avro-confluent)")
     parser.add_argument("--ready-file", help="write the job id here once the job is RUNNING")
     parser.add_argument("--explain", action="store_true", help="print the plan and exit")
     args = parser.parse_args(argv)
@@ -93,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     settings = stream_settings(config, str(Path(args.config).resolve().parent))
     kafka = settings.kafka
     env, t_env = make_environment(settings, None)
+    if args.format_jar:
+        env.add_jars(Path(args.format_jar).resolve().as_uri())
     t_env.get_config().set("table.local-time-zone", "UTC")  # windows align in UTC, as in the job
+    registry = config.events.schema_registry
     t_env.execute_sql(source_ddl(args.format, kafka.topics["events"], kafka.require_bootstrap(),
                                  f"{kafka.group_id}-events", kafka.jvm_properties(),
-                                 settings.flink.out_of_orderness_ms))
+                                 settings.flink.out_of_orderness_ms, registry.url if registry else None))
     t_env.execute_sql(sink_ddl("counts", args.counts_topic, "counts", False, settings))
     query = counts_sql(args.format, config.slot_ms, config.origin_ms)
     if args.explain:
