@@ -17,7 +17,9 @@ jar="$CACHE/pwevent-jvm-$digest.jar"
 if [[ ! -f "$jar" ]]; then
   flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
   connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
-avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar | head -n 1)"
+# Flink's Avro jar (AvroFields decodes with its Apache Avro): a cache from before it is completed
+avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar 2>/dev/null | head -n 1 || true)"
+[[ -n "$avro" ]] || { bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null; avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar | head -n 1)"; }
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
   javac -nowarn --release 17 -d "$work/classes" -cp "$flink_lib/*:$connector:$avro" $(find "$SRC" -name '*.java')

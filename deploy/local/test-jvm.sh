@@ -32,7 +32,9 @@ fi
 job_jar="$(bash "$REPO_ROOT/deploy/local/build-jvm.sh")"
 flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
 connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
-avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar | head -n 1)"
+# Flink's Avro jar (AvroFields decodes with its Apache Avro): a cache from before it is completed
+avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar 2>/dev/null | head -n 1 || true)"
+[[ -n "$avro" ]] || { bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null; avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar | head -n 1)"; }
 # Flink's operator test harness (flink-runtime's test jar, and the latches it uses) of the venv's Flink
 flink_version="$(basename "$(ls "$flink_lib"/flink-dist-*.jar | head -n 1)" .jar)"
 flink_version="${flink_version#flink-dist-}"

@@ -121,8 +121,13 @@ def connector_jar() -> Path:
 
 
 def avro_jar() -> Path:
-    """Flink's Avro format jar (the JVM decoding of Avro events): the cached one, fetched on first use
-    (by fetch-jars.sh in a checkout)."""
+    """Flink's Avro format jar (the JVM decoding of Avro events): $PWEVENT_FLINK_AVRO_JAR (the container
+    image), else the cached one, fetched on first use (by fetch-jars.sh in a checkout)."""
+    if os.environ.get("PWEVENT_FLINK_AVRO_JAR"):
+        jar = Path(os.environ["PWEVENT_FLINK_AVRO_JAR"])
+        if not jar.is_file():
+            raise JarError(f"$PWEVENT_FLINK_AVRO_JAR: no file {jar}")
+        return jar
     folder = jar_cache() / "flink"
     repo = checkout()
     if repo is not None and not (folder / FLINK_AVRO.file_name).is_file():

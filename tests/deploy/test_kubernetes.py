@@ -395,26 +395,30 @@ def test_every_run_on_the_flink_base_runs_as_root_and_the_image_ends_as_flink() 
     assert any(user != "root" for user, _ in runs_as(broken, first_user="flink"))
 
 
-def test_the_connector_jar_is_verified_against_a_pinned_sha512() -> None:
-    """The connector comes from Maven Central and is checked against the SHA-512 pinned in the
-    Dockerfile before anything uses it; the pin is the SHA-512 of the jar whose SHA-1 Maven Central
-    publishes (the one named in the Dockerfile) and the jar fetch-jars.sh cached for the local runs."""
+@pytest.mark.parametrize(("variable", "artifact", "target"), [
+    ("KAFKA_CONNECTOR", "flink-sql-connector-kafka", "/build/connector.jar"),
+    ("FLINK_AVRO", "flink-sql-avro", "/build/flink-avro.jar")])
+def test_the_downloaded_jars_are_verified_against_a_pinned_sha512(variable: str, artifact: str, target: str) -> None:
+    """The connector and Flink's Avro jar come from Maven Central and are checked against the SHA-512
+    pinned in the Dockerfile before anything uses them; a pin is the SHA-512 of the jar whose SHA-1
+    Maven Central publishes (the one named in the Dockerfile) and of the jar fetch-jars.sh cached
+    for the local runs."""
     docker = dockerfile()
-    version = re.search(r"^ARG KAFKA_CONNECTOR=(\S+)$", docker, re.M)
-    pinned = re.search(r"^ARG KAFKA_CONNECTOR_SHA512=([0-9a-f]{128})$", docker, re.M)
-    published_sha1 = re.search(r"only a \.sha1 for it,\s*#\s*([0-9a-f]{40})", docker)
+    version = re.search(rf"^ARG {variable}=(\S+)$", docker, re.M)
+    pinned = re.search(rf"^ARG {variable}_SHA512=([0-9a-f]{{128}})$", docker, re.M)
+    published_sha1 = re.search(rf"{artifact}-\S+\.jar \(Maven Central publishes only a \.sha1 for it,\s*#\s*"
+                               r"([0-9a-f]{40})", docker)
     assert version and pinned and published_sha1
     (jvm,) = [stage for stage in stages(docker) if stage[0][1].upper().endswith(" AS JVM")]
-    adds = [args for name, args in jvm if name == "ADD"]
-    url = ("https://repo1.maven.org/maven2/org/apache/flink/flink-sql-connector-kafka/${KAFKA_CONNECTOR}/"
-           "flink-sql-connector-kafka-${KAFKA_CONNECTOR}.jar")
-    assert adds == [f"{url} /build/connector.jar"]
-    names = [name for name, _ in jvm]
-    check = names.index("RUN")  # the first RUN after the download checks it
-    assert names.index("ADD") < check
-    assert 'echo "${KAFKA_CONNECTOR_SHA512}  /build/connector.jar" | sha512sum --check --strict -' in jvm[check][1]
-    assert ("ARG", "KAFKA_CONNECTOR_SHA512") in jvm
-    cached = REPO / ".cache" / "jars" / "flink" / f"flink-sql-connector-kafka-{version.group(1)}.jar"
+    url = (f"https://repo1.maven.org/maven2/org/apache/flink/{artifact}/${{{variable}}}/"
+           f"{artifact}-${{{variable}}}.jar")
+    download = jvm.index(("ADD", f"{url} {target}"))
+    check = download + 1  # the RUN right after the download checks it
+    assert jvm[check][0] == "RUN"
+    assert f'echo "${{{variable}_SHA512}}  {target}" | sha512sum --check --strict -' in jvm[check][1]
+    assert ("ARG", f"{variable}_SHA512") in jvm
+    assert all(target not in args for name, args in jvm[:download] if name == "RUN")
+    cached = REPO / ".cache" / "jars" / "flink" / f"{artifact}-{version.group(1)}.jar"
     assert cached.is_file(), f"no {cached}: run deploy/local/setup.sh (fetch-jars.sh)"
     data = cached.read_bytes()
     assert hashlib.sha1(data).hexdigest() == published_sha1.group(1)
