@@ -56,7 +56,7 @@ from pwevent.jobs.common.population_operator import (
     SlotCount,
 )
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason, Rejected
-from pwevent.jobs.common.records import parse_event, parse_requirement_update, reject_record
+from pwevent.jobs.common.records import KafkaTimestamp, parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
@@ -102,21 +102,11 @@ POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STR
 CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
 #: A watermark at or above this is the end of a bounded input, not a slot end.
 END_OF_TIME_MS = 2**61
-#: Field name no record carries: `kafka.event_time: kafka` makes parse_event use the record timestamp.
-_KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
-
-
-def event_fields(config: Config, kafka_time: bool) -> Any:
-    """The event fields `parse_event` reads; with `kafka.event_time: kafka` the time is the record's
-    Kafka timestamp (a field name no record carries)."""
-    return config.events.model_copy(update={"time": _KAFKA_TIME_FIELD}) if kafka_time else config.events
-
-
-def fallback_time(kafka_time: bool, kafka_ts_ms: int | None) -> int | None:
-    """The time `parse_event` may take when the record lacks its time field: the Kafka timestamp with
-    `kafka.event_time: kafka` only. With field event time such an event is `missing_field`, as the
-    replay has it (docs/formats.md)."""
-    return kafka_ts_ms if kafka_time else None
+def kafka_timestamp(kafka_time: bool, kafka_ts_ms: int | None) -> KafkaTimestamp | None:
+    """What `parse_event` takes the time from: with `kafka.event_time: kafka` the record's Kafka
+    timestamp (its time field is then not read), else None (the time field; an event without it is
+    `missing_field`, as the replay has it; docs/formats.md)."""
+    return KafkaTimestamp(kafka_ts_ms) if kafka_time else None
 
 
 def _json(record: dict[str, Any] | list[Any]) -> str:
@@ -210,11 +200,10 @@ class ParseEvents(_ParseRecords):
 
     def __init__(self, config: Config, topic: str, kafka_time: bool) -> None:
         super().__init__(config, "events", topic, kafka_time)
-        self.fields = event_fields(config, kafka_time)
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
-        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain,
-                                                                  fallback_time(self.kafka_time, ts),
+        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.config.events, self.config.domain,
+                                                                  kafka_timestamp(self.kafka_time, ts),
                                                                   self.config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out

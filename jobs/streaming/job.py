@@ -602,11 +602,10 @@ def restore_seed(config: Config, settings: StreamSettings) -> int | None:
 
     from pwevent.jobs.common.reasons import Rejected
     from pwevent.jobs.common.records import parse_event
-    from pwevent.jobs.streaming.hosts import event_fields, fallback_time
+    from pwevent.jobs.streaming.hosts import kafka_timestamp
     from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, last_messages
 
     kafka_time = settings.kafka.event_time == "kafka"
-    fields = event_fields(config, kafka_time)
     try:
         by_partition = last_messages(settings.kafka, settings.kafka.topics["events"], SEED_LOOK_BACK)
     except (BrokerUnavailableError, KafkaError) as err:
@@ -617,8 +616,8 @@ def restore_seed(config: Config, settings: StreamSettings) -> int | None:
         times[partition] = []
         for message in messages:
             try:
-                times[partition].append(parse_event(message.value or b"", fields, config.domain,
-                                                    fallback_time(kafka_time, message.timestamp_ms),
+                times[partition].append(parse_event(message.value or b"", config.events, config.domain,
+                                                    kafka_timestamp(kafka_time, message.timestamp_ms),
                                                     config.max_record_bytes).time_ms)
             except Rejected:
                 continue
