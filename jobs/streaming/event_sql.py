@@ -57,7 +57,8 @@ _SAFE_STRING = f'"{_SAFE_TEXT}"'
 _SAFE_CATEGORY = re.compile(_SAFE_TEXT)
 
 
-def _sql_str(text: str) -> str:
+def sql_literal(text: str) -> str:
+    """`text` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -111,7 +112,7 @@ class EventSql:
     def groups_join(self, table: str) -> str:
         """`table` with the `RecordGroups` columns of its `value` (one row per row of `table`)."""
         regex = self.regex if self.regex is not None else "(?!)"
-        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}(`value`, {_sql_str(regex)}, {self.max_bytes}))"
+        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}(`value`, {sql_literal(regex)}, {self.max_bytes}))"
                 f" AS g({', '.join(_GROUP_COLUMNS)})")
 
 
@@ -150,7 +151,7 @@ def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
         number = f"TRY_CAST({group('value')} AS BIGINT)"  # the regex admits only unsigned integers
         return f"CAST(NULLIF(LEAST({number}, {domain.d}), {domain.d}) AS INT)"
     if isinstance(domain, CategoriesDomain):
-        cases = " ".join(f"WHEN {_sql_str(name)} THEN {index}" for index, name in enumerate(domain.values)
+        cases = " ".join(f"WHEN {sql_literal(name)} THEN {index}" for index, name in enumerate(domain.values)
                          if _SAFE_CATEGORY.fullmatch(name))
         return f"CASE {group('value')} {cases} END" if cases else "CAST(NULL AS INT)"
     assert isinstance(domain, GridDomain)

@@ -409,11 +409,11 @@ def test_the_sql_fast_path_never_claims_an_avro_record(tmp_path):
     """The fast path is JSON-only: for either Avro format no record matches it (every one takes the
     reference parser), and the job's source reads no JSON time out of Avro bytes."""
     from pwevent.jobs.streaming.event_sql import event_sql, record_regex
-    from pwevent.jobs.streaming.job import _source_time_path
+    from pwevent.jobs.streaming.graph import source_time_path
 
     path = tmp_path / "e.avsc"
     path.write_text(json.dumps(EVENT_V1))
     for config in (_config({"format": "avro", "schema_file": str(path)}), _confluent("http://127.0.0.1:9")):
         assert record_regex(config) is None and event_sql(config).fast == "FALSE"
-        assert _source_time_path(config.events) is None
-    assert record_regex(_config({})) is not None and _source_time_path(_config({}).events) == ("time",)
+        assert source_time_path(config.events) is None
+    assert record_regex(_config({})) is not None and source_time_path(_config({}).events) == ("time",)
