@@ -1,17 +1,9 @@
-"""`pwevent run`: the streaming job on Flink (Kafka in, Kafka out; docs/streaming.md, "Topology").
+"""`pwevent run`: the streaming job on Flink (Kafka in, Kafka out; docs/streaming.md).
 
-    events (Kafka) -> PositionedRecords + SlotWatermarks (JVM, per partition)
-      -> SQL fast path | ParseEvents (the reference parser, Python)
-      -> ValidTime (event time from the valid events of known users only) -> lateness vs the watermark
-      -> latest event per (user, slot) -> UserClassJoin (Java) with Membership's versions: the user's class
-      -> count per (slot, class, cell)                                          [all JVM but ParseEvents]
-    requirements (Kafka) -> ParseRequirements -> MembershipHost (keyed by user, also fed the events'
-      watermark) -> membership changes (changelog for the join; and to the Population)
-    counts + changes -> PopulationHost (one key: the Engine of the replay) -> releases (exactly once,
-      key = slot), audit (the spend log), dead letters (from every stage)
-
-Sources are the Java KafkaSource with the job's own reader and watermarks (jobs/streaming/jvm, built by
-deploy/local/build-jvm.sh), bridged to Flink SQL with `from_data_stream`; sinks are SQL Kafka tables.
+This module configures and runs the job: its Flink configuration, a local run or the command that
+submits it to a cluster, checkpoints, and what a start reads from the topics before the graph is
+built (the requirements backlog, the restore seed, a resumed job's decided slots). The graph itself,
+stage by stage, is jobs/streaming/graph.py ("Topology").
 
 Python workers import `pwevent.*` from a copy of the package's sources (jobs/streaming/locations.py,
 `python_root`); the jars come from jobs/streaming/jars.py, in a checkout or installed from the wheel.
