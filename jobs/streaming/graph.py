@@ -25,6 +25,7 @@ from pwevent.jobs.streaming import slot_sql
 from pwevent.jobs.streaming.event_sql import sql_literal
 from pwevent.jobs.streaming.planner import materialize
 from pwevent.jobs.streaming.settings import StreamSettings
+from pwevent.jobs.streaming.startup import NOTHING_READ, StartReads
 
 
 @dataclass(frozen=True)
@@ -335,16 +336,9 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements) ->
 
 
 def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSettings, seed: int | None,
-                   late_through: int = 0, requirements_backlog: dict[int, int] | None = None,
-                   restore_seed_ms: int | None = None, read_to_end: frozenset[str] = frozenset()) -> None:
-    """Sources, operators and sinks of the job, added to `env` (executed by the caller), stage by stage.
-    `late_through` (`job.late_through()`): every event of a slot up to it is `late` (a resumed job's
-    decided slots; the Population checks it against the topics, docs/streaming.md, "Starting twice").
-    `requirements_backlog`: one past each requirements partition's last record now, so that its
-    partitions stop holding event time back as soon as they have read what they held.
-    `restore_seed_ms` (restored jobs): the slot an events partition that stays silent after the
-    restore closes. `read_to_end`: the sources ("events", "requirements") whose restored readers have
-    nothing left to read, so that their silent partitions skip `source_start_grace`."""
+                   start: StartReads = NOTHING_READ) -> None:
+    """Sources, operators and sinks of the job, added to `env` (executed by the caller), stage by
+    stage; `start`: what the start read from the topics (jobs/streaming/startup.py)."""
     from pyflink.table import Schema
 
     flink, clock = settings.flink, config.clock
@@ -357,14 +351,14 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     stage = Stage(env, t_env, config, settings, strategy, rowtime)
 
     write_sink_tables(stage)
-    read_topics(stage, requirements_backlog, restore_seed_ms, read_to_end)
-    requirements = parse_requirements(stage, requirements_backlog)
+    read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
+    requirements = parse_requirements(stage, start.requirements_backlog)
     split_events(stage)
     parsed_events, events = parse_events(stage)
-    time_events(stage, events, requirements, restore_seed_ms)
-    judge_events(stage, late_through)
+    time_events(stage, events, requirements, start.restore_seed_ms)
+    judge_events(stage, start.late_through)
     latest = latest_per_user_and_slot(stage)
     membership(stage, requirements, latest)
     class_of_present_users(stage)
-    population(stage, seed, late_through)
+    population(stage, seed, start.late_through)
     write_sinks(stage, parsed_events, requirements)

@@ -12,11 +12,9 @@ Python workers import `pwevent.*` from a copy of the package's sources (jobs/str
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import re
 import shlex
-import shutil
 import socket
 import sys
 import sysconfig
@@ -24,8 +22,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pwevent.jobs.common.config import Config, ConfigError, load_config
+from pwevent.jobs.common.config import ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
+from pwevent.jobs.streaming.checkpoints import (
+    HA_TYPE,
+    RECOVERY_PATH,
+    clean_checkpoints,
+    cluster_restore,
+    latest_checkpoint,
+)
 from pwevent.jobs.streaming.graph import build_pipeline
 from pwevent.jobs.streaming.jars import (
     OAUTHBEARER_PARENT_FIRST,
@@ -37,6 +42,7 @@ from pwevent.jobs.streaming.jars import (
 )
 from pwevent.jobs.streaming.locations import python_root
 from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, stream_settings
+from pwevent.jobs.streaming.startup import StartReads
 
 #: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
 PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
@@ -101,43 +107,6 @@ def flink_configuration(settings: StreamSettings, restore: str | None,
         if allow_non_restored:
             conf["execution.state-recovery.ignore-unclaimed-state"] = "true"
     return conf
-
-
-def latest_checkpoint(checkpoint_dir: str) -> str | None:
-    """The newest completed checkpoint (a chk-N folder with _metadata) under the checkpoint dir."""
-    base = checkpoint_dir.removeprefix("file://")
-    found = glob.glob(os.path.join(base, "*", "chk-*", "_metadata"))
-    if not found:
-        return None
-    return os.path.dirname(max(found, key=os.path.getmtime))
-
-
-def clean_checkpoints(checkpoint_dir: str, keep: int, restore: str | None) -> list[str]:
-    """Remove the checkpoint folders of earlier jobs (docs/operations.md, "Savepoints, upgrades and
-    rescaling"): under a local checkpoint dir, every job-id folder except the `keep` + 1 whose
-    newest completed checkpoint is newest (the first is what `--restore latest` picks) and the one
-    `restore` lies in. Folders without a completed checkpoint are earlier jobs' too. Remote stores
-    (s3://, ...) are left alone. Returns the removed folders."""
-    if "://" in checkpoint_dir and not checkpoint_dir.startswith("file://"):
-        return []
-    base = Path(checkpoint_dir.removeprefix("file://"))
-    if not base.is_dir():
-        return []
-    jobs = [p for p in base.iterdir() if p.is_dir() and re.fullmatch("[0-9a-f]{32}", p.name)]
-
-    def newest(folder: Path) -> float:
-        done = [m.stat().st_mtime for m in folder.glob("chk-*/_metadata")]
-        return max(done, default=-1.0)
-
-    ranked = sorted(jobs, key=newest, reverse=True)
-    kept = {p for p in ranked[:keep + 1] if newest(p) >= 0}
-    if restore:
-        local = Path(restore.removeprefix("file://").removeprefix("file:")).resolve()
-        kept |= {p for p in jobs if p.resolve() in local.parents}
-    removed = [p for p in jobs if p not in kept]
-    for folder in removed:
-        shutil.rmtree(folder, ignore_errors=True)
-    return [str(p) for p in removed]
 
 
 def free_loopback_port() -> int:
@@ -287,129 +256,6 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     return f"{env} {shlex.join(argv)}"
 
 
-#: How many of each requirements partition's last offsets `requirements_backlog` looks at for its last
-#: committed record (the rest may be transaction markers and aborted records).
-BACKLOG_LOOK_BACK = 100
-
-
-def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
-    """Per requirements partition, one past its last committed record when the job is built
-    (docs/streaming.md, "Time": a partition then stops holding event time back once it has read that
-    record, instead of after `source_idleness`; 0 for a partition that holds no offset at all: when
-    every one is so, as for an events-only job, the partitions stop holding it back at once, instead
-    of after `source_start_grace`); None, with a note, when the broker does not tell
-    (the job then waits for `source_idleness` as before), and None in `execution_mode: process`,
-    where the idle status would overtake the records still in the requirements parser's bundle."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, empty_partitions, record_ends
-
-    if settings.flink.execution_mode == "process":
-        return None
-    topic = settings.kafka.topics["requirements"]
-    try:
-        ends = record_ends(settings.kafka, topic, BACKLOG_LOOK_BACK)
-        return {**ends, **dict.fromkeys(empty_partitions(settings.kafka, topic), 0)}
-    except (BrokerUnavailableError, KafkaError) as err:
-        print(f"pwevent run: requirements backlog unknown ({err}); its partitions idle after "
-              "flink.source_idleness", file=sys.stderr)
-        return None
-
-
-def restored_read_to_end(settings: StreamSettings) -> frozenset[str]:
-    """For a restored job: the sources whose consumer group had committed, for every partition, the
-    offset past its last committed record when the job is built (docs/streaming.md, "Time"; the
-    source commits its offsets at each completed checkpoint, so a job restored from its latest one
-    then has nothing left to read there). Their partitions that give no record skip
-    `source_start_grace`. A source the broker says nothing about keeps the grace, with a note."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, read_to_end
-
-    kafka, read = settings.kafka, set()
-    for role in ("events", "requirements"):
-        try:
-            if read_to_end(kafka, kafka.topics[role], kafka.source_group_id(role), BACKLOG_LOOK_BACK):
-                read.add(role)
-        except (BrokerUnavailableError, KafkaError) as err:
-            print(f"pwevent run: whether the {role} readers are at their end is unknown ({err})", file=sys.stderr)
-    if read:
-        print(f"pwevent run: the restored {' and '.join(sorted(read))} readers have nothing left to read; "
-              "their silent partitions skip flink.source_start_grace", file=sys.stderr)
-    return frozenset(read)
-
-
-#: How many of each events partition's last records `restore_seed` looks at for a valid event time.
-SEED_LOOK_BACK = 100
-
-
-def restore_seed(config: Config, settings: StreamSettings) -> int | None:
-    """For a restored job: the smallest, over the events partitions that hold records, of the latest
-    valid event time among each one's last SEED_LOOK_BACK records (docs/streaming.md, "Time": the
-    slot a partition silent since the restore closes). None when a partition with records has no
-    valid time there, or the broker does not tell: such a partition then closes nothing, as before."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.common.reasons import Rejected
-    from pwevent.jobs.common.records import parse_event
-    from pwevent.jobs.streaming.hosts import kafka_timestamp
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, last_messages
-
-    kafka_time = settings.kafka.event_time == "kafka"
-    try:
-        by_partition = last_messages(settings.kafka, settings.kafka.topics["events"], SEED_LOOK_BACK)
-    except (BrokerUnavailableError, KafkaError) as err:
-        print(f"pwevent run: no restore seed ({err})", file=sys.stderr)
-        return None
-    times: dict[int, list[int]] = {}
-    for partition, messages in by_partition.items():
-        times[partition] = []
-        for message in messages:
-            try:
-                times[partition].append(parse_event(message.value or b"", config.events, config.domain,
-                                                    kafka_timestamp(kafka_time, message.timestamp_ms),
-                                                    config.max_record_bytes).time_ms)
-            except Rejected:
-                continue
-        if messages and not times[partition]:
-            return None
-    return seed_time(times, int(time.time() * 1000), settings.flink.max_lead_ms)
-
-
-def seed_time(times: dict[int, list[int]], now_ms: int, max_lead_ms: int) -> int | None:
-    """The restore seed from each partition's recent valid event times: per partition the latest
-    time another record confirms (the second largest; a partition with one record, that one), never
-    one more than `max_lead_ms` past `now_ms` (0: no bound), so that one forged far-future record
-    cannot close slots, as SlotWatermarks' lead guard holds it back in the stream; then the smallest
-    over the partitions that hold records."""
-    latest = []
-    for found in times.values():
-        believable = sorted(t for t in found if max_lead_ms <= 0 or t <= now_ms + max_lead_ms)
-        if found and not believable:
-            return None
-        if believable:
-            latest.append(believable[-2] if len(believable) > 1 else believable[-1])
-    return min(latest) if latest else None
-
-
-def late_through(settings: StreamSettings, restored: str | None, cells: int) -> int:
-    """The slot up to which the job judges every event `late` (`build_pipeline`): for a job that may
-    start without state (`restored` None, or "ha:..." where the cluster decides) under
-    `kafka.resume_after_last_release`, the slot it will resume after (the Population checks it,
-    docs/streaming.md, "Starting twice"); else 0. Under high availability a recovered job's state has
-    decided at least every committed release, so the bound drops nothing it still needs."""
-    from pwevent.jobs.streaming.release_guard import read_guard_inputs
-
-    if not settings.kafka.resume_after_last_release or (restored and not restored.startswith("ha:")):
-        return 0
-    point = read_guard_inputs(settings.kafka, cells).resume_point()
-    if point is None:
-        return 0
-    print(f"pwevent run: resuming after slot {point.slot} with fresh ledgers unless state is restored; "
-          "events up to it are late", file=sys.stderr)
-    return point.slot
-
-
 def with_resume(settings: StreamSettings, resume: bool) -> StreamSettings:
     """`settings` with kafka.resume_after_last_release on when `resume` (the --resume-after-last-release
     shorthand)."""
@@ -428,14 +274,12 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
-    start = late_through(settings, restore, config.domain.d)
+    start = StartReads.read(config, settings, restore)
     for folder in clean_checkpoints(settings.flink.checkpoint_dir, settings.flink.retained_jobs, restore):
         print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
     run = local_run(settings)
     env, t_env = make_environment(settings, restore, run, allow_non_restored)
-    build_pipeline(env, t_env, config, settings, seed, start, requirements_backlog(settings),
-                   restore_seed(config, settings) if restore else None,
-                   restored_read_to_end(settings) if restore else frozenset())
+    build_pipeline(env, t_env, config, settings, seed, start)
     client = env.execute_async(f"pwevent {config.mechanism}")
     job_id = client.get_job_id()
     print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
@@ -457,25 +301,6 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
         print(f"pwevent run: job {job_id} failed: {reason}\n(the whole trace: {run.log_dir})", file=sys.stderr)
         return 2 if refused and refused.group(1) == "refusing to start" else 1
     return 0
-
-
-RECOVERY_PATH = "execution.state-recovery.path"
-HA_TYPE = "high-availability.type"
-
-
-def cluster_restore(recovery_path: str | None, ha_type: str | None) -> str | None:
-    """What the entry point treats as restored state when the cluster, not `--restore`, decides it
-    (docs/kubernetes.md, "State"): a recovery path the cluster was given (the Kubernetes operator's
-    savepoint upgrade, `flink run -s`), or, under high availability, the cluster's own recovery of
-    its latest checkpoint ("ha:<type>"), since in application mode this entry point runs again on
-    every JobManager fail-over, though after a loss of the HA metadata it starts without state. It
-    only bounds `late_through`: the Population itself checks the release topic whenever it finds no
-    state (docs/streaming.md, "Starting twice")."""
-    if recovery_path:
-        return recovery_path
-    if ha_type and ha_type.lower() not in ("none", ""):
-        return f"ha:{ha_type}"
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -501,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     restored = args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH), effective_setting(env, HA_TYPE))
-    start = late_through(settings, restored, config.domain.d)
+    start = StartReads.read(config, settings, restored)
     # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
     # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
     # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
@@ -512,9 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     env.add_jars(jvm_jar().resolve().as_uri(),
                  *(jar.resolve().as_uri() for jar in security_jars(settings.kafka.security)))
     t_env = StreamTableEnvironment.create(env)
-    build_pipeline(env, t_env, config, settings, args.seed, start, requirements_backlog(settings),
-                   restore_seed(config, settings) if restored else None,
-                   restored_read_to_end(settings) if restored else frozenset())
+    build_pipeline(env, t_env, config, settings, args.seed, start)
     env.execute(f"pwevent {config.mechanism}")
     return 0
 
