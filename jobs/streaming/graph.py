@@ -48,7 +48,7 @@ class Stage:
 
 @dataclass(frozen=True)
 class Requirements:
-    """The requirement records, parsed (`hosts.PARSED_REQUIREMENT`, dead letters as a side output),
+    """The requirement records, parsed (`rows.PARSED_REQUIREMENT`, dead letters as a side output),
     the registrations they make (side output, for the events' valid time) and the valid ones in
     event time (`timed`)."""
 
@@ -131,13 +131,14 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
     order (`ValidTime`, as for the events)."""
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
 
     t_env = stage.t_env
-    rows = t_env.to_data_stream(t_env.sql_query(
+    records = t_env.to_data_stream(t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
-    parsed = rows.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
-                          output_type=fn.PARSED_REQUIREMENT).uid("parse-requirements").name("parse requirements")
-    registrations = internals.side_output(parsed, fn.REGISTRATIONS)
+    parsed = records.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
+                             output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements").name("parse requirements")
+    registrations = internals.side_output(parsed, rows.REGISTRATIONS)
     timed = internals.valid_time(parsed, registrations, stage.strategy, True, None, requirements_backlog) \
         .uid("requirement-time").name("event time of valid requirements")
     return Requirements(parsed, registrations, timed)
@@ -150,7 +151,7 @@ def split_events(stage: Stage) -> None:
     `fast_events`: the fast path's events, and a mark (partition and offset only, `path` PENDING)
     for each record it hands to the reference parser, in one query, so in offset order with the
     events (`user`, `time_ms`, `cell`, `partition`, `offset`, `original`, `path`)."""
-    from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import rows
     from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
 
     t_env = stage.t_env
@@ -166,7 +167,7 @@ def split_events(stage: Stage) -> None:
         "SELECT IF(fast_ok, `user`, CAST(NULL AS STRING)) AS `user`, IF(fast_ok, time_ms, CAST(NULL AS BIGINT))"
         " AS time_ms, IF(fast_ok, cell, CAST(NULL AS INT)) AS cell, `partition`, `offset`,"
         " IF(fast_ok, `value`, CAST(NULL AS BYTES)) AS original,"
-        f" IF(fast_ok, {int(fn.TimePath.FAST)}, {int(fn.TimePath.PENDING)}) AS path FROM events_split"))
+        f" IF(fast_ok, {int(rows.TimePath.FAST)}, {int(rows.TimePath.PENDING)}) AS path FROM events_split"))
 
 
 def parse_events(stage: Stage) -> tuple[Any, Any]:
@@ -176,12 +177,13 @@ def parse_events(stage: Stage) -> tuple[Any, Any]:
     from pyflink.table import Schema
 
     from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import rows
 
     t_env = stage.t_env
     slow = t_env.to_data_stream(t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast_ok"))
     parsed = slow.process(fn.ParseEvents(stage.config, stage.settings.kafka.topics["events"], stage.kafka_time),
-                          output_type=fn.PARSED_EVENT).uid("parse-events").name("parse events (reference parser)")
+                          output_type=rows.PARSED_EVENT).uid("parse-events").name("parse events (reference parser)")
     # a refusal has no time_ms; its rowtime is never read (only the watermark, the source's)
     t_env.create_temporary_view("slow_events", t_env.from_data_stream(
         parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(COALESCE(time_ms, 0), 3)")
@@ -234,7 +236,7 @@ def latest_per_user_and_slot(stage: Stage) -> Any:
 
 def membership(stage: Stage, requirements: Requirements, latest: Any) -> None:
     """Valid requirement records and the events' (user, slot) presences -> Membership (Python, keyed
-    by user) -> view `membership_out` (`hosts.MEMBERSHIP_OUT`: class changes and dead letters).
+    by user) -> view `membership_out` (`rows.MEMBERSHIP_OUT`: class changes and dead letters).
     Membership always gets the presences' watermark, and their rows only with a default requirement
     (the same graph either way, so a restore may switch the default), and of those only the ones it
     can still need (FirstPresence, in Java: about one per user, not per slot)."""
@@ -242,14 +244,15 @@ def membership(stage: Stage, requirements: Requirements, latest: Any) -> None:
 
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
 
     carrier = internals.first_presence(latest, stage.config.default_requirement is not None) \
         .uid("first-presence").name("presences Membership can still need")
     requirement_values = internals.user_values(requirements.timed) \
         .uid("requirement-values").name("requirements for Membership")
-    hosted = internals.keyed_by_first_field(requirement_values, Types.STRING(), fn.REQUIREMENT_VALUE) \
+    hosted = internals.keyed_by_first_field(requirement_values, Types.STRING(), rows.REQUIREMENT_VALUE) \
         .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
-        .process(fn.MembershipHost(stage.config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
+        .process(fn.MembershipHost(stage.config), output_type=rows.MEMBERSHIP_OUT).uid("membership").name("Membership")
     stage.t_env.create_temporary_view("membership_out", stage.t_env.from_data_stream(hosted, stage.rowtime))
 
 
@@ -259,12 +262,12 @@ def class_of_present_users(stage: Stage) -> None:
     on Membership's versions that arms no timer per version, unlike Flink's temporal join)."""
     from pyflink.table import Schema
 
-    from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
 
     t_env = stage.t_env
     changes = t_env.to_data_stream(t_env.sql_query(
-        f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"))
+        f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"))
     present_rows = t_env.to_data_stream(t_env.sql_query(  # rt: the records' timestamps
         "SELECT `user`, slot, cell, `partition`, `offset`, original, rt FROM latest"))
     joined = internals.user_class_join(changes, present_rows).uid("user-class").name("class of each present user")
@@ -275,8 +278,8 @@ def class_of_present_users(stage: Stage) -> None:
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
     """Views `joined`, `membership_out` and `events_judged` -> the Population (Python, one key: the
-    replay's Engine) -> view `population_out` (`hosts.POPULATION_OUT`: releases, audit lines, dead
-    letters). Its input, `hosts.POPULATION_IN`, is one row kind per source, in one query so that the
+    replay's Engine) -> view `population_out` (`rows.POPULATION_OUT`: releases, audit lines, dead
+    letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one query so that the
     planner runs the window once: the count of present users per (slot, class, cell); Membership's
     changes; the events SQL judged `late` or `too_far_ahead`; those of users without a class
     (`unknown_user`). `hosts.population_row` reads each as its typed row."""
@@ -284,6 +287,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
 
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
     from pwevent.jobs.streaming.release_guard import StartGuard
 
     t_env, config, kafka, clock = stage.t_env, stage.config, stage.settings.kafka, stage.config.clock
@@ -296,7 +300,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
         " GROUP BY window_start, window_end, slot, cls, cell"
         " UNION ALL"
         f" SELECT slot, cls, CAST(NULL AS INT), CAST(NULL AS BIGINT), text, {no_dead}"
-        f" FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"
+        f" FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"
         " UNION ALL"
         f" SELECT slot, {no_count}, CASE WHEN ahead THEN 'too_far_ahead' ELSE 'late' END, `user`, `partition`,"
         " `offset`, original FROM events_judged WHERE late OR ahead"
@@ -304,10 +308,10 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
         f" SELECT slot, {no_count}, 'unknown_user', `user`, `partition`, `offset`, original"
         " FROM joined WHERE cls IS NULL"
         ") AS t(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original)"))
-    internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), fn.POPULATION_IN]))
+    internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), rows.POPULATION_IN]))
     host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through), kafka.topics["events"])
-    hosted = internals.keyed_by_first_field(population_in, Types.INT(), fn.POPULATION_IN) \
-        .process(host, output_type=fn.POPULATION_OUT) \
+    hosted = internals.keyed_by_first_field(population_in, Types.INT(), rows.POPULATION_IN) \
+        .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
@@ -317,21 +321,21 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements) ->
     side outputs, Membership and the Population (with those found in SQL); one statement set."""
     from pyflink.table.expressions import col
 
-    from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
 
     t_env = stage.t_env
-    dead_text = internals.side_output(parsed_events, fn.DEAD_LETTERS) \
-        .union(internals.side_output(requirements.parsed, fn.DEAD_LETTERS))
+    dead_text = internals.side_output(parsed_events, rows.DEAD_LETTERS) \
+        .union(internals.side_output(requirements.parsed, rows.DEAD_LETTERS))
     dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
-        .union_all(t_env.sql_query(f"SELECT text AS v FROM membership_out WHERE route = '{fn.DEAD_ROUTE}'")) \
-        .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{fn.DEAD_ROUTE}'"))
+        .union_all(t_env.sql_query(f"SELECT text AS v FROM membership_out WHERE route = '{rows.DEAD_ROUTE}'")) \
+        .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{rows.DEAD_ROUTE}'"))
     statements = t_env.create_statement_set()
     statements.add_insert("sink_releases", t_env.sql_query(
-        f"SELECT k, v FROM population_out WHERE route = '{fn.RELEASE_ROUTE}'"))
+        f"SELECT k, v FROM population_out WHERE route = '{rows.RELEASE_ROUTE}'"))
     statements.add_insert("sink_dead_letters", dead)
     statements.add_insert("sink_audit", t_env.sql_query(
-        f"SELECT v FROM population_out WHERE route = '{fn.AUDIT_ROUTE}'"))
+        f"SELECT v FROM population_out WHERE route = '{rows.AUDIT_ROUTE}'"))
     statements.attach_as_datastream()
 
 
