@@ -26,7 +26,8 @@ import argparse
 
 import numpy as np
 
-from pwevent.jobs.evaluation.evaluate import GridSpec, Task, dataset_of, run_mechanism
+from pwevent.jobs.evaluation.evaluate import dataset_of, run_mechanism
+from pwevent.jobs.evaluation.grid import GridSpec, Task
 from pwevent.jobs.evaluation.references import oracle_release
 from pwevent.jobs.evaluation.report import Interval
 from pwevent.operators.postprocess import FilterConfig, KalmanSmoother, PublicRelease

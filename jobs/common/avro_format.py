@@ -44,6 +44,7 @@ import fastavro
 from fastavro.schema import to_parsing_canonical_form
 from fastavro.types import Schema
 
+from pwevent.jobs.common.avro_schema import load_schema_file, parse_schema_text
 from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
 from pwevent.jobs.common.reasons import Reason, Rejected
 
@@ -63,24 +64,6 @@ _MS = timedelta(milliseconds=1)
 class RegistryUnavailable(Exception):
     """The Schema Registry did not answer for `retry_for`: no record is judged; the run fails. Not a
     ValueError, so no reject boundary takes it for a bad record."""
-
-
-def load_schema_file(path: str) -> Schema:
-    """The parsed writer schema of an `.avsc` file; ValueError naming the file and what is wrong."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as err:
-        raise ValueError(f"cannot read schema_file {path}: {err.strerror}") from None
-    return parse_schema_text(text, f"schema_file {path}")
-
-
-def parse_schema_text(text: str, where: str) -> Schema:
-    """An Avro schema's JSON text, parsed; ValueError saying `where` it came from otherwise."""
-    try:
-        return fastavro.parse_schema(json.loads(text))
-    except Exception as err:  # fastavro raises several kinds (SchemaParseException, KeyError, TypeError ...)
-        raise ValueError(f"{where} is not an Avro schema: {type(err).__name__}: {err}") from None
 
 
 def _plain(value: Any) -> Any:

@@ -56,6 +56,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
+from pwevent.jobs.common.avro_schema import load_schema_file
 from pwevent.jobs.common.field_paths import check_disjoint, field_path
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.requirement_rules import RequirementRules
@@ -312,7 +313,6 @@ class InputFormat(Section):
         if (self.format == "avro-confluent") != (self.schema_registry is not None):
             raise ValueError("schema_registry goes with format avro-confluent, and format avro-confluent needs it")
         if self.schema_file is not None:
-            from pwevent.jobs.common.avro_format import load_schema_file
             load_schema_file(self.schema_file)  # ValueError naming the file and what is wrong
         return self
 

@@ -261,9 +261,7 @@ def _user(obj: dict[str, Any], name: str) -> str:
     return text
 
 
-def _time(obj: dict[str, Any], name: str, fallback_ms: int | None) -> int:
-    if fallback_ms is not None and _lookup(obj, name) is _ABSENT:
-        return fallback_ms
+def _time(obj: dict[str, Any], name: str) -> int:
     try:
         time_ms = parse_time_ms(_field(obj, name), name)
     except ValueError as err:
@@ -275,17 +273,31 @@ def _time(obj: dict[str, Any], name: str, fallback_ms: int | None) -> int:
     return time_ms
 
 
+@dataclass(frozen=True)
+class KafkaTimestamp:
+    """With `kafka.event_time: kafka` an event's time is its Kafka record timestamp, whatever the
+    record holds at its time field, which is not read (docs/streaming.md, "Time"). `ms` None: the
+    record came without one (a `missing_field` dead letter)."""
+
+    ms: int | None
+
+
 def parse_event(
-    text: str | bytes, fields: EventFields, domain: Domain, record_time_ms: int | None = None,
+    text: str | bytes, fields: EventFields, domain: Domain, kafka_time: KafkaTimestamp | None = None,
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> Event:
-    """An event record -> (user, time, cell). `record_time_ms`: the Kafka timestamp, used when the
-    configured time field is absent. Raises Rejected, and nothing else but RegistryUnavailable (the
+    """An event record -> (user, time, cell); the time from the record's time field, or with
+    `kafka_time` the Kafka timestamp. Raises Rejected, and nothing else but RegistryUnavailable (the
     Schema Registry of an `avro-confluent` input did not answer: no verdict on the record)."""
     with _boundary():
         obj = load_record(text, fields, max_bytes)
         user = _user(obj, fields.user)
-        time_ms = _time(obj, fields.time, record_time_ms)
+        if kafka_time is None:
+            time_ms = _time(obj, fields.time)
+        elif kafka_time.ms is None:
+            raise Rejected(Reason.MISSING_FIELD, "the record has no Kafka timestamp (kafka.event_time: kafka)")
+        else:
+            time_ms = kafka_time.ms
         if fields.lat and fields.lon:
             value: Any = (_field(obj, fields.lat), _field(obj, fields.lon))
         else:
@@ -308,7 +320,7 @@ def parse_requirement_update(
         except provenance.UnauthenticatedError as err:
             raise Rejected(Reason.UNAUTHENTICATED_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
         user = _user(obj, fields.user)
-        time_ms = _time(obj, fields.time, None)
+        time_ms = _time(obj, fields.time)
         try:
             requirement = parse_requirement(obj)
             caps.check(requirement)

@@ -39,113 +39,19 @@ import numpy as np
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.extras import EVALUATE
 from pwevent.jobs.common.progress import progress_printer
-from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStream
+from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
+from pwevent.jobs.evaluation.grid import GRIEFER, GridSpec, Run, Task
 from pwevent.jobs.evaluation.metrics import errors
 from pwevent.jobs.evaluation.references import REFERENCE, reference_errors
 from pwevent.jobs.evaluation.report import plot, summary_markdown
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
-from pwevent.operators.registry import REGISTRY, mechanism
+from pwevent.operators.registry import mechanism
 from pwevent.state.population import UserRequirement
 from pwevent.state.requirements import DEFAULT_MIN_SLOT_EPSILON, DynamicRequirement, Requirement
 from pwevent.state.spend import Kind
-
-BASE_DATASETS = STREAMS + ("Foursquare",)
-#: A dataset with one more registered user at the budget floor: `TLNS+griefer` etc.
-GRIEFER = "+griefer"
-DATASETS = BASE_DATASETS + tuple(name + GRIEFER for name in BASE_DATASETS)
-
-
-@dataclass(frozen=True)
-class GridSpec:
-    """What `pwevent evaluate` runs. Defaults: the paper's (10,000 users x 10,000 slots, 10 repetitions)."""
-
-    datasets: tuple[str, ...] = BASE_DATASETS
-    mechanisms: tuple[str, ...] = field(default_factory=REGISTRY.names)
-    epsilons: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
-    windows: tuple[int, ...] = (40, 80, 120, 160, 200)
-    ratios: tuple[float, ...] = (0.2, 0.5, 0.8)
-    epsilon: float = 0.6
-    w: int = 120
-    reps: int = 10
-    first_rep: int = 0
-    users: int = 10_000
-    slots: int = 10_000
-    real_slot_minutes: int = 60
-    real_slots: int | None = None
-    real_sweeps: tuple[str, ...] = ("epsilon", "w", "ratio")
-    types: int = 10
-    change_every: int = 500
-    workers: int = 2
-
-    def __post_init__(self) -> None:
-        for name in self.datasets:
-            if name not in DATASETS:
-                raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {name!r}")
-        for name in self.mechanisms:
-            REGISTRY.get(name)  # a ValueError naming the registered mechanisms
-        if self.reps < 1 or self.users < 1 or self.slots < 1 or self.workers < 1:
-            raise ValueError("reps, users, slots and workers must be positive")
-        if self.first_rep < 0:
-            raise ValueError(f"first_rep must be >= 0, got {self.first_rep}")
-
-    def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
-        """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon'."""
-        sweeps = self.real_sweeps if dataset.removesuffix(GRIEFER) == "Foursquare" else ("epsilon", "w", "ratio")
-        out: list[tuple[str, float, int, float | None]] = [
-            ("epsilon", e, self.w, None) for e in (self.epsilons if "epsilon" in sweeps else ())
-        ]
-        if all(e != self.epsilon for _, e, _, _ in out):
-            out.append(("epsilon", self.epsilon, self.w, None))
-        if "w" in sweeps:
-            out += [("w", self.epsilon, w, None) for w in self.windows if w != self.w]
-        if "ratio" in sweeps:
-            out += [("ratio", self.epsilon, self.w, o) for o in self.ratios]
-        return out
-
-    def tasks(self) -> list[Task]:
-        return [
-            Task(self, name, sweep, e, w, o, rep)
-            for rep in range(self.first_rep, self.first_rep + self.reps)
-            for name in self.datasets
-            for sweep, e, w, o in self.points(name)
-        ]
-
-
-@dataclass(frozen=True)
-class Task:
-    grid: GridSpec
-    dataset: str
-    sweep: str
-    epsilon: float
-    w: int
-    ratio: float | None
-    rep: int
-
-
-@dataclass(frozen=True)
-class Run:
-    """One result row: a mechanism (and post-processing) on one task."""
-
-    dataset: str
-    mechanism: str
-    post: str
-    sweep: str
-    epsilon: float
-    w: int
-    ratio: float | None
-    rep: int
-    mse: float
-    mae: float
-    mre: float
-    ajsd: float
-    publications: int
-    seconds: float
-    noise: str
-    note: str = ""
-    coverage: float | None = None  # Kalman rows: share of true counts inside the 95% intervals
 
 
 @dataclass

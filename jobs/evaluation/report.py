@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from pwevent.jobs.evaluation.grid import GridSpec, Run
 from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-
-    from pwevent.jobs.evaluation.evaluate import GridSpec, Run
 
 DEFAULT = "Adaptive+KF"
 FILTERED = "+KF"

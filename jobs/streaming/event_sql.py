@@ -64,7 +64,8 @@ _SAFE_STRING = f'"{_SAFE_TEXT}"'
 _SAFE_CATEGORY = re.compile(_SAFE_TEXT)
 
 
-def _sql_str(text: str) -> str:
+def sql_literal(text: str) -> str:
+    """`text` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -127,7 +128,7 @@ class EventSql:
     def groups_join(self, table: str) -> str:
         """`table` with the `RecordGroups` columns of its `value` (one row per row of `table`)."""
         regex = self.regex if self.regex is not None else "(?!)"
-        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}({self.text}, {_sql_str(regex)}, {self.max_bytes}))"
+        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}({self.text}, {sql_literal(regex)}, {self.max_bytes}))"
                 f" AS g({', '.join(_GROUP_COLUMNS)})")
 
 
@@ -166,7 +167,7 @@ def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
         number = f"TRY_CAST({group('value')} AS BIGINT)"  # the regex admits only unsigned integers
         return f"CAST(NULLIF(LEAST({number}, {domain.d}), {domain.d}) AS INT)"
     if isinstance(domain, CategoriesDomain):
-        cases = " ".join(f"WHEN {_sql_str(name)} THEN {index}" for index, name in enumerate(domain.values)
+        cases = " ".join(f"WHEN {sql_literal(name)} THEN {index}" for index, name in enumerate(domain.values)
                          if _SAFE_CATEGORY.fullmatch(name))
         return f"CASE {group('value')} {cases} END" if cases else "CAST(NULL AS INT)"
     assert isinstance(domain, GridDomain)
@@ -283,12 +284,12 @@ def avro_text(events: InputFormat, paths: list[tuple[str, ...]], max_bytes: int)
     if events.format == "avro":
         assert events.schema_file is not None
         with open(events.schema_file, encoding="utf-8") as handle:
-            url, schema, timeout_ms = "CAST(NULL AS STRING)", _sql_str(handle.read()), 0
+            url, schema, timeout_ms = "CAST(NULL AS STRING)", sql_literal(handle.read()), 0
     else:
         assert events.format == "avro-confluent" and events.schema_registry is not None
         registry = events.schema_registry
-        url, schema, timeout_ms = _sql_str(registry.url), "CAST(NULL AS STRING)", int(registry.timeout_ms)
-    return f"{AVRO_FIELDS}(`value`, {url}, {schema}, {_sql_str(fields)}, {timeout_ms}, {max_bytes})"
+        url, schema, timeout_ms = sql_literal(registry.url), "CAST(NULL AS STRING)", int(registry.timeout_ms)
+    return f"{AVRO_FIELDS}(`value`, {url}, {schema}, {sql_literal(fields)}, {timeout_ms}, {max_bytes})"
 
 
 def event_sql(config: Config, kafka_time: bool = False) -> EventSql:

@@ -7,40 +7,18 @@ formats in `jobs.common.release.release_record`, `jobs.common.records.reject_rec
 `state.spend_log`. These classes only move records, state and time. Python sits on three paths
 only: records the SQL fast path does not take (`ParseEvents`), requirement records
 (`ParseRequirements`, `MembershipHost`), and one call per slot with the slot's counts per (class,
-cell) (`PopulationHost`, which also writes the dead letters SQL found).
-
-Records between the operators:
-- `PARSED_EVENT`: the reference parser's result for a record, Row(user, time_ms, cell, partition,
-  offset, original, path): an event it accepted (`TimePath.SLOW_ACCEPTED`), or a refusal
-  (`TimePath.SLOW_REJECTED`, only partition and offset set; the dead letter is a side output); it
-  rejoins the SQL pipeline before `pwevent.flink.ValidTime`.
-- `PARSED_REQUIREMENT`: the same shape, one row per requirement record, in offset order, into a
-  `ValidTime` of the requirements: a record it accepted (`TimePath.FAST`, `original` the pickled
-  `PendingRequirement`, `cell` null) or a refusal (`TimePath.REFUSED`).
-- `REQUIREMENT_VALUE`: what Membership receives per requirement record, keyed by user in Java:
-  Row(original, ahead), the pickled `PendingRequirement` and whether `ValidTime`'s lead guard
-  disbelieved its time (then a `too_far_ahead` dead letter).
-- `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
-  slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
-- `POPULATION_IN`: Row(slot, cls, cell, n, change, reason, user, partition, offset, original): the
-  count `n` of present users of class `cls` in `cell` at `slot`, or (cell and n null) a membership
-  change as JSON, or (with a reason) an event SQL found `late`, `too_far_ahead` or of an `unknown_user`, to be
-  written as a dead letter; keyed by a constant in Java. One stream, so that the SQL behind it (the
-  window, the class lookup) is planned, and run, once; `population_row` makes it the operator's
-  typed row.
-- `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
+cell) (`PopulationHost`, which also writes the dead letters SQL found). The rows they take and
+give are declared in jobs/streaming/rows.py.
 """
 
 from __future__ import annotations
 
 import pickle
-from enum import IntEnum
 from typing import Any
 
 import orjson
 from pyflink.common import Row
 from pyflink.common.typeinfo import Types
-from pyflink.datastream import OutputTag
 from pyflink.datastream.functions import KeyedCoProcessFunction, KeyedProcessFunction, ProcessFunction
 from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
@@ -56,67 +34,30 @@ from pwevent.jobs.common.population_operator import (
     SlotCount,
 )
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason, Rejected
-from pwevent.jobs.common.records import parse_event, parse_requirement_update, reject_record
+from pwevent.jobs.common.records import KafkaTimestamp, parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
 from pwevent.jobs.streaming.release_guard import StartGuard
+from pwevent.jobs.streaming.rows import (
+    AUDIT_ROUTE,
+    CHANGE_ROUTE,
+    DEAD_LETTERS,
+    DEAD_ROUTE,
+    END_OF_TIME_MS,
+    REGISTRATIONS,
+    RELEASE_ROUTE,
+    TimePath,
+)
 from pwevent.operators.noise import make_randomness
 from pwevent.state.population import MembershipChange
 
-DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
-#: Row(user, slot) of each requirement record that registers its user if it is the user's first
-#: (`RequirementRules.registers`): what `pwevent.flink.ValidTime` knows users by.
-REGISTRATIONS = OutputTag("registrations", Types.ROW([Types.STRING(), Types.LONG()]))
 
-
-class TimePath(IntEnum):
-    """`path` of a row into `pwevent.flink.ValidTime` (the constants of the same names there): what
-    the row is, so that a partition's time follows its offsets across the two parsers
-    (docs/streaming.md, "Time")."""
-
-    FAST = 0  # a record accepted on the in-order channel: an event of the SQL fast path, a requirement
-    PENDING = 1  # a record the fast path handed to the reference parser (on the fast path's channel)
-    SLOW_ACCEPTED = 2  # the reference parser's event for such a record
-    SLOW_REJECTED = 3  # its refusal
-    REFUSED = 4  # a requirement record its parser refused (on the in-order channel)
-
-
-PARSED_EVENT = Types.ROW_NAMED(
-    ["user", "time_ms", "cell", "partition", "offset", "original", "path"],
-    [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE()),
-     Types.INT()],
-)
-PARSED_REQUIREMENT = PARSED_EVENT
-REQUIREMENT_VALUE = Types.ROW_NAMED(["original", "ahead"], [Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.BOOLEAN()])
-MEMBERSHIP_OUT = Types.ROW_NAMED(
-    ["route", "user", "cls", "vms", "slot", "text"],
-    [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
-)
-POPULATION_IN = Types.ROW_NAMED(
-    ["slot", "cls", "cell", "n", "change", "reason", "user", "partition", "offset", "original"],
-    [Types.LONG(), Types.STRING(), Types.INT(), Types.LONG(), Types.STRING(), Types.STRING(), Types.STRING(),
-     Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
-)
-POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
-CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
-#: A watermark at or above this is the end of a bounded input, not a slot end.
-END_OF_TIME_MS = 2**61
-#: Field name no record carries: `kafka.event_time: kafka` makes parse_event use the record timestamp.
-_KAFKA_TIME_FIELD = "\0kafka-record-timestamp"
-
-
-def event_fields(config: Config, kafka_time: bool) -> Any:
-    """The event fields `parse_event` reads; with `kafka.event_time: kafka` the time is the record's
-    Kafka timestamp (a field name no record carries)."""
-    return config.events.model_copy(update={"time": _KAFKA_TIME_FIELD}) if kafka_time else config.events
-
-
-def fallback_time(kafka_time: bool, kafka_ts_ms: int | None) -> int | None:
-    """The time `parse_event` may take when the record lacks its time field: the Kafka timestamp with
-    `kafka.event_time: kafka` only. With field event time such an event is `missing_field`, as the
-    replay has it (docs/formats.md)."""
-    return kafka_ts_ms if kafka_time else None
+def kafka_timestamp(kafka_time: bool, kafka_ts_ms: int | None) -> KafkaTimestamp | None:
+    """What `parse_event` takes the time from: with `kafka.event_time: kafka` the record's Kafka
+    timestamp (its time field is then not read), else None (the time field; an event without it is
+    `missing_field`, as the replay has it; docs/formats.md)."""
+    return KafkaTimestamp(kafka_ts_ms) if kafka_time else None
 
 
 def _json(record: dict[str, Any] | list[Any]) -> str:
@@ -210,11 +151,10 @@ class ParseEvents(_ParseRecords):
 
     def __init__(self, config: Config, topic: str, kafka_time: bool) -> None:
         super().__init__(config, "events", topic, kafka_time)
-        self.fields = event_fields(config, kafka_time)
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
-        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.fields, self.config.domain,
-                                                                  fallback_time(self.kafka_time, ts),
+        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.config.events, self.config.domain,
+                                                                  kafka_timestamp(self.kafka_time, ts),
                                                                   self.config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out

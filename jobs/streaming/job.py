@@ -1,17 +1,9 @@
-"""`pwevent run`: the streaming job on Flink (Kafka in, Kafka out; docs/streaming.md, "Topology").
+"""`pwevent run`: the streaming job on Flink (Kafka in, Kafka out; docs/streaming.md).
 
-    events (Kafka) -> PositionedRecords + SlotWatermarks (JVM, per partition)
-      -> SQL fast path | ParseEvents (the reference parser, Python)
-      -> ValidTime (event time from the valid events of known users only) -> lateness vs the watermark
-      -> latest event per (user, slot) -> UserClassJoin (Java) with Membership's versions: the user's class
-      -> count per (slot, class, cell)                                          [all JVM but ParseEvents]
-    requirements (Kafka) -> ParseRequirements -> MembershipHost (keyed by user, also fed the events'
-      watermark) -> membership changes (changelog for the join; and to the Population)
-    counts + changes -> PopulationHost (one key: the Engine of the replay) -> releases (exactly once,
-      key = slot), audit (the spend log), dead letters (from every stage)
-
-Sources are the Java KafkaSource with the job's own reader and watermarks (jobs/streaming/jvm, built by
-deploy/local/build-jvm.sh), bridged to Flink SQL with `from_data_stream`; sinks are SQL Kafka tables.
+This module configures and runs the job: its Flink configuration, a local run or the command that
+submits it to a cluster, checkpoints, and what a start reads from the topics before the graph is
+built (the requirements backlog, the restore seed, a resumed job's decided slots). The graph itself,
+stage by stage, is jobs/streaming/graph.py ("Topology").
 
 Python workers import `pwevent.*` from a copy of the package's sources (jobs/streaming/locations.py,
 `python_root`); the jars come from jobs/streaming/jars.py, in a checkout or installed from the wheel.
@@ -20,11 +12,9 @@ Python workers import `pwevent.*` from a copy of the package's sources (jobs/str
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import re
 import shlex
-import shutil
 import socket
 import sys
 import sysconfig
@@ -32,14 +22,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pwevent.jobs.common.config import Config, ConfigError, EventFields, RequirementFields, load_config
+from pwevent.jobs.common.config import ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
-from pwevent.jobs.common.field_paths import field_path
-from pwevent.jobs.streaming import slot_sql
+from pwevent.jobs.streaming.checkpoints import (
+    HA_TYPE,
+    RECOVERY_PATH,
+    clean_checkpoints,
+    cluster_restore,
+    latest_checkpoint,
+)
+from pwevent.jobs.streaming.graph import build_pipeline
 from pwevent.jobs.streaming.jars import (
     OAUTHBEARER_PARENT_FIRST,
     PARENT_FIRST_KEY,
-    avro_jar,
     connector_jar,
     jvm_jar,
     metrics_lib,
@@ -47,43 +42,10 @@ from pwevent.jobs.streaming.jars import (
 )
 from pwevent.jobs.streaming.locations import python_root
 from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, stream_settings
+from pwevent.jobs.streaming.startup import StartReads
 
 #: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
 PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
-
-
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _with(options: dict[str, str]) -> str:
-    return ", ".join(f"{_sql_str(k)} = {_sql_str(v)}" for k, v in options.items())
-
-
-def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
-    kafka = settings.kafka
-    options = {"connector": "kafka", "topic": topic, "properties.bootstrap.servers": kafka.require_bootstrap()}
-    for key, value in kafka.jvm_properties().items():
-        options[f"properties.{key}"] = value
-    return options
-
-
-def sink_ddl(name: str, topic: str, role: str, keyed: bool, settings: StreamSettings) -> str:
-    """An exactly-once Kafka sink table; keyed sinks take the first column as the message key."""
-    kafka = settings.kafka
-    options = _kafka_options(settings, topic)
-    options.update({
-        "sink.delivery-guarantee": "exactly-once",
-        "sink.transactional-id-prefix": f"{kafka.transactional_id_prefix}-{role}",
-        "properties.transaction.timeout.ms": str(kafka.transaction_timeout_ms),
-        "value.format": "raw",
-    })
-    if keyed:
-        options.update({"key.format": "raw", "key.fields": "k", "value.fields-include": "EXCEPT_KEY"})
-        columns = "`k` STRING, `v` STRING"
-    else:
-        columns = "`v` STRING"
-    return f"CREATE TEMPORARY TABLE `{name}` ({columns}) WITH ({_with(options)})"
 
 
 def flink_configuration(settings: StreamSettings, restore: str | None,
@@ -145,253 +107,6 @@ def flink_configuration(settings: StreamSettings, restore: str | None,
         if allow_non_restored:
             conf["execution.state-recovery.ignore-unclaimed-state"] = "true"
     return conf
-
-
-def latest_checkpoint(checkpoint_dir: str) -> str | None:
-    """The newest completed checkpoint (a chk-N folder with _metadata) under the checkpoint dir."""
-    base = checkpoint_dir.removeprefix("file://")
-    found = glob.glob(os.path.join(base, "*", "chk-*", "_metadata"))
-    if not found:
-        return None
-    return os.path.dirname(max(found, key=os.path.getmtime))
-
-
-def clean_checkpoints(checkpoint_dir: str, keep: int, restore: str | None) -> list[str]:
-    """Remove the checkpoint folders of earlier jobs (docs/operations.md, "Savepoints, upgrades and
-    rescaling"): under a local checkpoint dir, every job-id folder except the `keep` + 1 whose
-    newest completed checkpoint is newest (the first is what `--restore latest` picks) and the one
-    `restore` lies in. Folders without a completed checkpoint are earlier jobs' too. Remote stores
-    (s3://, ...) are left alone. Returns the removed folders."""
-    if "://" in checkpoint_dir and not checkpoint_dir.startswith("file://"):
-        return []
-    base = Path(checkpoint_dir.removeprefix("file://"))
-    if not base.is_dir():
-        return []
-    jobs = [p for p in base.iterdir() if p.is_dir() and re.fullmatch("[0-9a-f]{32}", p.name)]
-
-    def newest(folder: Path) -> float:
-        done = [m.stat().st_mtime for m in folder.glob("chk-*/_metadata")]
-        return max(done, default=-1.0)
-
-    ranked = sorted(jobs, key=newest, reverse=True)
-    kept = {p for p in ranked[:keep + 1] if newest(p) >= 0}
-    if restore:
-        local = Path(restore.removeprefix("file://").removeprefix("file:")).resolve()
-        kept |= {p for p in jobs if p.resolve() in local.parents}
-    removed = [p for p in jobs if p not in kept]
-    for folder in removed:
-        shutil.rmtree(folder, ignore_errors=True)
-    return [str(p) for p in removed]
-
-
-def _source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
-    """The keys of the time field the source reads in the JVM (`pwevent.flink.EventTime`), or None
-    for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes."""
-    return field_path(fields.time) if fields.format == "json" else None
-
-
-def _materialize(t_env, name: str, rowtime, query: str):  # type: ignore[no-untyped-def]
-    """View `name` of `query` made once, through a DataStream (returned), with the rowtime `rt` of the records.
-
-    A SQL view is inlined into every query that reads it, and each conversion to a DataStream is
-    planned on its own; a part with a non-deterministic call (CURRENT_WATERMARK) is not shared even
-    inside one query. Without this the parser's table function, the window and the class lookup
-    ran two or three times per event (seen in the job graph). The query keeps its rowtime as a plain
-    column `rt_in` (a DataStream record's timestamp is the table's rowtime)."""
-    stream = t_env.to_data_stream(t_env.sql_query(query))
-    t_env.create_temporary_view(name, t_env.from_data_stream(stream, rowtime))
-    return stream
-
-
-def build_pipeline(env, t_env, config: Config, settings: StreamSettings, seed: int | None,  # type: ignore[no-untyped-def]
-                   late_through: int = 0, requirements_backlog: dict[int, int] | None = None,
-                   restore_seed_ms: int | None = None, read_to_end: frozenset[str] = frozenset()) -> None:
-    """Sources, operators and sinks of the job, added to `env` (executed by the caller).
-    `late_through` (`late_through()`): every event of a slot up to it is `late` (a resumed job's
-    decided slots; the Population checks it against the topics, docs/streaming.md, "Starting twice").
-    `requirements_backlog`: one past each requirements partition's last record now
-    (`requirements_backlog()`), so that its partitions stop holding event time back as soon as they
-    have read what they held.
-    `restore_seed_ms` (`restore_seed()`, restored jobs): the slot an events partition that stays
-    silent after the restore closes. `read_to_end` (`restored_read_to_end()`): the sources ("events",
-    "requirements") whose restored readers have nothing left to read, so that their silent partitions
-    skip `source_start_grace`.
-
-    docs/streaming.md, "Topology": events are read, parsed (SQL fast path, else the reference
-    parser), timed from the valid events of known users only (`ValidTime`), judged late against the
-    watermark, collapsed to the latest per user and slot, given their user's class by an event-time
-    join with Membership's versions (`UserClassJoin`), and counted per (slot, class, cell), all in
-    the JVM; Python sees the requirement records (ParseRequirements,
-    MembershipHost), the events the fast path does not take (ParseEvents), and one call per slot
-    (PopulationHost, which also writes the dead letters found in SQL)."""
-    from pyflink.common import Types
-    from pyflink.table import Schema
-    from pyflink.table.expressions import col
-
-    from pwevent.jobs.streaming import hosts as fn
-    from pwevent.jobs.streaming import pyflink_internals as internals
-    from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
-    from pwevent.jobs.streaming.release_guard import StartGuard
-
-    kafka, flink, clock = settings.kafka, settings.flink, config.clock
-    topics = kafka.topics
-    kafka_time = kafka.event_time == "kafka"
-    # Slot windows (tumbling windows on TIMESTAMP_LTZ align to the session time zone) assume UTC.
-    t_env.get_config().set("table.local-time-zone", "UTC")
-    t_env.execute_sql(sink_ddl("sink_releases", topics["releases"], "releases", True, settings))
-    t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", False, settings))
-    t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
-
-    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
-                "close_after_ms": flink.close_after_ms, "idle_after_ms": flink.source_idleness_ms,
-                "start_grace_ms": flink.source_start_grace_ms,
-                "origin_ms": clock.origin_ms, "slot_ms": clock.length_ms}
-    rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
-        .watermark("rt", "SOURCE_WATERMARK()").build()
-    # The source's time (jtime) of a record: its time field read in the JVM for JSON, else its Kafka
-    # timestamp (kafka.event_time: kafka; Avro, which the source does not decode): docs/streaming.md, "Time".
-    for role, time_path in (("events", None if kafka_time else _source_time_path(config.events)),
-                            ("requirements", _source_time_path(config.requirements))):
-        # kafka.start moves the events only: Membership needs every requirement record ever declared
-        start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
-        stream = internals.kafka_source(env, f"kafka {role}", kafka.require_bootstrap(), topics[role],
-                                        kafka.source_group_id(role), kafka.jvm_properties(), time_path,
-                                        config.max_record_bytes, strategy, start,
-                                        requirements_backlog if role == "requirements" else None,
-                                        restore_seed_ms if role == "events" else None,
-                                        role in read_to_end).uid(f"source-{role}")
-        t_env.create_temporary_view(f"raw_{role}", t_env.from_data_stream(stream, rowtime))
-
-    # Requirement records, parsed (for Membership below, and their registrations for the events' time),
-    # then timed from the valid ones only, in offset order (ValidTime, as for the events below).
-    requirement_rows = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
-    requirements = requirement_rows.process(fn.ParseRequirements(config, topics["requirements"]),
-                                            output_type=fn.PARSED_REQUIREMENT) \
-        .uid("parse-requirements").name("parse requirements")
-    registrations = internals.side_output(requirements, fn.REGISTRATIONS)
-    requirements_timed = internals.valid_time(requirements, registrations, strategy, True, None, requirements_backlog) \
-        .uid("requirement-time").name("event time of valid requirements")
-
-    # Events: the fast path in SQL (jobs/streaming/event_sql.py), the rest through the reference parser;
-    # both rejoin, and only then take their event time (ValidTime: valid events of known users only).
-    avro = config.events.format != "json"
-    if avro:  # AvroFields decodes with Flink's relocated Apache Avro
-        env.add_jars(avro_jar().resolve().as_uri())
-    register_record_groups(t_env, avro)
-    t_env.create_temporary_view("raw_events_ts", t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt FROM raw_events"))
-    parsed_sql = parsed_events_sql(config, "raw_events_ts", kafka_time,
-                                   ("value", "partition", "offset", "ts_ms", "jtime", "rt"))
-    _materialize(t_env, "events_split", rowtime,
-                 "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt AS rt_in, `user`, time_ms, cell,"
-                 f" COALESCE(`fast`, FALSE) AS fast_ok FROM ({parsed_sql})")  # never NULL: a mark needs its answer
-    # The fast path's events, and a mark (partition and offset only) for each record it hands to the
-    # reference parser: one query, so one stream, so in offset order with the events; ValidTime keeps
-    # a partition's time in offset order across both paths with them (docs/streaming.md, "Time").
-    t_env.create_temporary_view("fast_events", t_env.sql_query(
-        "SELECT IF(fast_ok, `user`, CAST(NULL AS STRING)) AS `user`, IF(fast_ok, time_ms, CAST(NULL AS BIGINT))"
-        " AS time_ms, IF(fast_ok, cell, CAST(NULL AS INT)) AS cell, `partition`, `offset`,"
-        " IF(fast_ok, `value`, CAST(NULL AS BYTES)) AS original,"
-        f" IF(fast_ok, {int(fn.TimePath.FAST)}, {int(fn.TimePath.PENDING)}) AS path FROM events_split"))
-    slow = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast_ok"))
-    parsed = slow.process(fn.ParseEvents(config, topics["events"], kafka_time), output_type=fn.PARSED_EVENT) \
-        .uid("parse-events").name("parse events (reference parser)")
-    # a refusal has no time_ms; its rowtime is never read (only the watermark, the source's)
-    t_env.create_temporary_view("slow_events", t_env.from_data_stream(
-        parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(COALESCE(time_ms, 0), 3)")
-        .watermark("rt", "SOURCE_WATERMARK()").build()))
-    events = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM fast_events UNION ALL "
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM slow_events"))
-    # At parallelism 1, following the requirements' valid time while the events are idle: no branch
-    # below goes idle with the events and comes back later than another (docs/streaming.md, "Time").
-    timed, requirement_marks = internals.valid_time(events, registrations, strategy,
-                                                    config.default_requirement is not None, restore_seed_ms,
-                                                    follows=requirements_timed)
-    requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
-    timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
-    t_env.create_temporary_view("events", t_env.from_data_stream(timed, rowtime))
-    # A record is late when the watermark has passed its slot's end (the windows below would drop it),
-    # or its slot is one a resumed job's releases decided (at most `late_through`).
-    _materialize(t_env, "events_judged", rowtime,
-                 f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in, ahead,"
-                 f" {slot_sql.slot_of('time_ms', clock)} AS slot,"
-                 f" COALESCE(TO_TIMESTAMP_LTZ({slot_sql.slot_last_ms('time_ms', clock)}, 3) <= CURRENT_WATERMARK(rt),"
-                 f" FALSE) OR {slot_sql.slot_of('time_ms', clock)} <= {int(late_through)} AS late FROM events")
-    # Read twice (the class join, and as a DataStream the Membership carrier): made once; `rt` is the
-    # slot's window_time.
-    latest = _materialize(t_env, "latest", rowtime,
-                 "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
-                 " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
-                 "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
-                 f" FROM {slot_sql.tumble('events_judged', 'rt', clock)}"
-                 " WHERE NOT late AND NOT ahead) WHERE rn = 1")
-
-    # Requirements -> Membership (keyed by user). Also fed the events' (user, slot) after the slot's
-    # window: its watermark always, its rows only with a default requirement (the same graph either
-    # way, so a restore may switch the default on or off; docs/streaming.md), and of those only the
-    # ones Membership can still need (FirstPresence, in Java: about one per user, not per slot).
-    carrier = internals.first_presence(latest, config.default_requirement is not None) \
-        .uid("first-presence").name("presences Membership can still need")
-    requirement_values = internals.user_values(requirements_timed) \
-        .uid("requirement-values").name("requirements for Membership")
-    membership = internals.keyed_by_first_field(requirement_values, Types.STRING(), fn.REQUIREMENT_VALUE) \
-        .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
-        .process(fn.MembershipHost(config), output_type=fn.MEMBERSHIP_OUT).uid("membership").name("Membership")
-    t_env.create_temporary_view("membership_out", t_env.from_data_stream(membership, rowtime))
-    changes = t_env.to_data_stream(t_env.sql_query(
-        f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"))
-    # Each (user, slot) row with the user's class at the slot (Java, jobs/streaming/jvm: an event-time
-    # join on Membership's versions that arms no timer per version, unlike Flink's temporal join).
-    present_rows = t_env.to_data_stream(t_env.sql_query(  # rt: the records' timestamps
-        "SELECT `user`, slot, cell, `partition`, `offset`, original, rt FROM latest"))
-    joined = internals.user_class_join(changes, present_rows).uid("user-class").name("class of each present user")
-    t_env.create_temporary_view("joined", t_env.from_data_stream(joined, Schema.new_builder()
-                                .column_by_expression("rt", "TO_TIMESTAMP_LTZ(rt_ms, 3)")
-                                .watermark("rt", "SOURCE_WATERMARK()").build()))
-
-    # The population: counts per (slot, class, cell) and membership changes, one key.
-    # One query, so the planner runs the window once for both uses.
-    no_dead = "CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS BYTES)"
-    no_count = "CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS STRING)"
-    population_in = t_env.to_data_stream(t_env.sql_query(
-        "SELECT 0 AS k, ROW(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original) AS g FROM ("
-        f" SELECT slot, cls, cell, COUNT(*) AS n, CAST(NULL AS STRING) AS change, {no_dead}"
-        f" FROM {slot_sql.tumble('joined', 'rt', clock)} WHERE cls IS NOT NULL"
-        " GROUP BY window_start, window_end, slot, cls, cell"
-        " UNION ALL"
-        f" SELECT slot, cls, CAST(NULL AS INT), CAST(NULL AS BIGINT), text, {no_dead}"
-        f" FROM membership_out WHERE route = '{fn.CHANGE_ROUTE}'"
-        " UNION ALL"
-        f" SELECT slot, {no_count}, CASE WHEN ahead THEN 'too_far_ahead' ELSE 'late' END, `user`, `partition`,"
-        " `offset`, original FROM events_judged WHERE late OR ahead"
-        " UNION ALL"
-        f" SELECT slot, {no_count}, 'unknown_user', `user`, `partition`, `offset`, original"
-        " FROM joined WHERE cls IS NULL"
-        ") AS t(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original)"))
-    internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), fn.POPULATION_IN]))
-    population = internals.keyed_by_first_field(population_in, Types.INT(), fn.POPULATION_IN) \
-        .process(fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through), topics["events"]),
-                 output_type=fn.POPULATION_OUT) \
-        .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
-    t_env.create_temporary_view("population_out", t_env.from_data_stream(population))
-
-    # Dead letters: the parsers' side outputs, Membership's and Population's (with those found in SQL).
-    dead_text = internals.side_output(parsed, fn.DEAD_LETTERS) \
-        .union(internals.side_output(requirements, fn.DEAD_LETTERS))
-    dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
-        .union_all(t_env.sql_query(f"SELECT text AS v FROM membership_out WHERE route = '{fn.DEAD_ROUTE}'")) \
-        .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{fn.DEAD_ROUTE}'"))
-
-    statements = t_env.create_statement_set()
-    statements.add_insert("sink_releases", t_env.sql_query(
-        f"SELECT k, v FROM population_out WHERE route = '{fn.RELEASE_ROUTE}'"))
-    statements.add_insert("sink_dead_letters", dead)
-    statements.add_insert("sink_audit", t_env.sql_query(
-        f"SELECT v FROM population_out WHERE route = '{fn.AUDIT_ROUTE}'"))
-    statements.attach_as_datastream()
 
 
 def free_loopback_port() -> int:
@@ -541,130 +256,6 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     return f"{env} {shlex.join(argv)}"
 
 
-#: How many of each requirements partition's last offsets `requirements_backlog` looks at for its last
-#: committed record (the rest may be transaction markers and aborted records).
-BACKLOG_LOOK_BACK = 100
-
-
-def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
-    """Per requirements partition, one past its last committed record when the job is built
-    (docs/streaming.md, "Time": a partition then stops holding event time back once it has read that
-    record, instead of after `source_idleness`; 0 for a partition that holds no offset at all: when
-    every one is so, as for an events-only job, the partitions stop holding it back at once, instead
-    of after `source_start_grace`); None, with a note, when the broker does not tell
-    (the job then waits for `source_idleness` as before), and None in `execution_mode: process`,
-    where the idle status would overtake the records still in the requirements parser's bundle."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, empty_partitions, record_ends
-
-    if settings.flink.execution_mode == "process":
-        return None
-    topic = settings.kafka.topics["requirements"]
-    try:
-        ends = record_ends(settings.kafka, topic, BACKLOG_LOOK_BACK)
-        return {**ends, **dict.fromkeys(empty_partitions(settings.kafka, topic), 0)}
-    except (BrokerUnavailableError, KafkaError) as err:
-        print(f"pwevent run: requirements backlog unknown ({err}); its partitions idle after "
-              "flink.source_idleness", file=sys.stderr)
-        return None
-
-
-def restored_read_to_end(settings: StreamSettings) -> frozenset[str]:
-    """For a restored job: the sources whose consumer group had committed, for every partition, the
-    offset past its last committed record when the job is built (docs/streaming.md, "Time"; the
-    source commits its offsets at each completed checkpoint, so a job restored from its latest one
-    then has nothing left to read there). Their partitions that give no record skip
-    `source_start_grace`. A source the broker says nothing about keeps the grace, with a note."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, read_to_end
-
-    kafka, read = settings.kafka, set()
-    for role in ("events", "requirements"):
-        try:
-            if read_to_end(kafka, kafka.topics[role], kafka.source_group_id(role), BACKLOG_LOOK_BACK):
-                read.add(role)
-        except (BrokerUnavailableError, KafkaError) as err:
-            print(f"pwevent run: whether the {role} readers are at their end is unknown ({err})", file=sys.stderr)
-    if read:
-        print(f"pwevent run: the restored {' and '.join(sorted(read))} readers have nothing left to read; "
-              "their silent partitions skip flink.source_start_grace", file=sys.stderr)
-    return frozenset(read)
-
-
-#: How many of each events partition's last records `restore_seed` looks at for a valid event time.
-SEED_LOOK_BACK = 100
-
-
-def restore_seed(config: Config, settings: StreamSettings) -> int | None:
-    """For a restored job: the smallest, over the events partitions that hold records, of the latest
-    valid event time among each one's last SEED_LOOK_BACK records (docs/streaming.md, "Time": the
-    slot a partition silent since the restore closes). None when a partition with records has no
-    valid time there, or the broker does not tell: such a partition then closes nothing, as before."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.common.reasons import Rejected
-    from pwevent.jobs.common.records import parse_event
-    from pwevent.jobs.streaming.hosts import event_fields, fallback_time
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, last_messages
-
-    kafka_time = settings.kafka.event_time == "kafka"
-    fields = event_fields(config, kafka_time)
-    try:
-        by_partition = last_messages(settings.kafka, settings.kafka.topics["events"], SEED_LOOK_BACK)
-    except (BrokerUnavailableError, KafkaError) as err:
-        print(f"pwevent run: no restore seed ({err})", file=sys.stderr)
-        return None
-    times: dict[int, list[int]] = {}
-    for partition, messages in by_partition.items():
-        times[partition] = []
-        for message in messages:
-            try:
-                times[partition].append(parse_event(message.value or b"", fields, config.domain,
-                                                    fallback_time(kafka_time, message.timestamp_ms),
-                                                    config.max_record_bytes).time_ms)
-            except Rejected:
-                continue
-        if messages and not times[partition]:
-            return None
-    return seed_time(times, int(time.time() * 1000), settings.flink.max_lead_ms)
-
-
-def seed_time(times: dict[int, list[int]], now_ms: int, max_lead_ms: int) -> int | None:
-    """The restore seed from each partition's recent valid event times: per partition the latest
-    time another record confirms (the second largest; a partition with one record, that one), never
-    one more than `max_lead_ms` past `now_ms` (0: no bound), so that one forged far-future record
-    cannot close slots, as SlotWatermarks' lead guard holds it back in the stream; then the smallest
-    over the partitions that hold records."""
-    latest = []
-    for found in times.values():
-        believable = sorted(t for t in found if max_lead_ms <= 0 or t <= now_ms + max_lead_ms)
-        if found and not believable:
-            return None
-        if believable:
-            latest.append(believable[-2] if len(believable) > 1 else believable[-1])
-    return min(latest) if latest else None
-
-
-def late_through(settings: StreamSettings, restored: str | None, cells: int) -> int:
-    """The slot up to which the job judges every event `late` (`build_pipeline`): for a job that may
-    start without state (`restored` None, or "ha:..." where the cluster decides) under
-    `kafka.resume_after_last_release`, the slot it will resume after (the Population checks it,
-    docs/streaming.md, "Starting twice"); else 0. Under high availability a recovered job's state has
-    decided at least every committed release, so the bound drops nothing it still needs."""
-    from pwevent.jobs.streaming.release_guard import read_guard_inputs
-
-    if not settings.kafka.resume_after_last_release or (restored and not restored.startswith("ha:")):
-        return 0
-    point = read_guard_inputs(settings.kafka, cells).resume_point()
-    if point is None:
-        return 0
-    print(f"pwevent run: resuming after slot {point.slot} with fresh ledgers unless state is restored; "
-          "events up to it are late", file=sys.stderr)
-    return point.slot
-
-
 def with_resume(settings: StreamSettings, resume: bool) -> StreamSettings:
     """`settings` with kafka.resume_after_last_release on when `resume` (the --resume-after-last-release
     shorthand)."""
@@ -683,14 +274,12 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
-    start = late_through(settings, restore, config.domain.d)
+    start = StartReads.read(config, settings, restore)
     for folder in clean_checkpoints(settings.flink.checkpoint_dir, settings.flink.retained_jobs, restore):
         print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
     run = local_run(settings)
     env, t_env = make_environment(settings, restore, run, allow_non_restored)
-    build_pipeline(env, t_env, config, settings, seed, start, requirements_backlog(settings),
-                   restore_seed(config, settings) if restore else None,
-                   restored_read_to_end(settings) if restore else frozenset())
+    build_pipeline(env, t_env, config, settings, seed, start)
     client = env.execute_async(f"pwevent {config.mechanism}")
     job_id = client.get_job_id()
     print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
@@ -712,25 +301,6 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
         print(f"pwevent run: job {job_id} failed: {reason}\n(the whole trace: {run.log_dir})", file=sys.stderr)
         return 2 if refused and refused.group(1) == "refusing to start" else 1
     return 0
-
-
-RECOVERY_PATH = "execution.state-recovery.path"
-HA_TYPE = "high-availability.type"
-
-
-def cluster_restore(recovery_path: str | None, ha_type: str | None) -> str | None:
-    """What the entry point treats as restored state when the cluster, not `--restore`, decides it
-    (docs/kubernetes.md, "State"): a recovery path the cluster was given (the Kubernetes operator's
-    savepoint upgrade, `flink run -s`), or, under high availability, the cluster's own recovery of
-    its latest checkpoint ("ha:<type>"), since in application mode this entry point runs again on
-    every JobManager fail-over, though after a loss of the HA metadata it starts without state. It
-    only bounds `late_through`: the Population itself checks the release topic whenever it finds no
-    state (docs/streaming.md, "Starting twice")."""
-    if recovery_path:
-        return recovery_path
-    if ha_type and ha_type.lower() not in ("none", ""):
-        return f"ha:{ha_type}"
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -756,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             conf.set_string(key, value)  # interpreters and the connector jar come from `flink run`
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     restored = args.restore or cluster_restore(effective_setting(env, RECOVERY_PATH), effective_setting(env, HA_TYPE))
-    start = late_through(settings, restored, config.domain.d)
+    start = StartReads.read(config, settings, restored)
     # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
     # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
     # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
@@ -767,9 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     env.add_jars(jvm_jar().resolve().as_uri(),
                  *(jar.resolve().as_uri() for jar in security_jars(settings.kafka.security)))
     t_env = StreamTableEnvironment.create(env)
-    build_pipeline(env, t_env, config, settings, args.seed, start, requirements_backlog(settings),
-                   restore_seed(config, settings) if restored else None,
-                   restored_read_to_end(settings) if restored else frozenset())
+    build_pipeline(env, t_env, config, settings, args.seed, start)
     env.execute(f"pwevent {config.mechanism}")
     return 0
 

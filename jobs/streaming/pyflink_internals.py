@@ -109,7 +109,7 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
                restore_seed_ms: int | None, backlog_ends: dict[int, int] | None = None,
                follows: Any = None) -> Any:
     """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original, path: the two
-    parsers' rows, `hosts.TimePath`), the accepted ones timed and watermarked, in offset order per
+    parsers' rows, `rows.TimePath`), the accepted ones timed and watermarked, in offset order per
     partition, from the valid events of known users only (`registrations`: user,
     slot; `everyone_known` with a default requirement), with the flag `ahead` for those the lead
     guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time").

@@ -6,7 +6,7 @@ kafka:
   group_id: pwevent-job
   topics: {events: pwevent.events, requirements: pwevent.requirements, releases: pwevent.releases,
            dead_letters: pwevent.dead-letters, audit: pwevent.audit}
-  event_time: field               # field (the events.time field, else the Kafka record timestamp) | kafka
+  event_time: field               # field (the events.time field) | kafka (the record timestamp)
   security: {}                    # how every client authenticates: protocol, sasl_mechanism (SCRAM, PLAIN,
                                   # OAUTHBEARER, GSSAPI) and its credentials (username + password, oauth,
                                   # kerberos), ca_file or truststore, client_cert (mTLS); secrets as

@@ -306,7 +306,8 @@ GRAPH = """
 import json, sys, yaml
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.streaming.settings import stream_settings
-from pwevent.jobs.streaming.job import build_pipeline, make_environment
+from pwevent.jobs.streaming.graph import build_pipeline
+from pwevent.jobs.streaming.job import make_environment
 config = parse_config(yaml.safe_load(sys.argv[1]))
 settings = stream_settings(config, "/opt/pwevent/config")
 env, t_env = make_environment(settings, None)

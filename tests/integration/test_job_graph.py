@@ -28,7 +28,8 @@ GRAPH = """
 import json, os, sys
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.streaming.settings import stream_settings
-from pwevent.jobs.streaming.job import build_pipeline, make_environment
+from pwevent.jobs.streaming.graph import build_pipeline
+from pwevent.jobs.streaming.job import make_environment
 config = load_config(sys.argv[1])
 settings = stream_settings(config, os.path.dirname(sys.argv[1]))
 env, t_env = make_environment(settings, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import fastavro
@@ -16,7 +17,6 @@ import pytest
 
 from pwevent.jobs.common.avro_format import (
     RegistryUnavailable,
-    decoder,
     encode_datum,
     frame,
     framed_line,
@@ -223,41 +223,53 @@ def _free_port() -> int:
 
 
 @registry_tests
-def test_a_registry_that_refuses_then_answers_is_waited_for(tmp_path):
+def test_a_registry_that_refuses_then_answers_is_waited_for(tmp_path, monkeypatch):
     """Connections refused first: the decoder backs off and asks again; no record is rejected. The
-    registry (a server of its own on a port chosen here) starts only after the first refusal, and
-    its first schema gets id 1."""
+    registry (a server of its own on a port chosen here) starts only after the decoder's first
+    request was refused, and its first schema gets id 1. The decoder's later requests are held until
+    that schema is registered: one between the server's start and the registration would rightly get
+    a 404 (`unknown_schema`)."""
     port = _free_port()
     server = LocalSchemaRegistry(tmp_path / "registry", port=port)
     config = _config({"format": "avro-confluent",
                       "schema_registry": {"url": f"http://127.0.0.1:{port}", "retry_for": "60s"}})
     raw = frame(1, encode_datum({"user": "u1", "time": T0, "value": 1}, fastavro.parse_schema(EVENT_V1)))
-    refused = threading.Event()
+    refused, registered = threading.Event(), threading.Event()
+    outcomes: list[str] = []
 
     def start_later() -> None:
         refused.wait(30)
         server.start()
         assert server.add("events-value", EVENT_V1) == 1
+        registered.set()
 
+    real_urlopen = urllib.request.urlopen
+
+    def gated(request, *args, **kwargs):  # the decoder's requests only: the server's own `add` passes
+        if "/schemas/ids/" not in request.full_url:
+            return real_urlopen(request, *args, **kwargs)
+        if refused.is_set():
+            assert registered.wait(60)
+            outcomes.append("asked")
+            return real_urlopen(request, *args, **kwargs)
+        try:
+            return real_urlopen(request, *args, **kwargs)
+        except OSError:
+            outcomes.append("refused")
+            raise
+        finally:
+            refused.set()
+
+    monkeypatch.setattr(urllib.request, "urlopen", gated)
     starter = threading.Thread(target=start_later)
     starter.start()
-    original = decoder(config.events).registry._request
-    calls = []
-
-    def counting(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 1:
-            with pytest.raises(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()  # nobody listens yet
-            refused.set()
-        return original(*args, **kwargs)
-
-    decoder(config.events).registry._request = counting  # type: ignore[method-assign]
     try:
         assert parse_event(raw, config.events, config.domain).user == "u1"
     finally:
+        refused.set()
         starter.join()
         server.stop()
+    assert outcomes == ["refused", "asked"]
     assert server.requests("/schemas/ids/1") == 1
 
 
@@ -398,7 +410,7 @@ def test_avro_records_reach_the_fast_path_through_the_jvm_decoder_unless_the_reg
     and the field paths: the time path only when it is read); a registry with credentials keeps them
     on the reference parser; the source reads no JSON time out of Avro bytes."""
     from pwevent.jobs.streaming.event_sql import AVRO_FIELDS, event_sql, record_regex
-    from pwevent.jobs.streaming.job import _source_time_path
+    from pwevent.jobs.streaming.graph import source_time_path
 
     path = tmp_path / "e.avsc"
     path.write_text(json.dumps(EVENT_V1))
@@ -414,5 +426,5 @@ def test_avro_records_reach_the_fast_path_through_the_jvm_decoder_unless_the_reg
         "url": "http://127.0.0.1:9", "username": "u", "password": "p"}})
     assert record_regex(secret) is None and event_sql(secret).fast == "FALSE"
     for config in (plain, confluent):
-        assert _source_time_path(config.events) is None
-    assert record_regex(_config({})) is not None and _source_time_path(_config({}).events) == ("time",)
+        assert source_time_path(config.events) is None
+    assert source_time_path(_config({}).events) == ("time",)

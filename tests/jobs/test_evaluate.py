@@ -7,8 +7,6 @@ import pytest
 
 from pwevent.jobs.cli.main import build_parser, main
 from pwevent.jobs.evaluation.evaluate import (
-    GridSpec,
-    Task,
     dataset_of,
     family_note,
     grid_command,
@@ -16,6 +14,7 @@ from pwevent.jobs.evaluation.evaluate import (
     run_grid,
     run_mechanism,
 )
+from pwevent.jobs.evaluation.grid import GridSpec, Task
 from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO
 from pwevent.jobs.evaluation.report import Interval
 from pwevent.operators.family import FAMILIES

@@ -16,7 +16,7 @@ from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.field_paths import field_path, path_text
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.reasons import Reason, Rejected
-from pwevent.jobs.common.records import Event, field_value, parse_event, parse_requirement_update
+from pwevent.jobs.common.records import Event, KafkaTimestamp, field_value, parse_event, parse_requirement_update
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "schemas" / "config.schema.json").read_text())
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": 0, "domain": {"type": "cells", "d": 10}}
@@ -31,9 +31,9 @@ def framed(text: bytes, schema_id: int = 7) -> bytes:
     return b"\x00" + struct.pack(">I", schema_id) + text
 
 
-def outcome(data: bytes, fields, domain, ts=None):
+def outcome(data: bytes, fields, domain, kafka_ts=None):
     try:
-        return parse_event(data, fields, domain, ts)
+        return parse_event(data, fields, domain, None if kafka_ts is None else KafkaTimestamp(kafka_ts))
     except Rejected as err:
         return err.reason
 
@@ -141,12 +141,14 @@ def test_the_reasons_name_the_path():
         parse_event(b'{"payload": {"user_id": "u1"}, "meta": {"ts": 1}}', NESTED.events, NESTED.domain)
 
 
-def test_an_absent_time_path_falls_back_to_the_record_time_but_a_broken_one_does_not():
+def test_with_the_kafka_timestamp_the_time_path_is_not_read_at_all():
     ok = {"payload": {"user_id": "u1", "v.x": 3}}
-    assert outcome(dumps({**ok, "meta": {}}).encode(), NESTED.events, NESTED.domain, 60_000) == Event("u1", 60_000, 3)
+    for meta in ({}, {"ts": 120_000}, 5, None, []):
+        record = dumps({**ok, "meta": meta}).encode()
+        assert outcome(record, NESTED.events, NESTED.domain, 60_000) == Event("u1", 60_000, 3)
     assert outcome(dumps(ok).encode(), NESTED.events, NESTED.domain, 60_000) == Event("u1", 60_000, 3)
-    assert outcome(dumps({**ok, "meta": 5}).encode(), NESTED.events, NESTED.domain, 60_000) == Reason.MISTYPED_FIELD
-    assert outcome(dumps({**ok, "meta": None}).encode(), NESTED.events, NESTED.domain, 60_000) == Reason.MISSING_FIELD
+    assert outcome(dumps(ok).encode(), NESTED.events, NESTED.domain) == Reason.MISSING_FIELD
+    assert outcome(dumps({**ok, "meta": 5}).encode(), NESTED.events, NESTED.domain) == Reason.MISTYPED_FIELD
 
 
 def test_nested_requirements():

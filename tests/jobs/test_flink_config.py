@@ -10,16 +10,14 @@ import yaml
 
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
+from pwevent.jobs.streaming.checkpoints import clean_checkpoints, cluster_restore, latest_checkpoint
+from pwevent.jobs.streaming.graph import sink_ddl
 from pwevent.jobs.streaming.job import (
     LOCAL_ROCKSDB_MANAGED_MEMORY,
     MANAGED_MEMORY,
     LocalRun,
-    clean_checkpoints,
-    cluster_restore,
     flink_configuration,
-    latest_checkpoint,
     local_configuration,
-    sink_ddl,
     submit_command,
 )
 from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings

@@ -24,8 +24,9 @@ from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
-from pwevent.jobs.streaming.hosts import DEAD_LETTERS, REGISTRATIONS, ParseRequirements, TimePath
+from pwevent.jobs.streaming.hosts import ParseRequirements
 from pwevent.jobs.streaming.produce import _signed
+from pwevent.jobs.streaming.rows import DEAD_LETTERS, REGISTRATIONS, TimePath
 from pwevent.state.requirements import Requirement, RequirementCaps
 
 KEY_ENV = "PWEVENT_TEST_REQUIREMENT_KEY"

@@ -13,7 +13,8 @@ import pytest
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.evaluation.datasets import SyntheticDataset
-from pwevent.jobs.evaluation.evaluate import GridSpec, Run, read_csv, write_csv
+from pwevent.jobs.evaluation.evaluate import read_csv, write_csv
+from pwevent.jobs.evaluation.grid import GridSpec, Run
 from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO, oracle_release, reference_errors
 from pwevent.jobs.evaluation.report import (
     DEFAULT,

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pwevent.jobs.common.avro_format import encode_datum, frame, parse_schema_text
+from pwevent.jobs.common.avro_format import encode_datum, frame
+from pwevent.jobs.common.avro_schema import parse_schema_text
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.streaming.event_sql import register_record_groups

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.common.avro_format import decode_datum, parse_schema_text
+from pwevent.jobs.common.avro_format import decode_datum
+from pwevent.jobs.common.avro_schema import parse_schema_text
 
 VECTORS = Path(__file__).parent / "data" / "avro-fields.tsv"
 

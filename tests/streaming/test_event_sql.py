@@ -23,6 +23,7 @@ from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import parse_event
 from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
+from pwevent.jobs.streaming.hosts import kafka_timestamp
 from pwevent.jobs.streaming.jars import jvm_jar
 from tests.corpus import poison_records
 
@@ -64,8 +65,6 @@ CASES: list[tuple[str, Config, bool]] = [
 ]
 #: The cases whose fast path is off (no record can take it).
 OFF = {name for name, _, _ in CASES if name.startswith("unsafe")}
-#: The field name ParseRecords gives parse_event when the event time is the Kafka timestamp.
-KAFKA_TIME_FIELDS = "\0kafka-record-timestamp"
 
 
 def put(record: dict, path: str, value: object) -> None:
@@ -294,7 +293,6 @@ def check_fast_implies_accept(case: int, records: list[bytes], rows: list[tuple]
                               cases: list[tuple[str, Config, bool]] = CASES) -> int:
     """Asserts the differential property; returns how many records took the fast path."""
     _, config, kafka_time = cases[case]
-    fields = config.events.model_copy(update={"time": KAFKA_TIME_FIELDS}) if kafka_time else config.events
     assert [row[0] for row in rows] == list(range(len(records)))
     fast = 0
     for offset, user, time_ms, cell, is_fast in rows:
@@ -303,7 +301,8 @@ def check_fast_implies_accept(case: int, records: list[bytes], rows: list[tuple]
         fast += 1
         raw = records[offset]
         try:
-            event = parse_event(raw, fields, config.domain, TS_MS if kafka_time else None, config.max_record_bytes)
+            event = parse_event(raw, config.events, config.domain, kafka_timestamp(kafka_time, TS_MS),
+                                config.max_record_bytes)
         except Rejected as err:
             pytest.fail(f"{cases[case][0]}: SQL fast path took {raw[:200]!r}, parse_event rejects it: {err}")
         assert (event.user, event.time_ms, event.cell) == (user, time_ms, cell), (cases[case][0], raw[:200])

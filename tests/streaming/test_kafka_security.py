@@ -14,7 +14,7 @@ import yaml
 
 from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
-from pwevent.jobs.streaming.job import sink_ddl
+from pwevent.jobs.streaming.graph import sink_ddl
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
 from pwevent.jobs.streaming.kafka_oauth import (
     ClientCredentialsTokens,

@@ -3,7 +3,7 @@ the slot a partition silent since a restore may close. A forged record must not 
 
 from __future__ import annotations
 
-from pwevent.jobs.streaming.job import seed_time
+from pwevent.jobs.streaming.startup import seed_time
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.membership import PendingRequirement, UserMembership
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.jobs.streaming.hosts import TimePath
+from pwevent.jobs.streaming.rows import TimePath
 from pwevent.state.requirements import Requirement
 
 ORIGINS = st.sampled_from([0, 1_704_067_200_000, -62_135_596_800_000, 7])

@@ -1,0 +1,372 @@
+"""The streaming job's graph as named stages (docs/streaming.md, "Topology"; docs/architecture.md).
+
+`build_pipeline` reads in one screen: each stage is a function that adds its operators to the
+environment and hands the next stage its rows, as a DataStream or as a named SQL view whose
+columns its docstring lists. Python runs only in the hosts of jobs/streaming/hosts.py (the
+reference parsers, Membership, the Population); the other stages are SQL or the Java operators of
+jobs/streaming/jvm, reached through `pyflink_internals`. Views carry the rowtime `rt` (a slot's
+window time after the windows); `planner.materialize` makes a view once where the planner would
+otherwise run it once per reader.
+
+    read_topics -> parse_requirements ---------------------------------------> membership
+                -> split_events -> parse_events -> time_events -> judge_events -> latest_per_user_and_slot
+                   -> class_of_present_users -> population (counts, changes, SQL's dead letters)
+                   -> write_sinks (releases, audit, dead letters)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pwevent.jobs.common.config import Config, EventFields, RequirementFields
+from pwevent.jobs.common.field_paths import field_path
+from pwevent.jobs.streaming import slot_sql
+from pwevent.jobs.streaming.event_sql import sql_literal
+from pwevent.jobs.streaming.planner import materialize
+from pwevent.jobs.streaming.settings import StreamSettings
+from pwevent.jobs.streaming.startup import NOTHING_READ, StartReads
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What every stage reads: the environments, the configuration, the sources' time strategy (the
+    JVM's `SlotWatermarks` and `ValidTime` settings) and the schema that gives a view its rowtime."""
+
+    env: Any
+    t_env: Any
+    config: Config
+    settings: StreamSettings
+    strategy: dict[str, int]
+    rowtime: Any
+
+    @property
+    def kafka_time(self) -> bool:
+        """`kafka.event_time: kafka`: an event's time is its Kafka timestamp."""
+        return self.settings.kafka.event_time == "kafka"
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """The requirement records, parsed (`rows.PARSED_REQUIREMENT`, dead letters as a side output),
+    the registrations they make (side output, for the events' valid time) and the valid ones in
+    event time (`timed`)."""
+
+    parsed: Any
+    registrations: Any
+    timed: Any
+
+
+def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
+    """The keys of the time field the source reads in the JVM (`pwevent.flink.EventTime`), or None
+    for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes."""
+    return field_path(fields.time) if fields.format == "json" else None
+
+
+def _with(options: dict[str, str]) -> str:
+    """A WITH clause's options."""
+    return ", ".join(f"{sql_literal(k)} = {sql_literal(v)}" for k, v in options.items())
+
+
+def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
+    """The Kafka connector's options for `topic`, with the clients' properties (security included)."""
+    kafka = settings.kafka
+    options = {"connector": "kafka", "topic": topic, "properties.bootstrap.servers": kafka.require_bootstrap()}
+    for key, value in kafka.jvm_properties().items():
+        options[f"properties.{key}"] = value
+    return options
+
+
+def sink_ddl(name: str, topic: str, role: str, keyed: bool, settings: StreamSettings) -> str:
+    """An exactly-once Kafka sink table; keyed sinks take the first column as the message key."""
+    kafka = settings.kafka
+    options = _kafka_options(settings, topic)
+    options.update({
+        "sink.delivery-guarantee": "exactly-once",
+        "sink.transactional-id-prefix": f"{kafka.transactional_id_prefix}-{role}",
+        "properties.transaction.timeout.ms": str(kafka.transaction_timeout_ms),
+        "value.format": "raw",
+    })
+    if keyed:
+        options.update({"key.format": "raw", "key.fields": "k", "value.fields-include": "EXCEPT_KEY"})
+        columns = "`k` STRING, `v` STRING"
+    else:
+        columns = "`v` STRING"
+    return f"CREATE TEMPORARY TABLE `{name}` ({columns}) WITH ({_with(options)})"
+
+
+def write_sink_tables(stage: Stage) -> None:
+    """The three Kafka sink tables (exactly once; docs/streaming.md, "Which releases count"), in UTC:
+    tumbling windows on TIMESTAMP_LTZ align to the session time zone."""
+    topics, settings = stage.settings.kafka.topics, stage.settings
+    stage.t_env.get_config().set("table.local-time-zone", "UTC")
+    stage.t_env.execute_sql(sink_ddl("sink_releases", topics["releases"], "releases", True, settings))
+    stage.t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", False, settings))
+    stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
+
+
+def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, restore_seed_ms: int | None,
+                read_to_end: frozenset[str]) -> None:
+    """Views `raw_events` and `raw_requirements`: `value` (bytes), `partition`, `offset`, `kafka_ts`,
+    `jtime` (the source's time of the record: its time field read in the JVM for JSON, else its
+    Kafka timestamp; docs/streaming.md, "Time") and `rt`. `kafka.start` moves the events only:
+    Membership needs every requirement record ever declared."""
+    from pwevent.jobs.streaming import pyflink_internals as internals
+
+    kafka, config = stage.settings.kafka, stage.config
+    for role, time_path in (("events", None if stage.kafka_time else source_time_path(config.events)),
+                            ("requirements", source_time_path(config.requirements))):
+        start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
+        stream = internals.kafka_source(stage.env, f"kafka {role}", kafka.require_bootstrap(), kafka.topics[role],
+                                        kafka.source_group_id(role), kafka.jvm_properties(), time_path,
+                                        config.max_record_bytes, stage.strategy, start,
+                                        requirements_backlog if role == "requirements" else None,
+                                        restore_seed_ms if role == "events" else None,
+                                        role in read_to_end).uid(f"source-{role}")
+        stage.t_env.create_temporary_view(f"raw_{role}", stage.t_env.from_data_stream(stream, stage.rowtime))
+
+
+def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None) -> Requirements:
+    """`raw_requirements` -> ParseRequirements (Python) -> the valid records' event time, in offset
+    order (`ValidTime`, as for the events)."""
+    from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
+
+    t_env = stage.t_env
+    records = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
+    parsed = records.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
+                             output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements").name("parse requirements")
+    registrations = internals.side_output(parsed, rows.REGISTRATIONS)
+    timed = internals.valid_time(parsed, registrations, stage.strategy, True, None, requirements_backlog) \
+        .uid("requirement-time").name("event time of valid requirements")
+    return Requirements(parsed, registrations, timed)
+
+
+def split_events(stage: Stage) -> None:
+    """`raw_events` -> view `events_split`: every record with the SQL fast path's verdict
+    (jobs/streaming/event_sql.py): `value`, `partition`, `offset`, `ts_ms`, `jtime`, `rt_in`, and
+    `user`, `time_ms`, `cell`, `fast_ok` (never NULL: a mark needs its answer); then view
+    `fast_events`: the fast path's events, and a mark (partition and offset only, `path` PENDING)
+    for each record it hands to the reference parser, in one query, so in offset order with the
+    events (`user`, `time_ms`, `cell`, `partition`, `offset`, `original`, `path`)."""
+    from pwevent.jobs.streaming import rows
+    from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
+    from pwevent.jobs.streaming.jars import avro_jar
+
+    t_env = stage.t_env
+    avro = stage.config.events.format != "json"
+    if avro:  # AvroFields (the Avro events' fast path) decodes with Flink's relocated Apache Avro
+        stage.env.add_jars(avro_jar().resolve().as_uri())
+    register_record_groups(t_env, avro)
+    t_env.create_temporary_view("raw_events_ts", t_env.sql_query(
+        "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt FROM raw_events"))
+    parsed_sql = parsed_events_sql(stage.config, "raw_events_ts", stage.kafka_time,
+                                   ("value", "partition", "offset", "ts_ms", "jtime", "rt"))
+    materialize(t_env, "events_split", stage.rowtime,
+                "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt AS rt_in, `user`, time_ms, cell,"
+                f" COALESCE(`fast`, FALSE) AS fast_ok FROM ({parsed_sql})")
+    t_env.create_temporary_view("fast_events", t_env.sql_query(
+        "SELECT IF(fast_ok, `user`, CAST(NULL AS STRING)) AS `user`, IF(fast_ok, time_ms, CAST(NULL AS BIGINT))"
+        " AS time_ms, IF(fast_ok, cell, CAST(NULL AS INT)) AS cell, `partition`, `offset`,"
+        " IF(fast_ok, `value`, CAST(NULL AS BYTES)) AS original,"
+        f" IF(fast_ok, {int(rows.TimePath.FAST)}, {int(rows.TimePath.PENDING)}) AS path FROM events_split"))
+
+
+def parse_events(stage: Stage) -> tuple[Any, Any]:
+    """The records the fast path hands on -> ParseEvents (Python, the reference parser: an event or a
+    refusal for each, dead letters as a side output); returns (the parser's stream, every event of
+    both paths and the marks, as rows of `fast_events`)."""
+    from pyflink.table import Schema
+
+    from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import rows
+
+    t_env = stage.t_env
+    slow = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast_ok"))
+    parsed = slow.process(fn.ParseEvents(stage.config, stage.settings.kafka.topics["events"], stage.kafka_time),
+                          output_type=rows.PARSED_EVENT).uid("parse-events").name("parse events (reference parser)")
+    # a refusal has no time_ms; its rowtime is never read (only the watermark, the source's)
+    t_env.create_temporary_view("slow_events", t_env.from_data_stream(
+        parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(COALESCE(time_ms, 0), 3)")
+        .watermark("rt", "SOURCE_WATERMARK()").build()))
+    events = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM fast_events UNION ALL "
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM slow_events"))
+    return parsed, events
+
+
+def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None) -> None:
+    """Both paths' events -> `ValidTime` (event time from the valid events of known users only, each
+    partition's in offset order; at parallelism 1 it follows the requirements' valid time while the
+    events are idle, so no branch below goes idle with the events and comes back later than another;
+    docs/streaming.md, "Time") -> view `events`: the valid events, with `ahead` (past the lead
+    guard)."""
+    from pwevent.jobs.streaming import pyflink_internals as internals
+
+    timed, requirement_marks = internals.valid_time(events, requirements.registrations, stage.strategy,
+                                                    stage.config.default_requirement is not None, restore_seed_ms,
+                                                    follows=requirements.timed)
+    requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
+    timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
+    stage.t_env.create_temporary_view("events", stage.t_env.from_data_stream(timed, stage.rowtime))
+
+
+def judge_events(stage: Stage, late_through: int) -> None:
+    """View `events` -> view `events_judged`, with `slot` and `late`: the watermark has passed the
+    slot's end (the windows below would drop the event), or the slot is one a resumed job's releases
+    decided (at most `late_through`)."""
+    clock = stage.config.clock
+    materialize(stage.t_env, "events_judged", stage.rowtime,
+                f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in, ahead,"
+                f" {slot_sql.slot_of('time_ms', clock)} AS slot,"
+                f" COALESCE(TO_TIMESTAMP_LTZ({slot_sql.slot_last_ms('time_ms', clock)}, 3) <= CURRENT_WATERMARK(rt),"
+                f" FALSE) OR {slot_sql.slot_of('time_ms', clock)} <= {int(late_through)} AS late FROM events")
+
+
+def latest_per_user_and_slot(stage: Stage) -> Any:
+    """View `events_judged` -> view `latest` (and its stream): the latest event of each user in each
+    slot that is neither late nor ahead (`user`, `slot`, `cell`, `partition`, `offset`, `original`;
+    `rt` the slot's window time). Read twice (the class join, and FirstPresence), so made once."""
+    return materialize(stage.t_env, "latest", stage.rowtime,
+                       "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
+                       " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
+                       "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
+                       f" FROM {slot_sql.tumble('events_judged', 'rt', stage.config.clock)}"
+                       " WHERE NOT late AND NOT ahead) WHERE rn = 1")
+
+
+def membership(stage: Stage, requirements: Requirements, latest: Any) -> None:
+    """Valid requirement records and the events' (user, slot) presences -> Membership (Python, keyed
+    by user) -> view `membership_out` (`rows.MEMBERSHIP_OUT`: class changes and dead letters).
+    Membership always gets the presences' watermark, and their rows only with a default requirement
+    (the same graph either way, so a restore may switch the default), and of those only the ones it
+    can still need (FirstPresence, in Java: about one per user, not per slot)."""
+    from pyflink.common import Types
+
+    from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
+
+    carrier = internals.first_presence(latest, stage.config.default_requirement is not None) \
+        .uid("first-presence").name("presences Membership can still need")
+    requirement_values = internals.user_values(requirements.timed) \
+        .uid("requirement-values").name("requirements for Membership")
+    hosted = internals.keyed_by_first_field(requirement_values, Types.STRING(), rows.REQUIREMENT_VALUE) \
+        .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
+        .process(fn.MembershipHost(stage.config), output_type=rows.MEMBERSHIP_OUT).uid("membership").name("Membership")
+    stage.t_env.create_temporary_view("membership_out", stage.t_env.from_data_stream(hosted, stage.rowtime))
+
+
+def class_of_present_users(stage: Stage) -> None:
+    """Views `membership_out` and `latest` -> view `joined`: each (user, slot) row with the user's
+    class at the slot, `cls` NULL for a user without one (`UserClassJoin`, Java: an event-time join
+    on Membership's versions that arms no timer per version, unlike Flink's temporal join)."""
+    from pyflink.table import Schema
+
+    from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
+
+    t_env = stage.t_env
+    changes = t_env.to_data_stream(t_env.sql_query(
+        f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"))
+    present_rows = t_env.to_data_stream(t_env.sql_query(  # rt: the records' timestamps
+        "SELECT `user`, slot, cell, `partition`, `offset`, original, rt FROM latest"))
+    joined = internals.user_class_join(changes, present_rows).uid("user-class").name("class of each present user")
+    t_env.create_temporary_view("joined", t_env.from_data_stream(joined, Schema.new_builder()
+                                .column_by_expression("rt", "TO_TIMESTAMP_LTZ(rt_ms, 3)")
+                                .watermark("rt", "SOURCE_WATERMARK()").build()))
+
+
+def population(stage: Stage, seed: int | None, late_through: int) -> None:
+    """Views `joined`, `membership_out` and `events_judged` -> the Population (Python, one key: the
+    replay's Engine) -> view `population_out` (`rows.POPULATION_OUT`: releases, audit lines, dead
+    letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one query so that the
+    planner runs the window once: the count of present users per (slot, class, cell); Membership's
+    changes; the events SQL judged `late` or `too_far_ahead`; those of users without a class
+    (`unknown_user`). `hosts.population_row` reads each as its typed row."""
+    from pyflink.common import Types
+
+    from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
+    from pwevent.jobs.streaming.release_guard import StartGuard
+
+    t_env, config, kafka, clock = stage.t_env, stage.config, stage.settings.kafka, stage.config.clock
+    no_dead = "CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS BYTES)"
+    no_count = "CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS STRING)"
+    population_in = t_env.to_data_stream(t_env.sql_query(
+        "SELECT 0 AS k, ROW(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original) AS g FROM ("
+        f" SELECT slot, cls, cell, COUNT(*) AS n, CAST(NULL AS STRING) AS change, {no_dead}"
+        f" FROM {slot_sql.tumble('joined', 'rt', clock)} WHERE cls IS NOT NULL"
+        " GROUP BY window_start, window_end, slot, cls, cell"
+        " UNION ALL"
+        f" SELECT slot, cls, CAST(NULL AS INT), CAST(NULL AS BIGINT), text, {no_dead}"
+        f" FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"
+        " UNION ALL"
+        f" SELECT slot, {no_count}, CASE WHEN ahead THEN 'too_far_ahead' ELSE 'late' END, `user`, `partition`,"
+        " `offset`, original FROM events_judged WHERE late OR ahead"
+        " UNION ALL"
+        f" SELECT slot, {no_count}, 'unknown_user', `user`, `partition`, `offset`, original"
+        " FROM joined WHERE cls IS NULL"
+        ") AS t(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original)"))
+    internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), rows.POPULATION_IN]))
+    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through), kafka.topics["events"])
+    hosted = internals.keyed_by_first_field(population_in, Types.INT(), rows.POPULATION_IN) \
+        .process(host, output_type=rows.POPULATION_OUT) \
+        .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
+    t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
+
+
+def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements) -> None:
+    """Releases (key = slot) and audit lines from `population_out`; dead letters from the parsers'
+    side outputs, Membership and the Population (with those found in SQL); one statement set."""
+    from pyflink.table.expressions import col
+
+    from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
+
+    t_env = stage.t_env
+    dead_text = internals.side_output(parsed_events, rows.DEAD_LETTERS) \
+        .union(internals.side_output(requirements.parsed, rows.DEAD_LETTERS))
+    dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
+        .union_all(t_env.sql_query(f"SELECT text AS v FROM membership_out WHERE route = '{rows.DEAD_ROUTE}'")) \
+        .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{rows.DEAD_ROUTE}'"))
+    statements = t_env.create_statement_set()
+    statements.add_insert("sink_releases", t_env.sql_query(
+        f"SELECT k, v FROM population_out WHERE route = '{rows.RELEASE_ROUTE}'"))
+    statements.add_insert("sink_dead_letters", dead)
+    statements.add_insert("sink_audit", t_env.sql_query(
+        f"SELECT v FROM population_out WHERE route = '{rows.AUDIT_ROUTE}'"))
+    statements.attach_as_datastream()
+
+
+def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSettings, seed: int | None,
+                   start: StartReads = NOTHING_READ) -> None:
+    """Sources, operators and sinks of the job, added to `env` (executed by the caller), stage by
+    stage; `start`: what the start read from the topics (jobs/streaming/startup.py)."""
+    from pyflink.table import Schema
+
+    flink, clock = settings.flink, config.clock
+    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
+                "close_after_ms": flink.close_after_ms, "idle_after_ms": flink.source_idleness_ms,
+                "start_grace_ms": flink.source_start_grace_ms,
+                "origin_ms": clock.origin_ms, "slot_ms": clock.length_ms}
+    rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
+        .watermark("rt", "SOURCE_WATERMARK()").build()
+    stage = Stage(env, t_env, config, settings, strategy, rowtime)
+
+    write_sink_tables(stage)
+    read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
+    requirements = parse_requirements(stage, start.requirements_backlog)
+    split_events(stage)
+    parsed_events, events = parse_events(stage)
+    time_events(stage, events, requirements, start.restore_seed_ms)
+    judge_events(stage, start.late_through)
+    latest = latest_per_user_and_slot(stage)
+    membership(stage, requirements, latest)
+    class_of_present_users(stage)
+    population(stage, seed, start.late_through)
+    write_sinks(stage, parsed_events, requirements)

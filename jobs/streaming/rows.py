@@ -1,0 +1,71 @@
+"""The rows between the streaming job's operators, in one place (docs/streaming.md, "Topology";
+the stages of jobs/streaming/graph.py hand them on, the hosts of jobs/streaming/hosts.py read and
+write them).
+
+Records between the operators:
+- `PARSED_EVENT`: the reference parser's result for a record, Row(user, time_ms, cell, partition,
+  offset, original, path): an event it accepted (`TimePath.SLOW_ACCEPTED`), or a refusal
+  (`TimePath.SLOW_REJECTED`, only partition and offset set; the dead letter is a side output); it
+  rejoins the SQL pipeline before `pwevent.flink.ValidTime`.
+- `PARSED_REQUIREMENT`: the same shape, one row per requirement record, in offset order, into a
+  `ValidTime` of the requirements: a record it accepted (`TimePath.FAST`, `original` the pickled
+  `PendingRequirement`, `cell` null) or a refusal (`TimePath.REFUSED`).
+- `REQUIREMENT_VALUE`: what Membership receives per requirement record, keyed by user in Java:
+  Row(original, ahead), the pickled `PendingRequirement` and whether `ValidTime`'s lead guard
+  disbelieved its time (then a `too_far_ahead` dead letter).
+- `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
+  slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
+- `POPULATION_IN`: Row(slot, cls, cell, n, change, reason, user, partition, offset, original): the
+  count `n` of present users of class `cls` in `cell` at `slot`, or (cell and n null) a membership
+  change as JSON, or (with a reason) an event SQL found `late`, `too_far_ahead` or of an `unknown_user`, to be
+  written as a dead letter; keyed by a constant in Java. One stream, so that the SQL behind it (the
+  window, the class lookup) is planned, and run, once; `population_row` makes it the operator's
+  typed row.
+- `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from pyflink.common.typeinfo import Types
+from pyflink.datastream import OutputTag
+
+DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
+#: Row(user, slot) of each requirement record that registers its user if it is the user's first
+#: (`RequirementRules.registers`): what `pwevent.flink.ValidTime` knows users by.
+REGISTRATIONS = OutputTag("registrations", Types.ROW([Types.STRING(), Types.LONG()]))
+
+
+class TimePath(IntEnum):
+    """`path` of a row into `pwevent.flink.ValidTime` (the constants of the same names there): what
+    the row is, so that a partition's time follows its offsets across the two parsers
+    (docs/streaming.md, "Time")."""
+
+    FAST = 0  # a record accepted on the in-order channel: an event of the SQL fast path, a requirement
+    PENDING = 1  # a record the fast path handed to the reference parser (on the fast path's channel)
+    SLOW_ACCEPTED = 2  # the reference parser's event for such a record
+    SLOW_REJECTED = 3  # its refusal
+    REFUSED = 4  # a requirement record its parser refused (on the in-order channel)
+
+
+PARSED_EVENT = Types.ROW_NAMED(
+    ["user", "time_ms", "cell", "partition", "offset", "original", "path"],
+    [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE()),
+     Types.INT()],
+)
+PARSED_REQUIREMENT = PARSED_EVENT
+REQUIREMENT_VALUE = Types.ROW_NAMED(["original", "ahead"], [Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.BOOLEAN()])
+MEMBERSHIP_OUT = Types.ROW_NAMED(
+    ["route", "user", "cls", "vms", "slot", "text"],
+    [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
+)
+POPULATION_IN = Types.ROW_NAMED(
+    ["slot", "cls", "cell", "n", "change", "reason", "user", "partition", "offset", "original"],
+    [Types.LONG(), Types.STRING(), Types.INT(), Types.LONG(), Types.STRING(), Types.STRING(), Types.STRING(),
+     Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
+)
+POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
+CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
+#: A watermark at or above this is the end of a bounded input, not a slot end.
+END_OF_TIME_MS = 2**61
