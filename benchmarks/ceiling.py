@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pwevent.jobs.common.config import load_config
-    from pwevent.jobs.streaming.job import make_environment, sink_ddl
+    from pwevent.jobs.streaming.graph import sink_ddl
+    from pwevent.jobs.streaming.job import make_environment
     from pwevent.jobs.streaming.settings import stream_settings
 
     config = load_config(args.config)
