@@ -346,6 +346,9 @@ class KalmanSmoother:
         covariance = np.full((k, self.d, 2, 2), np.nan)
         if snapshot["covariance"] is not None:
             stored = np.asarray(snapshot["covariance"], dtype=float)
+            if stored.shape not in ((k, 2, 2), (k, self.d, 2, 2)):
+                raise ValueError(f"snapshot covariance has shape {stored.shape}, expected {(k, self.d, 2, 2)} "
+                                 f"or, shared by the cells, {(k, 2, 2)}")
             covariance[:] = stored[:, None] if stored.shape == (k, 2, 2) else stored
         noise = None if snapshot["noise"] is None else np.broadcast_to(
             np.asarray(snapshot["noise"], dtype=float), (self.d,)).copy()

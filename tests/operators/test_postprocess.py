@@ -294,4 +294,8 @@ def test_a_snapshot_of_the_shared_covariance_bank_restores():
     for r in releases[30:]:
         np.testing.assert_array_equal(restored.step(r), reference.step(r))
         np.testing.assert_array_equal(restored.interval(r.counts, 1000), reference.interval(r.counts, 1000))
-    assert KalmanSmoother(3).restore({**old, "covariance": None, "noise": None}) is None  # a bank never stepped
+    never_stepped = KalmanSmoother(3)
+    never_stepped.restore({**old, "covariance": None, "noise": None})
+    assert np.isfinite(never_stepped.step(releases[0])).all()
+    with pytest.raises(ValueError, match="covariance"):
+        KalmanSmoother(3).restore({**old, "covariance": covariance[:, :, 0].tolist()})
