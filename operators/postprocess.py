@@ -248,7 +248,7 @@ class KalmanSmoother:
         if s.noise is not None:
             f = self._transition
             s.estimate = np.einsum("kij,kcj->kci", f, s.estimate)
-            s.covariance = (np.einsum("kij,kcjl,kml->kcim", f, s.covariance, f)
+            s.covariance = (f[:, None] @ s.covariance @ f.transpose(0, 2, 1)[:, None]
                             + self._process[:, None] * s.noise[None, :, None, None])
         upper = max(float(release.population), 0.0)
         output = s.estimate[:, :, 0]  # (k, d): the predicted level, what a slot without publication gets
@@ -280,7 +280,7 @@ class KalmanSmoother:
             # symmetric and positive where P - K H P, after long runs without publications, did not.
             keep = np.eye(2)[None, None] - gain[:, :, :, None] * np.array([1.0, 0.0])[None, None, None, :]
             observed = spread - s.covariance[:, :, 0, 0]  # B + R_c
-            s.covariance = (np.einsum("kcij,kcjl,kcml->kcim", keep, s.covariance, keep)
+            s.covariance = (keep @ s.covariance @ keep.transpose(0, 1, 3, 2)
                             + observed[:, :, None, None] * gain[:, :, :, None] * gain[:, :, None, :])
             s.noise = noise
         chosen = self._choice()
