@@ -12,8 +12,8 @@ from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.slot_release import SlotOutcome
 
 #: The release record's version (docs/formats.md, Release): 2 added `schema_version`, `domain` and
-#: `interval`; a release without `schema_version` is of version 1.
-RELEASE_SCHEMA_VERSION = 2
+#: `interval`; 3 added `kept_share`; a release without `schema_version` is of version 1.
+RELEASE_SCHEMA_VERSION = 3
 
 
 def release_record(
@@ -38,6 +38,7 @@ def release_record(
         "epsilon_calculation": outcome.calculation.epsilon if outcome.calculation else None,
         "epsilon_publication": outcome.publication.epsilon if outcome.publication else None,
         "threshold": outcome.threshold,
+        "kept_share": outcome.publication.kept_share if outcome.publication else None,
         "dissimilarity": outcome.dissimilarity,
         "noise": noise,
         "domain": config.domain.describe(),

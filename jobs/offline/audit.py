@@ -61,7 +61,7 @@ ADAPTIVE_EVEN = "Uniform"
 NOISE_LABELS = {"opendp": "opendp-discrete-laplace", "numpy-fast": "numpy-geometric (fast)"}
 SEEDED_NOISE_LABEL = "numpy-geometric (seeded, not for production)"
 #: The release record's version (docs/formats.md, Release), kept here too; a test compares it.
-RELEASE_SCHEMA_VERSION = 2
+RELEASE_SCHEMA_VERSION = 3
 #: Relative agreement asked of a release's OBS threshold and expected error with the auditor's own
 #: arithmetic (another summation order than the job's); a tampered value is off by far more.
 DERIVED_RTOL = 1e-6
@@ -107,6 +107,8 @@ RULES = {
     "publication_scale": "a publication whose epsilon_publication is not OBS's choice among the slot's spend2",
     "calculation_scale": "a dissimilarity whose epsilon_calculation is not OBS's choice among the slot's spend1",
     "threshold_mismatch": "a publication whose threshold is not the root of OBS's error at its epsilon",
+    "kept_share_mismatch": "a release whose kept_share is not the expected kept share of its rescaled "
+                           "publication (null when not rescaled)",
     "decision_mismatch": "a publication whose dissimilarity did not clear its threshold, or a skip whose did",
     "noise_mismatch": "a noise label the configuration does not write, or two labels in one run",
     "label_mismatch": "a release whose mechanism, family, start, end, domain or version is not the configuration's",
@@ -215,6 +217,7 @@ class Release:
     threshold: float | None
     dissimilarity: float | None
     labels: Mapping[str, Any]
+    kept_share: float | None = None
 
     @property
     def dissimilarity_ran(self) -> bool:
@@ -230,7 +233,8 @@ class Release:
                    _finite(rec.get("epsilon_calculation")), _finite(rec.get("epsilon_publication")),
                    _finite(rec.get("threshold")), _finite(rec.get("dissimilarity")),
                    {key: rec.get(key) for key in ("mechanism", "family", "start", "end", "noise", "domain",
-                                                  "schema_version")})
+                                                  "schema_version")},
+                   _finite(rec.get("kept_share")))
 
 
 @dataclass(frozen=True)
@@ -668,6 +672,20 @@ def _discrete_laplace_variance(theta: np.ndarray) -> np.ndarray:
 MIN_KEPT_SHARE = 2.0**-10
 
 
+def _budget_levels(budgets: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The slot's distinct budgets and the members at each."""
+    levels, inverse = np.unique(budgets, return_inverse=True)
+    return levels, np.bincount(inverse, weights=members, minlength=len(levels))
+
+
+def _kept_share(levels: np.ndarray, weights: np.ndarray, theta: float) -> float:
+    """The expected kept share at theta (docs/mechanisms.md section 14): the mean over all users of
+    p = (e^eps - 1)/(e^theta - 1) below theta and 1 at or above it."""
+    below = levels < theta
+    p = np.expm1(levels[below]) / np.expm1(theta)
+    return float((weights[~below].sum() + (weights[below] * p).sum()) / weights.sum())
+
+
 def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False) -> dict[float, float]:
     """OBS's expected error at every distinct positive budget theta of a slot (docs/mechanisms.md
     sections 2-3), straight from the definition: with p = (e^eps - 1)/(e^theta - 1) for the users below
@@ -676,8 +694,7 @@ def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False
     their p, 1 at or above theta) / all users, (sum p (1 - p) + the noise variance) / s^2, and no
     candidate with s below MIN_KEPT_SHARE. Candidates whose error is not finite are left out, as OBS
     leaves them out."""
-    levels, inverse = np.unique(budgets, return_inverse=True)
-    weights = np.bincount(inverse, weights=members, minlength=len(levels))
+    levels, weights = _budget_levels(budgets, members)
     out: dict[float, float] = {}
     with np.errstate(all="ignore"):
         for theta in levels[levels > 0]:
@@ -686,7 +703,7 @@ def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False
             n = weights[below]
             variance = float((n * p * (1 - p)).sum())
             if rescaled:
-                share = float((weights[~below].sum() + (n * p).sum()) / weights.sum())
+                share = _kept_share(levels, weights, theta)
                 if share < MIN_KEPT_SHARE:
                     continue
                 error = (variance + float(_discrete_laplace_variance(theta))) / share**2
@@ -758,6 +775,13 @@ def _release_checks(
                 root = math.sqrt(errors[chosen])
                 if release.threshold is None or abs(release.threshold - root) > DERIVED_RTOL * root:
                     finding("threshold_mismatch", f"threshold {release.threshold!r}, OBS's error gives {root:.9g}")
+                share = _kept_share(*_budget_levels(np.array([line.spend2 for line in lines]), members),
+                                    chosen) if rescaled else None
+                if labels["schema_version"] not in (None, 2) and not _same_share(release.kept_share, share):
+                    finding("kept_share_mismatch", f"kept_share {release.kept_share!r}, the publication's "
+                            f"{'kept share is ' + format(share, '.9g') if share is not None else 'is not rescaled'}")
+        elif labels["schema_version"] not in (None, 2) and release.kept_share is not None:
+            finding("kept_share_mismatch", f"kept_share {release.kept_share!r} on a {release.kind}: null expected")
         if release.dissimilarity is not None and release.threshold is not None:
             cleared = release.dissimilarity > release.threshold
             if cleared != (release.kind == "publish") and release.kind in ("publish", "skip"):
@@ -777,11 +801,18 @@ def _release_checks(
             wrong.append(f"start/end {labels['start']!r}/{labels['end']!r} (the clock's {start}/{end})")
         if labels["domain"] is not None and labels["domain"] != rules.domain:  # absent before version 2
             wrong.append(f"domain {labels['domain']!r} (the configuration's {dict(rules.domain)!r})")
-        if labels["schema_version"] not in (None, RELEASE_SCHEMA_VERSION):
-            wrong.append(f"schema_version {labels['schema_version']!r} (this auditor reads 1 and "
+        if labels["schema_version"] not in (None, 2, RELEASE_SCHEMA_VERSION):
+            wrong.append(f"schema_version {labels['schema_version']!r} (this auditor reads 1, 2 and "
                          f"{RELEASE_SCHEMA_VERSION})")
         if wrong:
             finding("label_mismatch", f"{', '.join(wrong)} under mechanism {rules.mechanism}")
+
+
+def _same_share(said: float | None, derived: float | None) -> bool:
+    """A release's kept_share agrees with the auditor's (both null, or within DERIVED_RTOL)."""
+    if said is None or derived is None:
+        return said is None and derived is None
+    return abs(said - derived) <= DERIVED_RTOL * derived
 
 
 def _spans(slots: list[int]) -> list[tuple[int, int]]:

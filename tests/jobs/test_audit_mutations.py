@@ -425,6 +425,14 @@ def threshold_halved(run: Run) -> Run:
     return _releases(run, _fresh_publication(run), lambda r: r.update(threshold=r["threshold"] / 2))
 
 
+def kept_share_changed(run: Run) -> Run:
+    """A publication's kept_share tampered with: a rescaled one's lowered by 10%, another's (null) set
+    to 0.5. The smoothed counts use it (operators/postprocess.py), so the auditor derives it."""
+    def change(r: Record) -> None:
+        r["kept_share"] = 0.5 if r["kept_share"] is None else 0.9 * r["kept_share"]
+    return _releases(run, _fresh_publication(run), change)
+
+
 def epsilon_calculation_doubled(run: Run) -> Run:
     slot = next((r["slot"] for r in run.releases if r["dissimilarity"] is not None), None)
     if slot is None:
@@ -509,6 +517,7 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "epsilon_publication_doubled": (epsilon_publication_doubled, "publication_scale"),
     "threshold_halved": (threshold_halved, "threshold_mismatch"),
     "even_release_at_the_lowest_budget": (even_release_at_the_lowest_budget, "publication_scale"),
+    "kept_share_changed": (kept_share_changed, "kept_share_mismatch"),
     "epsilon_calculation_doubled": (epsilon_calculation_doubled, "calculation_scale"),
     "skip_that_cleared_its_threshold": (skip_that_cleared_its_threshold, "decision_mismatch"),
     "noise_label_changed": (noise_label_changed, "noise_mismatch"),

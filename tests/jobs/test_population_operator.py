@@ -2,7 +2,7 @@
 before their slot's end, slot ends chosen by the test, a snapshot taken mid-stream (this version's,
 and one written by the previous version of the job, tests/jobs/data/population-state-v1.pickle)
 restored into an operator with another generator, which then continues exactly as the uninterrupted
-one does."""
+one does (the previous version's: but for the intervals, whose excess starts afresh)."""
 
 from __future__ import annotations
 
@@ -83,8 +83,16 @@ def test_a_snapshot_is_versioned_json_and_its_restore_continues_like_the_uninter
 
 def test_the_previous_versions_state_is_restored() -> None:
     """Version 1: a pickled pair (the engine's bytes with a hex-pickled generator state, the
-    smoother's snapshot), written by the job before the versioned codec after slot 6 of `run`."""
-    assert run(restore_at=SPLIT, state=VERSION_1.read_bytes()) == run()[SPLIT:]
+    smoother's snapshot), written by the job before the versioned codec after slot 6 of `run`. Its
+    smoother snapshot is the shared-R bank's (one covariance per filter, no excess,
+    operators/postprocess.py): the per-cell bank continues from it with the excess afresh, so every
+    field but `interval` continues as the uninterrupted run, and the intervals still hold `smoothed`."""
+    restored, uninterrupted = run(restore_at=SPLIT, state=VERSION_1.read_bytes()), run()[SPLIT:]
+    assert [{**r, "interval": None} for r in restored] == [{**r, "interval": None} for r in uninterrupted]
+    for record in restored:
+        low, high = np.array(record["interval"]).T
+        assert (low <= record["smoothed"]).all() and (record["smoothed"] <= high).all()
+        assert (low >= 0).all() and (high <= record["population"]).all()
 
 
 def test_a_state_of_an_unknown_version_is_refused() -> None:

@@ -220,14 +220,15 @@ def test_truth_matches_the_generated_values(tmp_path):
     assert [t["counts"] for t in read(tmp_path / "t.jsonl")] == expected
 
 
-def test_releases_carry_the_causal_smoothing_unless_turned_off(streams, tmp_path):
+@pytest.mark.parametrize("name", ["PBD", "Adaptive"])  # Adaptive: rescaled releases, their kept_share read back
+def test_releases_carry_the_causal_smoothing_unless_turned_off(streams, tmp_path, name):
     from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 
     folder = streams[False]
     paths = {}
     for mode in ("kalman", "none"):
         paths[mode] = str(tmp_path / f"{mode}.jsonl")
-        run_replay(config_for("PBD", postprocess=mode), str(folder / "events.jsonl"),
+        run_replay(config_for(name, postprocess=mode), str(folder / "events.jsonl"),
                    str(folder / "requirements.jsonl"), paths[mode], str(tmp_path / f"s-{mode}.jsonl"), seed=4)
     smoothed, raw = read(paths["kalman"]), read(paths["none"])
     assert all("smoothed" not in r for r in raw)
@@ -237,6 +238,7 @@ def test_releases_carry_the_causal_smoothing_unless_turned_off(streams, tmp_path
         assert len(record["smoothed"]) == 2 and all(0 <= x <= record["population"] for x in record["smoothed"])
         # a consumer of the release topic recomputes it from the public records alone
         assert again.step(PublicRelease.from_record(record)) == pytest.approx(record["smoothed"], abs=2e-3)
+    assert any(r["kept_share"] is not None for r in smoothed) == (name == "Adaptive")
 
 
 @pytest.mark.parametrize("argv", [["generate", "--out", "x", "--slot", "0s"],
