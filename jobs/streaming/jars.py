@@ -99,40 +99,39 @@ def download(jar: MavenJar, folder: Path, repository: str, timeout_s: float = 60
             raise JarError(f"{url}: SHA-256 {digest.hexdigest()} is not the pinned {jar.sha256}; not used")
         partial.replace(target)
     except (urllib.error.URLError, OSError) as err:
-        raise JarError(f"cannot download {url}: {err}. Download it by hand and set $PWEVENT_KAFKA_CONNECTOR_JAR, "
-                       "or set $PWEVENT_MAVEN_REPOSITORY to a reachable Maven mirror") from None
+        raise JarError(f"cannot download {url}: {err}. Set $PWEVENT_MAVEN_REPOSITORY to a reachable Maven mirror, "
+                       "or download the jar by hand and name it in the variable its docs give "
+                       "($PWEVENT_KAFKA_CONNECTOR_JAR, $PWEVENT_FLINK_AVRO_JAR)") from None
     finally:
         partial.unlink(missing_ok=True)
     return target
 
 
-def connector_jar() -> Path:
-    """The Flink Kafka connector jar: $PWEVENT_KAFKA_CONNECTOR_JAR, else the cached one, fetched on first use."""
-    if os.environ.get("PWEVENT_KAFKA_CONNECTOR_JAR"):
-        jar = Path(os.environ["PWEVENT_KAFKA_CONNECTOR_JAR"])
+def _flink_jar(artifact: MavenJar, override: str) -> Path:
+    """A jar the job puts beside Flink: `$override` when set (a file), else the cached copy, fetched on
+    first use (by deploy/local/fetch-jars.sh in a checkout, else from Maven Central or
+    $PWEVENT_MAVEN_REPOSITORY)."""
+    if os.environ.get(override):
+        jar = Path(os.environ[override])
         if not jar.is_file():
-            raise JarError(f"$PWEVENT_KAFKA_CONNECTOR_JAR: no file {jar}")
+            raise JarError(f"${override}: no file {jar}")
         return jar
     folder = jar_cache() / "flink"
     repo = checkout()
-    if repo is not None and not (folder / KAFKA_CONNECTOR.file_name).is_file():
+    if repo is not None and not (folder / artifact.file_name).is_file():
         subprocess.run([str(repo / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
-    return download(KAFKA_CONNECTOR, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
+    return download(artifact, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
+
+
+def connector_jar() -> Path:
+    """The Flink Kafka connector jar: $PWEVENT_KAFKA_CONNECTOR_JAR, else the cached one, fetched on first use."""
+    return _flink_jar(KAFKA_CONNECTOR, "PWEVENT_KAFKA_CONNECTOR_JAR")
 
 
 def avro_jar() -> Path:
     """Flink's Avro format jar (the JVM decoding of Avro events): $PWEVENT_FLINK_AVRO_JAR (the container
-    image), else the cached one, fetched on first use (by fetch-jars.sh in a checkout)."""
-    if os.environ.get("PWEVENT_FLINK_AVRO_JAR"):
-        jar = Path(os.environ["PWEVENT_FLINK_AVRO_JAR"])
-        if not jar.is_file():
-            raise JarError(f"$PWEVENT_FLINK_AVRO_JAR: no file {jar}")
-        return jar
-    folder = jar_cache() / "flink"
-    repo = checkout()
-    if repo is not None and not (folder / FLINK_AVRO.file_name).is_file():
-        subprocess.run([str(repo / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
-    return download(FLINK_AVRO, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
+    image), else the cached one, fetched on first use."""
+    return _flink_jar(FLINK_AVRO, "PWEVENT_FLINK_AVRO_JAR")
 
 
 #: With OAUTHBEARER these load once per JVM, from the parent class loader: the relocated Kafka client
