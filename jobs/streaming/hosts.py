@@ -203,7 +203,7 @@ def _dead(rejection: Rejection, metrics: HostMetrics) -> Row:
 
 
 class MembershipHost(KeyedCoProcessFunction):
-    """One user's membership (`UserMembership`), keyed by user (docs/streaming.md, "Membership").
+    """One user's membership (`UserMembership`), keyed by user (docs/streaming.md, "Topology").
 
     Input 1: the user's requirement records. Input 2 carries the events' watermark, so that a
     requirement record is judged late against the events' progress and its slot closes here no later
