@@ -213,3 +213,19 @@ def test_an_unquoted_yaml_time_is_a_start_time() -> None:
 def test_a_bad_start_position_names_the_key(value) -> None:
     with pytest.raises(ConfigError, match=r"kafka\.start"):
         settings(kafka={"start": value})
+
+
+def test_a_local_runs_free_port_lies_below_the_ephemeral_range_and_is_free() -> None:
+    """The REST port of a local run is found free some seconds before the mini-cluster binds it; a port
+    of the ephemeral range could meanwhile become an outgoing connection's (a Kafka client's)."""
+    import socket
+    from pathlib import Path
+
+    from pwevent.jobs.streaming.job import LOWEST_PORT, PORT_RANGE_FILE, free_loopback_port
+
+    first_ephemeral = int(Path(PORT_RANGE_FILE).read_text().split()[0])
+    ports = {free_loopback_port() for _ in range(20)}
+    assert all(LOWEST_PORT <= port < first_ephemeral for port in ports), ports
+    assert len(ports) > 1  # drawn at random, not one fixed port every run can collide on
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", ports.pop()))
