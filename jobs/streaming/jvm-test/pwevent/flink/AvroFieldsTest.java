@@ -68,4 +68,34 @@ class AvroFieldsTest {
         framed[0] = 1;
         assertNull(function.eval(framed, "http://127.0.0.1:9", null, canonical[2], 200, 100));
     }
+
+    @Test
+    void aHostileCollectionLengthIsNullNotAnError() {
+        // {user: "u", time: 0, value: 0, tags: [...]}: the array's block claims about 2^30 items in a
+        // 10-byte value; the decoder must not take the whole JVM down trying to hold them.
+        String schema = "{\"type\": \"record\", \"name\": \"E\", \"fields\": [{\"name\": \"user\", \"type\": \"string\"},"
+                + " {\"name\": \"time\", \"type\": \"long\"}, {\"name\": \"value\", \"type\": \"int\"},"
+                + " {\"name\": \"tags\", \"type\": {\"type\": \"array\", \"items\": \"string\"}}]}";
+        byte[] datum = {2, 'u', 0, 0, (byte) 0x80, (byte) 0x80, (byte) 0x80, (byte) 0x80, 0x08, 0};
+        AvroFields.Certifier certifier = AvroFields.Certifier.of(schema);
+        assertNotNull(certifier);
+        assertNull(certifier.project(datum, 0, new String[][] {{"user"}, {"time"}, {"value"}}));
+    }
+
+    @Test
+    void aDeeplyNestedRecursiveDatumIsNullNotAnError() {
+        // A recursive schema and a datum nested 16,000 levels deep (64 KB, the default record
+        // size limit, max_record_bytes): decoding recurses once per level.
+        String schema = "{\"type\": \"record\", \"name\": \"N\", \"fields\": [{\"name\": \"user\", \"type\": \"string\"},"
+                + " {\"name\": \"time\", \"type\": \"long\"}, {\"name\": \"value\", \"type\": \"int\"},"
+                + " {\"name\": \"next\", \"type\": [\"null\", \"N\"]}]}";
+        int depth = 16_000;
+        byte[] datum = new byte[depth * 4 + 4];
+        for (int level = 0; level < depth; level++) {
+            datum[level * 4 + 3] = 2;  // user "", time 0, value 0, next: the union's branch N
+        }
+        AvroFields.Certifier certifier = AvroFields.Certifier.of(schema);
+        assertNotNull(certifier);
+        assertNull(certifier.project(datum, 0, new String[][] {{"user"}, {"time"}, {"value"}}));
+    }
 }

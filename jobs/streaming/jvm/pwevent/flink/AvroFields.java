@@ -233,8 +233,20 @@ public final class AvroFields extends ScalarFunction {
             }
         }
 
-        /** The projection of the datum in {@code value[start:]} onto {@code paths}, or null. */
+        /**
+         * The projection of the datum in {@code value[start:]} onto {@code paths}, or null; never an error, whatever the bytes: a datum nested deeper
+         * than the thread's stack (a recursive schema) is left to the reference parser too.
+         */
         byte[] project(byte[] value, int start, String[][] paths) {
+            try {
+                return certifiedProjection(value, start, paths);
+            } catch (StackOverflowError e) {
+                return null;
+            }
+        }
+
+        /** {@link #project}, which may overflow the stack on a deeply nested datum. */
+        private byte[] certifiedProjection(byte[] value, int start, String[][] paths) {
             Object datum;
             try {
                 decoder = DecoderFactory.get().binaryDecoder(value, start, value.length - start, decoder);
