@@ -41,10 +41,11 @@ from functools import lru_cache
 from typing import Any
 
 import fastavro
+import fastavro._read_py as fastavro_read_py
 from fastavro.schema import to_parsing_canonical_form
 from fastavro.types import Schema
 
-from pwevent.jobs.common.avro_schema import load_schema_file, parse_schema_text
+from pwevent.jobs.common.avro_schema import load_schema_file, parse_schema_text, recursive
 from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
 from pwevent.jobs.common.reasons import Reason, Rejected
 
@@ -87,8 +88,12 @@ def decode_datum(raw: bytes, schema: Schema, what: str) -> dict[str, Any]:
     """One Avro datum of `raw` (all of it) under the writer `schema` -> its object; Rejected
     `undecodable` when the bytes are not exactly one datum of a record schema."""
     stream = io.BytesIO(raw)
+    # fastavro's compiled reader recurses on the C stack: a datum of a recursive schema nested deep
+    # enough (64 KiB of them will do) crashes the interpreter (and a TaskManager in thread mode). Its
+    # pure-Python reader raises RecursionError instead, an `undecodable` dead letter below.
+    reader = fastavro_read_py.schemaless_reader if recursive(schema) else fastavro.schemaless_reader
     try:
-        datum = fastavro.schemaless_reader(stream, schema, None)
+        datum = reader(stream, schema, None)
     except Exception as err:  # truncated, invalid lengths, bad UTF-8, out-of-range timestamps ...
         raise Rejected(Reason.UNDECODABLE, f"not Avro of {what}: {type(err).__name__}: {err}"[:400]) from None
     if stream.tell() != len(raw):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -30,6 +32,7 @@ from tests.schema_registry import LocalSchemaRegistry
 
 ORIGIN = "2024-01-01T00:00:00Z"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T0_MS = 1_704_067_200_000
 
 EVENT_V1 = {"type": "record", "name": "Event", "namespace": "test", "fields": [
     {"name": "user", "type": "string"},
@@ -428,3 +431,47 @@ def test_avro_records_reach_the_fast_path_through_the_jvm_decoder_unless_the_reg
     for config in (plain, confluent):
         assert source_time_path(config.events) is None
     assert source_time_path(_config({}).events) == ("time",)
+
+
+LINKED = {"type": "record", "name": "N", "fields": [
+    {"name": "user", "type": "string"}, {"name": "time", "type": "long"}, {"name": "value", "type": "int"},
+    {"name": "next", "type": ["null", "N"]}]}
+
+
+def _linked(depth: int) -> bytes:
+    """A datum of LINKED nested `depth` levels: user "u1" at the top, "" below, time T0_MS, value 1
+    (a level's bytes, then the union's branch: 2 for N, 0 for null at the end)."""
+    def level(user: str) -> bytes:  # a record with next = null, less that null's branch byte
+        return encode_datum({"user": user, "time": T0_MS, "value": 1, "next": None}, fastavro.parse_schema(LINKED))[:-1]
+
+    return level("u1") + b"\x02" + (level("") + b"\x02") * (depth - 1) + level("") + b"\x00"
+
+
+def test_a_recursive_schema_decodes_shallow_datums_and_refuses_deep_ones_without_crashing(tmp_path):
+    """A recursive writer schema (a linked list): a short datum decodes as under any schema; one nested
+    7,000 deep (63 KB, under the default size limit) is `undecodable`. It runs in a child interpreter
+    because fastavro's compiled reader crashed the process on it (a segmentation fault)."""
+    path = tmp_path / "linked.avsc"
+    path.write_text(json.dumps(LINKED))
+    config = _config({"format": "avro", "schema_file": str(path)})
+    event = parse_event(_linked(3), config.events, config.domain)
+    assert (event.user, event.time_ms, event.cell) == ("u1", T0_MS, 1)
+    deep = tmp_path / "deep.bin"
+    deep.write_bytes(_linked(7_000))
+    assert len(deep.read_bytes()) <= config.max_record_bytes
+    child = (
+        "import json, sys\n"
+        "from pwevent.jobs.common.config import parse_config\n"
+        "from pwevent.jobs.common.reasons import Rejected\n"
+        "from pwevent.jobs.common.records import parse_event\n"
+        "config = parse_config(json.loads(sys.argv[1]))\n"
+        "try:\n"
+        "    parse_event(open(sys.argv[2], 'rb').read(), config.events, config.domain)\n"
+        "except Rejected as err:\n"
+        "    print(err.reason.value)\n"
+    )
+    settings = {"mechanism": "PBD", "slot": "60s", "origin": ORIGIN, "domain": {"type": "cells", "d": 4},
+                "events": {"format": "avro", "schema_file": str(path)}}
+    done = subprocess.run([sys.executable, "-c", child, json.dumps(settings), str(deep)], capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "undecodable"), done.stderr[-2000:]
