@@ -1,7 +1,9 @@
 # Sourced by kafka.sh, flink-cluster.sh and schema-registry.sh: free loopback ports, and the processes they start, found
 # and stopped through the pid files they write (never by name).
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_port: a port nothing listens on at 127.0.0.1, below the kernel's ephemeral range (jobs/streaming/loopback.py,
+# the rule the Python side uses too).
+free_port() { python3 "$(dirname "${BASH_SOURCE[0]}")/../../jobs/streaming/loopback.py"; }
 
 # live_pid FILE PATTERN...: prints the pid in FILE if that process is alive and its command line
 # matches one of the patterns (a guard against a stale file naming a reused pid).

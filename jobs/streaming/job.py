@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import shlex
-import socket
 import sys
 import sysconfig
 import time
@@ -42,6 +40,7 @@ from pwevent.jobs.streaming.jars import (
     security_jars,
 )
 from pwevent.jobs.streaming.locations import python_root
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, stream_settings
 from pwevent.jobs.streaming.startup import StartReads
 
@@ -108,32 +107,6 @@ def flink_configuration(settings: StreamSettings, restore: str | None,
         if allow_non_restored:
             conf["execution.state-recovery.ignore-unclaimed-state"] = "true"
     return conf
-
-
-#: Where `free_loopback_port` looks: below the kernel's ephemeral range, whose ports the OS hands to
-#: outgoing connections (a Kafka client's, say) at any moment, so that a port found free there can be
-#: taken again before the mini-cluster binds it (seen: "Could not start rest endpoint").
-PORT_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
-LOWEST_PORT = 20_000
-
-
-def free_loopback_port() -> int:
-    """A port nothing listens on at 127.0.0.1 now: a random one below the ephemeral range (which no
-    outgoing connection takes), else, where that range is unknown or leaves no room, the OS's choice."""
-    try:
-        first_ephemeral = int(Path(PORT_RANGE_FILE).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        first_ephemeral = LOWEST_PORT
-    candidates = list(range(LOWEST_PORT, first_ephemeral))
-    random.shuffle(candidates)
-    for port in [*candidates[:200], 0]:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(probe.getsockname()[1])
-    raise OSError("no free port on 127.0.0.1")
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ import pyflink
 import pytest
 import yaml
 
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import PWEVENT, SEED, generate
-from tests.integration.test_metrics import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 @contextmanager
 def zookeeper(folder: Path) -> Iterator[str]:
     """A one-node ZooKeeper on 127.0.0.1 with an empty data folder, stopped by its pid; yields host:port."""
-    port = free_port()
+    port = free_loopback_port()
     (folder / "data").mkdir(parents=True)
     config = folder / "zoo.cfg"
     config.write_text(f"tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={folder / 'data'}\nclientPort={port}\n"

@@ -27,6 +27,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from pwevent.jobs.common.files import DEMO_ORIGIN_MS
 from pwevent.jobs.common.slots import parse_duration_ms, parse_time_ms
 from pwevent.jobs.streaming.kafka_io import producer, read_to_end, read_topic
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from pwevent.operators.registry import REGISTRY
 from tests.corpus import poison_records
@@ -40,7 +41,7 @@ from tests.integration.conftest import (
     replay,
     schema,
 )
-from tests.integration.test_metrics import free_port, scrape, total
+from tests.integration.test_metrics import scrape, total
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -416,7 +417,7 @@ def test_no_second_life_without_state(streaming_job: Any) -> None:
     point. Re-read from the earliest offset, every event of a decided slot is a `late` dead letter,
     counted in the metrics (docs/streaming.md, "Starting twice")."""
     slots = 6
-    port = free_port()
+    port = free_loopback_port()
     job = make_job(streaming_job, "PBD", {"flink": {"restart_attempts": 1, "restart_delay": "0s",
                                                     "prometheus": {"port": str(port)}}})
     events, requirements = generate(job.folder, users=20, slots=slots + 4)

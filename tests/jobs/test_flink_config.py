@@ -221,7 +221,7 @@ def test_a_local_runs_free_port_lies_below_the_ephemeral_range_and_is_free() -> 
     import socket
     from pathlib import Path
 
-    from pwevent.jobs.streaming.job import LOWEST_PORT, PORT_RANGE_FILE, free_loopback_port
+    from pwevent.jobs.streaming.loopback import LOWEST_PORT, PORT_RANGE_FILE, free_loopback_port
 
     first_ephemeral = int(Path(PORT_RANGE_FILE).read_text().split()[0])
     ports = {free_loopback_port() for _ in range(20)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from pwevent.jobs.cli.main import main
-from pwevent.jobs.streaming.job import free_loopback_port
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.stop import savepoint_target
 
 
