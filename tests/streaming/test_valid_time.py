@@ -2,7 +2,7 @@
 against their Python definitions: a user is known at an event's slot exactly as the replay has it,
 a registration counts unless its slot has closed exactly as Membership refuses a late requirement,
 and what counts as a registration is `RequirementRules.registers` (tests/jobs/test_requirement_rules.py);
-a partition's time follows its offsets across the two parsers (`ValidTime.OffsetOrder`), whatever
+a partition's time follows its offsets across the two parsers (`OffsetOrder`), whatever
 the interleaving of the fast path's channel and the reference parser's.
 The job's integration test (tests/integration/test_streaming.py,
 `test_only_valid_records_move_event_time`) runs the operator end to end."""
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -29,11 +30,12 @@ TIMES = st.integers(-62_135_596_800_000, 253_402_300_799_999)
 
 @dataclass(frozen=True)
 class JavaRules:
-    """`ValidTime.knownAt`, `ValidTime.closed`, and the class itself (its constants, `OffsetOrder`)."""
+    """`ValidTime.knownAt`, `ValidTime.closed`, the class itself (its constants) and `OffsetOrder`."""
 
     knownAt: Callable[..., bool]  # noqa: N815 (the Java names)
     closed: Callable[..., bool]
     java: object
+    offset_order: Callable[[], Any]  # a py4j object
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def valid_time() -> JavaRules:
     gateway = get_gateway()
     add_jars_to_context_class_loader([jvm_jar().resolve().as_uri()])
     java = gateway.jvm.pwevent.flink.ValidTime
-    return JavaRules(java.knownAt, java.closed, java)
+    return JavaRules(java.knownAt, java.closed, java, gateway.jvm.pwevent.flink.OffsetOrder)
 
 
 def replay_known(since: int | None, time_ms: int, clock: SlotClock) -> bool:
@@ -105,7 +107,7 @@ def test_a_partitions_time_follows_its_offsets_across_both_parsers(valid_time: J
     first record whose mark came and whose result did not."""
     fast_channel = list(enumerate(records))
     slow_channel = [(offset, time) for offset, (fast, time) in enumerate(records) if not fast]
-    offset_order = valid_time.java.OffsetOrder()
+    offset_order = valid_time.offset_order()
     marked: set[int] = set()
     resolved: set[int] = set()
     arrived: dict[int, int] = {}

@@ -12,7 +12,7 @@ class OffsetOrderTest {
 
     @Test
     void fastEventsAfterAPendingRecordWaitForItsResult() {
-        ValidTime.OffsetOrder order = new ValidTime.OffsetOrder();
+        OffsetOrder order = new OffsetOrder();
         order.fast(0, 1_000L, 1);
         order.pending(1);
         order.fast(2, 9_000L, 2);
@@ -27,7 +27,7 @@ class OffsetOrderTest {
 
     @Test
     void aRejectedRecordReleasesWhatWaitedBehindIt() {
-        ValidTime.OffsetOrder order = new ValidTime.OffsetOrder();
+        OffsetOrder order = new OffsetOrder();
         order.pending(5);
         order.fast(6, 7_000L, 1);
         assertEquals(NONE, order.latest());
@@ -38,7 +38,7 @@ class OffsetOrderTest {
 
     @Test
     void resultsSettleInOffsetOrderWhateverOrderTheyArriveIn() {
-        ValidTime.OffsetOrder order = new ValidTime.OffsetOrder();
+        OffsetOrder order = new OffsetOrder();
         order.pending(1);
         order.pending(2);
         order.fast(3, 30L, 1);
@@ -51,7 +51,7 @@ class OffsetOrderTest {
 
     @Test
     void aResultBeforeTheFastChannelReachedItsRecordWaitsForIt() {
-        ValidTime.OffsetOrder order = new ValidTime.OffsetOrder();
+        OffsetOrder order = new OffsetOrder();
         order.fast(2, 20L, 1);
         order.resolved(4, 40L, 2);
         assertEquals(20, order.latest(), "offset 3 has not come yet: it may be an event of an earlier slot");
@@ -67,7 +67,7 @@ class OffsetOrderTest {
 
     @Test
     void theLatestTimeNeverGoesBack() {
-        ValidTime.OffsetOrder order = new ValidTime.OffsetOrder();
+        OffsetOrder order = new OffsetOrder();
         order.fast(0, 5_000L, 1);
         order.pending(1);
         order.resolved(1, 1_000L, 2);
