@@ -77,3 +77,8 @@ class SlotClock:
 
     def end_ms(self, slot: int) -> int:
         return self.start_ms(slot + 1)
+
+    def closed_by(self, watermark_ms: int) -> int:
+        """The last slot a watermark of `watermark_ms` has closed: every instant of it is at or before
+        the watermark (its end minus 1 ms is, as for the slot timers; docs/streaming.md, "Time")."""
+        return self.slot_of(watermark_ms + 1) - 1

@@ -369,13 +369,19 @@ class PopulationHost(KeyedProcessFunction):
                 self._timer_slot = row.slot
 
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
+        """Decide every slot the watermark has closed, not only the timer's: the next slot's timer,
+        armed here, would otherwise be behind the watermark when a process-mode worker's registration
+        reaches the JVM after the watermark passed it, and fire only at a later watermark (none comes
+        once the input is over)."""
         self._load()
         watermark = ctx.timer_service().current_watermark()
+        ended = watermark >= END_OF_TIME_MS
+        through = self.clock.slot_of(timestamp) if ended else max(self.clock.slot_of(timestamp),
+                                                                  self.clock.closed_by(watermark))
         kept = list(self.pending.get() or [])
-        closed = self.operator.on_slot_end(self.clock.slot_of(timestamp), [population_row(v) for v in kept],
-                                           ended=watermark >= END_OF_TIME_MS)
+        closed = self.operator.on_slot_end(through, [population_row(v) for v in kept], ended=ended)
         yield from self._routed(closed.emitted, watermark)
-        self.pending.update([v for v in kept if int(v[0]) > self.clock.slot_of(timestamp)])
+        self.pending.update([v for v in kept if int(v[0]) > through])
         self.saved.update(self.operator.snapshot())
         if closed.next_slot is not None:
             ctx.timer_service().register_event_time_timer(self.clock.end_ms(closed.next_slot) - 1)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from pwevent.jobs.common.slots import SlotClock
 
 VECTORS = Path(__file__).parent / "data" / "slot-rules.tsv"
@@ -27,3 +30,20 @@ def test_every_vector_is_the_python_rule() -> None:
         assert clock.slot_of(time_ms) == slot, (origin, length, time_ms)
         assert clock.end_ms(slot) - 1 == last_ms
         assert clock.start_ms(slot) <= time_ms <= last_ms
+
+
+def test_a_watermark_closes_a_slot_at_its_last_instant() -> None:
+    """`SlotClock.closed_by` (the Population's timers decide every slot it gives): a slot is closed by
+    a watermark at its last millisecond, not one before."""
+    for origin, length, _, slot, last_ms in vectors():
+        clock = SlotClock(origin, length)
+        assert clock.closed_by(last_ms) == slot
+        assert clock.closed_by(last_ms - 1) == slot - 1
+        assert clock.closed_by(last_ms + length) == slot + 1
+
+
+@given(st.integers(-10**15, 10**15), st.integers(1, 10**9), st.integers(-10**15, 10**15))
+def test_closed_by_is_the_last_slot_whose_end_the_watermark_reached(origin: int, length: int, mark: int) -> None:
+    clock = SlotClock(origin, length)
+    closed = clock.closed_by(mark)
+    assert clock.end_ms(closed) - 1 <= mark < clock.end_ms(closed + 1) - 1
