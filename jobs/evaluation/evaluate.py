@@ -6,7 +6,8 @@ level over `ratios` (docs/mechanisms.md section 12). One task is one (dataset, s
 draws the data and the requirements once, runs every mechanism on them (so ratios such as PBD/BD
 are paired) and scores each release raw and after Kalman post-processing (operators/postprocess.py)
 with the metrics of section 11. Noise is the explicitly selected fast backend
-`NumpyRandomness()` ("numpy-geometric (fast)", section 10), named in every result row.
+`NumpyRandomness` ("numpy-geometric (fast)", section 10; with `--seed`, a seeded generator per task
+and mechanism, "numpy-geometric (seeded, not for production)"), named in every result row.
 
 Mechanisms: every one of the registry (operators/registry.py): the paper's PBD, PBA, DPBD, DPBA, the
 baselines Uniform, Sample, BD, BA (global (w, E) = the strictest level, which covers every user), and
@@ -46,7 +47,6 @@ from pwevent.jobs.evaluation.grid import GRIEFER, GridSpec, Run, Task
 from pwevent.jobs.evaluation.metrics import errors
 from pwevent.jobs.evaluation.references import REFERENCE, reference_errors
 from pwevent.jobs.evaluation.report import plot, summary_markdown
-from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import UserRequirement
@@ -61,6 +61,7 @@ class Released:
     records: list[PublicRelease] = field(default_factory=list)
     families: list[str | None] = field(default_factory=list)
     note: str = ""
+    noise: str = ""  # the noise backend's label
 
     def counts(self) -> np.ndarray:
         return np.array([r.counts for r in self.records], dtype=float)
@@ -111,8 +112,9 @@ def run_mechanism(name: str, task: Task, data: list[SlotValues], d: int, users: 
     """Drive the Engine over the slots; dynamic mechanisms redeclare on the type schedule (section 12)."""
     spec = mechanism(name, task.w, task.epsilon)
     draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
-    engine = Engine(spec, d, NumpyRandomness(), task.w)
-    out = Released()
+    noise = task.noise(name)
+    engine = Engine(spec, d, noise, task.w)
+    out = Released(noise=noise.label)
     if task.dataset.endswith(GRIEFER) and spec.global_requirement is None:  # a baseline refuses it
         engine.register(users, griefer_requirement(task.w, spec.dynamic), 1)  # index `users`: never present
     if not spec.dynamic:
@@ -171,7 +173,7 @@ def run_task(task: Task) -> list[Run]:
                                       ("kalman", smoothed, coverage(intervals, truth))):
             e = errors(counts, truth)
             rows.append(Run(task.dataset, name, post, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
-                            e.mse, e.mae, e.mre, e.ajsd, publications, seconds, NumpyRandomness().label,
+                            e.mse, e.mae, e.mre, e.ajsd, publications, seconds, released.noise,
                             released.note, covered))
     for name, e in reference_errors(dataset, truth).items():
         rows.append(Run(task.dataset, name, REFERENCE, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
@@ -262,6 +264,8 @@ def grid_command(grid: GridSpec, out: str) -> str:
         options["real-slots"] = grid.real_slots
     if grid.first_rep:
         options["first-rep"] = grid.first_rep
+    if grid.noise_seed is not None:
+        options["seed"] = grid.noise_seed
     return "pwevent evaluate " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in options.items())
 
 
@@ -276,7 +280,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         users=args.users,
         slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
         real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
-        workers=args.workers,
+        workers=args.workers, noise_seed=args.seed,
     )
     EVALUATE.require()  # before any work: the plots come last
     command = grid_command(grid, args.out)
@@ -324,6 +328,8 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--types", type=int, default=g.types, help="dynamic: requirement types K")
     p.add_argument("--change-every", type=int, default=g.change_every, help="dynamic: slots S between redraws")
     p.add_argument("--workers", type=int, default=default_workers(), help="worker processes (default: cores)")
+    p.add_argument("--seed", type=int, help="seed the noise: each task and mechanism draws from a generator "
+                   "seeded by SEED and the task, so that the results repeat (default: OS-seeded)")
     p.add_argument("--out", default="pwevent-results", help="output folder (default: ./pwevent-results); a folder "
                    "that already holds results is refused unless --overwrite (or --replot)")
     p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")

@@ -3,9 +3,13 @@ sweep points and repetitions, one task of it, and one result row."""
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from pwevent.jobs.common.synthetic import STREAMS
+from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY
 
 BASE_DATASETS = STREAMS + ("Foursquare",)
@@ -35,6 +39,9 @@ class GridSpec:
     types: int = 10
     change_every: int = 500
     workers: int = 2
+    #: None: OS-seeded noise ("numpy-geometric (fast)"); a number: every (task, mechanism) draws its
+    #: noise from a generator seeded by it and the task, so that a grid's results repeat exactly.
+    noise_seed: int | None = None
 
     def __post_init__(self) -> None:
         for name in self.datasets:
@@ -46,6 +53,8 @@ class GridSpec:
             raise ValueError("reps, users, slots and workers must be positive")
         if self.first_rep < 0:
             raise ValueError(f"first_rep must be >= 0, got {self.first_rep}")
+        if self.noise_seed is not None and self.noise_seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.noise_seed}")
 
     def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
         """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon'."""
@@ -79,6 +88,16 @@ class Task:
     w: int
     ratio: float | None
     rep: int
+
+    def noise(self, mechanism: str) -> NumpyRandomness:
+        """The noise `mechanism` draws on this task: OS-seeded, or with `GridSpec.noise_seed` a
+        generator seeded by it, the repetition and a checksum of the task and the mechanism (the same
+        in every worker and on every run; different for every task and mechanism)."""
+        if self.grid.noise_seed is None:
+            return NumpyRandomness()
+        key = f"{self.dataset}|{self.sweep}|{self.epsilon!r}|{self.w}|{self.ratio!r}|{mechanism}".encode()
+        sequence = np.random.SeedSequence([self.grid.noise_seed, self.rep, zlib.crc32(key)])
+        return NumpyRandomness(int(sequence.generate_state(1, np.uint64)[0]))
 
 
 @dataclass(frozen=True)
