@@ -58,6 +58,7 @@ trap 'rm -rf "$work"' EXIT
 javac -nowarn --release 17 -d "$work/classes" -cp "$classpath:$launcher" \
   $(find "$REPO_ROOT/jobs/streaming/jvm-test" -name '*.java')
 cd "$REPO_ROOT"
-java -jar "$launcher" execute --disable-banner --fail-if-no-tests --details=summary \
+# A small heap, as a TaskManager may have: a hostile collection length must not need a big one.
+java -Xmx256m -jar "$launcher" execute --disable-banner --fail-if-no-tests --details=summary \
   -cp "$work/classes:$classpath" --scan-classpath "$work/classes" \
   --config=junit.platform.output.capture.stdout=true

@@ -45,7 +45,7 @@ import fastavro._read_py as fastavro_read_py
 from fastavro.schema import to_parsing_canonical_form
 from fastavro.types import Schema
 
-from pwevent.jobs.common.avro_schema import load_schema_file, parse_schema_text, recursive
+from pwevent.jobs.common.avro_schema import load_schema_file, parse_schema_text, recursive, zero_width_items
 from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
 from pwevent.jobs.common.reasons import Reason, Rejected
 
@@ -87,6 +87,9 @@ def _plain(value: Any) -> Any:
 def decode_datum(raw: bytes, schema: Schema, what: str) -> dict[str, Any]:
     """One Avro datum of `raw` (all of it) under the writer `schema` -> its object; Rejected
     `undecodable` when the bytes are not exactly one datum of a record schema."""
+    if zero_width_items(schema):
+        raise Rejected(Reason.UNDECODABLE, f"the writer schema of {what} has an array of items that take no bytes"
+                       " (null, an empty record or fixed): its item counts bound nothing, so no datum of it is read")
     stream = io.BytesIO(raw)
     # fastavro's compiled reader recurses on the C stack: a datum of a recursive schema nested deep
     # enough (64 KiB of them will do) crashes the interpreter (and a TaskManager in thread mode). Its

@@ -51,3 +51,59 @@ def recursive(schema: Schema) -> bool:
         return isinstance(kind, (dict, list)) and walk(kind, enclosing)
 
     return walk(schema, frozenset())
+
+
+def zero_width_items(schema: Schema) -> bool:
+    """Whether a parsed schema has an array whose items encode to no bytes (null, a fixed of size 0, a
+    record of only such fields): its block counts bound nothing, so a datum of a few bytes could
+    claim 2^63 items for the decoder to build. Maps cannot: every entry has a key."""
+    named: dict[str, Any] = {}
+
+    def collect(node: Any) -> None:
+        if isinstance(node, list):
+            for branch in node:
+                collect(branch)
+        elif isinstance(node, dict):
+            if node.get("type") in ("record", "error", "fixed", "enum") and "name" in node:
+                named[str(node["name"])] = node
+            for field in node.get("fields", []) if isinstance(node.get("fields"), list) else []:
+                if isinstance(field, dict):
+                    collect(field.get("type"))
+            for key in ("items", "values"):
+                collect(node.get(key))
+            if isinstance(node.get("type"), (dict, list)):
+                collect(node["type"])
+
+    def zero(node: Any, enclosing: frozenset[str]) -> bool:
+        if isinstance(node, str):
+            if node == "null":
+                return True
+            return node in named and node not in enclosing and zero(named[node], enclosing)
+        if not isinstance(node, dict):
+            return False  # a union: its branch index takes a byte
+        kind = node.get("type")
+        if kind == "null":
+            return True
+        if kind == "fixed":
+            return node.get("size") == 0
+        if kind in ("record", "error"):
+            inner = enclosing | {str(node.get("name"))}
+            return all(isinstance(f, dict) and zero(f.get("type"), inner) for f in node.get("fields", []))
+        return isinstance(kind, (dict, str)) and kind not in ("array", "map", "enum") and zero(kind, enclosing)
+
+    def arrays(node: Any) -> bool:
+        if isinstance(node, list):
+            return any(arrays(branch) for branch in node)
+        if not isinstance(node, dict):
+            return False
+        kind = node.get("type")
+        if kind == "array":
+            return zero(node.get("items"), frozenset()) or arrays(node.get("items"))
+        if kind == "map":
+            return arrays(node.get("values"))
+        if kind in ("record", "error"):
+            return any(isinstance(f, dict) and arrays(f.get("type")) for f in node.get("fields", []))
+        return isinstance(kind, (dict, list)) and arrays(kind)
+
+    collect(schema)
+    return arrays(schema)

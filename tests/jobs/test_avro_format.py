@@ -7,7 +7,6 @@ does not offer, is tested against the STAND-IN of tests/registry_standin.py."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.records import parse_event
 from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from tests.registry_standin import StandinRegistry
 from tests.schema_registry import LocalSchemaRegistry
 
@@ -219,12 +219,6 @@ def test_replay_reads_an_avro_container_file_as_the_json_twin(tmp_path):
                for _, _, length in outputs["avro"][3])  # the original is the Avro datum, not a spool line
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @registry_tests
 def test_a_registry_that_refuses_then_answers_is_waited_for(tmp_path, monkeypatch):
     """Connections refused first: the decoder backs off and asks again; no record is rejected. The
@@ -232,7 +226,7 @@ def test_a_registry_that_refuses_then_answers_is_waited_for(tmp_path, monkeypatc
     request was refused, and its first schema gets id 1. The decoder's later requests are held until
     that schema is registered: one between the server's start and the registration would rightly get
     a 404 (`unknown_schema`)."""
-    port = _free_port()
+    port = free_loopback_port()
     server = LocalSchemaRegistry(tmp_path / "registry", port=port)
     config = _config({"format": "avro-confluent",
                       "schema_registry": {"url": f"http://127.0.0.1:{port}", "retry_for": "60s"}})
@@ -277,7 +271,7 @@ def test_a_registry_that_refuses_then_answers_is_waited_for(tmp_path, monkeypatc
 
 
 def test_unanswering_registry_fails_the_run_instead_of_rejecting():
-    port = _free_port()
+    port = free_loopback_port()
     config = _config({"format": "avro-confluent",
                       "schema_registry": {"url": f"http://127.0.0.1:{port}", "retry_for": "300ms"}})
     with pytest.raises(RegistryUnavailable, match="did not answer"):
@@ -475,3 +469,42 @@ def test_a_recursive_schema_decodes_shallow_datums_and_refuses_deep_ones_without
     done = subprocess.run([sys.executable, "-c", child, json.dumps(settings), str(deep)], capture_output=True,
                           text=True, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "undecodable"), done.stderr[-2000:]
+
+
+def _zigzag(n: int) -> bytes:
+    """An Avro long's bytes."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("items", ["null", {"type": "record", "name": "Z", "fields": []},
+                                   {"type": "fixed", "name": "F", "size": 0}])
+def test_an_array_of_items_without_bytes_is_refused_before_any_count_is_read(tmp_path, items):
+    """An array whose items take no bytes bounds nothing: 12 bytes may claim 2^62 nulls, which a
+    decoder would try to build (minutes and gigabytes: a TaskManager's end). Every datum of such a
+    writer schema is `undecodable`, read or not."""
+    path = tmp_path / "e.avsc"
+    array = {"name": "nothing", "type": {"type": "array", "items": items}}
+    path.write_text(json.dumps({**EVENT_V1, "fields": [*EVENT_V1["fields"], array]}))
+    config = _config({"format": "avro", "schema_file": str(path)})
+    head = encode_datum({"user": "u1", "time": T0, "value": 1}, fastavro.parse_schema(EVENT_V1))
+    for count in (0, 3, 2**62):
+        with pytest.raises(Rejected, match="array of items that take no bytes") as refused:
+            parse_event(head + _zigzag(count) + _zigzag(0), config.events, config.domain)
+        assert refused.value.reason is Reason.UNDECODABLE
+
+
+def test_a_hostile_count_of_items_with_bytes_ends_at_the_datum_s_end(tmp_path):
+    """An array of strings claiming 2^62 items in a few bytes: the decoder stops at the bytes' end."""
+    path = tmp_path / "e.avsc"
+    array = {"name": "tags", "type": {"type": "array", "items": "string"}}
+    path.write_text(json.dumps({**EVENT_V1, "fields": [*EVENT_V1["fields"], array]}))
+    config = _config({"format": "avro", "schema_file": str(path)})
+    head = encode_datum({"user": "u1", "time": T0, "value": 1}, fastavro.parse_schema(EVENT_V1))
+    assert _outcome(head + _zigzag(2**62) + b"\x02a", config) is Reason.UNDECODABLE
+    assert parse_event(head + _zigzag(1) + b"\x02a" + _zigzag(0), config.events, config.domain).user == "u1"
