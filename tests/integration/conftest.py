@@ -29,7 +29,7 @@ from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.kafka_io import Message, read_topic
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
-from pwevent.jobs.streaming.stop import FlinkRest
+from pwevent.jobs.streaming.stop import FlinkRest, StopError
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
@@ -210,7 +210,18 @@ class StreamingJob:
                 return releases
             assert self.alive(), self.log_tail()
             time.sleep(1.0)
-        raise AssertionError(f"only {len(releases)} releases after {timeout}s\n{self.log_tail()}")
+        raise AssertionError(f"only {len(releases)} releases after {timeout}s\n{self.log_tail()}\n"
+                             f"watermarks: {self.watermarks()}")
+
+    def watermarks(self) -> dict[str, Any]:
+        """Each operator's current input watermark, per subtask, from the REST API (what a stalled
+        job's failure message shows)."""
+        try:
+            rest = self.rest()
+            return {vertex["name"][:100]: rest.call(f"/jobs/{self.job_id}/vertices/{vertex['id']}/watermarks")
+                    for vertex in rest.call(f"/jobs/{self.job_id}")["vertices"]}
+        except (StopError, AssertionError) as error:  # a diagnostic: its failure must not hide the test's
+            return {"unavailable": repr(error)}
 
 
 @pytest.fixture

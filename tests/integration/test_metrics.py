@@ -6,11 +6,11 @@ select (deploy/kubernetes/pwevent-rules.yml, grafana-dashboard.json)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import SEED, SLOT_MS, check_releases, generate
 
@@ -34,13 +35,24 @@ REPO = Path(__file__).resolve().parents[2]
 PREFIX = "flink_taskmanager_job_task_operator_pwevent_"
 #: A series selector in a PromQL expression: a metric name with its optional label matchers.
 SELECTOR = re.compile(r'\b(up|flink_\w+)(\{[^}]*\})?')
+#: How often `scrape` asks an endpoint that closed the connection without an answer.
+SCRAPE_TRIES = 5
 
 
 def scrape(port: int, keep: Path | None = None) -> dict[str, list[tuple[dict[str, str], float]]]:
     """pwevent metric name -> [(labels, value)] from the endpoint. A metric in a key/value group
     (`add_group("kind", "publish").counter("releases")`) is named with the key (`kind_releases`) and
-    labelled with the value (`kind="publish"`) by Flink's Prometheus reporter."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    labelled with the value (`kind="publish"`) by Flink's Prometheus reporter. A scrape the endpoint
+    ends without an answer (seen once, three test workers beside a loaded job) is asked again, up to
+    `SCRAPE_TRIES` times, as Prometheus scrapes again at its next interval."""
+    for attempt in range(1, SCRAPE_TRIES + 1):
+        try:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+            break
+        except (http.client.RemoteDisconnected, ConnectionResetError):
+            if attempt == SCRAPE_TRIES:
+                raise
+            time.sleep(0.5)
     if keep is not None:
         keep.write_text(text)
     out: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
@@ -54,12 +66,6 @@ def scrape(port: int, keep: Path | None = None) -> dict[str, list[tuple[dict[str
 
 def total(metrics: dict[str, Any], name: str, **where: str) -> float:
     return sum(v for labels, v in metrics.get(name, []) if all(labels.get(k) == w for k, w in where.items()))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def documented_metrics() -> list[str]:
@@ -88,7 +94,7 @@ def prometheus_server(folder: Path, target_port: int) -> Iterator[Any]:
     PromQL -> result vector. Stopped by its pid when the block ends."""
     binary = shutil.which("prometheus")
     assert binary, "prometheus not on PATH: deploy/local/setup.sh installs Debian's prometheus package"
-    port = free_port()
+    port = free_loopback_port()
     config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
               "rule_files": [str(REPO / "deploy" / "kubernetes" / "pwevent-rules.yml")],
               "scrape_configs": [{"job_name": "pwevent",
@@ -158,7 +164,7 @@ def check_prometheus_holds_the_metrics(query: Any, metrics: dict[str, Any]) -> N
 @pytest.mark.parametrize("mode", ["thread", "process"])
 def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any, mode: str) -> None:
     slots, users = 5, 20
-    port = free_port()
+    port = free_loopback_port()
     job = streaming_job("PBA", {"flink": {"close_after": "1s", "source_idleness": "3s", "execution_mode": mode,
                                           "prometheus": {"port": str(port)}}})
     events, requirements = generate(job.folder, users=users, slots=slots)
