@@ -15,6 +15,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,14 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pwevent.jobs.common.config import load_config
-from pwevent.jobs.common.files import write_synthetic
+from pwevent.jobs.common.files import DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.kafka_io import Message, read_topic
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
 from pwevent.jobs.streaming.stop import FlinkRest, StopError
+from pwevent.operators.registry import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
@@ -309,3 +311,48 @@ def check_equals_replay(job: StreamingJob, events: str, requirements: str, slots
     assert spend_lines(in_range) == spend_lines(want)
     full_audit(job, requirements, decided, in_range)
     return releases
+
+
+# Off the happy path: what the job tests share (test_streaming.py, test_event_time.py, test_restarts.py,
+# and the format tests).
+
+#: Baselines run every user at one global requirement; the synthetic users' own are looser (w 40, E >= 0.6).
+BASELINE = {"window": 40, "epsilon": 0.6}
+FAST_CLOSE = {"flink": {"close_after": "1s", "source_idleness": "3s"}}
+#: Adaptive re-decides from a short evidence window and a loose drift test, so that 12 slots see it
+#: switch family (even spending to absorption).
+QUICK_SWITCH = {"adaptive": {"evidence": 4, "static_drift": 100.0}}
+
+
+def slot_time(slot: int, offset_ms: int = 0) -> int:
+    return DEMO_ORIGIN_MS + (slot - 1) * SLOT_MS + offset_ms
+
+
+@contextmanager
+def cpu_burner() -> Iterator[None]:
+    """A process that keeps one core busy for the duration (the machine has two)."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        burner.send_signal(signal.SIGKILL)
+        burner.wait(timeout=10)
+
+
+def make_job(streaming_job: Any, mechanism: str, extra: dict[str, Any] | None = None) -> StreamingJob:
+    entry = REGISTRY.get(mechanism)
+    own = {k: v for k, v in {**BASELINE, **QUICK_SWITCH}.items() if k in entry.config_keys}
+    merged: dict[str, Any] = {**FAST_CLOSE, **own}
+    for key, value in (extra or {}).items():
+        merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
+    return streaming_job(mechanism, merged)
+
+
+def stop_with_savepoint(rest: str, folder: Path) -> str:
+    stopped = subprocess.run([*PWEVENT, "stop", "--jobmanager", rest, "--savepoint", str(folder)],
+                             capture_output=True, text=True, timeout=400)
+    assert stopped.returncode == 0, stopped.stderr[-3000:]
+    savepoint = stopped.stdout.strip()
+    assert "savepoint-" in savepoint and Path(savepoint.removeprefix("file:")).is_dir(), savepoint
+    return savepoint
+

@@ -14,8 +14,16 @@ import pytest
 
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import SEED, check_dead_letters, check_equals_replay, generate, replay
-from tests.integration.test_streaming import cpu_burner, make_job, slot_time
+from tests.integration.conftest import (
+    SEED,
+    check_dead_letters,
+    check_equals_replay,
+    cpu_burner,
+    generate,
+    make_job,
+    replay,
+    slot_time,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 

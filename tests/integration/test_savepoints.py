@@ -2,15 +2,14 @@
 REST API and `pwevent run --restore`, on the local mini-cluster and on standalone session clusters
 (deploy/local/flink-cluster.sh). The input arrives in two halves around the stop; every slot is
 released exactly once, equal to the replay, and the spend log passes the full audit. Locally a
-restore whose configuration changes a fingerprinted field is refused first, naming it; on the
-cluster the job is restored at parallelism 2 after running at 1."""
+restore whose configuration changes a fingerprinted field is refused first, naming it
+(test_cluster_savepoints.py: the same on a session cluster, restored at another parallelism)."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -21,29 +20,12 @@ import yaml
 from pwevent.jobs.common.slots import iso, parse_time_ms
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import PWEVENT, SEED, check_equals_replay, generate
-from tests.integration.test_cluster_submit import ClusterJob, _rest, session_cluster
+from tests.integration.conftest import FAST_CLOSE, PWEVENT, SEED, check_equals_replay, generate, stop_with_savepoint
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
-FAST_CLOSE = {"close_after": "1s", "source_idleness": "3s"}
 SLOTS = 12
 HALF = 6
-
-
-def stop_with_savepoint(rest: str, folder: Path) -> str:
-    stopped = subprocess.run([*PWEVENT, "stop", "--jobmanager", rest, "--savepoint", str(folder)],
-                             capture_output=True, text=True, timeout=400)
-    assert stopped.returncode == 0, stopped.stderr[-3000:]
-    savepoint = stopped.stdout.strip()
-    assert "savepoint-" in savepoint and Path(savepoint.removeprefix("file:")).is_dir(), savepoint
-    return savepoint
-
-
-def rewrite_config(path: Path, **flink: Any) -> None:
-    raw = yaml.safe_load(path.read_text())
-    raw["flink"].update(flink)
-    path.write_text(yaml.safe_dump(raw))
 
 
 def listening_addresses(port: int) -> set[str]:
@@ -59,7 +41,7 @@ def listening_addresses(port: int) -> set[str]:
 
 
 def test_local_run_stop_with_savepoint_and_restore(streaming_job: Any) -> None:
-    job = streaming_job("PBA", {"flink": FAST_CLOSE})
+    job = streaming_job("PBA", FAST_CLOSE)
     events, requirements = generate(job.folder, users=30, slots=SLOTS, w=5)
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
     job.start(seed=SEED)
@@ -118,7 +100,7 @@ def test_a_restore_switches_the_default_requirement_off_and_on(streaming_job: An
     default on every user). A presence still pending at a savepoint (FirstPresence's epoch) needs
     parallelism above 1 to happen; tests/jobs/test_first_presence.py covers it."""
     default = {"w": 5, "epsilon": 1.0}
-    job = streaming_job("PBD", {"flink": FAST_CLOSE, "default_requirement": default})
+    job = streaming_job("PBD", {**FAST_CLOSE, "default_requirement": default})
     events, generated = generate(job.folder, users=30, slots=SLOTS, w=5)
     clock, fields = job.config.clock, job.config.events
     # u0-u9 from slot 1 with their records; u10-u29 first seen at slot 1 + (n - 10) % 12, every slot from then
@@ -176,41 +158,3 @@ def test_a_restore_switches_the_default_requirement_off_and_on(streaming_job: An
     check_equals_replay(job, events, str(expected_requirements), SLOTS, expected)
 
 
-def wait_state(job: ClusterJob, want: str, passing: tuple[str, ...]) -> None:
-    deadline = time.monotonic() + 240  # a guard against a hang, not a measured duration
-    while (state := job.state()) != want:
-        assert state in passing, job.log_tail()
-        assert time.monotonic() < deadline, f"job still {state}"
-        time.sleep(0.5)
-
-
-def test_cluster_savepoint_then_restore_at_parallelism_2(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """Stop with a savepoint at parallelism 1, restore at 2 on a new cluster (as an upgrade in
-    application mode does; thread mode cannot start a second Python job in a TaskManager that ran
-    one: pemja fails with NoSuchFieldException loadedLibraryNames, docs/operations.md)."""
-    with session_cluster(tmp_path / "cluster-1") as rest:
-        job = ClusterJob(rest, kafka_bootstrap, tmp_path, "DPBD", {"flink": {"parallelism": 1, **FAST_CLOSE}})
-        events, requirements = generate(tmp_path, users=40, slots=SLOTS, dynamic=True)
-        produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
-        try:
-            job.submit(SEED)
-            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
-            job.wait_releases(3, timeout=240)
-            savepoint = stop_with_savepoint(rest, tmp_path / "savepoints")
-            assert job.state() == "FINISHED"
-        finally:
-            job.stop()
-    produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=HALF + 1)
-    rewrite_config(job.config_path, parallelism=2)
-    with session_cluster(tmp_path / "cluster-2") as rest:
-        job.rest = rest
-        try:
-            words = job.submit(SEED, ("--restore", savepoint))
-            assert words[words.index("-s") + 1] == savepoint and words[words.index("-p") + 1] == "2"
-            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
-            check_equals_replay(job, events, requirements, SLOTS)
-            vertices = {v["name"]: v["parallelism"] for v in _rest(rest, f"/jobs/{job.job_id}")["vertices"]}
-            assert any("Membership" in name and p == 2 for name, p in vertices.items()), vertices
-            assert any("Population" in name and p == 1 for name, p in vertices.items()), vertices
-        finally:
-            job.stop()

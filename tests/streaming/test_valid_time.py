@@ -4,7 +4,7 @@ a registration counts unless its slot has closed exactly as Membership refuses a
 and what counts as a registration is `RequirementRules.registers` (tests/jobs/test_requirement_rules.py);
 a partition's time follows its offsets across the two parsers (`OffsetOrder`), whatever
 the interleaving of the fast path's channel and the reference parser's.
-The job's integration test (tests/integration/test_streaming.py,
+The job's integration test (tests/integration/test_event_time.py,
 `test_only_valid_records_move_event_time`) runs the operator end to end."""
 
 from __future__ import annotations
