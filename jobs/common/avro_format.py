@@ -45,7 +45,7 @@ import fastavro._read_py as fastavro_read_py
 from fastavro.schema import to_parsing_canonical_form
 from fastavro.types import Schema
 
-from pwevent.jobs.common.avro_schema import load_schema_file, parse_schema_text, recursive, zero_width_items
+from pwevent.jobs.common.avro_schema import WriterSchema, load_schema_file, parse_schema_text, writer_schema
 from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
 from pwevent.jobs.common.reasons import Reason, Rejected
 
@@ -84,19 +84,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def decode_datum(raw: bytes, schema: Schema, what: str) -> dict[str, Any]:
+def decode_datum(raw: bytes, schema: WriterSchema, what: str) -> dict[str, Any]:
     """One Avro datum of `raw` (all of it) under the writer `schema` -> its object; Rejected
     `undecodable` when the bytes are not exactly one datum of a record schema."""
-    if zero_width_items(schema):
+    if schema.zero_width_items:
         raise Rejected(Reason.UNDECODABLE, f"the writer schema of {what} has an array of items that take no bytes"
                        " (null, an empty record or fixed): its item counts bound nothing, so no datum of it is read")
     stream = io.BytesIO(raw)
     # fastavro's compiled reader recurses on the C stack: a datum of a recursive schema nested deep
     # enough (64 KiB of them will do) crashes the interpreter (and a TaskManager in thread mode). Its
     # pure-Python reader raises RecursionError instead, an `undecodable` dead letter below.
-    reader = fastavro_read_py.schemaless_reader if recursive(schema) else fastavro.schemaless_reader
+    reader = fastavro_read_py.schemaless_reader if schema.recursive else fastavro.schemaless_reader
     try:
-        datum = reader(stream, schema, None)
+        datum = reader(stream, schema.parsed, None)
     except Exception as err:  # truncated, invalid lengths, bad UTF-8, out-of-range timestamps ...
         raise Rejected(Reason.UNDECODABLE, f"not Avro of {what}: {type(err).__name__}: {err}"[:400]) from None
     if stream.tell() != len(raw):
@@ -111,7 +111,7 @@ class SchemaRegistry:
     """A Confluent-compatible Schema Registry client: writer schemas by id, cached for the run."""
 
     settings: SchemaRegistrySection
-    _schemas: dict[int, Schema] = field(default_factory=dict)
+    _schemas: dict[int, WriterSchema] = field(default_factory=dict)
     _unknown: OrderedDict[int, None] = field(default_factory=OrderedDict)
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
@@ -147,7 +147,7 @@ class SchemaRegistry:
             time.sleep(wait)
             wait = min(wait * BACKOFF_FACTOR, BACKOFF_MAX_S)
 
-    def schema(self, schema_id: int) -> Schema:
+    def schema(self, schema_id: int) -> WriterSchema:
         """The writer schema of `schema_id`; Rejected `unknown_schema` when the registry does not know
         it (404), `undecodable` when it is no Avro schema."""
         if schema_id in self._schemas:
@@ -169,8 +169,8 @@ class SchemaRegistry:
             parsed = parse_schema_text(body["schema"], f"schema {schema_id} of the registry")
         except ValueError as err:
             raise Rejected(Reason.UNDECODABLE, str(err)[:400]) from None
-        self._schemas[schema_id] = parsed
-        return parsed
+        self._schemas[schema_id] = found = writer_schema(parsed)
+        return found
 
     def register(self, subject: str, schema: dict[str, Any]) -> int:
         """Register `schema` under `subject` (`POST /subjects/{subject}/versions`) -> its id (tools,
@@ -188,7 +188,7 @@ class AvroDecoder:
 
     fields: InputFormat
     registry: SchemaRegistry | None
-    schema: Schema | None
+    schema: WriterSchema | None
 
     def decode(self, raw: bytes) -> dict[str, Any]:
         """Rejected (`undecodable`, `unknown_schema`) or RegistryUnavailable, else the record's object."""
@@ -209,7 +209,7 @@ def decoder(fields: InputFormat) -> AvroDecoder:
     cache with it)."""
     if fields.format == "avro":
         assert fields.schema_file is not None
-        return AvroDecoder(fields, None, load_schema_file(fields.schema_file))
+        return AvroDecoder(fields, None, writer_schema(load_schema_file(fields.schema_file)))
     assert fields.format == "avro-confluent" and fields.schema_registry is not None
     return AvroDecoder(fields, SchemaRegistry(fields.schema_registry), None)
 
@@ -239,14 +239,14 @@ def unframed_line(line: bytes) -> bytes:
         raise Rejected(Reason.UNDECODABLE, "a line of a framed-records file is not base64") from None
 
 
-def container_values(path: str, expected: Schema | None = None) -> Iterator[bytes]:
+def container_values(path: str, expected: WriterSchema | None = None) -> Iterator[bytes]:
     """The records of an Avro object container file, each as the Avro binary datum a Kafka value of
     format `avro` holds (the file's writer schema; Avro's binary encoding of a datum is unique).
     ValueError when the file's schema is not `expected` (in Parsing Canonical Form)."""
     with open(path, "rb") as handle:
         reader = fastavro.reader(handle)
         schema = fastavro.parse_schema(reader.writer_schema)
-        if expected is not None and to_parsing_canonical_form(schema) != to_parsing_canonical_form(expected):
+        if expected is not None and to_parsing_canonical_form(schema) != to_parsing_canonical_form(expected.parsed):
             raise ValueError(f"{path}: its writer schema is not the configured schema_file's")
         for record in reader:
             yield encode_datum(record, schema)  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ say where the schema came from."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import fastavro
@@ -107,3 +108,19 @@ def zero_width_items(schema: Schema) -> bool:
 
     collect(schema)
     return arrays(schema)
+
+
+@dataclass(frozen=True)
+class WriterSchema:
+    """A parsed writer schema and what its shape means for decoding, found once per schema rather
+    than once per datum: `recursive` (datums may nest as deep as their bytes allow) and
+    `zero_width_items` (an array whose item counts bound nothing)."""
+
+    parsed: Schema
+    recursive: bool
+    zero_width_items: bool
+
+
+def writer_schema(parsed: Schema) -> WriterSchema:
+    """A parsed schema with its shape judged (`recursive`, `zero_width_items`)."""
+    return WriterSchema(parsed, recursive(parsed), zero_width_items(parsed))
