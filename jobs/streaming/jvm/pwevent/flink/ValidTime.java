@@ -38,7 +38,8 @@ import org.apache.flink.types.Row;
  * every user is) and {@link SlotWatermarks.LeadGuard}, which sees only such events, believes its
  * time; an event the guard does not believe comes out with {@code ahead} (a {@code too_far_ahead}
  * dead letter). An event of a user not known (yet) is checked too, without changing the guard:
- * its user may register later in the slot (then it counts, without having moved time). Per partition, over the events that moved time: the
+ * its user may register later, before its slot closes (then it counts, and moves time from then on,
+ * in its place in offset order: {@link Unregistered}). Per partition, over the events that moved time: the
  * watermark trails the latest time by the out-of-orderness bound, a partition quiet for closeAfter
  * closes the slot of its latest time, and one quiet for idleAfter stops holding the others back.
  * Within a partition, time follows the offsets, although the reference parser's results come after
@@ -95,6 +96,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient BroadcastState<String, Long> registered;
     private transient SlotWatermarks.LeadGuard guard;
     private transient Map<Integer, OffsetOrder> partitions;
+    private transient Unregistered unregistered;
     private transient long upstreamMs;
     private transient boolean upstreamIdle;
     private transient long emittedMs;
@@ -172,6 +174,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         super.open();
         guard = new SlotWatermarks.LeadGuard(maxLeadMs);
         partitions = new HashMap<>();
+        unregistered = new Unregistered();
         upstreamMs = Long.MIN_VALUE;
         emittedMs = Long.MIN_VALUE;
         ownMs = Long.MIN_VALUE;
@@ -222,6 +225,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         long wall = System.currentTimeMillis();
         boolean ahead = !(known ? guard.believe(partition, time, wall) : guard.plausible(partition, time, wall));
         Long moves = known && !ahead ? time : null;
+        if (!known && !ahead) {
+            unregistered.add(user, slotOf(time), partition, offset, time);
+        }
         if (path == SLOW_ACCEPTED) {
             order.resolved(offset, moves, now());
         } else {
@@ -263,6 +269,22 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         if (since == null || slot < since) {
             registered.put(user, slot);
         }
+        long wall = System.currentTimeMillis();
+        boolean credited = false;
+        for (long[] event : unregistered.claim(user, slot)) {
+            int partition = (int) event[0];
+            if (guard.believe(partition, event[2], wall)) {
+                partitions.get(partition).credit(event[1], event[2], now());
+                credited = true;
+            }
+        }
+        if (credited) {
+            advance();
+        }
+    }
+
+    private long slotOf(long time) {
+        return Math.floorDiv(time - originMs, slotMs) + 1;
     }
 
     @Override
@@ -331,7 +353,10 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
 
     /** A watermark from this input's own partitions. */
     private void emitOwn(long mark) {
-        ownMs = Math.max(ownMs, mark);
+        if (mark > ownMs) {
+            ownMs = mark;
+            unregistered.closeThrough(mark == Long.MAX_VALUE ? Long.MAX_VALUE : Math.floorDiv(mark + 1 - originMs, slotMs));
+        }
         emit(mark);
     }
 
