@@ -29,6 +29,7 @@ from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.kafka_io import Message, read_topic
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
 from pwevent.jobs.streaming.stop import FlinkRest, StopError
 from pwevent.operators.registry import REGISTRY
@@ -69,8 +70,9 @@ def load_script(name: str) -> Any:
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     run_dir = tmp_path_factory.mktemp("kafka-run")
-    started = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(run_dir), "--owner", str(os.getpid())],
-                             capture_output=True, text=True, timeout=180)
+    # A claimed port, not kafka.sh's default 9092: the brokers of several pytest workers start at once.
+    started = subprocess.run([str(KAFKA_SH), "start", "--run-dir", str(run_dir), "--port", str(free_loopback_port()),
+                              "--owner", str(os.getpid())], capture_output=True, text=True, timeout=180)
     assert started.returncode == 0, started.stderr
     bootstrap = started.stdout.strip().splitlines()[-1]
     try:

@@ -21,6 +21,7 @@ from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.kafka_oauth import UnsecuredTokens
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, parse_security
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     KAFKA_SH,
@@ -58,7 +59,7 @@ def _start_broker(tmp_path_factory: pytest.TempPathFactory, *mode: str) -> Itera
     """A broker of `kafka.sh start --secure MODE` in a fresh run folder, stopped by kafka.sh (its pid)."""
     run_dir = tmp_path_factory.mktemp(f"kafka-{'-'.join(mode) or 'scram'}")
     started = subprocess.run([str(KAFKA_SH), "start", "--secure", *mode, "--run-dir", str(run_dir),
-                              "--owner", str(os.getpid())],
+                              "--port", str(free_loopback_port()), "--owner", str(os.getpid())],
                              capture_output=True, text=True, timeout=480)
     assert started.returncode == 0, started.stderr
     try:
