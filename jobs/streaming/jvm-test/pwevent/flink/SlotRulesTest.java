@@ -32,6 +32,7 @@ class SlotRulesTest {
         assertTrue(rows.size() >= 100, "vectors read: " + rows.size());
         for (long[] v : rows) {
             assertEquals(v[4], SlotWatermarks.slotLastMs(v[0], v[1], v[2]), () -> "slotLastMs of " + v[2]);
+            assertEquals(v[3], SlotWatermarks.slotOf(v[0], v[1], v[2]), () -> "slotOf " + v[2]);
         }
     }
 

@@ -187,7 +187,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     /** Whether a user registered from slot `since` (null: never) is known at the slot of `time`:
      *  the replay's rule (jobs/offline/replay.py, `_last_known_slot`), tested against it. */
     public static boolean knownAt(Long since, long time, long originMs, long slotMs) {
-        return since != null && since <= Math.floorDiv(time - originMs, slotMs) + 1;
+        return since != null && since <= SlotWatermarks.slotOf(originMs, slotMs, time);
     }
 
     /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's
@@ -226,7 +226,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         boolean ahead = !(known ? guard.believe(partition, time, wall) : guard.plausible(partition, time, wall));
         Long moves = known && !ahead ? time : null;
         if (!known && !ahead) {
-            unregistered.add(user, slotOf(time), partition, offset, time);
+            unregistered.add(user, SlotWatermarks.slotOf(originMs, slotMs, time), partition, offset, time);
         }
         if (path == SLOW_ACCEPTED) {
             order.resolved(offset, moves, now());
@@ -281,10 +281,6 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         if (credited) {
             advance();
         }
-    }
-
-    private long slotOf(long time) {
-        return Math.floorDiv(time - originMs, slotMs) + 1;
     }
 
     @Override
@@ -355,7 +351,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private void emitOwn(long mark) {
         if (mark > ownMs) {
             ownMs = mark;
-            unregistered.closeThrough(mark == Long.MAX_VALUE ? Long.MAX_VALUE : Math.floorDiv(mark + 1 - originMs, slotMs));
+            // the last slot the mark closed (SlotClock.closed_by): the one before the slot of mark + 1
+            unregistered.closeThrough(mark == Long.MAX_VALUE ? Long.MAX_VALUE
+                    : SlotWatermarks.slotOf(originMs, slotMs, mark + 1) - 1);
         }
         emit(mark);
     }
