@@ -219,7 +219,8 @@ class StreamingJob:
 
     def watermarks(self) -> dict[str, Any]:
         """Each operator's current input watermark, per subtask, from the REST API (what a stalled
-        job's failure message shows)."""
+        job's failure message shows). ValidTime handles its inputs' watermarks itself, so its entry
+        stays at Long.MIN_VALUE whatever it received: read its time from the operators below it."""
         try:
             rest = self.rest()
             return {vertex["name"][:100]: rest.call(f"/jobs/{self.job_id}/vertices/{vertex['id']}/watermarks")
