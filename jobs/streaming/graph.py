@@ -126,9 +126,11 @@ def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, resto
         stage.t_env.create_temporary_view(f"raw_{role}", stage.t_env.from_data_stream(stream, stage.rowtime))
 
 
-def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None) -> Requirements:
-    """`raw_requirements` -> ParseRequirements (Python) -> the valid records' event time, in offset
-    order (`ValidTime`, as for the events)."""
+def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None,
+                       registration_backlog: dict[int, int] | None) -> Requirements:
+    """`raw_requirements` -> ParseRequirements (Python; it marks the end of `registration_backlog`
+    among the registrations) -> the valid records' event time, in offset order (`ValidTime`, as for
+    the events)."""
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
@@ -136,7 +138,8 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
     t_env = stage.t_env
     records = t_env.to_data_stream(t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
-    parsed = records.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
+    parsed = records.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"],
+                                                  registration_backlog),
                              output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements").name("parse requirements")
     registrations = internals.side_output(parsed, rows.REGISTRATIONS)
     timed = internals.valid_time(parsed, registrations, stage.strategy, True, None, requirements_backlog) \
@@ -198,17 +201,19 @@ def parse_events(stage: Stage) -> tuple[Any, Any]:
     return parsed, events
 
 
-def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None) -> None:
+def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None,
+                registration_backlog: dict[int, int] | None) -> None:
     """Both paths' events -> `ValidTime` (event time from the valid events of known users only, each
-    partition's in offset order; at parallelism 1 it follows the requirements' valid time while the
-    events are idle, so no branch below goes idle with the events and comes back later than another;
-    docs/streaming.md, "Time") -> view `events`: the valid events, with `ahead` (past the lead
-    guard)."""
+    partition's in offset order, judged once `registration_backlog` is registered; at parallelism 1
+    it follows the requirements' valid time while the events are idle, so no branch below goes idle
+    with the events and comes back later than another; docs/streaming.md, "Time") -> view `events`:
+    the valid events, with `ahead` (past the lead guard)."""
     from pwevent.jobs.streaming import pyflink_internals as internals
 
     timed, requirement_marks = internals.valid_time(events, requirements.registrations, stage.strategy,
                                                     stage.config.default_requirement is not None, restore_seed_ms,
-                                                    follows=requirements.timed)
+                                                    follows=requirements.timed,
+                                                    registration_backlog=registration_backlog)
     requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
     timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
     stage.t_env.create_temporary_view("events", stage.t_env.from_data_stream(timed, stage.rowtime))
@@ -360,10 +365,11 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
 
     write_sink_tables(stage)
     read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
-    requirements = parse_requirements(stage, start.requirements_backlog)
+    registration_backlog = None if config.default_requirement is not None else start.registration_backlog
+    requirements = parse_requirements(stage, start.requirements_backlog, registration_backlog)
     split_events(stage)
     parsed_events, events = parse_events(stage)
-    time_events(stage, events, requirements, start.restore_seed_ms)
+    time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog)
     judge_events(stage, start.late_through)
     latest = latest_per_user_and_slot(stage)
     membership(stage, requirements, latest)

@@ -150,27 +150,32 @@ def empty_partitions(kafka: KafkaSettings, topic: str) -> set[int]:
         client.close()
 
 
+def committed_offsets(kafka: KafkaSettings, topic: str, group_id: str) -> dict[int, int | None]:
+    """Partition -> the offset consumer group `group_id` has committed for it (None: none)."""
+    client = consumer(kafka, group_id=group_id)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
+        return {tp.partition: client.committed(tp) for tp in partitions}
+    finally:
+        client.close()
+
+
 def read_to_end(kafka: KafkaSettings, topic: str, group_id: str, look_back: int) -> bool:
     """Whether consumer group `group_id` has committed, for every partition of `topic`, an offset at or
     past one past its last committed record now (`record_ends`): a reader restored at those offsets
     has nothing left to read. An empty partition counts as read; one whose last `look_back` offsets
     hold no committed record does not (unknown)."""
     ends = record_ends(kafka, topic, look_back)
-    client = consumer(kafka, group_id=group_id)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
-        starts, finals = client.beginning_offsets(partitions), client.end_offsets(partitions)
-        for tp in partitions:
-            if tp.partition not in ends:
-                if starts[tp] != finals[tp]:
-                    return False
-                continue
-            committed = client.committed(tp)
-            if committed is None or committed < ends[tp.partition]:
+    empty = empty_partitions(kafka, topic)
+    committed = committed_offsets(kafka, topic, group_id)
+    for partition, offset in committed.items():
+        if partition not in ends:
+            if partition not in empty:
                 return False
-        return bool(partitions)
-    finally:
-        client.close()
+            continue
+        if offset is None or offset < ends[partition]:
+            return False
+    return bool(committed)
 
 
 def read_topic(

@@ -107,7 +107,7 @@ def first_presence(latest: Any, default_on: bool) -> Any:
 
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
                restore_seed_ms: int | None, backlog_ends: dict[int, int] | None = None,
-               follows: Any = None) -> Any:
+               follows: Any = None, registration_backlog: dict[int, int] | None = None) -> Any:
     """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original, path: the two
     parsers' rows, `rows.TimePath`), the accepted ones timed and watermarked, in offset order per
     partition, from the valid events of known users only (`registrations`: user,
@@ -115,10 +115,13 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time").
     The requirements' instance: their parser's rows, everyone known, and `backlog_ends` as for
     `kafka_source`'s `backlog_end`. `follows` (the events' instance: the requirements' timed rows):
-    while every events partition is idle, the output follows that stream's watermark (as rows
-    Row(None, ms) beside the registrations; the registrations' own watermark is never read) instead of
-    going idle, so that no branch downstream goes idle with the events and comes back after the
-    others (docs/streaming.md, "Time"); the caller runs it at parallelism 1. Returns the operator,
+    while every events partition is idle, the output follows that stream's watermark (as
+    `ValidTime.requirementsTime` rows beside the registrations; the registrations' own watermark is
+    never read) instead of going idle, so that no branch downstream goes idle with the events and comes back after the
+    others (docs/streaming.md, "Time"); the caller runs it at parallelism 1. `registration_backlog`
+    (the events' instance; partition -> one past the last record of the requirements' backlog):
+    no event is judged before those registrations have come (`RegistrationGate`), or no
+    registration for the longer of `source_start_grace` and `source_idleness`. Returns the operator,
     and with `follows` also the stream of time rows it reads (both need a uid)."""
     from pyflink.datastream import DataStream
 
@@ -126,7 +129,9 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     operator = jvm.pwevent.flink.ValidTime(
         strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
         strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], everyone_known, restore_seed_ms,
-        None if backlog_ends is None else _java_offsets(backlog_ends), follows is not None)
+        None if backlog_ends is None else _java_offsets(backlog_ends), follows is not None,
+        None if registration_backlog is None else _java_offsets(registration_backlog),
+        max(strategy["start_grace_ms"], strategy["idle_after_ms"]))
     if follows is None:
         return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
                                                             operator))

@@ -32,9 +32,13 @@ from pyflink.common.typeinfo import Types
 from pyflink.datastream import OutputTag
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
-#: Row(user, slot) of each requirement record that registers its user if it is the user's first
-#: (`RequirementRules.registers`): what `pwevent.flink.ValidTime` knows users by.
-REGISTRATIONS = OutputTag("registrations", Types.ROW([Types.STRING(), Types.LONG()]))
+#: Input 2 of `pwevent.flink.ValidTime`, one kind per row: Row(user, slot, None, None) for each
+#: requirement record that registers its user if it is the user's first (`RequirementRules.registers`:
+#: what ValidTime knows users by); Row(None, None, None, partition) after the last record of a
+#: requirements partition's backlog (`ParseRequirements`: the events wait for it,
+#: docs/streaming.md, "Time"); Row(None, None, ms, None), the requirements' valid time (`ValidTime.timeOf`).
+REGISTRATIONS = OutputTag("registrations", Types.ROW_NAMED(
+    ["user", "slot", "requirements_ms", "backlog_read"], [Types.STRING(), Types.LONG(), Types.LONG(), Types.INT()]))
 
 
 class TimePath(IntEnum):

@@ -123,6 +123,35 @@ def test_an_event_far_ahead_is_a_dead_letter_and_closes_no_slot(streaming_job: A
     assert json.loads(dead[0]["original"]) == json.loads(far)
 
 
+def test_events_read_before_their_users_registrations_are_judged_as_if_registered_first(streaming_job: Any) -> None:
+    """The requirements' reader is far behind the events' (20,000 registrations of users without
+    events come first in its topic): every event reaches ValidTime before its user's registration.
+    No event is judged before the requirements' backlog is registered (docs/streaming.md, "Time"),
+    so the releases equal the replay and a lone far-ahead event is still a too_far_ahead dead
+    letter (judged as it passed, it met a lead guard that had seen no event of a known user)."""
+    slots = 10
+    job = make_job(streaming_job, "PBD")
+    events, real = generate(job.folder, users=30, slots=slots)
+    requirements = job.folder / "requirements-after-others.jsonl"
+    first = json.loads(Path(real).read_text().splitlines()[0])
+    with requirements.open("w") as out:
+        for n in range(20_000):
+            out.write(json.dumps({**first, "user": f"other{n}"}) + "\n")
+        out.write(Path(real).read_text())
+    expected = replay(job, events, str(requirements))
+    produce_files(job.kafka, job.config, events, str(requirements), 0.0, last_slot=slots)
+    far = json.dumps({"user": "u1", "time": slot_time(5 + 300), "value": 1})
+    client = producer(job.kafka)
+    client.send(job.topics["events"], value=far.encode(), key=b"u1")
+    client.flush()
+    client.close()
+    job.start(seed=SEED)
+    check_equals_replay(job, events, str(requirements), slots, expected)
+    dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
+    assert [d["reason"] for d in dead] == ["too_far_ahead"]
+    assert json.loads(dead[0]["original"]) == json.loads(far)
+
+
 def _invalid_but_timed(slot: int) -> list[bytes]:
     """Records the replay rejects whose time field reads, all timed 50 minutes into `slot` (within
     `flink.max_lead` of the stream): out of the domain, a user without a requirement, and a

@@ -194,6 +194,31 @@ def test_the_streaming_job_dead_letters_an_unsigned_requirement():
     assert counted == {"pwevent/reason=unauthenticated_requirement/dead_letters": 1}  # docs/operations.md, Metrics
     registration, keyed = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None, 0, None),
                                                _Context())
-    assert registration == (REGISTRATIONS, Row("a", 1))  # what ValidTime knows users by (docs/streaming.md, Time)
+    # what ValidTime knows users by (docs/streaming.md, Time)
+    assert registration == (REGISTRATIONS, Row("a", 1, None, None))
     assert list(keyed[:5]) == ["a", 0, None, 0, 4] and keyed[6] == int(TimePath.FAST)
     assert pickle.loads(keyed[5]).requested == Requirement(4, 0.6)
+
+
+def test_the_requirement_parser_marks_the_last_record_of_each_backlog_partition():
+    """After the last record of a requirements partition's backlog, accepted or refused, its parser
+    says so after that record's registration (in the same channel), so that the events' ValidTime
+    judges no event before the backlog's registrations (docs/streaming.md, "Time")."""
+    config = parse_config({**config_with_signature(key_env=KEY_ENV), "origin": 0})
+    host = ParseRequirements(config, "pwevent.requirements", {0: 5, 1: 3, 2: 0})
+    host.open(_RuntimeContext())
+    signed = json.dumps(sign({"user": "a", "time": 0, "w": 4, "epsilon": 0.6}, SIGNATURE)).encode()
+    unsigned = json.dumps({"user": "b", "time": 0, "w": 4, "epsilon": 0.6}).encode()
+
+    def out(value: bytes, partition: int, offset: int) -> list:
+        return list(host.process_element(Row(value, partition, offset, None, 0, None), _Context()))
+
+    assert [o for o in out(signed, 0, 3) if o[0] is REGISTRATIONS] == [(REGISTRATIONS, Row("a", 1, None, None))]
+    accepted = out(signed, 0, 4)
+    assert accepted[0] == (REGISTRATIONS, Row("a", 1, None, None))
+    assert accepted[-1] == (REGISTRATIONS, Row(None, None, None, 0))
+    refused = out(unsigned, 1, 2)
+    assert refused[0][0] is DEAD_LETTERS and refused[-1] == (REGISTRATIONS, Row(None, None, None, 1))
+    assert not [o for o in out(signed, 1, 3) if o[0] is REGISTRATIONS and o[1][3] is not None]  # past the end
+    assert not [o for o in out(signed, 2, 0) if o[0] is REGISTRATIONS and o[1][3] is not None]  # nothing awaited
+

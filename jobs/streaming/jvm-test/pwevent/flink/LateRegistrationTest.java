@@ -24,21 +24,21 @@ class LateRegistrationTest {
      *  source's watermark at 89,999; the registration of u1 from slot `since` before the events
      *  (`first`) or after them (null: none). Returns the watermarks that came out. */
     static List<Long> run(Long since, boolean first) throws Exception {
-        ValidTime operator = new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, false, null, null, false);
+        ValidTime operator = new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, false, null, null, false, null, 0);
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator)) {
             harness.getExecutionConfig().setAutoWatermarkInterval(100);
             harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
             harness.open();
             harness.setProcessingTime(0);
             if (since != null && first) {
-                harness.processElement2(new StreamRecord<>(Row.of("u1", since)));
+                harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", since)));
             }
             harness.processElement1(new StreamRecord<>(Row.of("u1", 30_000L, 0, 0, 0L, new byte[0], ValidTime.FAST), 30_000L));
             harness.processElement1(new StreamRecord<>(Row.of("u1", 90_000L, 0, 0, 1L, new byte[0], ValidTime.FAST), 90_000L));
             harness.processWatermark1(new Watermark(89_999L));
             harness.setProcessingTime(100);
             if (since != null && !first) {
-                harness.processElement2(new StreamRecord<>(Row.of("u1", since)));
+                harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", since)));
             }
             harness.setProcessingTime(200);
             return ValidTimeIdleTest.watermarks(List.copyOf(harness.getOutput()));

@@ -27,7 +27,7 @@ class ValidTimeIdleTest {
      *  the idleness; then a watermark of input 2 far ahead (the registrations' own), and the
      *  requirements' valid time at the end of slot 3; then a second event (slot 4). */
     static List<Object> run(boolean follows) throws Exception {
-        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, null, follows);
+        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, null, follows, null, 0);
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator)) {
             harness.getExecutionConfig().setAutoWatermarkInterval(100);
             harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
@@ -41,7 +41,7 @@ class ValidTimeIdleTest {
             harness.processWatermarkStatus1(WatermarkStatus.IDLE);
             harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 100);
             harness.processWatermark2(new Watermark(55 * SLOT));  // the registrations' own: never read
-            harness.processElement2(new StreamRecord<>(Row.of(null, 3 * SLOT - 1)));  // the requirements' valid time
+            harness.processElement2(new StreamRecord<>(ValidTime.requirementsTime(3 * SLOT - 1)));  // the requirements' valid time
             harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 200);
             harness.processWatermarkStatus1(WatermarkStatus.ACTIVE);
             harness.processElement1(new StreamRecord<>(Row.of("u1", 200_000L, 0, 0, 1L, new byte[0], ValidTime.FAST), 200_000L));

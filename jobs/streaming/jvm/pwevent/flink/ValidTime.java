@@ -1,13 +1,18 @@
 package pwevent.flink;
 
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.common.state.BroadcastState;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
@@ -28,10 +33,18 @@ import org.apache.flink.types.Row;
  * the fast path handed to the reference parser (only partition and offset set), sent on the fast
  * path's channel, so in offset order with its events; {@link #SLOW_ACCEPTED} the reference parser's
  * event for such a record, {@link #SLOW_REJECTED} its refusal (only partition and offset set; the
- * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2 (broadcast): registrations, Row(user, slot),
- * one per requirement record whose requirement registers its user if it is the user's first
- * (jobs/common/requirement_rules.py, {@code RequirementRules.registers}); kept in checkpointed
- * state. Output: Row(user, time_ms, cell, partition, offset, original, ahead), timed at time_ms.
+ * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2 (broadcast),
+ * rows of one kind each ({@link #registration}, {@link #backlogRead}, {@link #requirementsTime}):
+ * registrations, one per requirement record whose requirement registers its user if it is the
+ * user's first (jobs/common/requirement_rules.py, {@code RequirementRules.registers}), kept in
+ * checkpointed state; the requirement parser's mark after the last record of a partition's backlog;
+ * the requirements' valid time. Output: Row(user, time_ms, cell, partition, offset, original,
+ * ahead), timed at time_ms.
+ *
+ * <p>With `registrationBacklog` (the requirements partitions whose backlog a start reads, without
+ * a default requirement), the events' instance judges no event before that backlog is registered
+ * ({@link RegistrationGate}): the rows read meanwhile are held, in checkpointed state, and judged
+ * in their order once it is.
  *
  * <p>An event moves time only if its user is known at its slot (a registration of that slot or an
  * earlier one was read before the event and before its slot closed; with a default requirement
@@ -78,8 +91,20 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
             new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "ahead"});
+    /** Input 1's rows (the two parsers' rows, see above). */
+    public static final RowTypeInfo IN = new RowTypeInfo(
+            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
+                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT},
+            new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path"});
+    /** The fields of input 2's rows: each row sets `user` and `slot`, or `requirements_ms`, or
+     *  `backlog_read` (jobs/streaming/rows.py, `REGISTRATIONS`). */
+    private static final int USER = 0;
+    private static final int SLOT = 1;
+    private static final int REQUIREMENTS_MS = 2;
+    private static final int BACKLOG_READ = 3;
     private static final MapStateDescriptor<String, Long> REGISTERED =
             new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
+    private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held before registration", IN);
     private static final long DEFAULT_INTERVAL_MS = 200;
 
     private final long outOfOrdernessMs;
@@ -92,8 +117,14 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private final Long restoreSeedMs;
     private final HashMap<Integer, Long> backlogEnds;
     private final boolean followsSecond;
+    private final HashMap<Integer, Long> registrationBacklog;
+    private final long gateSilenceMs;
 
     private transient BroadcastState<String, Long> registered;
+    private transient ListState<Row> heldState;
+    /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
+    private transient List<Row> held;
+    private transient RegistrationGate gate;
     private transient SlotWatermarks.LeadGuard guard;
     private transient Map<Integer, OffsetOrder> partitions;
     private transient Unregistered unregistered;
@@ -106,9 +137,11 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient boolean idle;
     private transient long blockedMs;
 
+    /** `registrationBacklog` (partition -> one past its backlog's last record; null: judge at once)
+     *  and `gateSilenceMs` (the gate's silence valve): {@link RegistrationGate}. */
     public ValidTime(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs, long originMs,
                      long slotMs, boolean everyoneKnown, Number restoreSeedMs, Map<?, ?> backlogEnds,
-                     boolean followsSecond) {
+                     boolean followsSecond, Map<?, ?> registrationBacklog, long gateSilenceMs) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
@@ -119,6 +152,23 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         this.restoreSeedMs = restoreSeedMs == null ? null : restoreSeedMs.longValue();
         this.backlogEnds = backlogEnds == null ? null : SlotWatermarks.offsets(backlogEnds);
         this.followsSecond = followsSecond;
+        this.registrationBacklog = registrationBacklog == null ? null : SlotWatermarks.offsets(registrationBacklog);
+        this.gateSilenceMs = gateSilenceMs;
+    }
+
+    /** Input 2: `user` registers from `slot` on. */
+    public static Row registration(String user, long slot) {
+        return Row.of(user, slot, null, null);
+    }
+
+    /** Input 2: the requirements' valid time is `ms` ({@link #timeOf}). */
+    public static Row requirementsTime(long ms) {
+        return Row.of(null, null, ms, null);
+    }
+
+    /** Input 2: requirements partition `partition`'s backlog has been registered. */
+    public static Row backlogRead(int partition) {
+        return Row.of(null, null, null, partition);
     }
 
     /** `events` with their valid event time; `registrations` are broadcast to every subtask. */
@@ -127,7 +177,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         return events.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
     }
 
-    /** `timed`'s watermarks as rows Row(null, watermark ms) of type `as` (the registrations' type, to be
+    /** `timed`'s watermarks as {@link #requirementsTime} rows of type `as` (the registrations' type, to be
      *  unioned with them: input 2 of the events' instance, which follows that time while its own
      *  partitions are idle), without `timed`'s rows and without any watermark or status of its own. */
     public static SingleOutputStreamOperator<Row> timeOf(DataStream<Row> timed, TypeInformation<Row> as) {
@@ -145,7 +195,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         @Override
         public void processWatermark(Watermark mark) {
             if (mark.getTimestamp() != Long.MAX_VALUE) {
-                output.collect(new StreamRecord<>(Row.of(null, mark.getTimestamp())));
+                output.collect(new StreamRecord<>(requirementsTime(mark.getTimestamp())));
             }
         }
 
@@ -167,6 +217,17 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
         registered = context.getOperatorStateStore().getBroadcastState(REGISTERED);
+        heldState = context.getOperatorStateStore().getListState(HELD);
+        held = new ArrayList<>();
+        for (Row row : heldState.get()) {
+            held.add(row);
+        }
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        heldState.update(held == null ? List.of() : held);
     }
 
     @Override
@@ -181,7 +242,36 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         secondMs = Long.MIN_VALUE;
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
+        long start = getProcessingTimeService().getCurrentProcessingTime();
+        if (registrationBacklog != null && !registrationBacklog.isEmpty() && !everyoneKnown) {
+            gate = new RegistrationGate(registrationBacklog.keySet(), gateSilenceMs, start);
+        }
         getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
+    }
+
+    /** Whether the gate holds input 1 back; opening it judges the rows it held, in their order. */
+    private boolean gated() throws Exception {
+        if (held == null) {
+            return false;
+        }
+        if (gate != null) {
+            RegistrationGate.Opened opened = gate.opened(getProcessingTimeService().getCurrentProcessingTime());
+            if (opened == RegistrationGate.Opened.NOT_YET) {
+                return true;
+            }
+            if (opened == RegistrationGate.Opened.SILENCE) {
+                LOG.warn("valid event time: no registration for {} ms and no end of the requirements' backlog on "
+                        + "partitions {}; judging the {} events held so far", gateSilenceMs, gate.waitingFor(),
+                        held.size());
+            }
+            gate = null;
+        }
+        List<Row> rows = held;
+        held = null;
+        for (Row row : rows) {
+            judge(row);
+        }
+        return false;
     }
 
     /** Whether a user registered from slot `since` (null: never) is known at the slot of `time`:
@@ -202,7 +292,20 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
 
     @Override
     public void processElement1(StreamRecord<Row> record) throws Exception {
-        Row row = record.getValue();
+        if (gated()) {
+            Row row = record.getValue();
+            Row copy = new Row(row.getArity());
+            for (int i = 0; i < row.getArity(); i++) {
+                copy.setField(i, row.getField(i));
+            }
+            held.add(copy);
+            return;
+        }
+        judge(record.getValue());
+    }
+
+    /** An input-1 row, in its partition's offset order. */
+    private void judge(Row row) throws Exception {
         int path = (Integer) row.getField(6);
         int partition = (Integer) row.getField(3);
         long offset = (Long) row.getField(4);
@@ -250,18 +353,29 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     @Override
     public void processElement2(StreamRecord<Row> record) throws Exception {
         Row row = record.getValue();
-        String user = (String) row.getField(0);
-        if (user == null) {  // the requirements' valid time ({@link #timeOf})
+        String user = (String) row.getField(USER);
+        if (row.getField(REQUIREMENTS_MS) != null) {  // {@link #timeOf}
             if (followsSecond) {
-                secondMs = Math.max(secondMs, ((Number) row.getField(1)).longValue());
+                secondMs = Math.max(secondMs, ((Number) row.getField(REQUIREMENTS_MS)).longValue());
                 advance();
             }
             return;
         }
+        long now = getProcessingTimeService().getCurrentProcessingTime();
+        if (row.getField(BACKLOG_READ) != null) {
+            if (gate != null) {
+                gate.backlogRead(((Number) row.getField(BACKLOG_READ)).intValue(), now);
+                advance();
+            }
+            return;
+        }
+        if (gate != null) {
+            gate.registration(now);
+        }
         if (everyoneKnown) {
             return;
         }
-        long slot = ((Number) row.getField(1)).longValue();
+        long slot = ((Number) row.getField(SLOT)).longValue();
         if (closed(slot, ownMs, originMs, slotMs)) {
             return;
         }
@@ -286,6 +400,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     @Override
     public void processWatermark1(Watermark mark) throws Exception {
         if (mark.getTimestamp() == Long.MAX_VALUE) {  // the end of a bounded input
+            gate = null;
+            gated();
             emitOwn(Long.MAX_VALUE);
             return;
         }
@@ -307,6 +423,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     }
 
     private void advance() throws Exception {
+        if (gated()) {
+            return;
+        }
         long now = now();
         boolean active = false;
         long lowest = Long.MAX_VALUE;

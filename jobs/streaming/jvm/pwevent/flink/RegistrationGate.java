@@ -1,0 +1,55 @@
+package pwevent.flink;
+
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * When the events' {@link ValidTime} may start judging events (docs/streaming.md, "Time"): once the
+ * requirements' backlog has been registered, so that an event read before its user's registration
+ * is judged as the replay judges it (its user known, the lead guard with the events before it), not
+ * by which of the two topics' readers started first. The requirement parser marks, per partition,
+ * the last record the backlog held (`backlog_read`, in the same channel as, and after, that
+ * partition's registrations); the gate opens when every awaited partition's mark has come, or when
+ * no registration or mark has come for `silenceMs` (a backlog that ends otherwise than expected,
+ * e.g. a restored reader already past it: the events then wait no longer, as before the gate).
+ * Pure: the caller passes the time.
+ */
+final class RegistrationGate {
+    /** Why the gate opened. */
+    enum Opened { NOT_YET, BACKLOG_REGISTERED, SILENCE }
+
+    private final Set<Integer> awaited;
+    private final long silenceMs;
+    private long lastSignalMs;
+
+    /** A gate waiting for the marks of partitions `awaited`, opened at `nowMs`. */
+    RegistrationGate(Set<Integer> awaited, long silenceMs, long nowMs) {
+        this.awaited = new HashSet<>(awaited);
+        this.silenceMs = silenceMs;
+        this.lastSignalMs = nowMs;
+    }
+
+    /** A registration came at `nowMs`: the backlog is still being read. */
+    void registration(long nowMs) {
+        lastSignalMs = Math.max(lastSignalMs, nowMs);
+    }
+
+    /** Partition `partition`'s backlog has been registered (its mark came at `nowMs`). */
+    void backlogRead(int partition, long nowMs) {
+        awaited.remove(partition);
+        registration(nowMs);
+    }
+
+    /** Whether the gate is open at `nowMs`, and why. */
+    Opened opened(long nowMs) {
+        if (awaited.isEmpty()) {
+            return Opened.BACKLOG_REGISTERED;
+        }
+        return silenceMs > 0 && nowMs - lastSignalMs >= silenceMs ? Opened.SILENCE : Opened.NOT_YET;
+    }
+
+    /** The partitions whose mark has not come (for the log). */
+    Set<Integer> waitingFor() {
+        return Set.copyOf(awaited);
+    }
+}
