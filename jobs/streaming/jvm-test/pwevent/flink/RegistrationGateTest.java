@@ -155,16 +155,21 @@ class RegistrationGateTest {
 
     @Test
     void theGateOpensOnceEveryAwaitedPartitionIsRead() {
-        RegistrationGate gate = new RegistrationGate(Set.of(0, 2), 0, 0);
+        RegistrationGate gate = new RegistrationGate(Set.of(0, 2), 0, 10, 0);
         gate.backlogRead(0, 10);
-        assertEquals(RegistrationGate.Opened.NOT_YET, gate.opened(1_000_000));  // no valve: silence 0
+        assertEquals(RegistrationGate.Opened.NOT_YET, gate.opened(1_000_000, 9));  // no valve: silence 0
         gate.backlogRead(1, 20);  // not awaited: changes nothing
         assertEquals(Set.of(2), gate.waitingFor());
         gate.backlogRead(2, 30);
-        assertEquals(RegistrationGate.Opened.BACKLOG_REGISTERED, gate.opened(30));
-        RegistrationGate valve = new RegistrationGate(Set.of(0), 100, 0);
+        assertEquals(RegistrationGate.Opened.BACKLOG_REGISTERED, gate.opened(30, 9));
+    }
+
+    @Test
+    void silenceOrAFullHoldOpensTheGateEarly() {
+        RegistrationGate valve = new RegistrationGate(Set.of(0), 100, 10, 0);
         valve.registration(50);
-        assertEquals(RegistrationGate.Opened.NOT_YET, valve.opened(149));
-        assertEquals(RegistrationGate.Opened.SILENCE, valve.opened(150));
+        assertEquals(RegistrationGate.Opened.NOT_YET, valve.opened(149, 9));
+        assertEquals(RegistrationGate.Opened.SILENCE, valve.opened(150, 0));
+        assertEquals(RegistrationGate.Opened.FULL, valve.opened(149, 10));
     }
 }

@@ -11,21 +11,24 @@ import java.util.Set;
  * the last record the backlog held (`backlog_read`, in the same channel as, and after, that
  * partition's registrations); the gate opens when every awaited partition's mark has come, or when
  * no registration or mark has come for `silenceMs` (a backlog that ends otherwise than expected,
- * e.g. a restored reader already past it: the events then wait no longer, as before the gate).
- * Pure: the caller passes the time.
+ * e.g. a restored reader already past it: the events then wait no longer, as before the gate), or
+ * when the caller holds `maxHeld` rows (memory: the events then are judged as they come, as before
+ * the gate). Pure: the caller passes the time and what it holds.
  */
 final class RegistrationGate {
     /** Why the gate opened. */
-    enum Opened { NOT_YET, BACKLOG_REGISTERED, SILENCE }
+    enum Opened { NOT_YET, BACKLOG_REGISTERED, SILENCE, FULL }
 
     private final Set<Integer> awaited;
     private final long silenceMs;
+    private final int maxHeld;
     private long lastSignalMs;
 
-    /** A gate waiting for the marks of partitions `awaited`, opened at `nowMs`. */
-    RegistrationGate(Set<Integer> awaited, long silenceMs, long nowMs) {
+    /** A gate waiting for the marks of partitions `awaited`, created at `nowMs`. */
+    RegistrationGate(Set<Integer> awaited, long silenceMs, int maxHeld, long nowMs) {
         this.awaited = new HashSet<>(awaited);
         this.silenceMs = silenceMs;
+        this.maxHeld = maxHeld;
         this.lastSignalMs = nowMs;
     }
 
@@ -40,12 +43,15 @@ final class RegistrationGate {
         registration(nowMs);
     }
 
-    /** Whether the gate is open at `nowMs`, and why. */
-    Opened opened(long nowMs) {
+    /** Whether the gate is open at `nowMs` with `held` rows held, and why. */
+    Opened opened(long nowMs, int held) {
         if (awaited.isEmpty()) {
             return Opened.BACKLOG_REGISTERED;
         }
-        return silenceMs > 0 && nowMs - lastSignalMs >= silenceMs ? Opened.SILENCE : Opened.NOT_YET;
+        if (silenceMs > 0 && nowMs - lastSignalMs >= silenceMs) {
+            return Opened.SILENCE;
+        }
+        return held >= maxHeld ? Opened.FULL : Opened.NOT_YET;
     }
 
     /** The partitions whose mark has not come (for the log). */

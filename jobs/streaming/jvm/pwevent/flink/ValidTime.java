@@ -105,6 +105,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private static final MapStateDescriptor<String, Long> REGISTERED =
             new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
     private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held before registration", IN);
+    /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
+     *  at about 200 bytes plus the record each, a few hundred MB. */
+    static final int MAX_HELD = 1_000_000;
     private static final long DEFAULT_INTERVAL_MS = 200;
 
     private final long outOfOrdernessMs;
@@ -244,7 +247,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
         long start = getProcessingTimeService().getCurrentProcessingTime();
         if (registrationBacklog != null && !registrationBacklog.isEmpty() && !everyoneKnown) {
-            gate = new RegistrationGate(registrationBacklog.keySet(), gateSilenceMs, start);
+            gate = new RegistrationGate(registrationBacklog.keySet(), gateSilenceMs, MAX_HELD, start);
         }
         getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
     }
@@ -255,14 +258,16 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             return false;
         }
         if (gate != null) {
-            RegistrationGate.Opened opened = gate.opened(getProcessingTimeService().getCurrentProcessingTime());
+            RegistrationGate.Opened opened = gate.opened(getProcessingTimeService().getCurrentProcessingTime(),
+                    held.size());
             if (opened == RegistrationGate.Opened.NOT_YET) {
                 return true;
             }
-            if (opened == RegistrationGate.Opened.SILENCE) {
-                LOG.warn("valid event time: no registration for {} ms and no end of the requirements' backlog on "
-                        + "partitions {}; judging the {} events held so far", gateSilenceMs, gate.waitingFor(),
-                        held.size());
+            if (opened != RegistrationGate.Opened.BACKLOG_REGISTERED) {
+                LOG.warn("valid event time: {} before the end of the requirements' backlog on partitions {}; "
+                        + "judging the {} events held so far, and the next ones as they come",
+                        opened == RegistrationGate.Opened.SILENCE ? "no registration for " + gateSilenceMs + " ms"
+                                : "the most events it holds read", gate.waitingFor(), held.size());
             }
             gate = null;
         }
