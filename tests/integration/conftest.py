@@ -149,16 +149,21 @@ class StreamingJob:
         rest = self.rest()
         while not self.tasks_running(rest):
             assert self.process.poll() is None, self.log_tail()
-            assert time.monotonic() - began < timeout, "job's tasks not running in time"
+            assert time.monotonic() - began < timeout, \
+                f"job's tasks not running in time; {rest.base} says: {self.task_states(rest)}"
             time.sleep(0.2)
         return time.monotonic() - began
+
+    def task_states(self, rest: FlinkRest) -> list[tuple[str, dict[str, int], int]]:
+        """(name, subtasks by state, parallelism) of each of the job's vertices, as the REST API says."""
+        vertices = rest.call(f"/jobs/{self.job_id}").get("vertices") or []
+        return [(v["name"][:60], {k: n for k, n in v["tasks"].items() if n}, v["parallelism"]) for v in vertices]
 
     def tasks_running(self, rest: FlinkRest) -> bool:
         """Whether every subtask of the job's vertices is running (or finished: a bounded input). An
         answer without vertices (the REST endpoint has not registered the job yet) is not running."""
-        vertices = rest.call(f"/jobs/{self.job_id}").get("vertices")
-        return bool(vertices) and all(v["tasks"].get("RUNNING", 0) + v["tasks"].get("FINISHED", 0) == v["parallelism"]
-                   for v in vertices)
+        states = self.task_states(rest)
+        return bool(states) and all(by.get("RUNNING", 0) + by.get("FINISHED", 0) == n for _, by, n in states)
 
     def rest(self) -> FlinkRest:
         """The local run's REST API, at the address its log names."""
