@@ -39,6 +39,23 @@ class LeadGuardTest {
     }
 
     @Test
+    void aRestoredGuardJudgesAsTheOneItWasTakenFrom() {
+        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        long t = NOW - 10 * LEAD;
+        assertTrue(guard.believe(0, t, NOW));
+        assertTrue(guard.believe(1, t - LEAD, NOW));
+        assertFalse(guard.believe(1, t + 5 * LEAD, NOW), "a pending jump on partition 1");
+        SlotWatermarks.LeadGuard restored = new SlotWatermarks.LeadGuard(LEAD);
+        SlotWatermarks.LeadGuard older = new SlotWatermarks.LeadGuard(LEAD);
+        assertTrue(older.believe(0, t - 2 * LEAD, NOW));
+        restored.restore(older.snapshot());  // another subtask's older view of partition 0: the later one wins
+        restored.restore(guard.snapshot());
+        assertFalse(restored.believe(0, t + 5 * LEAD, NOW), "a lone jump past partition 0's latest time");
+        assertTrue(restored.believe(1, t + 5 * LEAD + 10, NOW), "partition 1's pending jump, confirmed");
+        assertTrue(new SlotWatermarks.LeadGuard(LEAD).believe(0, t + 5 * LEAD, NOW), "what a guard without state believes");
+    }
+
+    @Test
     void plausibleChangesNothing() {
         SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
         long t = NOW - 10 * LEAD;

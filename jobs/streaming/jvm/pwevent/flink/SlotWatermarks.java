@@ -155,6 +155,32 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
             return check(partition, time, nowMs, false);
         }
 
+        /** Each partition's state as {partition, latest time, pending jump or Long.MIN_VALUE}: what
+         *  {@link #restore} takes back (ValidTime checkpoints it). */
+        java.util.List<long[]> snapshot() {
+            java.util.List<long[]> out = new java.util.ArrayList<>();
+            latest.forEach((partition, time) -> out.add(new long[] {partition, time,
+                    jump.getOrDefault(partition, Long.MIN_VALUE)}));
+            return out;
+        }
+
+        /** Partitions' states from {@link #snapshot}s (of one or more instances); a partition given
+         *  twice keeps its later latest time, and that state's pending jump. */
+        void restore(Iterable<long[]> states) {
+            for (long[] state : states) {
+                int partition = (int) state[0];
+                Long seen = latest.get(partition);
+                if (seen == null || state[1] > seen) {
+                    latest.put(partition, state[1]);
+                    if (state[2] == Long.MIN_VALUE) {
+                        jump.remove(partition);
+                    } else {
+                        jump.put(partition, state[2]);
+                    }
+                }
+            }
+        }
+
         private boolean check(int partition, Long time, long nowMs, boolean record) {
             Long seen = latest.get(partition);
             boolean future = time != null && maxLeadMs > 0 && time > nowMs + maxLeadMs;

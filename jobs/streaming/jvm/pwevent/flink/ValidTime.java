@@ -44,7 +44,9 @@ import org.apache.flink.types.Row;
  * <p>With `registrationBacklog` (the requirements partitions whose backlog a start reads, without
  * a default requirement), the events' instance judges no event before that backlog is registered
  * ({@link RegistrationGate}): the rows read meanwhile are held, in checkpointed state, and judged
- * in their order once it is.
+ * in their order once it is. The lead guard's partitions are checkpointed too: after a restore, a
+ * partition's first event is judged against the partition's latest time before it, as if the job
+ * had not stopped (a forged far-ahead record right after a restore is disbelieved as at any time).
  *
  * <p>An event moves time only if its user is known at its slot (a registration of that slot or an
  * earlier one was read before the event and before its slot closed; with a default requirement
@@ -105,6 +107,10 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private static final MapStateDescriptor<String, Long> REGISTERED =
             new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
     private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held before registration", IN);
+    /** The lead guard's partitions (partition, latest, pending jump or Long.MIN_VALUE), every
+     *  subtask's given to every subtask on a restore. */
+    private static final ListStateDescriptor<Row> GUARD = new ListStateDescriptor<>("lead guard", new RowTypeInfo(
+            new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG}, new String[] {"partition", "latest", "jump"}));
     /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
      *  at about 200 bytes plus the record each, a few hundred MB. */
     static final int MAX_HELD = 1_000_000;
@@ -125,6 +131,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
 
     private transient BroadcastState<String, Long> registered;
     private transient ListState<Row> heldState;
+    private transient ListState<Row> guardState;
     /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
     private transient List<Row> held;
     private transient RegistrationGate gate;
@@ -225,18 +232,29 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         for (Row row : heldState.get()) {
             held.add(row);
         }
+        guardState = context.getOperatorStateStore().getUnionListState(GUARD);
+        guard = new SlotWatermarks.LeadGuard(maxLeadMs);
+        List<long[]> restored = new ArrayList<>();
+        for (Row row : guardState.get()) {
+            restored.add(new long[] {(Integer) row.getField(0), (Long) row.getField(1), (Long) row.getField(2)});
+        }
+        guard.restore(restored);
     }
 
     @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         heldState.update(held == null ? List.of() : held);
+        List<Row> partitions = new ArrayList<>();
+        for (long[] state : guard.snapshot()) {
+            partitions.add(Row.of((int) state[0], state[1], state[2]));
+        }
+        guardState.update(partitions);
     }
 
     @Override
     public void open() throws Exception {
         super.open();
-        guard = new SlotWatermarks.LeadGuard(maxLeadMs);
         partitions = new HashMap<>();
         unregistered = new Unregistered();
         upstreamMs = Long.MIN_VALUE;
