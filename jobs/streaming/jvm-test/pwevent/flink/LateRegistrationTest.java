@@ -68,6 +68,33 @@ class LateRegistrationTest {
     }
 
     @Test
+    void eventsPassedBeforeACheckpointMoveTimeWhenTheirUserRegistersAfterTheRestore() throws Exception {
+        org.apache.flink.runtime.checkpoint.OperatorSubtaskState state;
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = RegistrationGateTest.harness(operator())) {
+            harness.open();
+            harness.setProcessingTime(0);
+            harness.processElement1(new StreamRecord<>(Row.of("u1", 30_000L, 0, 0, 0L, new byte[0], ValidTime.FAST), 30_000L));
+            harness.processElement1(new StreamRecord<>(Row.of("u1", 90_000L, 0, 0, 1L, new byte[0], ValidTime.FAST), 90_000L));
+            state = harness.snapshot(1L, 1L);
+        }
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = RegistrationGateTest.harness(operator())) {
+            harness.initializeState(state);
+            harness.open();
+            harness.setProcessingTime(0);
+            harness.processElement1(new StreamRecord<>(Row.of("u2", 95_000L, 0, 0, 2L, new byte[0], ValidTime.FAST), 95_000L));
+            harness.processWatermark1(new Watermark(89_999L));
+            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
+            harness.setProcessingTime(100);
+            List<Long> marks = ValidTimeIdleTest.watermarks(List.copyOf(harness.getOutput()));
+            assertEquals(89_999L, marks.get(marks.size() - 1), marks::toString);
+        }
+    }
+
+    static ValidTime operator() {
+        return new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, false, null, null, false, null, 0);
+    }
+
+    @Test
     void aClosedSlotIsForgotten() {
         Unregistered unregistered = new Unregistered();
         unregistered.add("u1", 1, 0, 0, 30_000L);

@@ -5,6 +5,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.types.Row;
 
 /**
  * The events {@link ValidTime} passed on before their users were known (docs/streaming.md, "Time"):
@@ -14,10 +18,14 @@ import java.util.TreeMap;
  * whole backlog of events: without this, none of those events moved time, and a stream that then
  * went quiet closed no slot. A slot the watermark has closed is dropped (a registration for it counts
  * for nothing). Bounded like the slot window below, which holds every event of a user not known yet
- * until its slot closes. Not checkpointed, like {@link OffsetOrder}: after a restore, the events read
- * before it move no time when their users register.
+ * until its slot closes. Checkpointed by ValidTime ({@link #rows}): after a restore, the events read
+ * before it still move time when their users register.
  */
 final class Unregistered {
+    /** The type of {@link #rows}. */
+    static final RowTypeInfo ROW = new RowTypeInfo(
+            new TypeInformation<?>[] {Types.LONG, Types.STRING, Types.INT, Types.LONG, Types.LONG},
+            new String[] {"slot", "user", "partition", "offset", "time"});
     /** slot -> user -> partition -> {offset, time} of the latest such event. */
     private final TreeMap<Long, Map<String, Map<Integer, long[]>>> bySlot = new TreeMap<>();
 
@@ -47,6 +55,21 @@ final class Unregistered {
     /** Forget every slot up to `slot` (closed). */
     void closeThrough(long slot) {
         bySlot.headMap(slot, true).clear();
+    }
+
+    /** Every event held, as Row(slot, user, partition, offset, time) ({@link #ROW}): what {@link #add}
+     *  takes back after a restore. */
+    List<Row> rows() {
+        List<Row> out = new ArrayList<>();
+        bySlot.forEach((slot, users) -> users.forEach((user, latest) -> latest.forEach((partition, seen) ->
+                out.add(Row.of(slot, user, partition, seen[0], seen[1])))));
+        return out;
+    }
+
+    /** A row of {@link #rows} back. */
+    void add(Row row) {
+        add((String) row.getField(1), (Long) row.getField(0), (Integer) row.getField(2), (Long) row.getField(3),
+                (Long) row.getField(4));
     }
 
     /** How many slots hold events (tests). */

@@ -111,6 +111,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
      *  subtask's given to every subtask on a restore. */
     private static final ListStateDescriptor<Row> GUARD = new ListStateDescriptor<>("lead guard", new RowTypeInfo(
             new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG}, new String[] {"partition", "latest", "jump"}));
+    private static final ListStateDescriptor<Row> UNREGISTERED =
+            new ListStateDescriptor<>("passed before registration", Unregistered.ROW);
     /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
      *  at about 200 bytes plus the record each, a few hundred MB. */
     static final int MAX_HELD = 1_000_000;
@@ -132,6 +134,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient BroadcastState<String, Long> registered;
     private transient ListState<Row> heldState;
     private transient ListState<Row> guardState;
+    private transient ListState<Row> unregisteredState;
     /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
     private transient List<Row> held;
     private transient RegistrationGate gate;
@@ -239,6 +242,11 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             restored.add(new long[] {(Integer) row.getField(0), (Long) row.getField(1), (Long) row.getField(2)});
         }
         guard.restore(restored);
+        unregisteredState = context.getOperatorStateStore().getListState(UNREGISTERED);
+        unregistered = new Unregistered();
+        for (Row row : unregisteredState.get()) {
+            unregistered.add(row);
+        }
     }
 
     @Override
@@ -250,13 +258,13 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             partitions.add(Row.of((int) state[0], state[1], state[2]));
         }
         guardState.update(partitions);
+        unregisteredState.update(unregistered.rows());
     }
 
     @Override
     public void open() throws Exception {
         super.open();
         partitions = new HashMap<>();
-        unregistered = new Unregistered();
         upstreamMs = Long.MIN_VALUE;
         emittedMs = Long.MIN_VALUE;
         ownMs = Long.MIN_VALUE;
