@@ -46,6 +46,14 @@ class RegistrationGateTest {
         harness.processWatermark1(new Watermark(49_999L));
     }
 
+    /** Opened at processing time 0: u1's registration, then its events (no backlog mark yet). */
+    static void registeredThenEvents(TwoInputStreamOperatorTestHarness<Row, Row, Row> harness) throws Exception {
+        harness.open();
+        harness.setProcessingTime(0);
+        harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
+        events(harness);
+    }
+
     /** (offset, ahead) of each row that came out, in order. */
     static List<List<Object>> judged(List<Object> output) {
         List<List<Object>> rows = new ArrayList<>();
@@ -109,10 +117,7 @@ class RegistrationGateTest {
     @Test
     void aSilentBacklogOpensTheGateAfterTheSilence() throws Exception {
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
-            harness.open();
-            harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
-            events(harness);
+            registeredThenEvents(harness);
             harness.setProcessingTime(SILENCE - 100);
             assertTrue(harness.getOutput().isEmpty(), () -> "still waiting: " + harness.getOutput());
             harness.setProcessingTime(SILENCE + 100);
@@ -124,10 +129,7 @@ class RegistrationGateTest {
     void heldEventsSurviveACheckpointAndAreJudgedAfterTheRestore() throws Exception {
         OperatorSubtaskState snapshot;
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
-            harness.open();
-            harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
-            events(harness);
+            registeredThenEvents(harness);
             snapshot = harness.snapshot(1L, 1L);
         }
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
@@ -142,10 +144,7 @@ class RegistrationGateTest {
     @Test
     void theEndOfABoundedInputOpensTheGate() throws Exception {
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
-            harness.open();
-            harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
-            events(harness);
+            registeredThenEvents(harness);
             harness.processWatermark1(new Watermark(Long.MAX_VALUE));
             List<Object> output = List.copyOf(harness.getOutput());
             assertEquals(AS_IF_REGISTERED_FIRST, judged(output));
