@@ -126,11 +126,10 @@ def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, resto
         stage.t_env.create_temporary_view(f"raw_{role}", stage.t_env.from_data_stream(stream, stage.rowtime))
 
 
-def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None,
-                       registration_backlog: dict[int, int] | None) -> Requirements:
-    """`raw_requirements` -> ParseRequirements (Python; it marks the end of `registration_backlog`
-    among the registrations) -> the valid records' event time, in offset order (`ValidTime`, as for
-    the events)."""
+def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None) -> Requirements:
+    """`raw_requirements` -> ParseRequirements (Python; beside its rows, the registrations and how
+    far it has read) -> the valid records' event time, in offset order (`ValidTime`, as for the
+    events)."""
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
@@ -138,8 +137,7 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
     t_env = stage.t_env
     records = t_env.to_data_stream(t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
-    parsed = records.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"],
-                                                  registration_backlog),
+    parsed = records.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
                              output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements").name("parse requirements")
     registrations = internals.side_output(parsed, rows.REGISTRATIONS)
     timed = internals.valid_time(parsed, registrations, stage.strategy, True, None, requirements_backlog) \
@@ -366,7 +364,7 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     write_sink_tables(stage)
     read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
     registration_backlog = None if config.default_requirement is not None else start.registration_backlog
-    requirements = parse_requirements(stage, start.requirements_backlog, registration_backlog)
+    requirements = parse_requirements(stage, start.requirements_backlog)
     split_events(stage)
     parsed_events, events = parse_events(stage)
     time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog)

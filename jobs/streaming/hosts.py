@@ -167,21 +167,13 @@ class ParseEvents(_ParseRecords):
 
 class ParseRequirements(_ParseRecords):
     """Requirement records -> `PARSED_REQUIREMENT`, one row per record (refusals too, so that the
-    requirements' `ValidTime` follows the offsets), dead letters, and `REGISTRATIONS` (side output)
-    for the records that register their user if first, and after the last record of each backlog
-    partition (`backlog`: partition -> one past that record) a mark that it has been read, so that
-    the events' `ValidTime` judges no event before the backlog's registrations (docs/streaming.md,
-    "Time")."""
+    requirements' `ValidTime` follows the offsets), dead letters, and one `REGISTRATIONS` row (side
+    output) per record: its user and slot if it registers the user when first, and its partition and
+    offset in any case, so that the events' `ValidTime` judges no event before the registrations of
+    the requirements' backlog (docs/streaming.md, "Time")."""
 
-    def __init__(self, config: Config, topic: str, backlog: dict[int, int] | None = None) -> None:
+    def __init__(self, config: Config, topic: str) -> None:
         super().__init__(config, "requirements", topic, False)
-        self.backlog_last = {int(p): int(end) - 1 for p, end in (backlog or {}).items() if end > 0}
-
-    def _backlog_read(self, row: Row):  # type: ignore[no-untyped-def]
-        """The mark, if `row` is the last record of its partition's backlog."""
-        partition = int(row[1])
-        if self.backlog_last.get(partition) == int(row[2]):
-            yield REGISTRATIONS, Row(None, None, None, partition)
 
     def open(self, runtime_context: Any) -> None:
         super().open(runtime_context)
@@ -189,22 +181,23 @@ class ParseRequirements(_ParseRecords):
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         config = self.config
+        partition, offset = int(row[1]), int(row[2])
         out = self._checked(row, ctx, lambda raw, ts: parse_requirement_update(raw, config.requirements, config.caps,
                                                                                  config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
-            yield Row(None, None, None, int(row[1]), int(row[2]), None, int(TimePath.REFUSED))
-            yield from self._backlog_read(row)
+            yield Row(None, None, None, partition, offset, None, int(TimePath.REFUSED))
+            yield REGISTRATIONS, Row(None, None, None, partition, offset)
             return
         update, position, raw = out
         pending = PendingRequirement(config.clock.slot_of(update.time_ms),
                                      (update.time_ms, position["partition"], position["offset"]),
                                      update.requirement, position, raw.decode("utf-8", errors="replace"))
-        if self.rules.registers(update.requirement):
-            yield REGISTRATIONS, Row(update.user, pending.slot, None, None)
+        registers = self.rules.registers(update.requirement)
+        yield REGISTRATIONS, Row(update.user if registers else None, pending.slot if registers else None, None,
+                                 partition, offset)
         yield Row(update.user, update.time_ms, None, position["partition"], position["offset"],
                   pickle.dumps(pending, protocol=pickle.HIGHEST_PROTOCOL), int(TimePath.FAST))
-        yield from self._backlog_read(row)
 
 
 def _dead(rejection: Rejection, metrics: HostMetrics) -> Row:

@@ -32,13 +32,15 @@ from pyflink.common.typeinfo import Types
 from pyflink.datastream import OutputTag
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
-#: Input 2 of `pwevent.flink.ValidTime`, one kind per row: Row(user, slot, None, None) for each
-#: requirement record that registers its user if it is the user's first (`RequirementRules.registers`:
-#: what ValidTime knows users by); Row(None, None, None, partition) after the last record of a
-#: requirements partition's backlog (`ParseRequirements`: the events wait for it,
-#: docs/streaming.md, "Time"); Row(None, None, ms, None), the requirements' valid time (`ValidTime.timeOf`).
+#: Input 2 of `pwevent.flink.ValidTime`, one per requirement record (its partition and offset: how far
+#: the requirements' reader has got, so that the events wait for the registrations of its backlog,
+#: docs/streaming.md, "Time"): Row(user, slot, None, partition, offset) for a record that registers
+#: its user if it is the user's first (`RequirementRules.registers`: what ValidTime knows users by),
+#: Row(None, None, None, partition, offset) for any other, refusals included; besides those,
+#: Row(None, None, ms, None, None), the requirements' valid time (`ValidTime.timeOf`).
 REGISTRATIONS = OutputTag("registrations", Types.ROW_NAMED(
-    ["user", "slot", "requirements_ms", "backlog_read"], [Types.STRING(), Types.LONG(), Types.LONG(), Types.INT()]))
+    ["user", "slot", "requirements_ms", "partition", "offset"],
+    [Types.STRING(), Types.LONG(), Types.LONG(), Types.INT(), Types.LONG()]))
 
 
 class TimePath(IntEnum):

@@ -21,8 +21,8 @@ class StartReads:
     late_through: every event of a slot up to it is `late` (a resumed job's decided slots).
     requirements_backlog: one past each requirements partition's last record now, so that its
     partitions stop holding event time back as soon as they have read what they held.
-    registration_backlog: the same for the partitions the start's requirements reader has left to
-    read, whose registrations the events wait for (`registration_backlog`).
+    registration_backlog: the same for the partitions whose registrations the events wait for
+    (`registration_backlog`).
     restore_seed_ms (restored jobs): the slot an events partition that stays silent after the restore
     closes. read_to_end: the sources ("events", "requirements") whose restored readers have nothing
     left to read, so that their silent partitions skip `source_start_grace`."""
@@ -38,7 +38,7 @@ class StartReads:
         """The reads of a start that restores `restored` (None: a start without state)."""
         backlog = requirements_backlog(settings)
         return cls(late_through(settings, restored, config.domain.d), backlog,
-                   registration_backlog(settings, backlog, restored),
+                   registration_backlog(backlog),
                    restore_seed(config, settings) if restored else None,
                    restored_read_to_end(settings) if restored else frozenset())
 
@@ -76,37 +76,15 @@ def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
         return None
 
 
-def registration_backlog(settings: StreamSettings, backlog: dict[int, int] | None,
-                         restored: str | None) -> dict[int, int] | None:
+def registration_backlog(backlog: dict[int, int] | None) -> dict[int, int] | None:
     """The requirements partitions whose backlog the events wait for (docs/streaming.md, "Time": no
-    event is judged before the registrations a start reads first), with their ends
-    (`requirements_backlog`): every one with a record for a start without state (its reader begins
-    at the earliest offset); for a restored job, those whose consumer group committed less than
-    their end (a reader restored from the latest checkpoint resumes there). None when the
-    backlog is unknown: the events then wait for nothing."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, committed_offsets
-
+    event is judged before the registrations of the requirements' backlog), with their ends
+    (`requirements_backlog`): every one with a record. A restored job's ValidTime knows from its own
+    state which of them its reader had read through before the checkpoint, and waits for the others.
+    None when the backlog is unknown: the events then wait for nothing."""
     if backlog is None:
         return None
-    ends = {p: end for p, end in backlog.items() if end > 0}
-    if not restored or not ends:
-        return ends
-    kafka = settings.kafka
-    try:
-        committed = committed_offsets(kafka, kafka.topics["requirements"], kafka.source_group_id("requirements"))
-    except (BrokerUnavailableError, KafkaError) as err:
-        print(f"pwevent run: where the restored requirements reader stands is unknown ({err}); the events "
-              "wait for no registration", file=sys.stderr)
-        return None
-    return unread_backlog(ends, committed)
-
-
-def unread_backlog(ends: dict[int, int], committed: dict[int, int | None]) -> dict[int, int]:
-    """The partitions of `ends` (partition -> one past its backlog, above 0) whose committed offset
-    is below their end, or unknown."""
-    return {p: end for p, end in ends.items() if (committed.get(p) or 0) < end}
+    return {p: end for p, end in backlog.items() if end > 0}
 
 
 def restored_read_to_end(settings: StreamSettings) -> frozenset[str]:

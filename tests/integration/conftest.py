@@ -181,6 +181,12 @@ class StreamingJob:
             assert time.monotonic() - began < timeout, f"{count} checkpoints not completed in {timeout} s"
             time.sleep(0.2)
 
+    def flink_logs(self) -> str:
+        """The Flink logs of every run of this job (the folders its runs' output names)."""
+        folders = [found.group(1) for log in sorted(self.folder.glob("job-*.log"))
+                   if (found := re.search(r"Flink log in (\S+)", log.read_text(errors="replace")))]
+        return "".join(path.read_text(errors="replace") for folder in folders for path in Path(folder).glob("*.log"))
+
     def log_tail(self) -> str:
         text = (self.folder / f"job-{self.runs}.log").read_text(errors="replace")
         return text[-4000:]

@@ -156,5 +156,7 @@ def test_a_restore_switches_the_default_requirement_off_and_on(streaming_job: An
                 for name in ("releases", "spend", "rejects")}
     assert any(r["reason"] == "unknown_user" for r in expected["rejects"])
     check_equals_replay(job, events, str(expected_requirements), SLOTS, expected)
+    # each restored reader had read the requirements' backlog: no run waited for its registrations
+    assert "no registration for" not in job.flink_logs()
 
 

@@ -187,38 +187,35 @@ def test_the_streaming_job_dead_letters_an_unsigned_requirement():
     runtime = _RuntimeContext()
     host.open(runtime)
     record = {"user": "a", "time": 0, "w": 4, "epsilon": 0.6}
-    (tag, text), refused = host.process_element(Row(json.dumps(record).encode(), 0, 3, None, 0, None), _Context())
+    (tag, text), refused, read = host.process_element(Row(json.dumps(record).encode(), 0, 3, None, 0, None),
+                                                      _Context())
     assert tag is DEAD_LETTERS and json.loads(text)["reason"] == "unauthenticated_requirement"
     assert refused == Row(None, None, None, 0, 3, None, int(TimePath.REFUSED))  # its offset, for ValidTime
+    assert read == (REGISTRATIONS, Row(None, None, None, 0, 3))  # how far the reader has got
     counted = {path: c.count for path, c in runtime.counters.items() if c.count}
     assert counted == {"pwevent/reason=unauthenticated_requirement/dead_letters": 1}  # docs/operations.md, Metrics
     registration, keyed = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None, 0, None),
                                                _Context())
     # what ValidTime knows users by (docs/streaming.md, Time)
-    assert registration == (REGISTRATIONS, Row("a", 1, None, None))
+    assert registration == (REGISTRATIONS, Row("a", 1, None, 0, 4))
     assert list(keyed[:5]) == ["a", 0, None, 0, 4] and keyed[6] == int(TimePath.FAST)
     assert pickle.loads(keyed[5]).requested == Requirement(4, 0.6)
 
 
-def test_the_requirement_parser_marks_the_last_record_of_each_backlog_partition():
-    """After the last record of a requirements partition's backlog, accepted or refused, its parser
-    says so after that record's registration (in the same channel), so that the events' ValidTime
-    judges no event before the backlog's registrations (docs/streaming.md, "Time")."""
+def test_the_requirement_parser_says_how_far_it_has_read_with_every_record():
+    """Every requirement record, accepted or refused, gives one registrations row with its partition
+    and offset (and its user and slot if it registers), so that the events' ValidTime knows when the
+    requirements' backlog is registered, also after a restore (docs/streaming.md, "Time")."""
     config = parse_config({**config_with_signature(key_env=KEY_ENV), "origin": 0})
-    host = ParseRequirements(config, "pwevent.requirements", {0: 5, 1: 3, 2: 0})
+    host = ParseRequirements(config, "pwevent.requirements")
     host.open(_RuntimeContext())
     signed = json.dumps(sign({"user": "a", "time": 0, "w": 4, "epsilon": 0.6}, SIGNATURE)).encode()
     unsigned = json.dumps({"user": "b", "time": 0, "w": 4, "epsilon": 0.6}).encode()
 
-    def out(value: bytes, partition: int, offset: int) -> list:
-        return list(host.process_element(Row(value, partition, offset, None, 0, None), _Context()))
+    def registrations(value: bytes, partition: int, offset: int) -> list:
+        return [o[1] for o in host.process_element(Row(value, partition, offset, None, 0, None), _Context())
+                if o[0] is REGISTRATIONS]
 
-    assert [o for o in out(signed, 0, 3) if o[0] is REGISTRATIONS] == [(REGISTRATIONS, Row("a", 1, None, None))]
-    accepted = out(signed, 0, 4)
-    assert accepted[0] == (REGISTRATIONS, Row("a", 1, None, None))
-    assert accepted[-1] == (REGISTRATIONS, Row(None, None, None, 0))
-    refused = out(unsigned, 1, 2)
-    assert refused[0][0] is DEAD_LETTERS and refused[-1] == (REGISTRATIONS, Row(None, None, None, 1))
-    assert not [o for o in out(signed, 1, 3) if o[0] is REGISTRATIONS and o[1][3] is not None]  # past the end
-    assert not [o for o in out(signed, 2, 0) if o[0] is REGISTRATIONS and o[1][3] is not None]  # nothing awaited
-
+    assert registrations(signed, 0, 3) == [Row("a", 1, None, 0, 3)]
+    assert registrations(unsigned, 1, 2) == [Row(None, None, None, 1, 2)]  # refused: how far, nothing more
+    assert registrations(b"not json", 2, 0) == [Row(None, None, None, 2, 0)]

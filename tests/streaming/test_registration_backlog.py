@@ -1,14 +1,13 @@
-"""Which requirements partitions the events wait for at a start (docs/streaming.md, "Time"): the
-registrations a start's requirements reader has left to read in its backlog."""
+"""Which requirements partitions the events wait for at a start (docs/streaming.md, "Time"): every
+one with a record; a restored job's ValidTime drops those its reader had read through
+(RegistrationGateTest.java)."""
 
 from __future__ import annotations
 
-from pwevent.jobs.streaming.startup import unread_backlog
+from pwevent.jobs.streaming.startup import registration_backlog
 
 
-def test_a_partition_is_awaited_while_its_committed_offset_is_below_its_backlogs_end():
-    ends = {0: 5, 1: 3, 2: 7}
-    assert unread_backlog(ends, {0: 5, 1: 2, 2: None}) == {1: 3, 2: 7}  # 0 read to its end; 2 never committed
-    assert unread_backlog(ends, {0: 9, 1: 3, 2: 7}) == {}  # a restored reader with nothing left waits for nothing
-    assert unread_backlog(ends, {}) == ends  # a group the broker knows nothing of: everything
-    assert unread_backlog(ends, {0: 0}) == ends  # offset 0 committed: nothing read
+def test_every_partition_with_a_record_is_awaited_and_an_unknown_backlog_awaits_nothing():
+    assert registration_backlog({0: 5, 1: 0, 2: 7}) == {0: 5, 2: 7}  # 1 holds no record
+    assert registration_backlog({0: 0}) == {}
+    assert registration_backlog(None) is None  # the broker did not say: the events wait for nothing

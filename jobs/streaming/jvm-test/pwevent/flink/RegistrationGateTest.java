@@ -46,11 +46,11 @@ class RegistrationGateTest {
         harness.processWatermark1(new Watermark(49_999L));
     }
 
-    /** Opened at processing time 0: u1's registration, then its events (no backlog mark yet). */
+    /** Opened at processing time 0: u1's registration (offset 0 of partition 0), then its events. */
     static void registeredThenEvents(TwoInputStreamOperatorTestHarness<Row, Row, Row> harness) throws Exception {
         harness.open();
         harness.setProcessingTime(0);
-        harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
+        harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
         events(harness);
     }
 
@@ -77,8 +77,8 @@ class RegistrationGateTest {
             events(harness);
             harness.setProcessingTime(1_000);
             assertTrue(harness.getOutput().isEmpty(), () -> "held until the backlog is registered: " + harness.getOutput());
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
-            harness.processElement2(new StreamRecord<>(ValidTime.backlogRead(0)));
+            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
+            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 6)));
             harness.setProcessingTime(1_100);
             List<Object> output = List.copyOf(harness.getOutput());
             assertEquals(AS_IF_REGISTERED_FIRST, judged(output), output::toString);
@@ -93,23 +93,23 @@ class RegistrationGateTest {
             harness.open();
             harness.setProcessingTime(0);
             events(harness);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
+            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
             List<List<Object>> rows = judged(List.copyOf(harness.getOutput()));
             assertEquals(List.of(2L, false), rows.get(2), rows::toString);  // what the gate is for
         }
     }
 
     @Test
-    void registrationsComingFirstNeedTheMarkToo() throws Exception {
+    void registrationsComingFirstWaitForTheRestOfTheBacklog() throws Exception {
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L, 1, 3L)))) {
             harness.open();
             harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1)));
-            harness.processElement2(new StreamRecord<>(ValidTime.backlogRead(1)));
+            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
+            harness.processElement2(new StreamRecord<>(ValidTime.read(1, 2)));
             events(harness);
             harness.setProcessingTime(1_000);
-            assertTrue(harness.getOutput().isEmpty(), () -> "partition 0's backlog not read yet: " + harness.getOutput());
-            harness.processElement2(new StreamRecord<>(ValidTime.backlogRead(0)));
+            assertTrue(harness.getOutput().isEmpty(), () -> "partition 0's backlog not read through yet: " + harness.getOutput());
+            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 6)));
             assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
         }
     }
@@ -136,8 +136,59 @@ class RegistrationGateTest {
             harness.initializeState(snapshot);
             harness.open();
             harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.backlogRead(0)));
+            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 6)));
             assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
+        }
+    }
+
+    @Test
+    void aRecordPastTheBacklogsEndOpensTheGate() throws Exception {
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
+            registeredThenEvents(harness);
+            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 5)));
+            assertTrue(harness.getOutput().isEmpty(), () -> "offset 6 not read yet: " + harness.getOutput());
+            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 9)));  // offset 6 was, e.g., compacted away
+            assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
+        }
+    }
+
+    /** A snapshot of a job whose requirements reader read partition 0 through `offset` (u1 registered). */
+    static OperatorSubtaskState readThrough(long offset) throws Exception {
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
+            harness.open();
+            harness.setProcessingTime(0);
+            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, offset)));
+            return harness.snapshot(1L, 1L);
+        }
+    }
+
+    @Test
+    void aRestoredReaderThatHadReadTheBacklogWaitsForNothing() throws Exception {
+        OperatorSubtaskState snapshot = readThrough(6);
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
+            harness.initializeState(snapshot);
+            harness.open();
+            harness.setProcessingTime(0);
+            events(harness);  // its reader, past the backlog, reads nothing more from partition 0
+            assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
+        }
+    }
+
+    @Test
+    void aRestoredReaderWaitsForWhatItHadNotRead() throws Exception {
+        for (long[] readAndEnd : new long[][] {{3, 7}, {6, 9}}) {  // part of the backlog; a backlog grown since
+            OperatorSubtaskState snapshot = readThrough(readAndEnd[0]);
+            long end = readAndEnd[1];
+            try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, end)))) {
+                harness.initializeState(snapshot);
+                harness.open();
+                harness.setProcessingTime(0);
+                events(harness);
+                assertTrue(harness.getOutput().isEmpty(), () -> "waiting for offset " + (end - 1) + ": "
+                        + harness.getOutput());
+                harness.processElement2(new StreamRecord<>(ValidTime.read(0, end - 1)));
+                assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
+            }
         }
     }
 

@@ -7,13 +7,13 @@ import java.util.Set;
  * When the events' {@link ValidTime} may start judging events (docs/streaming.md, "Time"): once the
  * requirements' backlog has been registered, so that an event read before its user's registration
  * is judged as the replay judges it (its user known, the lead guard with the events before it), not
- * by which of the two topics' readers started first. The requirement parser marks, per partition,
- * the last record the backlog held (`backlog_read`, in the same channel as, and after, that
- * partition's registrations); the gate opens when every awaited partition's mark has come, or when
- * no registration or mark has come for `silenceMs` (a backlog that ends otherwise than expected,
- * e.g. a restored reader already past it: the events then wait no longer, as before the gate), or
- * when the caller holds `maxHeld` rows (memory: the events then are judged as they come, as before
- * the gate). Pure: the caller passes the time and what it holds.
+ * by which of the two topics' readers started first. The caller says when an awaited partition has
+ * been read through its backlog's last record (every requirement record comes with its partition and
+ * offset, after its registration) and when one is still being read; the gate opens when every
+ * awaited partition has been read, or when nothing has come from them for `silenceMs` (a backlog
+ * that ends otherwise than expected: the events then wait no longer, as before the gate), or when
+ * the caller holds `maxHeld` rows (memory: the events then are judged as they come, as before the
+ * gate). Pure: the caller passes the time and what it holds.
  */
 final class RegistrationGate {
     /** Why the gate opened. */
@@ -32,12 +32,12 @@ final class RegistrationGate {
         this.lastSignalMs = nowMs;
     }
 
-    /** A registration came at `nowMs`: the backlog is still being read. */
+    /** A record of an awaited partition before its backlog's end came at `nowMs`: still being read. */
     void registration(long nowMs) {
         lastSignalMs = Math.max(lastSignalMs, nowMs);
     }
 
-    /** Partition `partition`'s backlog has been registered (its mark came at `nowMs`). */
+    /** Partition `partition`'s backlog has been read through its last record (at `nowMs`). */
     void backlogRead(int partition, long nowMs) {
         awaited.remove(partition);
         registration(nowMs);
@@ -54,7 +54,7 @@ final class RegistrationGate {
         return held >= maxHeld ? Opened.FULL : Opened.NOT_YET;
     }
 
-    /** The partitions whose mark has not come (for the log). */
+    /** The partitions not yet read through their backlog (for the log). */
     Set<Integer> waitingFor() {
         return Set.copyOf(awaited);
     }

@@ -2,8 +2,10 @@ package pwevent.flink;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.flink.api.common.state.BroadcastState;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -33,18 +35,19 @@ import org.apache.flink.types.Row;
  * the fast path handed to the reference parser (only partition and offset set), sent on the fast
  * path's channel, so in offset order with its events; {@link #SLOW_ACCEPTED} the reference parser's
  * event for such a record, {@link #SLOW_REJECTED} its refusal (only partition and offset set; the
- * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2 (broadcast),
- * rows of one kind each ({@link #registration}, {@link #backlogRead}, {@link #requirementsTime}):
- * registrations, one per requirement record whose requirement registers its user if it is the
- * user's first (jobs/common/requirement_rules.py, {@code RequirementRules.registers}), kept in
- * checkpointed state; the requirement parser's mark after the last record of a partition's backlog;
- * the requirements' valid time. Output: Row(user, time_ms, cell, partition, offset, original,
+ * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2 (broadcast):
+ * one row per requirement record, with its partition and offset, and its user and slot if its
+ * requirement registers its user when it is the user's first (jobs/common/requirement_rules.py,
+ * {@code RequirementRules.registers}; {@link #registration}, {@link #read}), the registrations and how
+ * far the requirements' reader has got both kept in checkpointed state; and the requirements' valid
+ * time ({@link #requirementsTime}). Output: Row(user, time_ms, cell, partition, offset, original,
  * ahead), timed at time_ms.
  *
  * <p>With `registrationBacklog` (the requirements partitions whose backlog a start reads, without
  * a default requirement), the events' instance judges no event before that backlog is registered
  * ({@link RegistrationGate}): the rows read meanwhile are held, in checkpointed state, and judged
- * in their order once it is. The lead guard's partitions are checkpointed too: after a restore, a
+ * in their order once it is. A partition's backlog is registered once a record at or past its last
+ * offset has come, now or before the checkpoint a restore resumes from. The lead guard's partitions are checkpointed too: after a restore, a
  * partition's first event is judged against the partition's latest time before it, as if the job
  * had not stopped (a forged far-ahead record right after a restore is disbelieved as at any time).
  *
@@ -98,12 +101,13 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT},
             new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path"});
-    /** The fields of input 2's rows: each row sets `user` and `slot`, or `requirements_ms`, or
-     *  `backlog_read` (jobs/streaming/rows.py, `REGISTRATIONS`). */
+    /** The fields of input 2's rows: `partition` and `offset` of a requirement record, with `user`
+     *  and `slot` if it registers; or `requirements_ms` alone (jobs/streaming/rows.py, `REGISTRATIONS`). */
     private static final int USER = 0;
     private static final int SLOT = 1;
     private static final int REQUIREMENTS_MS = 2;
-    private static final int BACKLOG_READ = 3;
+    private static final int PARTITION = 3;
+    private static final int OFFSET = 4;
     private static final MapStateDescriptor<String, Long> REGISTERED =
             new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
     private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held before registration", IN);
@@ -113,6 +117,10 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG}, new String[] {"partition", "latest", "jump"}));
     private static final ListStateDescriptor<Row> UNREGISTERED =
             new ListStateDescriptor<>("passed before registration", Unregistered.ROW);
+    /** Per requirements partition, the highest offset of its records read (every subtask reads them
+     *  all; every subtask's given to every subtask on a restore). */
+    private static final ListStateDescriptor<Row> REQUIREMENTS_READ = new ListStateDescriptor<>("requirements read",
+            new RowTypeInfo(new TypeInformation<?>[] {Types.INT, Types.LONG}, new String[] {"partition", "offset"}));
     /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
      *  at about 200 bytes plus the record each, a few hundred MB. */
     static final int MAX_HELD = 1_000_000;
@@ -135,6 +143,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient ListState<Row> heldState;
     private transient ListState<Row> guardState;
     private transient ListState<Row> unregisteredState;
+    private transient ListState<Row> requirementsReadState;
+    /** Partition -> the highest offset of the requirement records read, before the checkpoint too. */
+    private transient Map<Integer, Long> requirementsRead;
     /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
     private transient List<Row> held;
     private transient RegistrationGate gate;
@@ -169,19 +180,21 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         this.gateSilenceMs = gateSilenceMs;
     }
 
-    /** Input 2: `user` registers from `slot` on. */
-    public static Row registration(String user, long slot) {
-        return Row.of(user, slot, null, null);
+    /** Input 2: the requirement record at `offset` of requirements partition `partition` registers
+     *  `user` from `slot` on. */
+    public static Row registration(String user, long slot, int partition, long offset) {
+        return Row.of(user, slot, null, partition, offset);
+    }
+
+    /** Input 2: the requirement record at `offset` of requirements partition `partition`, which
+     *  registers nobody. */
+    public static Row read(int partition, long offset) {
+        return Row.of(null, null, null, partition, offset);
     }
 
     /** Input 2: the requirements' valid time is `ms` ({@link #timeOf}). */
     public static Row requirementsTime(long ms) {
-        return Row.of(null, null, ms, null);
-    }
-
-    /** Input 2: requirements partition `partition`'s backlog has been registered. */
-    public static Row backlogRead(int partition) {
-        return Row.of(null, null, null, partition);
+        return Row.of(null, null, ms, null, null);
     }
 
     /** `events` with their valid event time; `registrations` are broadcast to every subtask. */
@@ -247,6 +260,11 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         for (Row row : unregisteredState.get()) {
             unregistered.add(row);
         }
+        requirementsReadState = context.getOperatorStateStore().getUnionListState(REQUIREMENTS_READ);
+        requirementsRead = new HashMap<>();
+        for (Row row : requirementsReadState.get()) {
+            requirementsRead.merge((Integer) row.getField(0), (Long) row.getField(1), Math::max);
+        }
     }
 
     @Override
@@ -259,6 +277,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         }
         guardState.update(partitions);
         unregisteredState.update(unregistered.rows());
+        List<Row> read = new ArrayList<>();
+        requirementsRead.forEach((partition, offset) -> read.add(Row.of(partition, offset)));
+        requirementsReadState.update(read);
     }
 
     @Override
@@ -272,10 +293,25 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
         long start = getProcessingTimeService().getCurrentProcessingTime();
-        if (registrationBacklog != null && !registrationBacklog.isEmpty() && !everyoneKnown) {
-            gate = new RegistrationGate(registrationBacklog.keySet(), gateSilenceMs, MAX_HELD, start);
+        Set<Integer> unread = new HashSet<>();
+        if (registrationBacklog != null && !everyoneKnown) {
+            registrationBacklog.forEach((partition, end) -> {
+                if (!backlogRead(partition, requirementsRead.get(partition))) {
+                    unread.add(partition);
+                }
+            });
+        }
+        if (!unread.isEmpty()) {
+            gate = new RegistrationGate(unread, gateSilenceMs, MAX_HELD, start);
         }
         getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
+    }
+
+    /** Whether a requirements reader at `offset` of `partition` (null: none read) has read the
+     *  partition's backlog through its last record. */
+    private boolean backlogRead(int partition, Long offset) {
+        Long end = registrationBacklog.get(partition);
+        return end == null || (offset != null && offset >= end - 1);
     }
 
     /** Whether the gate holds input 1 back; opening it judges the rows it held, in their order. */
@@ -393,17 +429,18 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             return;
         }
         long now = getProcessingTimeService().getCurrentProcessingTime();
-        if (row.getField(BACKLOG_READ) != null) {
-            if (gate != null) {
-                gate.backlogRead(((Number) row.getField(BACKLOG_READ)).intValue(), now);
+        int read = ((Number) row.getField(PARTITION)).intValue();
+        long offset = ((Number) row.getField(OFFSET)).longValue();
+        requirementsRead.merge(read, offset, Math::max);
+        if (gate != null && registrationBacklog.containsKey(read)) {
+            if (backlogRead(read, offset)) {
+                gate.backlogRead(read, now);
                 advance();
+            } else {
+                gate.registration(now);  // the backlog is being read
             }
-            return;
         }
-        if (gate != null) {
-            gate.registration(now);
-        }
-        if (everyoneKnown) {
+        if (user == null || everyoneKnown) {
             return;
         }
         long slot = ((Number) row.getField(SLOT)).longValue();
