@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
@@ -80,5 +82,45 @@ class ValidTimeIdleTest {
         List<Object> output = run(false);
         assertTrue(output.contains(WatermarkStatus.IDLE), output::toString);
         assertFalse(watermarks(output).contains(3 * SLOT - 1), output::toString);
+    }
+
+    /** The requirements' instance (backlog: partition 0 up to offset 7), restored from a checkpoint
+     *  whose reader had read partition 0 through `read` (null: a start without state); what came out
+     *  in the second after it opened, its source silent (no watermark, not idle yet). */
+    static List<Object> restoredRequirements(Long read) throws Exception {
+        OperatorSubtaskState snapshot = null;
+        if (read != null) {
+            try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = requirementsHarness()) {
+                harness.open();
+                harness.processElement2(new StreamRecord<>(ValidTime.read(0, read)));
+                snapshot = harness.snapshot(1L, 1L);
+            }
+        }
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = requirementsHarness()) {
+            if (snapshot != null) {
+                harness.initializeState(snapshot);
+            }
+            harness.open();
+            for (long t = 0; t <= 1_000; t += 100) {
+                harness.setProcessingTime(t);
+            }
+            return new ArrayList<>(harness.getOutput());
+        }
+    }
+
+    static TwoInputStreamOperatorTestHarness<Row, Row, Row> requirementsHarness() throws Exception {
+        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, Map.of(0, 7L),
+                false, null, 0);
+        TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator);
+        harness.getExecutionConfig().setAutoWatermarkInterval(100);
+        harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
+        return harness;
+    }
+
+    @Test
+    void aRestoredRequirementsInstanceWhoseReaderHadReadItsBacklogHoldsNothingBack() throws Exception {
+        assertEquals(List.of(WatermarkStatus.IDLE), restoredRequirements(6L));
+        assertEquals(List.of(), restoredRequirements(3L));  // offsets 4-6 still to come: waits for its source
+        assertEquals(List.of(), restoredRequirements(null));  // a start without state: waits for its source
     }
 }

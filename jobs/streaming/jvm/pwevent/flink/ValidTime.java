@@ -154,6 +154,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient Unregistered unregistered;
     private transient long upstreamMs;
     private transient boolean upstreamIdle;
+    /** The requirements' instance, restored: its reader had read every partition through its
+     *  backlog before the checkpoint, so a silent source holds nothing back (`backlogEnds`). */
+    private transient boolean readBeforeRestore;
     private transient long emittedMs;
     /** The highest watermark emitted from this input's own partitions (not the followed time). */
     private transient long ownMs;
@@ -293,6 +296,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
         long start = getProcessingTimeService().getCurrentProcessingTime();
+        readBeforeRestore = backlogEnds != null && !backlogEnds.isEmpty() && !requirementsRead.isEmpty()
+                && backlogEnds.entrySet().stream().allMatch(end -> end.getValue() == 0
+                        || requirementsRead.getOrDefault(end.getKey(), -1L) >= end.getValue() - 1);
         Set<Integer> unread = new HashSet<>();
         if (registrationBacklog != null && !everyoneKnown) {
             registrationBacklog.forEach((partition, end) -> {
@@ -495,6 +501,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             return;
         }
         long now = now();
+        // a source whose partitions a restored reader had read through gives no watermark until it
+        // idles after its start grace: until it gives one, it is as good as idle
+        boolean quietUpstream = upstreamIdle || (readBeforeRestore && upstreamMs == Long.MIN_VALUE);
         boolean active = false;
         long lowest = Long.MAX_VALUE;
         long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotWatermarks.slotLastMs(originMs, slotMs, restoreSeedMs);
@@ -520,8 +529,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             }
         }
         if (active) {
-            emitOwn(upstreamIdle ? lowest : Math.min(upstreamMs, lowest));
-        } else if (upstreamIdle) {
+            emitOwn(quietUpstream ? lowest : Math.min(upstreamMs, lowest));
+        } else if (quietUpstream) {
             if (followsSecond) {
                 emitOwn(cap);
                 emit(secondMs);
