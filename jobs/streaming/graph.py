@@ -200,18 +200,21 @@ def parse_events(stage: Stage) -> tuple[Any, Any]:
 
 
 def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None,
-                registration_backlog: dict[int, int] | None) -> None:
+                registration_backlog: dict[int, int] | None, restored_ends: dict[int, int] | None) -> None:
     """Both paths' events -> `ValidTime` (event time from the valid events of known users only, each
     partition's in offset order, judged once `registration_backlog` is registered; at parallelism 1
     it follows the requirements' valid time while the events are idle, so no branch below goes idle
     with the events and comes back later than another; docs/streaming.md, "Time") -> view `events`:
-    the valid events, with `ahead` (past the lead guard)."""
+    the valid events, with `ahead` (past the lead guard). `restored_ends`: a restored job's events
+    partitions' ends when it is built (a silent source then holds nothing back if the restored state
+    had read them)."""
     from pwevent.jobs.streaming import pyflink_internals as internals
 
     timed, requirement_marks = internals.valid_time(events, requirements.registrations, stage.strategy,
                                                     stage.config.default_requirement is not None, restore_seed_ms,
                                                     follows=requirements.timed,
-                                                    registration_backlog=registration_backlog)
+                                                    registration_backlog=registration_backlog,
+                                                    restored_ends=restored_ends)
     requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
     timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
     stage.t_env.create_temporary_view("events", stage.t_env.from_data_stream(timed, stage.rowtime))
@@ -367,7 +370,7 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     requirements = parse_requirements(stage, start.requirements_backlog)
     split_events(stage)
     parsed_events, events = parse_events(stage)
-    time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog)
+    time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
     judge_events(stage, start.late_through)
     latest = latest_per_user_and_slot(stage)
     membership(stage, requirements, latest)

@@ -107,7 +107,8 @@ def first_presence(latest: Any, default_on: bool) -> Any:
 
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
                restore_seed_ms: int | None, backlog_ends: dict[int, int] | None = None,
-               follows: Any = None, registration_backlog: dict[int, int] | None = None) -> Any:
+               follows: Any = None, registration_backlog: dict[int, int] | None = None,
+               restored_ends: dict[int, int] | None = None) -> Any:
     """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original, path: the two
     parsers' rows, `rows.TimePath`), the accepted ones timed and watermarked, in offset order per
     partition, from the valid events of known users only (`registrations`: user,
@@ -121,7 +122,10 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     others (docs/streaming.md, "Time"); the caller runs it at parallelism 1. `registration_backlog`
     (the events' instance; partition -> one past the last record of the requirements' backlog):
     no event is judged before those registrations have come (`RegistrationGate`), or no
-    registration for the longer of `source_start_grace` and `source_idleness`. Returns the operator,
+    registration for the longer of `source_start_grace` and `source_idleness`. `restored_ends` (a
+    restored events instance; partition -> one past its last record when the job was built): if the
+    restored state had read every partition through it, a silent source closes the restore seed's
+    slot after `close_after`, whatever the consumer group committed. Returns the operator,
     and with `follows` also the stream of time rows it reads (both need a uid)."""
     from pyflink.datastream import DataStream
 
@@ -131,7 +135,8 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
         strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], everyone_known, restore_seed_ms,
         None if backlog_ends is None else _java_offsets(backlog_ends), follows is not None,
         None if registration_backlog is None else _java_offsets(registration_backlog),
-        max(strategy["start_grace_ms"], strategy["idle_after_ms"]))
+        max(strategy["start_grace_ms"], strategy["idle_after_ms"]),
+        None if restored_ends is None else _java_offsets(restored_ends))
     if follows is None:
         return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
                                                             operator))

@@ -25,13 +25,16 @@ class StartReads:
     (`registration_backlog`).
     restore_seed_ms (restored jobs): the slot an events partition that stays silent after the restore
     closes. read_to_end: the sources ("events", "requirements") whose restored readers have nothing
-    left to read, so that their silent partitions skip `source_start_grace`."""
+    left to read, so that their silent partitions skip `source_start_grace`. events_ends (restored
+    jobs): one past each events partition's last record now, so that the events' ValidTime, if its
+    restored state had read them all, skips the grace whatever the consumer group committed."""
 
     late_through: int = 0
     requirements_backlog: dict[int, int] | None = None
     registration_backlog: dict[int, int] | None = None
     restore_seed_ms: int | None = None
     read_to_end: frozenset[str] = field(default_factory=frozenset)
+    events_ends: dict[int, int] | None = None
 
     @classmethod
     def read(cls, config: Config, settings: StreamSettings, restored: str | None) -> StartReads:
@@ -40,7 +43,8 @@ class StartReads:
         return cls(late_through(settings, restored, config.domain.d), backlog,
                    registration_backlog(backlog),
                    restore_seed(config, settings) if restored else None,
-                   restored_read_to_end(settings) if restored else frozenset())
+                   restored_read_to_end(settings) if restored else frozenset(),
+                   topic_ends(settings, "events") if restored else None)
 
 
 #: A start that read nothing from the topics (a graph built for inspection, e.g. tests).
@@ -60,19 +64,26 @@ def requirements_backlog(settings: StreamSettings) -> dict[int, int] | None:
     of after `source_start_grace`); None, with a note, when the broker does not tell
     (the job then waits for `source_idleness` as before), and None in `execution_mode: process`,
     where the idle status would overtake the records still in the requirements parser's bundle."""
+    if settings.flink.execution_mode == "process":
+        return None
+    return topic_ends(settings, "requirements")
+
+
+def topic_ends(settings: StreamSettings, role: str) -> dict[int, int] | None:
+    """Per partition of topic `role`, one past its last committed record now (among its last
+    `BACKLOG_LOOK_BACK` offsets), 0 for an empty partition; None, with a note, when the broker does not
+    tell."""
     from kafka.errors import KafkaError
 
     from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, empty_partitions, record_ends
 
-    if settings.flink.execution_mode == "process":
-        return None
-    topic = settings.kafka.topics["requirements"]
+    topic = settings.kafka.topics[role]
     try:
         ends = record_ends(settings.kafka, topic, BACKLOG_LOOK_BACK)
         return {**ends, **dict.fromkeys(empty_partitions(settings.kafka, topic), 0)}
     except (BrokerUnavailableError, KafkaError) as err:
-        print(f"pwevent run: requirements backlog unknown ({err}); its partitions idle after "
-              "flink.source_idleness", file=sys.stderr)
+        print(f"pwevent run: where the {role} partitions end is unknown ({err}); their silent partitions "
+              "wait for flink.source_start_grace or flink.source_idleness", file=sys.stderr)
         return None
 
 

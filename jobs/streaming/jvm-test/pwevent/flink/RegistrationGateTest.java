@@ -28,7 +28,7 @@ class RegistrationGateTest {
     private static final long[] TIMES = {30_000L, 40_000L, 300 * SLOT, 50_000L};
 
     static ValidTime operator(Map<Integer, Long> backlog) {
-        return new ValidTime(0, MAX_LEAD, 1_000L, 3_000L, 0, SLOT, false, null, null, false, backlog, SILENCE);
+        return new ValidTime(0, MAX_LEAD, 1_000L, 3_000L, 0, SLOT, false, null, null, false, backlog, SILENCE, null);
     }
 
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> harness(ValidTime operator) throws Exception {

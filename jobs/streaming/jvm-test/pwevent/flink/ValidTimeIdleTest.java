@@ -29,7 +29,7 @@ class ValidTimeIdleTest {
      *  the idleness; then a watermark of input 2 far ahead (the registrations' own), and the
      *  requirements' valid time at the end of slot 3; then a second event (slot 4). */
     static List<Object> run(boolean follows) throws Exception {
-        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, null, follows, null, 0);
+        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, null, follows, null, 0, null);
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator)) {
             harness.getExecutionConfig().setAutoWatermarkInterval(100);
             harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
@@ -110,7 +110,7 @@ class ValidTimeIdleTest {
 
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> requirementsHarness() throws Exception {
         ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, Map.of(0, 7L),
-                false, null, 0);
+                false, null, 0, null);
         TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator);
         harness.getExecutionConfig().setAutoWatermarkInterval(100);
         harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
@@ -122,5 +122,44 @@ class ValidTimeIdleTest {
         assertEquals(List.of(WatermarkStatus.IDLE), restoredRequirements(6L));
         assertEquals(List.of(), restoredRequirements(3L));  // offsets 4-6 still to come: waits for its source
         assertEquals(List.of(), restoredRequirements(null));  // a start without state: waits for its source
+    }
+
+    /** The events' instance (following the requirements' time; restore seed: 150 s, in slot 3),
+     *  restored from a checkpoint whose rows had reached offset `read` of partition 0 (of 0-1 when the
+     *  job was built);
+     *  the watermarks that came out while its source stayed silent for twice `CLOSE_AFTER`. */
+    static List<Long> restoredEvents(long read) throws Exception {
+        OperatorSubtaskState snapshot;
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = eventsHarness()) {
+            harness.open();
+            for (long offset = 0; offset <= read; offset++) {
+                harness.processElement1(new StreamRecord<>(Row.of("u1", 30_000L, 0, 0, offset, new byte[0],
+                        ValidTime.FAST), 30_000L));
+            }
+            snapshot = harness.snapshot(1L, 1L);
+        }
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = eventsHarness()) {
+            harness.initializeState(snapshot);
+            harness.open();
+            for (long t = 0; t <= 2 * CLOSE_AFTER; t += 100) {
+                harness.setProcessingTime(t);
+            }
+            return watermarks(new ArrayList<>(harness.getOutput()));
+        }
+    }
+
+    static TwoInputStreamOperatorTestHarness<Row, Row, Row> eventsHarness() throws Exception {
+        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, 150_000L, null, true, null, 0,
+                Map.of(0, 2L));
+        TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator);
+        harness.getExecutionConfig().setAutoWatermarkInterval(100);
+        harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
+        return harness;
+    }
+
+    @Test
+    void aRestoredEventsInstanceWhoseReaderHadReadItsPartitionsClosesTheSeedsSlot() throws Exception {
+        assertEquals(List.of(3 * SLOT - 1), restoredEvents(1));  // after close_after, as a committed group's
+        assertEquals(List.of(), restoredEvents(0));  // offset 1 still to come: waits for its source
     }
 }

@@ -19,7 +19,7 @@ class ValidTimeRestoreTest {
     private static final long SLOT = 60_000L;
 
     static ValidTime operator() {
-        return new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, true, null, null, false, null, 0);
+        return new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, true, null, null, false, null, 0, null);
     }
 
     static Row event(long time, long offset) {

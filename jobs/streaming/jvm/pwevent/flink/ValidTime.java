@@ -121,6 +121,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
      *  all; every subtask's given to every subtask on a restore). */
     private static final ListStateDescriptor<Row> REQUIREMENTS_READ = new ListStateDescriptor<>("requirements read",
             new RowTypeInfo(new TypeInformation<?>[] {Types.INT, Types.LONG}, new String[] {"partition", "offset"}));
+    /** Per partition of input 1, the highest offset of its rows read (as "requirements read"). */
+    private static final ListStateDescriptor<Row> INPUT_READ = new ListStateDescriptor<>("input read",
+            new RowTypeInfo(new TypeInformation<?>[] {Types.INT, Types.LONG}, new String[] {"partition", "offset"}));
     /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
      *  at about 200 bytes plus the record each, a few hundred MB. */
     static final int MAX_HELD = 1_000_000;
@@ -138,6 +141,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private final boolean followsSecond;
     private final HashMap<Integer, Long> registrationBacklog;
     private final long gateSilenceMs;
+    private final HashMap<Integer, Long> restoredEnds;
 
     private transient BroadcastState<String, Long> registered;
     private transient ListState<Row> heldState;
@@ -146,6 +150,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient ListState<Row> requirementsReadState;
     /** Partition -> the highest offset of the requirement records read, before the checkpoint too. */
     private transient Map<Integer, Long> requirementsRead;
+    private transient ListState<Row> inputReadState;
+    /** Partition -> the highest offset of input 1's rows read, before the checkpoint too. */
+    private transient Map<Integer, Long> inputRead;
     /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
     private transient List<Row> held;
     private transient RegistrationGate gate;
@@ -154,9 +161,13 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient Unregistered unregistered;
     private transient long upstreamMs;
     private transient boolean upstreamIdle;
-    /** The requirements' instance, restored: its reader had read every partition through its
-     *  backlog before the checkpoint, so a silent source holds nothing back (`backlogEnds`). */
+    /** Restored, with a reader that had read every partition before the checkpoint (the
+     *  requirements' instance: through `backlogEnds`, by input 2; the events': through
+     *  `restoredEnds`, by input 1), so a source that gives no watermark holds nothing back. */
     private transient boolean readBeforeRestore;
+    /** How long after opening a silent source counts as idle when `readBeforeRestore`. */
+    private transient long readBeforeRestoreQuietMs;
+    private transient long openedMs;
     private transient long emittedMs;
     /** The highest watermark emitted from this input's own partitions (not the followed time). */
     private transient long ownMs;
@@ -165,10 +176,15 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient long blockedMs;
 
     /** `registrationBacklog` (partition -> one past its backlog's last record; null: judge at once)
-     *  and `gateSilenceMs` (the gate's silence valve): {@link RegistrationGate}. */
+     *  and `gateSilenceMs` (the gate's silence valve): {@link RegistrationGate}. `restoredEnds` (a
+     *  restored events instance; partition -> one past its last record when the job was built): if
+     *  the restored state had read every partition through it, a silent source closes the restore
+     *  seed's slot after `closeAfterMs`, as a source whose consumer group had committed its ends
+     *  does, whatever the group committed. */
     public ValidTime(long outOfOrdernessMs, long maxLeadMs, long closeAfterMs, long idleAfterMs, long originMs,
                      long slotMs, boolean everyoneKnown, Number restoreSeedMs, Map<?, ?> backlogEnds,
-                     boolean followsSecond, Map<?, ?> registrationBacklog, long gateSilenceMs) {
+                     boolean followsSecond, Map<?, ?> registrationBacklog, long gateSilenceMs,
+                     Map<?, ?> restoredEnds) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.closeAfterMs = closeAfterMs;
@@ -181,6 +197,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         this.followsSecond = followsSecond;
         this.registrationBacklog = registrationBacklog == null ? null : SlotWatermarks.offsets(registrationBacklog);
         this.gateSilenceMs = gateSilenceMs;
+        this.restoredEnds = restoredEnds == null ? null : SlotWatermarks.offsets(restoredEnds);
     }
 
     /** Input 2: the requirement record at `offset` of requirements partition `partition` registers
@@ -268,6 +285,11 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         for (Row row : requirementsReadState.get()) {
             requirementsRead.merge((Integer) row.getField(0), (Long) row.getField(1), Math::max);
         }
+        inputReadState = context.getOperatorStateStore().getUnionListState(INPUT_READ);
+        inputRead = new HashMap<>();
+        for (Row row : inputReadState.get()) {
+            inputRead.merge((Integer) row.getField(0), (Long) row.getField(1), Math::max);
+        }
     }
 
     @Override
@@ -283,6 +305,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         List<Row> read = new ArrayList<>();
         requirementsRead.forEach((partition, offset) -> read.add(Row.of(partition, offset)));
         requirementsReadState.update(read);
+        List<Row> input = new ArrayList<>();
+        inputRead.forEach((partition, offset) -> input.add(Row.of(partition, offset)));
+        inputReadState.update(input);
     }
 
     @Override
@@ -296,9 +321,10 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
         long start = getProcessingTimeService().getCurrentProcessingTime();
-        readBeforeRestore = backlogEnds != null && !backlogEnds.isEmpty() && !requirementsRead.isEmpty()
-                && backlogEnds.entrySet().stream().allMatch(end -> end.getValue() == 0
-                        || requirementsRead.getOrDefault(end.getKey(), -1L) >= end.getValue() - 1);
+        boolean requirementsReadThrough = readThrough(backlogEnds, requirementsRead);
+        readBeforeRestore = requirementsReadThrough || readThrough(restoredEnds, inputRead);
+        readBeforeRestoreQuietMs = requirementsReadThrough ? 0 : closeAfterMs;
+        openedMs = start;
         Set<Integer> unread = new HashSet<>();
         if (registrationBacklog != null && !everyoneKnown) {
             registrationBacklog.forEach((partition, end) -> {
@@ -311,6 +337,13 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             gate = new RegistrationGate(unread, gateSilenceMs, MAX_HELD, start);
         }
         getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
+    }
+
+    /** Whether a restored state with `read` (partition -> highest offset) had read every partition
+     *  of `ends` (partition -> one past its last record; 0: none) through its last record. */
+    private static boolean readThrough(Map<Integer, Long> ends, Map<Integer, Long> read) {
+        return ends != null && !ends.isEmpty() && !read.isEmpty() && ends.entrySet().stream()
+                .allMatch(end -> end.getValue() == 0 || read.getOrDefault(end.getKey(), -1L) >= end.getValue() - 1);
     }
 
     /** Whether a requirements reader at `offset` of `partition` (null: none read) has read the
@@ -365,6 +398,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
 
     @Override
     public void processElement1(StreamRecord<Row> record) throws Exception {
+        inputRead.merge((Integer) record.getValue().getField(3), (Long) record.getValue().getField(4), Math::max);
         if (gated()) {
             Row row = record.getValue();
             Row copy = new Row(row.getArity());
@@ -501,9 +535,10 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             return;
         }
         long now = now();
-        // a source whose partitions a restored reader had read through gives no watermark until it
-        // idles after its start grace: until it gives one, it is as good as idle
-        boolean quietUpstream = upstreamIdle || (readBeforeRestore && upstreamMs == Long.MIN_VALUE);
+        // a source whose partitions a restored reader had read through gives no watermark until its
+        // start grace has passed: until it gives one, it is as good as idle
+        boolean quietUpstream = upstreamIdle || (readBeforeRestore && upstreamMs == Long.MIN_VALUE
+                && getProcessingTimeService().getCurrentProcessingTime() - openedMs >= readBeforeRestoreQuietMs);
         boolean active = false;
         long lowest = Long.MAX_VALUE;
         long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotWatermarks.slotLastMs(originMs, slotMs, restoreSeedMs);
