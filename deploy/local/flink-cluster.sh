@@ -139,11 +139,13 @@ start_cluster() {
     echo $! >"$RUN_DIR/taskmanager-$i.pid"
   done
 
+  # Start-up watches the pids this call just started by `kill -0` (as kafka.sh does): their command
+  # lines change while the launch scripts exec one another, and read empty in the middle of an exec.
   local deadline=$((SECONDS + READY_TIMEOUT)) count=0
   until (( count >= TASKMANAGERS )); do
-    running_pid jobmanager "$JM_CLASS" >/dev/null || fail_start "the JobManager exited during start-up"
+    kill -0 "$(cat "$RUN_DIR/jobmanager.pid")" 2>/dev/null || fail_start "the JobManager exited during start-up"
     for ((i = 1; i <= TASKMANAGERS; i++)); do
-      running_pid "taskmanager-$i" "$TM_CLASS" >/dev/null || fail_start "TaskManager $i exited during start-up"
+      kill -0 "$(cat "$RUN_DIR/taskmanager-$i.pid")" 2>/dev/null || fail_start "TaskManager $i exited during start-up"
     done
     (( SECONDS < deadline )) || fail_start "$count of $TASKMANAGERS TaskManagers registered within ${READY_TIMEOUT}s"
     sleep 0.5
