@@ -109,12 +109,8 @@ class ValidTimeIdleTest {
     }
 
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> requirementsHarness() throws Exception {
-        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, Map.of(0, 7L),
-                false, null, 0, null);
-        TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator);
-        harness.getExecutionConfig().setAutoWatermarkInterval(100);
-        harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
-        return harness;
+        return RegistrationGateTest.harness(new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null,
+                Map.of(0, 7L), false, null, 0, null));
     }
 
     @Test
@@ -149,12 +145,8 @@ class ValidTimeIdleTest {
     }
 
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> eventsHarness() throws Exception {
-        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, 150_000L, null, true, null, 0,
-                Map.of(0, 2L));
-        TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator);
-        harness.getExecutionConfig().setAutoWatermarkInterval(100);
-        harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
-        return harness;
+        return RegistrationGateTest.harness(new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, 150_000L,
+                null, true, null, 0, Map.of(0, 2L)));
     }
 
     @Test
