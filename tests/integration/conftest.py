@@ -150,7 +150,9 @@ class StreamingJob:
         while not self.tasks_running(rest):
             assert self.process.poll() is None, self.log_tail()
             assert time.monotonic() - began < timeout, \
-                f"job's tasks not running in time; {rest.base} says: {self.task_states(rest)}"
+                f"job's tasks not running in time; {rest.base} says: {self.task_states(rest)}; " \
+                f"/jobs/{self.job_id}: {str(rest.call(f'/jobs/{self.job_id}'))[:800]}; " \
+                f"/jobs/overview: {str(rest.call('/jobs/overview'))[:800]}"
             time.sleep(0.2)
         return time.monotonic() - began
 
