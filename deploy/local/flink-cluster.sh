@@ -69,6 +69,7 @@ rest.address: 127.0.0.1
 rest.bind-address: 127.0.0.1
 rest.port: $rest
 parallelism.default: 1
+io.tmp.dirs: $RUN_DIR/tmp
 CONF
 }
 
