@@ -47,7 +47,8 @@ import org.apache.flink.types.Row;
  * a default requirement), the events' instance judges no event before that backlog is registered
  * ({@link RegistrationGate}): the rows read meanwhile are held, in checkpointed state, and judged
  * in their order once it is. A partition's backlog is registered once a record at or past its last
- * offset has come, now or before the checkpoint a restore resumes from. The lead guard's partitions are checkpointed too: after a restore, a
+ * offset has come, now or before the checkpoint a restore resumes from ({@link ReadOffsets}). The
+ * lead guard's partitions are checkpointed too: after a restore, a
  * partition's first event is judged against the partition's latest time before it, as if the job
  * had not stopped (a forged far-ahead record right after a restore is disbelieved as at any time).
  *
@@ -119,11 +120,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             new ListStateDescriptor<>("passed before registration", Unregistered.ROW);
     /** Per requirements partition, the highest offset of its records read (every subtask reads them
      *  all; every subtask's given to every subtask on a restore). */
-    private static final ListStateDescriptor<Row> REQUIREMENTS_READ = new ListStateDescriptor<>("requirements read",
-            new RowTypeInfo(new TypeInformation<?>[] {Types.INT, Types.LONG}, new String[] {"partition", "offset"}));
-    /** Per partition of input 1, the highest offset of its rows read (as "requirements read"). */
-    private static final ListStateDescriptor<Row> INPUT_READ = new ListStateDescriptor<>("input read",
-            new RowTypeInfo(new TypeInformation<?>[] {Types.INT, Types.LONG}, new String[] {"partition", "offset"}));
+    private static final ListStateDescriptor<Row> REQUIREMENTS_READ = ReadOffsets.descriptor("requirements read");
+    /** Per partition of input 1, the highest offset of its rows read. */
+    private static final ListStateDescriptor<Row> INPUT_READ = ReadOffsets.descriptor("input read");
     /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
      *  at about 200 bytes plus the record each, a few hundred MB. */
     static final int MAX_HELD = 1_000_000;
@@ -148,11 +147,11 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private transient ListState<Row> guardState;
     private transient ListState<Row> unregisteredState;
     private transient ListState<Row> requirementsReadState;
-    /** Partition -> the highest offset of the requirement records read, before the checkpoint too. */
-    private transient Map<Integer, Long> requirementsRead;
+    /** How far the requirement records have been read, before the checkpoint too. */
+    private transient ReadOffsets requirementsRead;
     private transient ListState<Row> inputReadState;
-    /** Partition -> the highest offset of input 1's rows read, before the checkpoint too. */
-    private transient Map<Integer, Long> inputRead;
+    /** How far input 1's rows have been read, before the checkpoint too. */
+    private transient ReadOffsets inputRead;
     /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
     private transient List<Row> held;
     private transient RegistrationGate gate;
@@ -281,15 +280,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             unregistered.add(row);
         }
         requirementsReadState = context.getOperatorStateStore().getUnionListState(REQUIREMENTS_READ);
-        requirementsRead = new HashMap<>();
-        for (Row row : requirementsReadState.get()) {
-            requirementsRead.merge((Integer) row.getField(0), (Long) row.getField(1), Math::max);
-        }
+        requirementsRead = ReadOffsets.restore(requirementsReadState.get());
         inputReadState = context.getOperatorStateStore().getUnionListState(INPUT_READ);
-        inputRead = new HashMap<>();
-        for (Row row : inputReadState.get()) {
-            inputRead.merge((Integer) row.getField(0), (Long) row.getField(1), Math::max);
-        }
+        inputRead = ReadOffsets.restore(inputReadState.get());
     }
 
     @Override
@@ -302,12 +295,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         }
         guardState.update(partitions);
         unregisteredState.update(unregistered.rows());
-        List<Row> read = new ArrayList<>();
-        requirementsRead.forEach((partition, offset) -> read.add(Row.of(partition, offset)));
-        requirementsReadState.update(read);
-        List<Row> input = new ArrayList<>();
-        inputRead.forEach((partition, offset) -> input.add(Row.of(partition, offset)));
-        inputReadState.update(input);
+        requirementsRead.snapshot(requirementsReadState);
+        inputRead.snapshot(inputReadState);
     }
 
     @Override
@@ -321,14 +310,14 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
         long start = getProcessingTimeService().getCurrentProcessingTime();
-        boolean requirementsReadThrough = readThrough(backlogEnds, requirementsRead);
-        readBeforeRestore = requirementsReadThrough || readThrough(restoredEnds, inputRead);
+        boolean requirementsReadThrough = requirementsRead.readThroughAll(backlogEnds);
+        readBeforeRestore = requirementsReadThrough || inputRead.readThroughAll(restoredEnds);
         readBeforeRestoreQuietMs = requirementsReadThrough ? 0 : closeAfterMs;
         openedMs = start;
         Set<Integer> unread = new HashSet<>();
         if (registrationBacklog != null && !everyoneKnown) {
             registrationBacklog.forEach((partition, end) -> {
-                if (!backlogRead(partition, requirementsRead.get(partition))) {
+                if (!requirementsRead.readThrough(partition, end)) {
                     unread.add(partition);
                 }
             });
@@ -337,20 +326,6 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             gate = new RegistrationGate(unread, gateSilenceMs, MAX_HELD, start);
         }
         getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
-    }
-
-    /** Whether a restored state with `read` (partition -> highest offset) had read every partition
-     *  of `ends` (partition -> one past its last record; 0: none) through its last record. */
-    private static boolean readThrough(Map<Integer, Long> ends, Map<Integer, Long> read) {
-        return ends != null && !ends.isEmpty() && !read.isEmpty() && ends.entrySet().stream()
-                .allMatch(end -> end.getValue() == 0 || read.getOrDefault(end.getKey(), -1L) >= end.getValue() - 1);
-    }
-
-    /** Whether a requirements reader at `offset` of `partition` (null: none read) has read the
-     *  partition's backlog through its last record. */
-    private boolean backlogRead(int partition, Long offset) {
-        Long end = registrationBacklog.get(partition);
-        return end == null || (offset != null && offset >= end - 1);
     }
 
     /** Whether the gate holds input 1 back; opening it judges the rows it held, in their order. */
@@ -398,7 +373,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
 
     @Override
     public void processElement1(StreamRecord<Row> record) throws Exception {
-        inputRead.merge((Integer) record.getValue().getField(3), (Long) record.getValue().getField(4), Math::max);
+        inputRead.read((Integer) record.getValue().getField(3), (Long) record.getValue().getField(4));
         if (gated()) {
             Row row = record.getValue();
             Row copy = new Row(row.getArity());
@@ -471,9 +446,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         long now = getProcessingTimeService().getCurrentProcessingTime();
         int read = ((Number) row.getField(PARTITION)).intValue();
         long offset = ((Number) row.getField(OFFSET)).longValue();
-        requirementsRead.merge(read, offset, Math::max);
+        requirementsRead.read(read, offset);
         if (gate != null && registrationBacklog.containsKey(read)) {
-            if (backlogRead(read, offset)) {
+            if (ReadOffsets.through(offset, registrationBacklog.get(read))) {
                 gate.backlogRead(read, now);
                 advance();
             } else {
