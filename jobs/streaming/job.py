@@ -15,11 +15,15 @@ import argparse
 import os
 import re
 import shlex
+import shutil
+import signal
 import sys
 import sysconfig
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pwevent.jobs.common.config import ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
@@ -116,6 +120,14 @@ class LocalRun:
     rest: str
     log_dir: Path
 
+    @property
+    def tmp_dir(self) -> Path:
+        """The run's JVM's temporary folder (`java.io.tmpdir`, hence Flink's `io.tmp.dirs`): the
+        planner and RPC jars Flink extracts at every start (~65 MB), the mini-cluster's working
+        folders. The JVM removes them when it exits normally; a killed run leaves them here, in the
+        run's own folder, rather than in the machine's /tmp."""
+        return self.log_dir / "tmp"
+
 
 #: log4j 2 configuration of a local run's JVM. PyFlink's default (conf/log4j-cli.properties) opens
 #: the file with append=false and re-reads itself every 30 s; a second open of the same file (a
@@ -137,12 +149,13 @@ logger.netty.level = OFF
 
 def local_run(settings: StreamSettings) -> LocalRun:
     """A fresh log folder under flink.log_dir (Flink's log of this run only, named by start time and
-    pid, with the log4j configuration the run's JVM reads), and the REST address on loopback
-    (flink.web_port, else a free port)."""
+    pid, with the log4j configuration the run's JVM reads, and its temporary folder), and the REST
+    address on loopback (flink.web_port, else a free port)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    log_dir = Path(settings.flink.log_dir) / f"run-{stamp}-{os.getpid()}"
+    log_dir = Path(settings.flink.log_dir).resolve() / f"run-{stamp}-{os.getpid()}"
     log_dir.mkdir(parents=True, exist_ok=True)
     (log_dir / "log4j.properties").write_text(RUN_LOG4J)
+    (log_dir / "tmp").mkdir(exist_ok=True)
     return LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
 
 
@@ -174,8 +187,8 @@ def local_configuration(settings: StreamSettings, run: LocalRun | None) -> dict[
 def make_environment(settings: StreamSettings, restore: str | None,  # type: ignore[no-untyped-def]
                      run: LocalRun | None = None, allow_non_restored: bool = False):
     """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
-    With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR and LOG4J_PROPERTIES
-    (read when PyFlink starts its JVM) are the run's own log folder and configuration, and the REST
+    With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR, LOG4J_PROPERTIES and
+    the JVM's temporary folder (read when PyFlink starts its JVM) are the run's own, and the REST
     API listens at the run's address (`local_configuration`)."""
     classes = jvm_jar()
     root = str(python_root(classes))
@@ -195,9 +208,12 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
         system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
         if system:  # JVM_ARGS: read by PyFlink's gateway launcher, like HADOOP_CLASSPATH
             os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), *system])
-    if run is not None:
+    if run is not None:  # read by PyFlink's gateway launcher, like JVM_ARGS
         os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
-        os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")  # read by PyFlink's gateway launcher
+        os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")
+        if not re.search(r"\s", str(run.tmp_dir)):  # the launcher splits JVM_ARGS at white space
+            os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]),
+                                               f"-Djava.io.tmpdir={run.tmp_dir}"])
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
@@ -258,6 +274,13 @@ def with_resume(settings: StreamSettings, resume: bool) -> StreamSettings:
     return settings.model_copy(update={"kafka": kafka})
 
 
+def _terminated(run: LocalRun, *_: Any) -> None:
+    """SIGTERM: remove the run's temporary files and exit at once, as the signal's default would (an
+    orderly interpreter exit would call the JVM, which the same signal to the group has ended)."""
+    shutil.rmtree(run.tmp_dir, ignore_errors=True)
+    os._exit(128 + signal.SIGTERM)
+
+
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
             ready_file: str | None = None, resume: bool = False, allow_non_restored: bool = False) -> int:
     """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed."""
@@ -271,29 +294,34 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     for folder in clean_checkpoints(settings.flink.checkpoint_dir, settings.flink.retained_jobs, restore):
         print(f"pwevent run: removed the checkpoints of an earlier job, {folder}", file=sys.stderr)
     run = local_run(settings)
-    env, t_env = make_environment(settings, restore, run, allow_non_restored)
-    build_pipeline(env, t_env, config, settings, seed, start)
-    client = env.execute_async(f"pwevent {config.mechanism}")
-    job_id = client.get_job_id()
-    print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}", file=sys.stderr)
-    print(f"pwevent run: web UI and REST API at http://{run.rest} (loopback only); Flink log in {run.log_dir}",
-          file=sys.stderr, flush=True)
-    if ready_file:
-        deadline = time.monotonic() + 120
-        while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        Path(ready_file).write_text(str(job_id))
-    from py4j.protocol import Py4JJavaError
-
+    signal.signal(signal.SIGTERM, partial(_terminated, run))
     try:
-        client.get_job_execution_result().result()
-    except Py4JJavaError as err:  # the job failed (after its restart attempts)
-        text = str(err)
-        refused = re.search(r"(restore refused|refusing to start): [^\n]*", text)
-        reason = refused.group(0) if refused else text.strip().splitlines()[0][:500]
-        print(f"pwevent run: job {job_id} failed: {reason}\n(the whole trace: {run.log_dir})", file=sys.stderr)
-        return 2 if refused and refused.group(1) == "refusing to start" else 1
-    return 0
+        env, t_env = make_environment(settings, restore, run, allow_non_restored)
+        build_pipeline(env, t_env, config, settings, seed, start)
+        client = env.execute_async(f"pwevent {config.mechanism}")
+        job_id = client.get_job_id()
+        print(f"pwevent run: job {job_id} submitted; checkpoints under {settings.flink.checkpoint_dir}",
+              file=sys.stderr)
+        print(f"pwevent run: web UI and REST API at http://{run.rest} (loopback only); Flink log in {run.log_dir}",
+              file=sys.stderr, flush=True)
+        if ready_file:
+            deadline = time.monotonic() + 120
+            while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            Path(ready_file).write_text(str(job_id))
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            client.get_job_execution_result().result()
+        except Py4JJavaError as err:  # the job failed (after its restart attempts)
+            text = str(err)
+            refused = re.search(r"(restore refused|refusing to start): [^\n]*", text)
+            reason = refused.group(0) if refused else text.strip().splitlines()[0][:500]
+            print(f"pwevent run: job {job_id} failed: {reason}\n(the whole trace: {run.log_dir})", file=sys.stderr)
+            return 2 if refused and refused.group(1) == "refusing to start" else 1
+        return 0
+    finally:  # the JVM leaves the jars it extracted (docs/operations.md, "Logs and the local web UI")
+        shutil.rmtree(run.tmp_dir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,7 +104,8 @@ class StreamingJob:
             "noise": "numpy-fast", "caps": {"max_w": 200},
             "kafka": {"bootstrap": bootstrap, "group_id": group_id, "transactional_id_prefix": name,
                       "topics": self.topics, "transaction_timeout": "60s"},
-            "flink": {"checkpoint_interval": "400ms", "checkpoint_dir": str(folder / "checkpoints")},
+            "flink": {"checkpoint_interval": "400ms", "checkpoint_dir": str(folder / "checkpoints"),
+                      "log_dir": str(folder / "logs")},
         }
         for key, value in (extra or {}).items():
             raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
@@ -120,6 +121,7 @@ class StreamingJob:
         self.runs = 0
         self.pwevent = PWEVENT  # the command that runs `pwevent` (test_wheel_install.py: an installed one)
         self.env: dict[str, str] | None = None  # the job's environment (None: this process's)
+        self.process_code: int | None = None
 
     def command(self, seed: int | None = 1, restore: str | None = None) -> list[str]:
         """The `pwevent run` command line of this job."""
@@ -183,11 +185,16 @@ class StreamingJob:
             assert time.monotonic() - began < timeout, f"{count} checkpoints not completed in {timeout} s"
             time.sleep(0.2)
 
+    def run_folders(self) -> list[Path]:
+        """The folders of this job's runs, in order (the folders their output names)."""
+        logs = [self.folder / f"job-{run}.log" for run in range(1, self.runs + 1)]
+        return [Path(found.group(1)) for log in logs
+                if log.exists() and (found := re.search(r"Flink log in (\S+)", log.read_text(errors="replace")))]
+
     def flink_logs(self) -> str:
-        """The Flink logs of every run of this job (the folders its runs' output names)."""
-        folders = [found.group(1) for log in sorted(self.folder.glob("job-*.log"))
-                   if (found := re.search(r"Flink log in (\S+)", log.read_text(errors="replace")))]
-        return "".join(path.read_text(errors="replace") for folder in folders for path in Path(folder).glob("*.log"))
+        """The Flink logs of every run of this job."""
+        logs = [path for folder in self.run_folders() for path in folder.glob("*.log")]
+        return "".join(path.read_text(errors="replace") for path in logs)
 
     def log_tail(self) -> str:
         text = (self.folder / f"job-{self.runs}.log").read_text(errors="replace")
@@ -197,9 +204,11 @@ class StreamingJob:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to the job's process group (mini-cluster JVM included); `process_code` is then
+        the exit code of `pwevent run`."""
         if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, sig)  # the group of the process we started (mini-cluster JVM included)
-            self.process.wait(timeout=60)
+            os.killpg(self.process.pid, sig)
+            self.process_code = self.process.wait(timeout=60)
         self.process = None
 
     def read(self, role: str, idle_s: float = 2.0) -> list[Message]:

@@ -5,9 +5,12 @@ start without state over a release topic that already holds releases."""
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +40,9 @@ def test_kill_and_restore_mid_backlog_longer_than_the_windows(streaming_job: Any
         check_equals_replay(job, events, requirements, slots)
     restored = [line for line in (job.folder / "job-2.log").read_text().splitlines() if "restoring from" in line]
     assert restored and "chk-" in restored[0], restored
+    killed = job.run_folders()[0] / "tmp"  # the killed JVM's temporary files stay in its run's folder, not in /tmp
+    assert list(killed.glob("flink-table-planner_*.jar")), list(killed.iterdir())
+    assert list(killed.glob("flink-rpc-*.jar")), list(killed.iterdir())
     raw = read_topic(job.kafka, job.topics["releases"], committed=False)
     repeated = sum(n - 1 for n in Counter(json.loads(m.value)["slot"] for m in raw).values())
     print(f"\nkill/restore: read_uncommitted sees {len(raw)} releases ({repeated} aborted by the restore)")
@@ -115,6 +121,8 @@ def test_no_second_life_without_state(streaming_job: Any) -> None:
            f"audit topic confirms up to slot {last})" in refused.stderr, refused.stderr[-3000:]
     assert f"kafka.resume_after_last_release: true (--resume-after-last-release on the command line) to " \
            f"continue after slot {last} with" in refused.stderr
+    folder = Path(re.search(r"Flink log in (\S+)", refused.stderr).group(1))  # type: ignore[union-attr]
+    assert folder.is_dir() and not (folder / "tmp").exists()  # a run that ends removes its temporary files
 
     raw = yaml.safe_load(job.config_path.read_text())
     raw["kafka"]["resume_after_last_release"] = True  # the configuration, as under the Kubernetes operator
@@ -140,3 +148,6 @@ def test_no_second_life_without_state(streaming_job: Any) -> None:
     assert total(metrics, "late_records") == len(decided)
     assert total(metrics, "reason_dead_letters", reason="late") == len(decided)
 
+    job.stop(signal.SIGTERM)  # (the process group, as a service manager stops it)
+    assert job.process_code == 128 + signal.SIGTERM
+    assert not (job.run_folders()[-1] / "tmp").exists()  # a stopped run removes its temporary files

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from pwevent.jobs.cli.main import build_parser
@@ -50,10 +50,15 @@ def test_a_ninth_mechanism_appears_everywhere_without_touching_them(ninth):
     with pytest.raises(ConfigError, match="personalized"):
         parse_config({**BASE, "mechanism": "Ninth", "epsilon": 1.0})
     before = len(ninth)
-    # the property test's own body, unchanged, derandomized (the same examples every run)
+    # The property test's own body, unchanged, under fixed seeds until it draws the 9th mechanism:
+    # hypothesis rarely draws the last of the names in 60 examples, and which examples a seed gives
+    # moves with unrelated changes (strategy labels), so one fixed seed would fail on chance.
     body = test_ledger_properties.test_engine_with_random_presence_passes_the_audit.hypothesis.inner_test
-    settings(derandomize=True, max_examples=60, deadline=None, database=None,
-             suppress_health_check=[HealthCheck.too_slow])(given(st.data())(body))()
+    for attempt in range(20):
+        run = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+        run(seed(attempt)(given(st.data())(body)))()
+        if len(ninth) > before:
+            break
     assert len(ninth) > before, "the property test never drew the registered 9th mechanism"
 
 

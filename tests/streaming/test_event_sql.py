@@ -9,6 +9,7 @@ the (user, time_ms, cell) SQL extracted, at slot 1 or later. The canonical recor
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -25,7 +26,9 @@ from pwevent.jobs.common.records import parse_event
 from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
 from pwevent.jobs.streaming.hosts import kafka_timestamp
 from pwevent.jobs.streaming.jars import jvm_jar
+from pwevent.operators.domain import Domain
 from tests.corpus import poison_records
+from tests.sql_results import query_rows
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 
@@ -132,11 +135,20 @@ NUMBER_LITERALS = st.one_of(
                      "-73.68", "40.549999999999997", "40.99000000000001", "5e-324", "1e-300", "40.55000000000000000001",
                      "1234567.5", "NaN", "Infinity", "[]", "{}"]))
 WHITESPACE = st.sampled_from(["", "", "", " ", "\n", "\t", "\r\n", "\u2028", "\x0b", "\x0c", "\u00a0", "\x00"])
+NOTHING = st.just("")
+SPACE = st.sampled_from(["", " "])
+USERS = st.from_regex(r"[A-Za-z0-9_.:@-]{1,8}", fullmatch=True).map(_lit)
+TIMES = st.integers(ORIGIN_MS, ORIGIN_MS + 10**9).map(str)
+NUMBER_PAIRS = st.tuples(NUMBER_LITERALS, NUMBER_LITERALS)
+PREFIXES = st.sampled_from([" ", "\ufeff", "\n", "\x00"])
+SUFFIXES = st.sampled_from([" ", "\n", "\r\n", "\u2028", "x", "{}", "\x00", ",", "\x85"])
 
 
+@functools.cache
 def mostly(usual: st.SearchStrategy, odd: st.SearchStrategy) -> st.SearchStrategy:
     """`usual` three times in four, else `odd`: records near the canonical shape, where SQL and
-    Python could disagree."""
+    Python could disagree. (Cached: a strategy made once is validated once, which halves the time
+    of drawing the corpus.)"""
     return st.integers(0, 3).flatmap(lambda i: odd if i == 0 else usual)
 
 
@@ -148,8 +160,8 @@ def boundary_literals(low: float, high: float, n: int) -> st.SearchStrategy:
     return st.builds(near, st.integers(0, n), st.integers(-1, 1))
 
 
-def usual_value(config: Config) -> st.SearchStrategy:
-    domain = config.domain
+@functools.cache
+def usual_value(domain: Domain) -> st.SearchStrategy:
     kind = type(domain).__name__
     if kind == "BinaryDomain":
         return st.sampled_from(["0", "1", "true", "false"])
@@ -199,8 +211,8 @@ def render(draw, members: list[tuple[str, object]], levels: int) -> str:
     if draw(st.integers(0, 9)) == 0:
         members = [*members, (draw(st.sampled_from(["x", "time", "value", "User", "lat", "ts", "u"])),
                               draw(NUMBER_LITERALS))]
-    after = [draw(mostly(st.sampled_from(["", " "]), WHITESPACE)) for _ in range(2)]  # after , and :
-    before = [draw(mostly(st.just(""), WHITESPACE)) for _ in range(2)]  # before : and ,
+    after = [draw(mostly(SPACE, WHITESPACE)) for _ in range(2)]  # after , and :
+    before = [draw(mostly(NOTHING, WHITESPACE)) for _ in range(2)]  # before : and ,
     body = f",{after[0]}".join(f"{_lit(key)}{before[0]}:{after[1]}{literal}{before[1]}" for key, literal in members)
     return "{" + body + "}"
 
@@ -221,12 +233,12 @@ def tricky(draw, config: Config) -> bytes:
     """A record near the canonical shape: odd literals, spacing, order, extra, missing or repeated keys
     (at every level of nesting), objects on a path replaced, odd frames."""
     fields = config.events
-    user = draw(mostly(st.from_regex(r"[A-Za-z0-9_.:@-]{1,8}", fullmatch=True).map(_lit), USER_LITERALS))
-    time = draw(mostly(st.integers(ORIGIN_MS, ORIGIN_MS + 10**9).map(str), TIME_LITERALS))
+    user = draw(mostly(USERS, USER_LITERALS))
+    time = draw(mostly(TIMES, TIME_LITERALS))
     members = [(fields.user, user), (fields.time, time)]
-    usual = usual_value(config)
+    usual = usual_value(config.domain)
     if type(config.domain).__name__ == "GridDomain":
-        lat, lon = draw(mostly(usual, st.tuples(NUMBER_LITERALS, NUMBER_LITERALS)))
+        lat, lon = draw(mostly(usual, NUMBER_PAIRS))
         if fields.lat and fields.lon:
             members += [(fields.lat, lat), (fields.lon, lon)]
         else:
@@ -239,8 +251,8 @@ def tricky(draw, config: Config) -> bytes:
         members.append((fields.value, draw(mostly(usual, NUMBER_LITERALS))))
     tree = nest(members)
     body = render(draw, tree, objects(tree))
-    prefix = draw(mostly(st.just(""), st.sampled_from([" ", "\ufeff", "\n", "\x00"])))
-    suffix = draw(mostly(st.just(""), st.sampled_from([" ", "\n", "\r\n", "\u2028", "x", "{}", "\x00", ",", "\x85"])))
+    prefix = draw(mostly(NOTHING, PREFIXES))
+    suffix = draw(mostly(NOTHING, SUFFIXES))
     text = (prefix + body + suffix).encode("utf-8", errors="surrogatepass")
     framing = draw(st.integers(0, 9))
     if framing < 3:  # a frame: any schema id, printable or not
@@ -280,9 +292,8 @@ def run_fast_path(t_env, records_by_case: list[list[bytes]],
         queries.append(f"SELECT {k} AS k, `offset`, `user`, `time_ms`, `cell`, `fast` FROM ("
                        f"{parsed_events_sql(config, f'corpus_{k}', kafka_time)})")
     out: list[list[tuple]] = [[] for _ in cases]
-    with t_env.execute_sql(" UNION ALL ".join(queries)).collect() as results:
-        for row in results:
-            out[row[0]].append(tuple(row[1:]))
+    for row in query_rows(t_env, " UNION ALL ".join(queries)):
+        out[row[0]].append(row[1:])
     for k in range(len(cases)):
         t_env.drop_temporary_view(f"corpus_{k}")
     t_env.drop_temporary_view("corpus")

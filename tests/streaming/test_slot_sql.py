@@ -14,6 +14,7 @@ import pytest
 
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.jobs.streaming import slot_sql
+from tests.sql_results import query_rows
 from tests.streaming.test_slot_rules import vectors
 
 pytestmark = pytest.mark.flink
@@ -40,17 +41,12 @@ def values(times: list[int]) -> str:
     return f"(SELECT t, TO_TIMESTAMP_LTZ(t, 3) AS rt FROM (VALUES {rows}) AS v(t))"
 
 
-def collect(t_env: Any, query: str) -> list[tuple[Any, ...]]:
-    with t_env.execute_sql(query).collect() as rows:
-        return [tuple(row) for row in rows]
-
-
 def test_slot_and_slot_end_are_the_python_rule(t_env: Any) -> None:
     clocks = list(by_clock().items())
     query = " UNION ALL ".join(
         f"SELECT {i} AS c, t, {slot_sql.slot_of('t', clock)} AS slot, {slot_sql.slot_last_ms('t', clock)} AS last_ms"
         f" FROM {values(times)}" for i, (clock, times) in enumerate(clocks))
-    got = {(c, t): (slot, last) for c, t, slot, last in collect(t_env, query)}
+    got = {(c, t): (slot, last) for c, t, slot, last in query_rows(t_env, query)}
     want = {(i, t): (clock.slot_of(t), clock.end_ms(clock.slot_of(t)) - 1)
             for i, (clock, times) in enumerate(clocks) for t in times}
     assert len(want) >= 100 and {s <= 0 for s, _ in want.values()} == {True, False}  # both sides of the origin
@@ -70,7 +66,7 @@ def test_the_tumbling_window_of_a_time_is_its_slot(t_env: Any) -> None:
         query = f"SELECT t, CAST(window_start AS STRING) FROM {slot_sql.tumble('w', 'rt', clock)}"
         t_env.create_temporary_view("w", t_env.sql_query(f"SELECT * FROM {values(times)}"))
         try:
-            got = dict(collect(t_env, query))
+            got = dict(query_rows(t_env, query))
         finally:
             t_env.drop_temporary_view("w")
         want = {t: (EPOCH + timedelta(milliseconds=clock.start_ms(clock.slot_of(t))))
