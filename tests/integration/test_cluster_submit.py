@@ -1,9 +1,12 @@
-"""`pwevent run --print-submit` against a real standalone Flink session cluster with two TaskManagers
-(deploy/local/flink-cluster.sh, one slot each): the printed command submits the job, detached, with
-parallelism 2; from a backlog (the whole input in the topics first, events in two partitions) its
-releases equal `pwevent replay` with the same seed (the parallelism-1 reference) slot by slot, its
-audit topic holds the replay's spend log and passes the full audit, and the REST API shows that the
-keyed and JVM operators ran as two subtasks, one on each TaskManager, and the Population as one.
+"""`pwevent run --print-submit` against real standalone Flink session clusters (deploy/local/flink-cluster.sh,
+one slot per TaskManager), and savepoints across clusters (docs/operations.md, "Savepoints, upgrades
+and rescaling"). The printed command submits the job, detached, at parallelism 2 on two TaskManagers:
+the keyed and JVM operators run as two subtasks, one on each TaskManager, and the Population as one.
+Started from a backlog of the first half of the input, it stops with a savepoint; the second half
+arrives and the savepoint is restored at parallelism 1 on a new cluster (as an upgrade in application
+mode does). Every slot is released once (read_committed), equal slot by slot to `pwevent replay` with
+the same seed (the parallelism-1 reference), and the audit topic holds the replay's spend log and
+passes the full audit.
 """
 
 from __future__ import annotations
@@ -20,22 +23,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import PWEVENT, REPO, SEED, StreamingJob, check_equals_replay, generate
+from tests.integration.conftest import (
+    FAST_CLOSE,
+    PWEVENT,
+    REPO,
+    SEED,
+    StreamingJob,
+    check_equals_replay,
+    generate,
+    stop_with_savepoint,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
 CLUSTER_SH = REPO / "deploy" / "local" / "flink-cluster.sh"
 TASKMANAGERS = 2
 PARALLELISM = 2
+SLOTS = 12
+HALF = 6
 
 
 @contextmanager
-def session_cluster(run_dir: Path) -> Iterator[str]:
-    """A standalone session cluster of two TaskManagers with one slot each, stopped by its pids."""
+def session_cluster(run_dir: Path, taskmanagers: int) -> Iterator[str]:
+    """A standalone session cluster of `taskmanagers` TaskManagers with one slot each, stopped by its pids."""
     started = subprocess.run([str(CLUSTER_SH), "start", "--run-dir", str(run_dir), "--taskmanagers",
-                              str(TASKMANAGERS), "--slots", "1"], capture_output=True, text=True, timeout=300)
+                              str(taskmanagers), "--slots", "1"], capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stderr[-3000:]
     try:
         yield started.stdout.strip().splitlines()[-1]
@@ -43,13 +58,6 @@ def session_cluster(run_dir: Path) -> Iterator[str]:
         stopped = subprocess.run([str(CLUSTER_SH), "stop", "--run-dir", str(run_dir)], capture_output=True,
                                  text=True, timeout=240)
         assert stopped.returncode == 0, stopped.stderr[-2000:]
-
-
-@pytest.fixture
-def flink_cluster(tmp_path: Path) -> Iterator[str]:
-    """Two TaskManagers of one slot each: a job of parallelism 2 needs both."""
-    with session_cluster(tmp_path / "cluster") as rest:
-        yield rest
 
 
 def _rest(address: str, path: str, method: str = "GET") -> Any:
@@ -104,37 +112,69 @@ class ClusterJob(StreamingJob):
                 time.sleep(0.5)
 
 
-def test_parallelism_2_on_two_taskmanagers_equals_the_replay(kafka_bootstrap: str, flink_cluster: str,
-                                                             tmp_path: Path) -> None:
-    slots = 12
-    job = ClusterJob(flink_cluster, kafka_bootstrap, tmp_path, "DPBD",
-                     {"flink": {"parallelism": PARALLELISM, "close_after": "1s", "source_idleness": "3s"}})
-    events, requirements = generate(tmp_path, users=40, slots=slots, dynamic=True)
-    produce_files(job.kafka, job.config, events, requirements, 0.0)  # the whole input first: a backlog
-    try:
-        words = job.submit(SEED)
-        assert words[words.index("-p") + 1] == str(PARALLELISM) and words[-2:] == ["--seed", str(SEED)]
-        deadline = time.monotonic() + 180
-        while job.state() != "RUNNING":
-            assert job.state() in ("CREATED", "INITIALIZING"), job.log_tail()
-            assert time.monotonic() < deadline, "job not RUNNING on the cluster"
-            time.sleep(0.5)
-        check_equals_replay(job, events, requirements, slots)
+def wait_state(job: ClusterJob, want: str, passing: tuple[str, ...]) -> None:
+    deadline = time.monotonic() + 240  # a guard against a hang, not a measured duration
+    while (state := job.state()) != want:
+        assert state in passing, job.log_tail()
+        assert time.monotonic() < deadline, f"job still {state}"
+        time.sleep(0.5)
 
-        vertices = {v["name"]: v for v in _rest(flink_cluster, f"/jobs/{job.job_id}")["vertices"]}
-        population = [name for name in vertices if "Population" in name]
-        assert len(population) == 1 and vertices[population[0]]["parallelism"] == 1, list(vertices)
-        wide = {name: v for name, v in vertices.items() if v["parallelism"] == PARALLELISM}
-        for part in ("kafka events", "kafka requirements", "parse events", "Membership", "Window",
-                     "class of each present user"):
-            assert any(part in name for name in wide), (part, {n: v["parallelism"] for n, v in vertices.items()})
-        for name, vertex in wide.items():  # one subtask on each TaskManager, both running
-            hosts = _rest(flink_cluster, f"/jobs/{job.job_id}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]
-            assert len(hosts) == TASKMANAGERS, (name, hosts)
-            assert all(h["status"] == "RUNNING" for h in hosts), (name, hosts)
-        print(f"\ncluster job {job.job_id}: {len(wide)} of {len(vertices)} vertices at parallelism {PARALLELISM}, "
-              f"each on {TASKMANAGERS} TaskManagers; {slots} slots equal to the replay")
-        for name, vertex in vertices.items():
-            print(f"  {vertex['parallelism']}  {name[:110]}")
-    finally:
-        job.stop()
+
+def check_spread(rest: str, job_id: str) -> None:
+    """The keyed and JVM operators at PARALLELISM, one subtask running on each TaskManager; the
+    Population at 1."""
+    vertices = {v["name"]: v for v in _rest(rest, f"/jobs/{job_id}")["vertices"]}
+    population = [name for name in vertices if "Population" in name]
+    assert len(population) == 1 and vertices[population[0]]["parallelism"] == 1, list(vertices)
+    wide = {name: v for name, v in vertices.items() if v["parallelism"] == PARALLELISM}
+    for part in ("kafka events", "kafka requirements", "parse events", "Membership", "Window",
+                 "class of each present user"):
+        assert any(part in name for name in wide), (part, {n: v["parallelism"] for n, v in vertices.items()})
+    for name, vertex in wide.items():
+        hosts = _rest(rest, f"/jobs/{job_id}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]
+        assert len(hosts) == TASKMANAGERS, (name, hosts)
+        assert all(h["status"] == "RUNNING" for h in hosts), (name, hosts)
+    print(f"\ncluster job {job_id}: {len(wide)} of {len(vertices)} vertices at parallelism {PARALLELISM}, "
+          f"each on {TASKMANAGERS} TaskManagers")
+    for name, vertex in vertices.items():
+        print(f"  {vertex['parallelism']}  {name[:110]}")
+
+
+def rewrite_config(path: Path, **flink: Any) -> None:
+    raw = yaml.safe_load(path.read_text())
+    raw["flink"].update(flink)
+    path.write_text(yaml.safe_dump(raw))
+
+
+def test_parallelism_2_on_two_taskmanagers_then_a_savepoint_restored_at_parallelism_1(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """A new cluster for the restore: thread mode cannot start a second Python job in a TaskManager
+    that ran one (pemja fails with NoSuchFieldException loadedLibraryNames, docs/operations.md)."""
+    with session_cluster(tmp_path / "cluster-1", TASKMANAGERS) as rest:
+        job = ClusterJob(rest, kafka_bootstrap, tmp_path, "DPBD", {"flink": {"parallelism": PARALLELISM,
+                                                                             **FAST_CLOSE["flink"]}})
+        events, requirements = generate(tmp_path, users=40, slots=SLOTS, dynamic=True)
+        produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)  # a backlog
+        try:
+            words = job.submit(SEED)
+            assert words[words.index("-p") + 1] == str(PARALLELISM) and words[-2:] == ["--seed", str(SEED)]
+            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
+            job.wait_releases(3, timeout=240)
+            check_spread(rest, str(job.job_id))
+            savepoint = stop_with_savepoint(rest, tmp_path / "savepoints")
+            assert job.state() == "FINISHED"
+        finally:
+            job.stop()
+    produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=HALF + 1)
+    rewrite_config(job.config_path, parallelism=1)
+    with session_cluster(tmp_path / "cluster-2", 1) as rest:
+        job.rest = rest
+        try:
+            words = job.submit(SEED, ("--restore", savepoint))
+            assert words[words.index("-s") + 1] == savepoint and words[words.index("-p") + 1] == "1"
+            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
+            check_equals_replay(job, events, requirements, SLOTS)
+            vertices = {v["name"]: v["parallelism"] for v in _rest(rest, f"/jobs/{job.job_id}")["vertices"]}
+            assert set(vertices.values()) == {1}, vertices
+        finally:
+            job.stop()

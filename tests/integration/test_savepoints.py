@@ -3,7 +3,7 @@ REST API and `pwevent run --restore`, on the local mini-cluster and on standalon
 (deploy/local/flink-cluster.sh). The input arrives in two halves around the stop; every slot is
 released exactly once, equal to the replay, and the spend log passes the full audit. Locally a
 restore whose configuration changes a fingerprinted field is refused first, naming it
-(test_cluster_savepoints.py: the same on a session cluster, restored at another parallelism)."""
+(test_cluster_submit.py: the same across session clusters, restored at another parallelism)."""
 
 from __future__ import annotations
 
