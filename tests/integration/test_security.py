@@ -73,17 +73,24 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
     yield from _start_broker(tmp_path_factory)
 
 
-def _write(bootstrap: str, topic: str, **security: Any) -> None:
-    client = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=10_000, request_timeout_ms=10_000, **security)
+#: How long a client the broker should refuse tries before it gives up (kafka-python retries a closed
+#: connection until its timeouts end); each refusal is then also found in the broker's log.
+REFUSED_MS = 4_000
+
+
+def _write(bootstrap: str, topic: str, timeout_ms: int = 20_000, **security: Any) -> None:
+    client = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=timeout_ms, request_timeout_ms=timeout_ms,
+                           bootstrap_timeout_ms=timeout_ms, **security)
     try:
-        client.send(topic, b'{"user": "intruder"}').get(timeout=20)
+        client.send(topic, b'{"user": "intruder"}').get(timeout=timeout_ms / 1000)
     finally:
         client.close()
 
 
-def _end_offsets(bootstrap: str, topic: str, **security: Any) -> dict[TopicPartition, int]:
-    client = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, request_timeout_ms=10_000,
-                           bootstrap_timeout_ms=20_000, **security)
+def _end_offsets(bootstrap: str, topic: str, timeout_ms: int = 20_000,
+                 **security: Any) -> dict[TopicPartition, int]:
+    client = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, request_timeout_ms=timeout_ms,
+                           bootstrap_timeout_ms=timeout_ms, **security)
     try:
         return client.end_offsets([TopicPartition(topic, 0)])
     finally:
@@ -120,12 +127,16 @@ def test_the_job_runs_with_credentials_and_others_are_kept_out(
 
     # Kept out: no credentials (plaintext, or TLS without SASL) and an authenticated user without the ACL.
     topics = job.topics
+    before = _log_length(broker)
     with pytest.raises(KafkaError):
-        _write(broker.bootstrap, topics["requirements"])
+        _write(broker.bootstrap, topics["requirements"], REFUSED_MS)
+    assert _logged_since(broker, before, "(SSL handshake failed)")
+    before = _log_length(broker)
     with pytest.raises(KafkaError):
-        _write(broker.bootstrap, topics["requirements"], security_protocol="SSL", ssl_cafile=broker.ca)
+        _write(broker.bootstrap, topics["requirements"], REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
     with pytest.raises(KafkaError):
-        _end_offsets(broker.bootstrap, topics["events"], security_protocol="SSL", ssl_cafile=broker.ca)
+        _end_offsets(broker.bootstrap, topics["events"], REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
+    assert _logged_since(broker, before, "Unexpected Kafka request of type METADATA during SASL handshake")
     with pytest.raises(TopicAuthorizationFailedError):
         _write(broker.bootstrap, topics["requirements"], **broker.python("pwevent-analyst"))
     with pytest.raises(TopicAuthorizationFailedError):
@@ -145,7 +156,7 @@ def _check_secrets_not_logged(job: StreamingJob, *secrets: str) -> None:
     run_logs = Path(printed.split("Flink log in ", 1)[1].split()[0])  # each run logs into its own folder
     flink_logs = [log for log in run_logs.glob("flink-*.log") if log.stat().st_size > 0]
     assert flink_logs, f"no Flink log written during the run in {run_logs}: {list(run_logs.iterdir())}"
-    for log in [job.folder / "job-1.log", *run_logs.glob("*")]:
+    for log in [job.folder / "job-1.log", *(path for path in run_logs.glob("*") if path.is_file())]:
         text = log.read_text(errors="replace")
         for secret in secrets:
             assert secret not in text, f"a secret of the job is in {log}"
@@ -215,9 +226,9 @@ def test_the_job_runs_with_a_client_certificate_and_clients_without_one_are_refu
 
     before = _log_length(broker)
     with pytest.raises(KafkaError):
-        _end_offsets(broker.bootstrap, job.topics["events"], security_protocol="SSL", ssl_cafile=broker.ca)
+        _end_offsets(broker.bootstrap, job.topics["events"], REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
     with pytest.raises(KafkaError):
-        _write(broker.bootstrap, job.topics["requirements"], security_protocol="SSL", ssl_cafile=broker.ca)
+        _write(broker.bootstrap, job.topics["requirements"], REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
     assert _logged_since(broker, before, "(SSL handshake failed)")
     assert _end_offsets(broker.bootstrap, job.topics["events"], **job.kafka.client_options())
 
@@ -242,13 +253,13 @@ def test_the_job_runs_with_oauthbearer_tokens_and_clients_without_a_valid_token_
     topic = job.topics["events"]
     before = _log_length(broker)
     with pytest.raises(KafkaError):
-        _end_offsets(broker.bootstrap, topic, security_protocol="SSL", ssl_cafile=broker.ca)
+        _end_offsets(broker.bootstrap, topic, REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
     assert _logged_since(broker, before, "during SASL handshake")
     oauth = {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ssl_cafile": broker.ca}
     expired = UnsecuredTokens("pwevent-job", clock=lambda: 1_000_000_000.0)  # exp in 2001
     before = _log_length(broker)
     with pytest.raises(KafkaError):
-        _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=expired)
+        _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=expired)
     assert _logged_since(broker, before, '{"status":"invalid_token"}')
     assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=UnsecuredTokens("pwevent-job"))
 
