@@ -5,7 +5,7 @@
 # port a run dir got at its first start is kept in <run-dir>/port and reused by every later start.
 #
 # --secure MODE (at the first start of a run dir; later starts keep the run dir's mode); every mode
-# has a broker certificate signed by a CA made here with keytool (<run-dir>/tls/ca.pem is what
+# has a broker certificate signed by a CA made here with openssl (<run-dir>/tls/ca.pem is what
 # clients trust); docs/operations.md, "Security":
 #   scram (the default of a bare --secure): the client listener is SASL_SSL with SCRAM-SHA-512, the
 #     StandardAuthorizer denies whatever no ACL allows, and the SCRAM users admin (super user),
@@ -106,42 +106,43 @@ secure_material() {
   done
   [[ -s "$TLS/ca.pem" && -s "$TLS/broker.p12" ]] && return
   rm -f "$TLS"/*
-  local kt=(keytool -storetype PKCS12 -storepass:file "$SECRETS/keystore" -keypass:file "$SECRETS/keystore")
-  "${kt[@]}" -genkeypair -keystore "$TLS/ca.p12" -alias ca -keyalg RSA -keysize 2048 -validity 3650 \
-    -dname "CN=pwevent local CA" -ext bc:c >/dev/null 2>&1
-  "${kt[@]}" -exportcert -keystore "$TLS/ca.p12" -alias ca -rfc -file "$TLS/ca.pem" >/dev/null 2>&1
-  "${kt[@]}" -genkeypair -keystore "$TLS/broker.p12" -alias broker -keyalg RSA -keysize 2048 -validity 3650 \
-    -dname "CN=localhost" >/dev/null 2>&1
-  "${kt[@]}" -certreq -keystore "$TLS/broker.p12" -alias broker -file "$TLS/broker.csr" >/dev/null 2>&1
-  "${kt[@]}" -gencert -keystore "$TLS/ca.p12" -alias ca -infile "$TLS/broker.csr" -outfile "$TLS/broker.pem" \
-    -rfc -validity 3650 -ext "SAN=ip:127.0.0.1,dns:localhost" >/dev/null 2>&1
-  "${kt[@]}" -importcert -keystore "$TLS/broker.p12" -alias ca -file "$TLS/ca.pem" -noprompt >/dev/null 2>&1
-  "${kt[@]}" -importcert -keystore "$TLS/broker.p12" -alias broker -file "$TLS/broker.pem" >/dev/null 2>&1
-  rm -f "$TLS/broker.csr"
-  [[ -s "$TLS/ca.pem" && -s "$TLS/broker.p12" ]] || die "keytool could not make the TLS material in $TLS"
+  local pw="$SECRETS/keystore" ca_key="$TLS/ca-key.pem"
+  (umask 077
+   openssl req -x509 -newkey rsa:2048 -nodes -keyout "$ca_key" -subj "/CN=pwevent local CA" -days 3650 \
+     -out "$TLS/ca.pem" 2>/dev/null &&
+   openssl pkcs12 -export -in "$TLS/ca.pem" -inkey "$ca_key" -name ca -passout "file:$pw" -out "$TLS/ca.p12" 2>/dev/null &&
+   openssl req -new -newkey rsa:2048 -nodes -keyout "$TLS/broker.key" -subj "/CN=localhost" -out "$TLS/broker.csr" \
+     2>/dev/null &&
+   openssl x509 -req -in "$TLS/broker.csr" -CA "$TLS/ca.pem" -CAkey "$ca_key" -set_serial "0x$(openssl rand -hex 16)" \
+     -days 3650 -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n') -out "$TLS/broker.pem" 2>/dev/null &&
+   openssl pkcs12 -export -in "$TLS/broker.pem" -inkey "$TLS/broker.key" -certfile "$TLS/ca.pem" -name broker \
+     -passout "file:$pw" -out "$TLS/broker.p12" 2>/dev/null) \
+    || { rm -f "$ca_key"; die "openssl could not make the TLS material in $TLS"; }
+  rm -f "$ca_key" "$TLS/broker.key" "$TLS/broker.csr"
 }
 
 # client_certificates: a key pair and a CA-signed certificate (CN=<user>) per user, as a PKCS12
-# keystore for Java clients and as PEM files for Python ones, all protected by the user's password.
+# keystore for Java clients and as PEM files for Python ones, all protected by the user's password
+# (openssl: a keytool call is a JVM start, and there would be twenty).
 client_certificates() {
-  local user pw ca_kt=(keytool -storetype PKCS12 -storepass:file "$SECRETS/keystore" -keypass:file "$SECRETS/keystore")
+  local user pw ca_key="$TLS/ca-key.pem"
+  (umask 077; openssl pkcs12 -in "$TLS/ca.p12" -nocerts -nodes -passin "file:$SECRETS/keystore" \
+    -out "$ca_key" 2>/dev/null) || die "openssl could not read the CA's key from $TLS/ca.p12"
   for user in $USERS; do
     [[ -s "$TLS/$user.p12" && -s "$TLS/$user.key" ]] && continue
     pw="$SECRETS/$user"
     rm -f "$TLS/$user".*
-    local kt=(keytool -storetype PKCS12 -keystore "$TLS/$user.p12" -storepass:file "$pw" -keypass:file "$pw")
-    "${kt[@]}" -genkeypair -alias "$user" -keyalg RSA -keysize 2048 -validity 3650 -dname "CN=$user" >/dev/null 2>&1
-    "${kt[@]}" -certreq -alias "$user" -file "$TLS/$user.csr" >/dev/null 2>&1
-    "${ca_kt[@]}" -gencert -keystore "$TLS/ca.p12" -alias ca -infile "$TLS/$user.csr" -outfile "$TLS/$user.pem" \
-      -rfc -validity 3650 >/dev/null 2>&1
-    "${kt[@]}" -importcert -alias ca -file "$TLS/ca.pem" -noprompt >/dev/null 2>&1
-    "${kt[@]}" -importcert -alias "$user" -file "$TLS/$user.pem" >/dev/null 2>&1
-    (umask 077; openssl pkcs12 -in "$TLS/$user.p12" -nocerts -passin "file:$pw" -passout fd:3 3<"$pw" \
-      -out "$TLS/$user.key" 2>/dev/null)
+    (umask 077
+     openssl req -new -newkey rsa:2048 -subj "/CN=$user" -keyout "$TLS/$user.key" -passout "file:$pw" \
+       -out "$TLS/$user.csr" 2>/dev/null &&
+     openssl x509 -req -in "$TLS/$user.csr" -CA "$TLS/ca.pem" -CAkey "$ca_key" \
+       -set_serial "0x$(openssl rand -hex 16)" -days 3650 -out "$TLS/$user.pem" 2>/dev/null &&
+     openssl pkcs12 -export -in "$TLS/$user.pem" -inkey "$TLS/$user.key" -passin "file:$pw" \
+       -certfile "$TLS/ca.pem" -name "$user" -passout fd:3 3<"$pw" -out "$TLS/$user.p12" 2>/dev/null) \
+      || { rm -f "$ca_key"; die "openssl could not make the client certificate of $user in $TLS"; }
     rm -f "$TLS/$user.csr"
-    [[ -s "$TLS/$user.p12" && -s "$TLS/$user.key" && -s "$TLS/$user.pem" ]] \
-      || die "keytool/openssl could not make the client certificate of $user in $TLS"
   done
+  rm -f "$ca_key"
 }
 
 # The broker's client listener: PLAINTEXT, or per --secure mode SASL_SSL with SCRAM-SHA-512 (also
