@@ -4,7 +4,7 @@
 # tests. The Kafka tests start their own broker with deploy/local/kafka.sh and stop it by its pid.
 # Extra arguments go to pytest (e.g. `-m "not slow"` for the fast unit tests only).
 # Without arguments pytest runs PWEVENT_TEST_WORKERS (default 3) workers (pytest-xdist), each test
-# file on one worker with its own broker and registry; the tests' JVMs (jobs, brokers, clusters) run
+# file on one worker with its own broker and registry, handed out in collection order; the tests' JVMs (jobs, brokers, clusters) run
 # with JAVA_TOOL_OPTIONS (default: C1 compiler only, serial GC), which saves CPU in short runs and
 # changes no result. pytest's exit code 5 (no test collected) is turned into a failure.
 set -euo pipefail
@@ -19,7 +19,9 @@ args=("$@")
 if [[ $# -eq 0 ]]; then  # the whole suite: the JVM pieces' JUnit tests first, then pytest on workers
   bash "$REPO_ROOT/deploy/local/test-jvm.sh"
   jvm=$?
-  args=(-n "${PWEVENT_TEST_WORKERS:-3}" --dist loadfile)
+  # Files in collection order (the integration tests' folder sorts early), not by their number of
+  # tests (xdist's default, which hands out the single-test cluster file, the longest, last).
+  args=(-n "${PWEVENT_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder)
 fi
 "$REPO_ROOT/.venv/bin/python" -m pytest "${args[@]}"
 code=$?
