@@ -5,6 +5,7 @@
 # tests (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh). Quick
 # when nothing changed.
 #   PWEVENT_PYTHON  interpreter to build the venv from (default: python3.11, else python3)
+#   PWEVENT_WHEELS  the wheelhouse of the dependencies (default ~/.cache/pwevent/wheels)
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -18,10 +19,33 @@ fi
 # Reinstall only when pyproject.toml changed since the last successful install.
 stamp="$VENV/.pwevent-installed"
 want="$(sha256sum "$REPO_ROOT/pyproject.toml" | cut -d' ' -f1)"
+# The dependencies' wheels are kept per pyproject.toml in a wheelhouse, so that a fresh clone
+# installs without asking the package index (its answers took from 15 s to 4 minutes); an install
+# from it that fails for any reason is done again from the index.
+WHEELS="${PWEVENT_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/pwevent/wheels}/$want"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "setup: installing pwevent and its dependencies (first time: a few minutes)" >&2
-  "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
-  "$VENV/bin/python" -m pip install -q -e "$REPO_ROOT[test]"
+  pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+  if [[ -f "$WHEELS/complete" ]] && "${pip[@]}" --no-index --find-links "$WHEELS" --upgrade setuptools wheel \
+      && "${pip[@]}" --no-index --find-links "$WHEELS" --no-build-isolation -e "$REPO_ROOT[test]"; then
+    echo "setup: installed from the wheelhouse $WHEELS" >&2
+  else
+    [[ ! -f "$WHEELS/complete" ]] || echo "setup: the wheelhouse did not serve; installing from the index" >&2
+    "${pip[@]}" --upgrade pip setuptools wheel
+    "${pip[@]}" -e "$REPO_ROOT[test]"
+    # One wheelhouse: the latest pyproject.toml's (only folders named by such a hash are removed).
+    mkdir -p "$(dirname "$WHEELS")"
+    find "$(dirname "$WHEELS")" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended \
+      -regex '.*/[0-9a-f]{64}' -exec rm -rf {} +
+    mkdir -p "$WHEELS"
+    if "$VENV/bin/python" -m pip freeze -q --exclude-editable --disable-pip-version-check >"$WHEELS/installed.txt" \
+        && "$VENV/bin/python" -m pip wheel -q --disable-pip-version-check -w "$WHEELS" -r "$WHEELS/installed.txt" \
+          setuptools wheel >/dev/null; then
+      touch "$WHEELS/complete"
+    else
+      echo "setup: no wheelhouse this time (the next set-up asks the index again)" >&2
+    fi
+  fi
   echo "$want" >"$stamp"
 fi
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
