@@ -6,7 +6,8 @@
 # Without arguments pytest runs PWEVENT_TEST_WORKERS (default 3) workers (pytest-xdist), each test
 # file on one worker with its own broker and registry, handed out in collection order; the tests'
 # JVMs (jobs, brokers, clusters) run with JAVA_TOOL_OPTIONS (default: C1 compiler only, serial GC),
-# which saves CPU in short runs and changes no result. pytest's exit code 5 (no test collected) is turned into a failure.
+# which saves CPU in short runs and changes no result. pytest's exit code 5 (no test collected) is
+# turned into a failure.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

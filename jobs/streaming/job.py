@@ -124,8 +124,8 @@ class LocalRun:
     def tmp_dir(self) -> Path:
         """The run's JVM's temporary folder (`java.io.tmpdir`, hence Flink's `io.tmp.dirs`): the
         planner and RPC jars Flink extracts at every start (~65 MB), the mini-cluster's working
-        folders. The JVM removes them when it exits normally; a killed run leaves them here, in the
-        run's own folder, rather than in the machine's /tmp."""
+        folders. The JVM does not remove the jars; `run_job` removes the folder when the run ends, and
+        a SIGKILLed run leaves it here, in the run's own folder, rather than in the machine's /tmp."""
         return self.log_dir / "tmp"
 
 
@@ -155,8 +155,9 @@ def local_run(settings: StreamSettings) -> LocalRun:
     log_dir = Path(settings.flink.log_dir).resolve() / f"run-{stamp}-{os.getpid()}"
     log_dir.mkdir(parents=True, exist_ok=True)
     (log_dir / "log4j.properties").write_text(RUN_LOG4J)
-    (log_dir / "tmp").mkdir(exist_ok=True)
-    return LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
+    run = LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
+    run.tmp_dir.mkdir(exist_ok=True)
+    return run
 
 
 #: Managed memory holds RocksDB's block cache and write buffers, shared by every keyed operator of a

@@ -81,6 +81,12 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run([str(KAFKA_SH), "stop", "--run-dir", str(run_dir)], capture_output=True, timeout=60)
 
 
+def run_folder(output: str) -> Path | None:
+    """The run folder (logs, temporary files) that `pwevent run` names in its `output`."""
+    found = re.search(r"Flink log in (\S+)", output)
+    return Path(found.group(1)) if found else None
+
+
 class StreamingJob:
     """One run of the real job against fresh topics; stop() kills its process group (our own pid)."""
 
@@ -188,8 +194,7 @@ class StreamingJob:
     def run_folders(self) -> list[Path]:
         """The folders of this job's runs, in order (the folders their output names)."""
         logs = [self.folder / f"job-{run}.log" for run in range(1, self.runs + 1)]
-        return [Path(found.group(1)) for log in logs
-                if log.exists() and (found := re.search(r"Flink log in (\S+)", log.read_text(errors="replace")))]
+        return [folder for log in logs if log.exists() and (folder := run_folder(log.read_text(errors="replace")))]
 
     def flink_logs(self) -> str:
         """The Flink logs of every run of this job."""

@@ -5,12 +5,10 @@ start without state over a release topic that already holds releases."""
 from __future__ import annotations
 
 import json
-import re
 import signal
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +17,15 @@ import yaml
 from pwevent.jobs.streaming.kafka_io import producer, read_to_end, read_topic
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import SEED, check_equals_replay, cpu_burner, generate, make_job, replay
+from tests.integration.conftest import (
+    SEED,
+    check_equals_replay,
+    cpu_burner,
+    generate,
+    make_job,
+    replay,
+    run_folder,
+)
 from tests.integration.test_metrics import scrape, total
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
@@ -121,8 +127,8 @@ def test_no_second_life_without_state(streaming_job: Any) -> None:
            f"audit topic confirms up to slot {last})" in refused.stderr, refused.stderr[-3000:]
     assert f"kafka.resume_after_last_release: true (--resume-after-last-release on the command line) to " \
            f"continue after slot {last} with" in refused.stderr
-    folder = Path(re.search(r"Flink log in (\S+)", refused.stderr).group(1))  # type: ignore[union-attr]
-    assert folder.is_dir() and not (folder / "tmp").exists()  # a run that ends removes its temporary files
+    folder = run_folder(refused.stderr)  # a run that ends removes its temporary files
+    assert folder is not None and folder.is_dir() and not (folder / "tmp").exists()
 
     raw = yaml.safe_load(job.config_path.read_text())
     raw["kafka"]["resume_after_last_release"] = True  # the configuration, as under the Kubernetes operator

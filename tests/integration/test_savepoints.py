@@ -20,7 +20,15 @@ import yaml
 from pwevent.jobs.common.slots import iso, parse_time_ms
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import FAST_CLOSE, PWEVENT, SEED, check_equals_replay, generate, stop_with_savepoint
+from tests.integration.conftest import (
+    FAST_CLOSE,
+    PWEVENT,
+    SEED,
+    check_equals_replay,
+    generate,
+    run_folder,
+    stop_with_savepoint,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -76,10 +84,10 @@ def test_local_run_stop_with_savepoint_and_restore(streaming_job: Any) -> None:
         refused.stderr[-3000:]
 
     job.start(seed=SEED, restore=savepoint)
-    second_log = re.search(r"Flink log in (\S+)", job.log_tail())
-    assert second_log and Path(second_log.group(1)) != first_log
+    second_log = run_folder(job.log_tail())
+    assert second_log is not None and second_log != first_log
     check_equals_replay(job, events, requirements, SLOTS)
-    second = [log.read_text(errors="replace") for log in Path(second_log.group(1)).glob("flink-*.log")]
+    second = [log.read_text(errors="replace") for log in second_log.glob("flink-*.log")]
     assert second and not any(job_id in text for text in second)
 
 
