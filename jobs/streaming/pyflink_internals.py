@@ -119,7 +119,8 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     while every events partition is idle, the output follows that stream's watermark (as
     `ValidTime.requirementsTime` rows beside the registrations; the registrations' own watermark is
     never read) instead of going idle, so that no branch downstream goes idle with the events and comes back after the
-    others (docs/streaming.md, "Time"); the caller runs it at parallelism 1. `registration_backlog`
+    others (docs/streaming.md, "Time"); both its inputs are keyed by one key (its registered users are
+    keyed state) and the caller runs it at parallelism 1. `registration_backlog`
     (the events' instance; partition -> one past the last record of the requirements' backlog):
     no event is judged before those registrations have come (`RegistrationGate`), or no
     registration for the longer of `source_start_grace` and `source_idleness`. `restored_ends` (a
@@ -143,8 +144,8 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     marks = DataStream(jvm.pwevent.flink.ValidTime.timeOf(follows._j_data_stream,
                                                           registrations._j_data_stream.getType()))
     second = registrations.union(marks)
-    return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, second._j_data_stream,
-                                                        operator)), marks
+    return DataStream(jvm.pwevent.flink.ValidTime.applyToEvents(events._j_data_stream, second._j_data_stream,
+                                                                operator)), marks
 
 
 def user_values(timed: Any) -> Any:

@@ -24,10 +24,7 @@ class LateRegistrationTest {
      *  source's watermark at 89,999; the registration of u1 from slot `since` before the events
      *  (`first`) or after them (null: none). Returns the watermarks that came out. */
     static List<Long> run(Long since, boolean first) throws Exception {
-        ValidTime operator = new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, false, null, null, false, null, 0, null);
-        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator)) {
-            harness.getExecutionConfig().setAutoWatermarkInterval(100);
-            harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = RegistrationGateTest.harness(operator())) {
             harness.open();
             harness.setProcessingTime(0);
             if (since != null && first) {

@@ -7,9 +7,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.util.KeyedTwoInputStreamOperatorTestHarness;
 import org.apache.flink.streaming.util.TwoInputStreamOperatorTestHarness;
 import org.apache.flink.types.Row;
 import org.junit.jupiter.api.Test;
@@ -31,8 +33,10 @@ class RegistrationGateTest {
         return new ValidTime(0, MAX_LEAD, 1_000L, 3_000L, 0, SLOT, false, null, null, false, backlog, SILENCE, null);
     }
 
+    /** `operator` keyed as the job keys the events' instance ({@link ValidTime#applyToEvents}). */
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> harness(ValidTime operator) throws Exception {
-        TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator);
+        TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new KeyedTwoInputStreamOperatorTestHarness<>(
+                operator, row -> ValidTime.KEY, row -> ValidTime.KEY, Types.INT);
         harness.getExecutionConfig().setAutoWatermarkInterval(100);
         harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
         return harness;

@@ -9,9 +9,11 @@ import java.util.Set;
 import org.apache.flink.api.common.state.BroadcastState;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -35,12 +37,16 @@ import org.apache.flink.types.Row;
  * the fast path handed to the reference parser (only partition and offset set), sent on the fast
  * path's channel, so in offset order with its events; {@link #SLOW_ACCEPTED} the reference parser's
  * event for such a record, {@link #SLOW_REJECTED} its refusal (only partition and offset set; the
- * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2 (broadcast):
+ * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2:
  * one row per requirement record, with its partition and offset, and its user and slot if its
  * requirement registers its user when it is the user's first (jobs/common/requirement_rules.py,
  * {@code RequirementRules.registers}; {@link #registration}, {@link #read}), the registrations and how
  * far the requirements' reader has got both kept in checkpointed state; and the requirements' valid
- * time ({@link #requirementsTime}). Output: Row(user, time_ms, cell, partition, offset, original,
+ * time ({@link #requirementsTime}). The events' instance is keyed, both inputs by the one key
+ * {@link #KEY} ({@link #applyToEvents}), so that its registered users are keyed state: with RocksDB
+ * a checkpoint writes only the users registered since the one before, not all of them (a million
+ * registered users are about 16 MB). State of a release that kept them as broadcast state is
+ * moved into the keyed state on a restore. Output: Row(user, time_ms, cell, partition, offset, original,
  * ahead), timed at time_ms.
  *
  * <p>With `registrationBacklog` (the requirements partitions whose backlog a start reads, without
@@ -109,7 +115,14 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private static final int REQUIREMENTS_MS = 2;
     private static final int PARTITION = 3;
     private static final int OFFSET = 4;
+    /** The events' instance's one key ({@link #applyToEvents}). */
+    public static final Integer KEY = 0;
+    /** User -> the slot it is registered from (keyed state of the events' instance). */
     private static final MapStateDescriptor<String, Long> REGISTERED =
+            new MapStateDescriptor<>("registered users", Types.STRING, Types.LONG);
+    /** Where earlier releases kept the registered users: broadcast state, written whole at every
+     *  checkpoint; moved into {@link #REGISTERED} on a restore. */
+    private static final MapStateDescriptor<String, Long> REGISTERED_BROADCAST =
             new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
     private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held before registration", IN);
     /** The lead guard's partitions (partition, latest, pending jump or Long.MIN_VALUE), every
@@ -142,7 +155,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private final long gateSilenceMs;
     private final HashMap<Integer, Long> restoredEnds;
 
-    private transient BroadcastState<String, Long> registered;
+    /** The events' instance's registered users; null in the requirements' instance (everyone known). */
+    private transient MapState<String, Long> registered;
     private transient ListState<Row> heldState;
     private transient ListState<Row> guardState;
     private transient ListState<Row> unregisteredState;
@@ -216,10 +230,20 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         return Row.of(null, null, ms, null, null);
     }
 
-    /** `events` with their valid event time; `registrations` are broadcast to every subtask. */
-    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> events, DataStream<Row> registrations,
+    /** The requirements' instance: `records` with their valid event time; `registrations` (how far
+     *  the requirements are read) are broadcast to every subtask. */
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> records, DataStream<Row> registrations,
                                                         ValidTime operator) {
-        return events.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
+        return records.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
+    }
+
+    /** The events' instance: `events` with their valid event time, both inputs keyed by {@link #KEY}
+     *  (one subtask; the registered users in keyed state). */
+    public static SingleOutputStreamOperator<Row> applyToEvents(DataStream<Row> events, DataStream<Row> second,
+                                                                ValidTime operator) {
+        KeySelector<Row, Integer> one = row -> KEY;
+        return events.keyBy(one, Types.INT).connect(second.keyBy(one, Types.INT))
+                .transform("valid event time", OUT, operator);
     }
 
     /** `timed`'s watermarks as {@link #requirementsTime} rows of type `as` (the registrations' type, to be
@@ -261,7 +285,15 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        registered = context.getOperatorStateStore().getBroadcastState(REGISTERED);
+        if (getKeyedStateBackend() != null) {
+            registered = context.getKeyedStateStore().getMapState(REGISTERED);
+        } else if (!everyoneKnown) {
+            throw new IllegalStateException("the events' ValidTime keeps its registered users in keyed state: "
+                    + "build it with ValidTime.applyToEvents");
+        }
+        if (context.getOperatorStateStore().getRegisteredBroadcastStateNames().contains(REGISTERED_BROADCAST.getName())) {
+            moveRegistered(context.getOperatorStateStore().getBroadcastState(REGISTERED_BROADCAST));
+        }
         heldState = context.getOperatorStateStore().getListState(HELD);
         held = new ArrayList<>();
         for (Row row : heldState.get()) {
@@ -283,6 +315,26 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         requirementsRead = ReadOffsets.restore(requirementsReadState.get());
         inputReadState = context.getOperatorStateStore().getUnionListState(INPUT_READ);
         inputRead = ReadOffsets.restore(inputReadState.get());
+    }
+
+    /** The registered users of an earlier release's broadcast state, into the keyed state (the
+     *  earliest slot of a user wins, as for a registration); `before` is left empty. */
+    private void moveRegistered(BroadcastState<String, Long> before) throws Exception {
+        if (registered != null) {
+            for (Map.Entry<String, Long> entry : before.entries()) {
+                register(entry.getKey(), entry.getValue());
+            }
+        }
+        before.clear();
+    }
+
+    /** `user` registered from `slot`, unless it already is from an earlier one. */
+    private void register(String user, long slot) throws Exception {
+        setCurrentKey(KEY);
+        Long since = registered.get(user);
+        if (since == null || slot < since) {
+            registered.put(user, slot);
+        }
     }
 
     @Override
@@ -428,6 +480,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         if (everyoneKnown) {
             return true;
         }
+        setCurrentKey(KEY);  // also when the gate opens, outside any element
         return knownAt(registered.get(user), time, originMs, slotMs);
     }
 
@@ -462,10 +515,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         if (closed(slot, ownMs, originMs, slotMs)) {
             return;
         }
-        Long since = registered.get(user);
-        if (since == null || slot < since) {
-            registered.put(user, slot);
-        }
+        register(user, slot);
         long wall = System.currentTimeMillis();
         boolean credited = false;
         for (long[] event : unregistered.claim(user, slot)) {
