@@ -570,9 +570,16 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
     watcher.start()
     ready = folder / "ready"
     log_path = folder / "run.log"
+    # the JVM's temporary files (the planner's and RPC system's jars, ~100 MB) in the run's folder,
+    # removed below: a killed JVM leaves them (`pwevent run` puts the job's in its own run folder)
+    jvm_tmp = folder / "jvm-tmp"
+    jvm_tmp.mkdir(exist_ok=True)
+    env = dict(os.environ)
+    if not any(c.isspace() for c in str(jvm_tmp)):  # the launcher splits JVM_ARGS at white space
+        env["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), f"-Djava.io.tmpdir={jvm_tmp}"])
     with open(log_path, "wb") as log:
         process = subprocess.Popen([*argv, "--ready-file", str(ready)], stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+                                   start_new_session=True, env=env)
     begun = time.time()
     try:
         while not ready.exists():
@@ -621,9 +628,14 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
                                      result.checkpoint_mb, result.checkpoint_shared_mb, result.load[1])
     finally:
         stop.set()
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if process.poll() is None:  # SIGTERM first: `pwevent run` then removes its temporary files
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        shutil.rmtree(jvm_tmp, ignore_errors=True)
 
 
 def tree_rss_mb(root: int) -> tuple[float, float]:
