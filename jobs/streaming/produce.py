@@ -102,7 +102,8 @@ def produce_files(
     """Send the files slot by slot; returns the number of messages the broker acknowledged.
     `before_slot(slot, time)` runs before a slot's first message, `on_slot(slot, time)` once all of
     them are acknowledged. Raises RecordsRefusedError after a slot in which the broker refused any
-    record, BrokerUnavailableError when a slot is not acknowledged within `timeout_s`."""
+    record, BrokerUnavailableError when no broker answers the first connection or a slot is not
+    acknowledged within `timeout_s`."""
     requirements = _slots(requirements_path, config.requirements, config)
     signature = config.requirements.signature
     if signature is not None:
@@ -110,7 +111,7 @@ def produce_files(
                         for slot, lines in requirements.items()}
     events = _slots(events_path, config.events, config)
     top = max([*requirements, *events], default=0) if last_slot is None else last_slot
-    client = producer(kafka)
+    client = producer(kafka, connect_timeout_s=timeout_s)
     sent = 0
     next_at = time.monotonic()
     try:
@@ -194,9 +195,9 @@ def register(sub: Any) -> None:
     p.add_argument("--requirements", help="requirements file in requirements.format (as --events)")
     p.add_argument("--pace", default="1s", type=duration_arg, help="wall time per slot, e.g. 500ms, 2s (default 1s)")
     p.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", type=duration_arg,
-                   help="how long the broker may take to acknowledge one slot's records before the run fails "
-                   f"with exit code 4 (default {DEFAULT_TIMEOUT_S:g}s); a refused record stops it with exit code "
-                   f"{EXIT_REFUSED}")
+                   help="how long the broker may take to answer the first connection, and to acknowledge one "
+                   f"slot's records, before the run fails with exit code 4 (default {DEFAULT_TIMEOUT_S:g}s); a "
+                   f"refused record stops it with exit code {EXIT_REFUSED}")
     p.add_argument("--stream", choices=STREAMS, default="Sin", help="synthetic stream to generate")
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--slots", type=int, default=120)

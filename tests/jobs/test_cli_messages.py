@@ -65,6 +65,19 @@ def test_an_unreachable_broker_is_a_message_and_exit_4_within_the_timeout(tmp_pa
     assert done.stdout == ""  # no table header for a table that will never come
 
 
+def test_produce_to_an_unreachable_broker_gives_up_within_its_timeout(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG + "kafka: {bootstrap: '127.0.0.1:1'}\n")
+    events, requirements = tmp_path / "e.jsonl", tmp_path / "r.jsonl"
+    events.write_text('{"user": "u1", "time": "2024-01-01T00:00:00Z", "value": 1}\n')
+    requirements.write_text('{"user": "u1", "time": "2024-01-01T00:00:00Z", "w": 5, "epsilon": 1.0}\n')
+    done = subprocess.run([*PWEVENT, "produce", "--config", str(config), "--events", str(events), "--requirements",
+                           str(requirements), "--timeout", "2s"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4, done.stderr
+    # the connection waited --timeout, not kafka-python's 30 s
+    assert "no Kafka broker answered at 127.0.0.1:1 within 2 s" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_replay_reports_progress_while_reading(tmp_path: Path) -> None:
     from pwevent.jobs.common.files import write_synthetic
     from pwevent.jobs.common.synthetic import SyntheticStream
