@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pwevent.jobs.common.config import load_config
     from pwevent.jobs.streaming.graph import sink_ddl
-    from pwevent.jobs.streaming.job import make_environment
+    from pwevent.jobs.streaming.job import announce_running, make_environment
     from pwevent.jobs.streaming.settings import stream_settings
 
     config = load_config(args.config)
@@ -117,10 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     result = t_env.execute_sql(f"INSERT INTO counts {query}")
     client = result.get_job_client()
     if args.ready_file:
-        deadline = time.monotonic() + 120
-        while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        Path(args.ready_file).write_text(str(client.get_job_id()))
+        announce_running(client, Path(args.ready_file))
     result.wait()
     return 0
 

@@ -282,6 +282,18 @@ def _terminated(run: LocalRun, *_: Any) -> None:
     os._exit(128 + signal.SIGTERM)
 
 
+def announce_running(client: Any, ready_file: Path, timeout_s: float = 120) -> None:
+    """Once the job of `client` (a PyFlink JobClient) is RUNNING, or after `timeout_s`, write its id
+    to `ready_file`. The file appears whole (written beside it, then renamed), so whoever waits for
+    it never reads it empty."""
+    deadline = time.monotonic() + timeout_s
+    while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    partial_file = ready_file.with_name(ready_file.name + ".partial")
+    partial_file.write_text(str(client.get_job_id()))
+    os.replace(partial_file, ready_file)
+
+
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
             ready_file: str | None = None, resume: bool = False, allow_non_restored: bool = False) -> int:
     """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed."""
@@ -306,10 +318,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
         print(f"pwevent run: web UI and REST API at http://{run.rest} (loopback only); Flink log in {run.log_dir}",
               file=sys.stderr, flush=True)
         if ready_file:
-            deadline = time.monotonic() + 120
-            while "RUNNING" not in str(client.get_job_status().result()) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            Path(ready_file).write_text(str(job_id))
+            announce_running(client, Path(ready_file))
         from py4j.protocol import Py4JJavaError
 
         try:
