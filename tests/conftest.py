@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from tests.corpus import poison_records
 from tests.schema_registry import LocalSchemaRegistry
+
+#: This pytest process's folder for the temporary files of the JVMs its tests start.
+JVM_TMP = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The JVMs the tests start that read `JVM_ARGS` (PyFlink's gateway, Flink's scripts) keep their
+    temporary files (Flink's RPC jar, 21 MB, which a killed JVM leaves behind) in a folder of this
+    process, removed when it ends, not in the machine's /tmp. A job run by `pwevent run` names its
+    own folder after this one, which the JVM takes (the last -D wins)."""
+    folder = tempfile.mkdtemp(prefix="pwevent-tests-jvm-")
+    config.stash[JVM_TMP] = folder
+    os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), f"-Djava.io.tmpdir={folder}"])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(config.stash.get(JVM_TMP, ""), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
