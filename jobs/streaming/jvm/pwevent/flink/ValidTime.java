@@ -320,12 +320,18 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     /** The registered users of an earlier release's broadcast state, into the keyed state (the
      *  earliest slot of a user wins, as for a registration); `before` is left empty. */
     private void moveRegistered(BroadcastState<String, Long> before) throws Exception {
+        int moved = 0;
         if (registered != null) {
             for (Map.Entry<String, Long> entry : before.entries()) {
                 register(entry.getKey(), entry.getValue());
+                moved++;
             }
         }
         before.clear();
+        if (moved > 0) {
+            LOG.info("valid event time: moved {} registered users from an earlier release's broadcast state "
+                    + "into keyed state", moved);
+        }
     }
 
     /** `user` registered from `slot`, unless it already is from an earlier one. */
