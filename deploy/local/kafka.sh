@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Single-node KRaft Kafka broker (combined broker+controller) on 127.0.0.1 for local runs/tests.
-#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]] [--owner PID]
+#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth|kerberos]] [--owner PID]
 # The bootstrap address is written to <run-dir>/bootstrap (default run dir <repo>/.run/kafka). The
 # port a run dir got at its first start is kept in <run-dir>/port and reused by every later start.
 #
@@ -19,7 +19,12 @@
 #   oauth: the client listener is SASL_SSL with OAUTHBEARER and Kafka's unsecured JWS validator
 #     (testing only: any unsigned token with a `sub` and an unexpired `exp` is accepted, none is refused
 #     for its subject), which is Kafka's default server callback handler of OAUTHBEARER.
-#   mtls and oauth authenticate only (no authorizer).
+#   kerberos: the client listener is SASL_SSL with GSSAPI, advertised as localhost (the host of the
+#     service principal kafka/localhost@PWEVENT.LOCAL that Java and Python clients ask for; clients
+#     bootstrap at localhost:PORT too). A KDC of its own (deploy/local/kdc.sh, in <run-dir>/kdc) has a
+#     principal per user above, with <run-dir>/kdc/keytabs/<user>.keytab, and the client
+#     configuration <run-dir>/kdc/krb5.conf; `stop` stops the KDC too.
+#   mtls, oauth and kerberos authenticate only (no authorizer).
 # <run-dir>/admin.properties is a Java client configuration of the admin user.
 # --owner PID (start): a watcher (its own session, output in <run-dir>/owner.out) stops the broker,
 # by its pid, once process PID has exited, so that a test runner killed without its clean-up leaves
@@ -35,7 +40,7 @@ READY_TIMEOUT=60
 STOP_TIMEOUT=30
 
 usage() {
-  echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth]] [--owner PID]" >&2
+  echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth|kerberos]] [--owner PID]" >&2
   exit 2
 }
 die() { echo "kafka.sh: $*" >&2; exit 1; }
@@ -55,7 +60,7 @@ while [[ $# -gt 0 ]]; do
     --secure)
       SECURE=scram; shift
       if [[ $# -gt 0 && "$1" != --* ]]; then
-        case "$1" in scram|mtls|oauth) SECURE="$1"; shift ;; *) usage ;; esac
+        case "$1" in scram|mtls|oauth|kerberos) SECURE="$1"; shift ;; *) usage ;; esac
       fi ;;
     *) usage ;;
   esac
@@ -69,6 +74,8 @@ MODE_FILE="$RUN_DIR/mode"
 SECRETS="$RUN_DIR/secrets"
 TLS="$RUN_DIR/tls"
 USERS="admin pwevent-job pwevent-producer pwevent-analyst"
+KDC="$RUN_DIR/kdc"
+REALM=PWEVENT.LOCAL
 
 running_pid() { live_pid "$PID_FILE" 'kafka\.Kafka'; }
 
@@ -147,7 +154,8 @@ client_certificates() {
 
 # The broker's client listener: PLAINTEXT, or per --secure mode SASL_SSL with SCRAM-SHA-512 (also
 # between the broker and itself, as admin) and the StandardAuthorizer (scram), SSL requiring client
-# certificates (mtls), SASL_SSL with OAUTHBEARER and the unsecured validator (oauth). With scram the
+# certificates (mtls), SASL_SSL with OAUTHBEARER and the unsecured validator (oauth), SASL_SSL with
+# GSSAPI, advertised as localhost, the broker itself as kafka/localhost (kerberos). With scram the
 # controller listener authenticates the broker with SASL PLAIN (SCRAM credentials live in the
 # metadata the controller serves, so cannot be its own); the other modes have no authorizer and a
 # PLAINTEXT controller listener on loopback.
@@ -209,6 +217,18 @@ listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.secu
 ssl.client.auth=none
 PROPS
     ;;
+    kerberos) cat <<PROPS
+listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=SASL_SSL://localhost:$port
+inter.broker.listener.name=SASL_SSL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=GSSAPI
+sasl.mechanism.inter.broker.protocol=GSSAPI
+sasl.kerberos.service.name=kafka
+listener.name.sasl_ssl.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="$KDC/keytabs/kafka_localhost.keytab" principal="kafka/localhost@$REALM";
+ssl.client.auth=none
+PROPS
+    ;;
   esac
 }
 
@@ -234,6 +254,13 @@ PROPS
 security.protocol=SASL_SSL
 sasl.mechanism=OAUTHBEARER
 sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
+PROPS
+    ;;
+    kerberos) cat <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=GSSAPI
+sasl.kerberos.service.name=kafka
+sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="$KDC/keytabs/admin.keytab" principal="admin@$REALM";
 PROPS
     ;;
   esac
@@ -316,6 +343,9 @@ start_broker() {
   if [[ -n "$SECURE" ]]; then
     secure_material
     if [[ "$SECURE" == mtls ]]; then client_certificates; fi
+    if [[ "$SECURE" == kerberos ]]; then
+      "$SCRIPT_DIR/kdc.sh" start --run-dir "$KDC" --principals "kafka/localhost $USERS" >/dev/null
+    fi
     write_admin_properties
     local user
     if [[ "$SECURE" == scram ]]; then
@@ -325,13 +355,14 @@ start_broker() {
   write_config "$PORT" "$cport"
   mkdir -p "$RUN_DIR/logs" "$RUN_DIR/data"
 
-  local cp="$KAFKA_JARS/*"
+  local cp="$KAFKA_JARS/*" host=127.0.0.1 jvm=()
+  if [[ "$SECURE" == kerberos ]]; then host=localhost; jvm=(-Djava.security.krb5.conf="$KDC/krb5.conf"); fi
   java -cp "$cp" kafka.tools.StorageTool format -t "$(cluster_id)" -c "$RUN_DIR/server.properties" \
     --ignore-formatted "${format_extra[@]}" >"$RUN_DIR/format.out" 2>&1 \
     || { cat "$RUN_DIR/format.out" >&2; die "format failed"; }
 
   # setsid: the broker outlives the calling shell's process group (e.g. Ctrl-C in a test runner).
-  setsid java -Xms512m -Xmx512m -Djava.awt.headless=true \
+  setsid java -Xms512m -Xmx512m -Djava.awt.headless=true ${jvm[@]+"${jvm[@]}"} \
     -Dlog4j2.configurationFile="$RUN_DIR/log4j2.properties" -Dkafka.logs.dir="$RUN_DIR/logs" \
     -cp "$cp" kafka.Kafka "$RUN_DIR/server.properties" >"$RUN_DIR/kafka.out" 2>&1 </dev/null &
   local pid=$!
@@ -346,7 +377,7 @@ start_broker() {
     sleep 0.2
   done
   local left=$((deadline - SECONDS)); (( left > 0 )) || left=1
-  java -cp "$cp" "$SCRIPT_DIR/KafkaReady.java" "127.0.0.1:$PORT" "$((left * 1000))" \
+  java ${jvm[@]+"${jvm[@]}"} -cp "$cp" "$SCRIPT_DIR/KafkaReady.java" "$host:$PORT" "$((left * 1000))" \
     ${SECURE:+"$RUN_DIR/admin.properties"} >>"$RUN_DIR/kafka.out" 2>&1 \
     || fail_start "no metadata response within ${READY_TIMEOUT}s"
   # The port may answer for another broker that took it between port_free and our bind (ours then
@@ -360,19 +391,22 @@ start_broker() {
     "${PWEVENT_PYTHON:-$REPO_ROOT/.venv/bin/python}" "$SCRIPT_DIR/kafka-acls.py" --bootstrap "127.0.0.1:$PORT" \
       --run-dir "$RUN_DIR" >>"$RUN_DIR/kafka.out" 2>&1 || fail_start "granting the ACLs failed"
   fi
-  echo "127.0.0.1:$PORT" >"$BOOTSTRAP_FILE"
+  echo "$host:$PORT" >"$BOOTSTRAP_FILE"
   cat "$BOOTSTRAP_FILE"
 }
 
 stop_broker() {
   local pid
   if ! pid="$(running_pid)"; then
-    rm -f "$PID_FILE" "$BOOTSTRAP_FILE"; echo "not running"; return
+    rm -f "$PID_FILE" "$BOOTSTRAP_FILE"; stop_kdc; echo "not running"; return
   fi
   stop_pid "$pid" "$STOP_TIMEOUT"
   rm -f "$PID_FILE" "$BOOTSTRAP_FILE"
+  stop_kdc
   echo "stopped"
 }
+
+stop_kdc() { [[ ! -d "$KDC" ]] || "$SCRIPT_DIR/kdc.sh" stop --run-dir "$KDC"; }
 
 case "$CMD" in
   start) start_broker ;;
@@ -389,6 +423,10 @@ case "$CMD" in
       echo "export PWEVENT_KAFKA_CA=$TLS/ca.pem"
       echo "export PWEVENT_KAFKA_TLS=$TLS"
       echo "export PWEVENT_KAFKA_SECRETS=$SECRETS"
+      if [[ "$(run_mode)" == kerberos ]]; then
+        echo "export PWEVENT_KRB5_CONF=$KDC/krb5.conf"
+        echo "export PWEVENT_KEYTABS=$KDC/keytabs"
+      fi
     fi ;;
   *) usage ;;
 esac

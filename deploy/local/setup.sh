@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, idempotent: the venv with the project and its test tools,
-# the Kafka / Flink connector jars, Prometheus (Debian's package: promtool and the server, for the
-# alert-rule and scraping tests; needs root and apt the first time) and the Schema Registry of the
-# tests (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh). Quick
-# when nothing changed.
+# the Kafka / Flink connector jars, Debian's packages of the tests (needs root and apt the first
+# time): Prometheus (promtool and the server, for the alert-rule and scraping tests) and MIT Kerberos
+# (the KDC of deploy/local/kdc.sh, and the development files the Python package gssapi builds
+# against, for the GSSAPI tests), then gssapi itself (built once per machine), and the Schema Registry
+# of the tests (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh).
+# Quick when nothing changed.
 #   PWEVENT_PYTHON  interpreter to build the venv from (default: python3.11, else python3)
 #   PWEVENT_WHEELS  the wheelhouse of the dependencies (default ~/.cache/pwevent/wheels)
 set -euo pipefail
@@ -48,16 +50,35 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   fi
   echo "$want" >"$stamp"
 fi
-if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
-  echo "setup: installing Debian's prometheus package (promtool and the server, for the tests)" >&2
-  # The package's service is not started: the tests start their own server on loopback
+# Debian's packages, each with a command it provides: what is missing is installed in one go.
+declare -A DEBIAN=([promtool]=prometheus [prometheus]=prometheus [krb5kdc]=krb5-kdc [kadmin.local]=krb5-admin-server
+                   [krb5-config]=libkrb5-dev)
+missing=()
+for tool in "${!DEBIAN[@]}"; do
+  command -v "$tool" >/dev/null || missing+=("${DEBIAN[$tool]}")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  echo "setup: installing Debian's ${missing[*]} (for the tests)" >&2
+  # The packages' services are not started: the tests start their own servers on loopback
   # (invoke-rc.d asks policy-rc.d; 101 = action forbidden). An existing policy is left alone; ours
   # is removed when this script ends, whichever way.
   if [[ ! -e /usr/sbin/policy-rc.d ]]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# gssapi (kafka-python's GSSAPI; not a dependency of pwevent, docs/operations.md): no wheel on the
+# index, so its wheel is built once against the system's Kerberos and kept beside the wheelhouse.
+if ! "$VENV/bin/python" -c 'import gssapi' 2>/dev/null; then
+  GSSAPI_WHEELS="${XDG_CACHE_HOME:-$HOME/.cache}/pwevent/gssapi-wheels"
+  pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+  if ! "${pip[@]}" --no-index --find-links "$GSSAPI_WHEELS" gssapi 2>/dev/null; then
+    echo "setup: building the Python package gssapi (once per machine)" >&2
+    "$VENV/bin/python" -m pip wheel -q --disable-pip-version-check -w "$GSSAPI_WHEELS" gssapi >/dev/null
+    "${pip[@]}" --no-index --find-links "$GSSAPI_WHEELS" gssapi
+  fi
 fi
 bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
 bash "$REPO_ROOT/deploy/local/build-jvm.sh" >/dev/null

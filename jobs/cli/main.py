@@ -26,6 +26,7 @@ from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, stop, tail
 from pwevent.jobs.streaming.config_schema import config_schema
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError
+from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
 from pwevent.jobs.streaming.settings import load_settings
 from pwevent.operators.registry import REGISTRY
 
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"pwevent: {err}", file=sys.stderr)
         return 2
-    except (BrokerUnavailableError, RegistryUnavailable) as err:
+    except (BrokerUnavailableError, RegistryUnavailable, KerberosLoginError) as err:
         print(f"pwevent: {err}", file=sys.stderr)
         return 4
 

@@ -22,8 +22,9 @@ DISTRIBUTION = "pwevent"
 
 
 class MissingExtraError(RuntimeError):
-    """A command needs an optional extra that is not installed; the CLI prints the message (which
-    says how to install it) and exits with code 2."""
+    """A command needs an optional extra that is not installed (or, with GSSAPI, the optional package
+    `gssapi`: jobs/streaming/kafka_kerberos.py); the CLI prints the message (which says how to
+    install it) and exits with code 2."""
 
 
 def extra_requirements(extra: str) -> list[str]:

@@ -206,9 +206,9 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     if extra_jars:  # the gateway's class path (PyFlink adds $HADOOP_CLASSPATH to it): the parent class loader
         parts = [str(connector_jar()), *map(str, extra_jars), *filter(None, [os.environ.get("HADOOP_CLASSPATH")])]
         os.environ["HADOOP_CLASSPATH"] = os.pathsep.join(parts)
-        system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
-        if system:  # JVM_ARGS: read by PyFlink's gateway launcher, like HADOOP_CLASSPATH
-            os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), *system])
+    system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
+    if system:  # JVM_ARGS: read by PyFlink's gateway launcher, like HADOOP_CLASSPATH
+        os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), *system])
     if run is not None:  # read by PyFlink's gateway launcher, like JVM_ARGS
         os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
         os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")

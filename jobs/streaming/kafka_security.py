@@ -15,7 +15,8 @@ kafka:
       client_id: pwevent-job
       client_secret: {file: /var/run/secrets/pwevent/oauth-secret}
     kerberos: {principal: pwevent-job@EXAMPLE.COM, keytab: /etc/security/pwevent.keytab,
-               service_name: kafka}   # GSSAPI
+               service_name: kafka,   # GSSAPI (the Python clients need the `gssapi` package)
+               krb5_conf: /etc/krb5.conf}   # optional: the Kerberos configuration (default the system's)
     ca_file: tls/ca.pem            # PEM of the CA that signed the brokers' certificates (relative paths:
                                    # relative to the config file's folder); default: the system's CAs
     truststore: {location: tls/truststore.p12, type: PKCS12, password: ${PWEVENT_TRUSTSTORE_PASSWORD}}
@@ -51,6 +52,7 @@ from pydantic import (
 from pwevent.jobs.common.config import ConfigError, Name, Section, config_error
 from pwevent.jobs.common.secrets import Secret as Secret  # re-exported: the settings hold them
 from pwevent.jobs.common.secrets import SecretValue, resolve_path
+from pwevent.jobs.streaming.kafka_kerberos import python_login
 from pwevent.jobs.streaming.kafka_oauth import ClientCredentialsTokens, UnsecuredTokens
 
 #: Java client property prefixes that belong to `kafka.security`, not `kafka.properties`.
@@ -70,6 +72,8 @@ OAUTH_LOGIN_HANDLER = f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLo
 #: The JVM system property that must list the token endpoint (Kafka >= 4.0 refuses other URLs), as
 #: the relocated client reads it.
 OAUTH_ALLOWED_URLS_PROPERTY = f"{SHADED_KAFKA}.sasl.oauthbearer.allowed.urls"
+#: Where the JDK's Kerberos (the job's Java clients' Krb5LoginModule) reads its configuration.
+KRB5_CONF_PROPERTY = "java.security.krb5.conf"
 
 
 def _file(raw: Any, info: ValidationInfo) -> str:
@@ -138,13 +142,16 @@ class OAuth(Section):
 
 
 class Kerberos(Section):
-    """`kafka.security.kerberos` (GSSAPI): the job's Java clients log in from the keytab; the Python
-    tools use the Kerberos credentials of their process (kinit, or KRB5_CLIENT_KTNAME=<keytab>) and
-    need the `gssapi` package."""
+    """`kafka.security.kerberos` (GSSAPI): the job's Java clients log in from the keytab as the
+    principal, and so do pwevent's Python clients (`kafka_kerberos.python_login`; they need the
+    `gssapi` package). krb5_conf: the Kerberos configuration of both (else the system's,
+    /etc/krb5.conf)."""
 
     principal: Name
     keytab: FilePath
     service_name: Name = "kafka"
+    krb5_conf: FilePath | None = Field(None, description="Kerberos configuration (krb5.conf) of the job's "
+                                       "Java and Python clients; default: the system's (/etc/krb5.conf)")
 
 
 _SASL_SECTIONS = {"SCRAM-SHA-512": "username", "SCRAM-SHA-256": "username", "PLAIN": "username",
@@ -266,19 +273,25 @@ class KafkaSecurity(Section):
         return props
 
     def jvm_system_properties(self) -> dict[str, str]:
-        """JVM system properties the Java clients need: the token endpoint listed as allowed."""
+        """JVM system properties the Java clients need: the token endpoint listed as allowed; the
+        Kerberos configuration."""
         if self.oauth is not None and self.oauth.token_endpoint is not None:
             return {OAUTH_ALLOWED_URLS_PROPERTY: self.oauth.token_endpoint}
+        if self.kerberos is not None and self.kerberos.krb5_conf is not None:
+            return {KRB5_CONF_PROPERTY: self.kerberos.krb5_conf}
         return {}
 
     def python_options(self) -> dict[str, Any]:
-        """kafka-python keyword arguments (KafkaProducer, KafkaConsumer, KafkaAdminClient)."""
+        """kafka-python keyword arguments (KafkaProducer, KafkaConsumer, KafkaAdminClient). With
+        GSSAPI, first logs this process's Python clients in as the configured principal
+        (`python_login`)."""
         options: dict[str, Any] = {"security_protocol": self.protocol}
         if self.sasl:
             options["sasl_mechanism"] = self.sasl_mechanism
             if self.oauth is not None:
                 options["sasl_oauth_token_provider"] = _token_provider(self.oauth)
             elif self.kerberos is not None:
+                python_login(self.kerberos.principal, self.kerberos.keytab, self.kerberos.krb5_conf)
                 options["sasl_kerberos_service_name"] = self.kerberos.service_name
             else:
                 assert self.password is not None

@@ -1,7 +1,8 @@
 """The job against secured brokers of `deploy/local/kafka.sh start --secure MODE`: scram (SASL_SSL,
-SCRAM-SHA-512, the StandardAuthorizer), mtls (client certificates required) and oauth (OAUTHBEARER,
-Kafka's unsecured JWS validator); clients without the credentials of the mode are refused; and the
-broker's port across a stop and a start (docs/operations.md, "Security" and "Runbook")."""
+SCRAM-SHA-512, the StandardAuthorizer), mtls (client certificates required), oauth (OAUTHBEARER,
+Kafka's unsecured JWS validator) and kerberos (GSSAPI, with a KDC of deploy/local/kdc.sh); clients
+without the credentials of the mode are refused; and the broker's port across a stop and a start
+(docs/operations.md, "Security" and "Runbook")."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from kafka.errors import KafkaError, TopicAuthorizationFailedError
 
 from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
+from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
 from pwevent.jobs.streaming.kafka_oauth import UnsecuredTokens
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, parse_security
 from pwevent.jobs.streaming.loopback import free_loopback_port
@@ -261,6 +263,49 @@ def test_the_job_runs_with_oauthbearer_tokens_and_clients_without_a_valid_token_
         _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=expired)
     assert _logged_since(broker, before, '{"status":"invalid_token"}')
     assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=UnsecuredTokens("pwevent-job"))
+
+
+@pytest.fixture(scope="module")
+def kerberos_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    yield from _start_broker(tmp_path_factory, "kerberos")
+
+
+def _kerberos(broker: SecureBroker, user: str, keytab: Path | None = None) -> dict[str, Any]:
+    """The `kafka.security` section of `user` on the Kerberos broker (its KDC's krb5.conf)."""
+    kdc = broker.run_dir / "kdc"
+    return {"protocol": "SASL_SSL", "sasl_mechanism": "GSSAPI", "ca_file": broker.ca, "kerberos": {
+        "principal": f"{user}@PWEVENT.LOCAL", "keytab": str(keytab or kdc / "keytabs" / f"{user}.keytab"),
+        "service_name": "kafka", "krb5_conf": str(kdc / "krb5.conf")}}
+
+
+@pytest.mark.flink
+def test_the_job_runs_with_kerberos_and_clients_without_a_ticket_are_refused(
+        kerberos_broker: SecureBroker, tmp_path: Path) -> None:
+    """GSSAPI against a real KDC: the job's Java clients log in from pwevent-job's keytab (the JDK's
+    Krb5LoginModule, the KDC's krb5.conf as java.security.krb5.conf), its Python clients (the start
+    check, the producer, the readers) as the same principal from the same keytab (`python_login`, the
+    `gssapi` package); releases equal the replay's and the broker logs pwevent-job's logins. A TLS
+    client without SASL is refused; a keytab whose key the KDC no longer has gets no ticket."""
+    broker = kerberos_broker
+    job = _run_job(broker, tmp_path, _kerberos(broker, "pwevent-job"), _kerberos(broker, "admin"))
+    logins = [line for line in (broker.run_dir / "logs" / "server.log").read_text(errors="replace").splitlines()
+              if "Successfully authenticated client: authenticationID=pwevent-job@PWEVENT.LOCAL" in line]
+    assert logins
+
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, job.topics["events"], REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
+    assert _logged_since(broker, before, "during SASL handshake")
+    # pwevent-producer's key changes in the KDC: a copy of its keytab from before holds an old key
+    stale = tmp_path / "stale.keytab"
+    stale.write_bytes((broker.run_dir / "kdc" / "keytabs" / "pwevent-producer.keytab").read_bytes())
+    kdc_env = {**os.environ, "KRB5_CONFIG": str(broker.run_dir / "kdc" / "krb5.conf"),
+               "KRB5_KDC_PROFILE": str(broker.run_dir / "kdc" / "kdc.conf")}
+    subprocess.run(["kadmin.local", "-r", "PWEVENT.LOCAL", "-q", "cpw -randkey pwevent-producer@PWEVENT.LOCAL"],
+                   env=kdc_env, check=True, capture_output=True, timeout=60)
+    with pytest.raises(KerberosLoginError, match="pwevent-producer@PWEVENT.LOCAL could not log in"):
+        parse_security(_kerberos(broker, "pwevent-producer", stale), None).python_options()
+    assert "PREAUTH_FAILED" in (broker.run_dir / "kdc" / "kdc.log").read_text(errors="replace")
 
 
 def test_a_restarted_broker_keeps_its_port_and_stops_when_its_owner_exits(tmp_path: Path) -> None:

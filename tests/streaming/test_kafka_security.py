@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import yaml
 
 from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
+from pwevent.jobs.common.extras import MissingExtraError
 from pwevent.jobs.streaming.graph import sink_ddl
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
 from pwevent.jobs.streaming.kafka_oauth import (
@@ -269,8 +272,25 @@ def test_gssapi_logs_the_java_clients_in_from_the_keytab(tls_files: Path) -> Non
                             f'storeKey="true" keyTab="{tls_files / "job.keytab"}" '
                             'principal="pwevent-job@EXAMPLE.COM";',
     }
-    assert kafka.client_options() == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI",
-                                      "sasl_kerberos_service_name": "kafka"}
+    assert kafka.security.jvm_system_properties() == {}
+    (tls_files / "krb5.conf").write_text("[libdefaults]\n default_realm = EXAMPLE.COM\n")
+    with_conf = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI",
+                                       "kerberos": {**kerberos, "krb5_conf": "krb5.conf"}}}, str(tls_files)).kafka
+    assert with_conf.security.jvm_system_properties() == {"java.security.krb5.conf": str(tls_files / "krb5.conf")}
+
+
+def test_gssapi_python_clients_need_the_gssapi_package(tls_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the `gssapi` package a Python client of a GSSAPI configuration stops with the package to
+    install (exit 2 in the CLI), before it touches the process's Kerberos settings; the login itself is
+    tests/integration/test_security.py's (a real KDC)."""
+    kafka = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI", "kerberos": {
+        "principal": "pwevent-job@EXAMPLE.COM", "keytab": "job.keytab"}}}, str(tls_files)).kafka
+    monkeypatch.setitem(sys.modules, "gssapi", None)
+    for name in ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(MissingExtraError, match=r"need the Python package `gssapi` .* pip install gssapi"):
+        kafka.client_options()
+    assert not {"KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME"} & set(os.environ)
 
 
 def test_a_password_from_a_mounted_file(tls_files: Path) -> None:

@@ -1,0 +1,57 @@
+"""GSSAPI (Kerberos) login of pwevent's Python Kafka clients (docs/operations.md, "Security",
+"GSSAPI"): the same principal and keytab as the job's Java clients (`kafka.security.kerberos`).
+
+kafka-python's GSSAPI mechanism takes the default initiator credentials of the process (the `gssapi`
+package over the system's MIT Kerberos library). `python_login` makes them the configured
+principal's: it points the process at the keytab (`KRB5_CLIENT_KTNAME`, from which the library also
+renews the ticket when it expires), at a ticket cache of its own (`KRB5CCNAME`, in memory, so that a
+ticket cache of the user's is neither read nor overwritten) and, with `krb5_conf`, at that Kerberos
+configuration (`KRB5_CONFIG`), then logs in: a ticket-granting ticket for the principal from the
+keytab, stored as the cache's default. Every Python client of the process (the job's start check, the
+Population's, `produce`, `tail`) then authenticates as that principal.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pwevent.jobs.common.extras import MissingExtraError
+
+_logged_in: set[tuple[str, str, str | None]] = set()
+
+
+class KerberosLoginError(RuntimeError):
+    """The principal could not log in from its keytab (no KDC answered, a key that does not match,
+    an unknown principal); the CLI prints the message and exits with code 4."""
+
+
+def python_login(principal: str, keytab: str, krb5_conf: str | None) -> None:
+    """Make `principal`, logged in from `keytab`, the default Kerberos credentials of this process
+    (module docstring). Its ticket cache is `MEMORY:pwevent-<principal>`, so that several principals
+    in one process (a test's admin and job) do not share one; the login itself happens once per
+    (principal, keytab, krb5_conf). Raises MissingExtraError without the `gssapi` package,
+    KerberosLoginError when the login fails."""
+    try:
+        import gssapi
+    except (ImportError, OSError):
+        raise MissingExtraError(
+            "kafka.security.sasl_mechanism GSSAPI: pwevent's Python Kafka clients need the Python package "
+            "`gssapi` (not installed). Install it into this environment: pip install gssapi (it builds "
+            "against the system's Kerberos development files; Debian: apt-get install libkrb5-dev)") from None
+    cache = f"MEMORY:pwevent-{principal}"
+    if krb5_conf is not None:
+        os.environ["KRB5_CONFIG"] = krb5_conf
+    os.environ["KRB5_CLIENT_KTNAME"] = keytab
+    os.environ["KRB5CCNAME"] = cache
+    key = (principal, keytab, krb5_conf)
+    if key in _logged_in:
+        return
+    try:
+        name = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
+        credentials = gssapi.Credentials(name=name, usage="initiate", store={"client_keytab": keytab, "ccache": cache})
+        credentials.store(store={"ccache": cache}, overwrite=True, set_default=True)
+    except gssapi.exceptions.GSSError as err:
+        raise KerberosLoginError(
+            f"kafka.security.kerberos: {principal} could not log in from the keytab {keytab}: "
+            f"{' '.join(str(err).split())}") from None
+    _logged_in.add(key)
