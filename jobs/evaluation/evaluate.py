@@ -150,9 +150,13 @@ def smooth(released: Released, d: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(values), np.array(intervals)
 
 
-def coverage(intervals: np.ndarray, truth: np.ndarray) -> float:
-    """The share of (slot, cell) whose true count lies in its interval."""
-    return float(np.mean((intervals[:, :, 0] <= truth) & (truth <= intervals[:, :, 1])))
+def coverage(intervals: np.ndarray, truth: np.ndarray) -> tuple[float, float | None]:
+    """The share of (slot, cell) whose true count lies in its interval, over all of them and over
+    the occupied ones (true count above 0; None when there are none). An interval clipped at 0 holds
+    every true 0, so on a sparse stream the first share says little about the cells that have users."""
+    inside = (intervals[:, :, 0] <= truth) & (truth <= intervals[:, :, 1])
+    occupied = truth > 0
+    return float(np.mean(inside)), (float(np.mean(inside[occupied])) if occupied.any() else None)
 
 
 def run_task(task: Task) -> list[Run]:
@@ -169,12 +173,12 @@ def run_task(task: Task) -> list[Run]:
         seconds = time.perf_counter() - start
         publications = sum(r.kind is Kind.PUBLISH for r in released.records)
         smoothed, intervals = smooth(released, dataset.d)
-        for post, counts, covered in (("none", released.counts(), None),
+        for post, counts, covered in (("none", released.counts(), (None, None)),
                                       ("kalman", smoothed, coverage(intervals, truth))):
             e = errors(counts, truth)
             rows.append(Run(task.dataset, name, post, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
                             e.mse, e.mae, e.mre, e.ajsd, publications, seconds, released.noise,
-                            released.note, covered))
+                            released.note, *covered))
     for name, e in reference_errors(dataset, truth).items():
         rows.append(Run(task.dataset, name, REFERENCE, task.sweep, task.epsilon, task.w, task.ratio, task.rep,
                         e.mse, e.mae, e.mre, e.ajsd, 0, 0.0, "none", "evaluation-only reference"))
@@ -218,7 +222,8 @@ def read_csv(path: Path) -> list[Run]:
         for row in csv.DictReader(handle):
             values: dict[str, Any] = {k: (types[k](v) if k in types else v) for k, v in row.items()}
             values["ratio"] = float(row["ratio"]) if row["ratio"] else None
-            values["coverage"] = float(row["coverage"]) if row.get("coverage") else None  # absent in older files
+            for key in ("coverage", "coverage_occupied"):  # absent in older files
+                values[key] = float(row[key]) if row.get(key) else None
             out.append(Run(**values))
     return out
 

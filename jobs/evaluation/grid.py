@@ -121,3 +121,4 @@ class Run:
     noise: str
     note: str = ""
     coverage: float | None = None  # Kalman rows: share of true counts inside the 95% intervals
+    coverage_occupied: float | None = None  # Kalman rows: the same over the (slot, cell) with users

@@ -9,6 +9,7 @@ import pytest
 
 from pwevent.jobs.cli.main import build_parser, main
 from pwevent.jobs.evaluation.evaluate import (
+    coverage,
     dataset_of,
     family_note,
     grid_command,
@@ -147,13 +148,24 @@ def test_kalman_rows_report_the_coverage_of_their_intervals(tmp_path):
                     workers=1, w=40, mechanisms=("PBD",))
     runs = [r for r in run_grid(grid) if r.post != REFERENCE]
     assert {r.post: r.coverage is None for r in runs} == {"none": True, "kalman": False}
+    assert {r.post: r.coverage_occupied is None for r in runs} == {"none": True, "kalman": False}
     assert all(0.0 <= r.coverage <= 1.0 for r in runs if r.coverage is not None)
     from pwevent.jobs.evaluation.evaluate import write_csv
 
     path = tmp_path / "runs.csv"
     write_csv(runs, path)
     assert read_csv(path) == runs
-    older = tmp_path / "older.csv"  # a runs.csv written before the coverage column existed
+    older = tmp_path / "older.csv"  # a runs.csv written before the coverage columns existed
     lines = path.read_text().splitlines()
-    older.write_text("\n".join(line.rsplit(",", 1)[0] for line in lines) + "\n")
-    assert [r.coverage for r in read_csv(older)] == [None] * len(runs)
+    older.write_text("\n".join(line.rsplit(",", 2)[0] for line in lines) + "\n")
+    assert [(r.coverage, r.coverage_occupied) for r in read_csv(older)] == [(None, None)] * len(runs)
+
+
+def test_coverage_over_all_cells_and_over_the_occupied_ones():
+    """Three slots of two cells; the intervals hold the true 0s and two of the three true counts
+    above 0: 5 of 6 pairs covered, 2 of 3 occupied ones. With no occupied pair the second share is
+    None (the interval [2, 4] misses its true 0)."""
+    truth = np.array([[0.0, 2.0], [0.0, 3.0], [0.0, 1.0]])
+    intervals = np.array([[[0, 1], [0, 1]], [[0, 1], [2, 4]], [[0, 1], [0, 1]]], dtype=float)
+    assert coverage(intervals, truth) == (5 / 6, 2 / 3)
+    assert coverage(intervals, np.zeros_like(truth)) == (5 / 6, None)
