@@ -1,8 +1,9 @@
 """`pwevent run`: the streaming job on Flink (Kafka in, Kafka out; docs/streaming.md).
 
-This module configures and runs the job: its Flink configuration, a local run or the command that
-submits it to a cluster, checkpoints, and what a start reads from the topics before the graph is
-built (the requirements backlog, the restore seed, a resumed job's decided slots). The graph itself,
+This module runs the job: a local run (its environment, jobs/streaming/local_run.py) or the command
+that submits it to a cluster, with its Flink configuration (jobs/streaming/flink_config.py),
+checkpoints, and what a start reads from the topics before the graph is built (the requirements
+backlog, the restore seed, a resumed job's decided slots). The graph itself,
 stage by stage, is jobs/streaming/graph.py ("Topology").
 
 Python workers import `pwevent.*` from a copy of the package's sources (jobs/streaming/locations.py,
@@ -20,7 +21,6 @@ import signal
 import sys
 import sysconfig
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,155 +34,13 @@ from pwevent.jobs.streaming.checkpoints import (
     cluster_restore,
     latest_checkpoint,
 )
+from pwevent.jobs.streaming.flink_config import flink_configuration
 from pwevent.jobs.streaming.graph import build_pipeline
-from pwevent.jobs.streaming.jars import (
-    OAUTHBEARER_PARENT_FIRST,
-    PARENT_FIRST_KEY,
-    connector_jar,
-    jvm_jar,
-    metrics_lib,
-    security_jars,
-)
+from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib, security_jars
+from pwevent.jobs.streaming.local_run import LocalRun, local_configuration, local_run
 from pwevent.jobs.streaming.locations import python_root
-from pwevent.jobs.streaming.loopback import free_loopback_port
-from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings, stream_settings
+from pwevent.jobs.streaming.settings import StreamSettings, stream_settings
 from pwevent.jobs.streaming.startup import StartReads
-
-#: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
-PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
-
-
-def flink_configuration(settings: StreamSettings, restore: str | None,
-                        allow_non_restored: bool = False) -> dict[str, str]:
-    """The job's Flink configuration: `flink.extra` first, then the keys the job owns
-    (settings.OWNED_FLINK_KEYS; `flink.extra` cannot hold them)."""
-    f = settings.flink
-    checkpoints = f.checkpoint_dir if "://" in f.checkpoint_dir else "file://" + f.checkpoint_dir
-    conf = dict(f.extra)
-    conf.update({
-        "python.execution-mode": f.execution_mode,
-        "python.executable": sys.executable,
-        "python.client.executable": sys.executable,
-        "python.fn-execution.bundle.size": str(f.bundle_size),
-        "python.fn-execution.bundle.time": str(f.bundle_time_ms),
-        "pipeline.auto-watermark-interval": "100 ms",
-        "parallelism.default": str(f.parallelism),
-        "execution.checkpointing.interval": f"{f.checkpoint_interval_ms} ms",
-        "execution.checkpointing.mode": "EXACTLY_ONCE",
-        "execution.checkpointing.dir": checkpoints,
-        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-        "execution.checkpointing.num-retained": "3",
-        "execution.checkpointing.min-pause": "0 ms",
-        # A step that holds the barrier longer than the timeout (Membership closing the slot of a
-        # million registrations fires a million timers at one watermark) expires checkpoints; with no
-        # tolerance the job failed over to the checkpoint before the step and began it again, forever.
-        "execution.checkpointing.timeout": f"{f.checkpoint_timeout_ms} ms",
-        "execution.checkpointing.tolerable-failed-checkpoints": str(f.tolerable_failed_checkpoints),
-        # Chained operators hand records over without a copy: the SQL operators copy what they keep,
-        # the job's Java pieces keep and change nothing, Python operators get serialised copies.
-        # Measured: the backlog rate from 49,938 to 67,607 events/s (docs/streaming.md, benchmark).
-        "pipeline.object-reuse": "true",
-        "state.backend.type": f.state_backend,
-        "execution.checkpointing.incremental": str(f.incremental_checkpoints).lower(),
-        # rocksdb: most Membership lookups are of users it has never seen (every registration);
-        # without bloom filters each such miss searches every file (measured: registrations read
-        # fell from ~2,500/s to ~400/s after half a million users).
-        "state.backend.rocksdb.use-bloom-filter": "true",
-        # rocksdb: timers on the heap (Flink's advice for many timers: a RocksDB timer queue slows
-        # down behind the tombstones of fired timers); every registration fires one Membership timer.
-        "state.backend.rocksdb.timer-service.factory": "HEAP",
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": str(f.restart_attempts),
-        "restart-strategy.fixed-delay.delay": f"{f.restart_delay_ms} ms",
-        # The SQL operators get uids from the planner (node id, node type, transformation), as the
-        # DataStream operators have theirs: a restore maps state by uid (docs/operations.md,
-        # "Savepoints, upgrades and rescaling"). The type in the uid turns a shifted plan into a
-        # refused restore instead of state handed to another kind of operator.
-        "table.exec.uid.generation": "ALWAYS",
-        "table.exec.uid.format": "<id>_<type>_<transformation>",
-    })
-    if f.prometheus is not None:  # docs/operations.md, "Metrics"
-        reporter = PROMETHEUS_PREFIX
-        conf[reporter + "factory.class"] = PROMETHEUS_REPORTER
-        conf[reporter + "host"] = f.prometheus.host
-        conf[reporter + "port"] = f.prometheus.port
-    if restore:
-        conf["execution.state-recovery.path"] = restore
-        if allow_non_restored:
-            conf["execution.state-recovery.ignore-unclaimed-state"] = "true"
-    return conf
-
-
-@dataclass(frozen=True)
-class LocalRun:
-    """Where a local run can be reached and read: its REST API / web UI and its own log folder."""
-
-    rest: str
-    log_dir: Path
-
-    @property
-    def tmp_dir(self) -> Path:
-        """The run's JVM's temporary folder (`java.io.tmpdir`, hence Flink's `io.tmp.dirs`): the
-        planner and RPC jars Flink extracts at every start (~65 MB), the mini-cluster's working
-        folders. The JVM does not remove the jars; `run_job` removes the folder when the run ends, and
-        a SIGKILLed run leaves it here, in the run's own folder, rather than in the machine's /tmp."""
-        return self.log_dir / "tmp"
-
-
-#: log4j 2 configuration of a local run's JVM. PyFlink's default (conf/log4j-cli.properties) opens
-#: the file with append=false and re-reads itself every 30 s; a second open of the same file (a
-#: reconfiguration, another JVM) then empties what the run had logged. This one appends and never
-#: reconfigures; the folder is the run's own, so appending mixes nothing.
-RUN_LOG4J = """\
-rootLogger.level = ${env:ROOT_LOG_LEVEL:-INFO}
-rootLogger.appenderRef.file.ref = FileAppender
-appender.file.name = FileAppender
-appender.file.type = FILE
-appender.file.append = true
-appender.file.fileName = ${sys:log.file}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
-logger.netty.name = org.jboss.netty.channel.DefaultChannelPipeline
-logger.netty.level = OFF
-"""
-
-
-def local_run(settings: StreamSettings) -> LocalRun:
-    """A fresh log folder under flink.log_dir (Flink's log of this run only, named by start time and
-    pid, with the log4j configuration the run's JVM reads, and its temporary folder), and the REST
-    address on loopback (flink.web_port, else a free port)."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    log_dir = Path(settings.flink.log_dir).resolve() / f"run-{stamp}-{os.getpid()}"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    (log_dir / "log4j.properties").write_text(RUN_LOG4J)
-    run = LocalRun(f"127.0.0.1:{settings.flink.web_port or free_loopback_port()}", log_dir)
-    run.tmp_dir.mkdir(exist_ok=True)
-    return run
-
-
-#: Managed memory holds RocksDB's block cache and write buffers, shared by every keyed operator of a
-#: slot. A local run's mini-cluster gives it 128 MB unless told; at 1,000,000 registered users almost
-#: every state lookup then missed the cache, and Membership closed the registrations' slot at 300-400
-#: users per second, against about 23,000 with 2 GB (docs/benchmarks.md, "1M registered users").
-#: `flink.extra` may set another size; on a cluster the TaskManagers' own configuration decides.
-MANAGED_MEMORY = "taskmanager.memory.managed.size"
-LOCAL_ROCKSDB_MANAGED_MEMORY = "2g"
-
-
-def local_configuration(settings: StreamSettings, run: LocalRun | None) -> dict[str, str]:
-    """What a local run's mini-cluster needs beyond `flink_configuration`: the REST address of `run`,
-    with RocksDB the managed memory (unless `flink.extra` sets it), and with OAUTHBEARER the Kafka
-    client, Jackson and jose4j parent-first (jars.OAUTHBEARER_PARENT_FIRST; make_environment puts
-    them on the gateway's class path)."""
-    local: dict[str, str] = {}
-    if security_jars(settings.kafka.security):
-        local[PARENT_FIRST_KEY] = OAUTHBEARER_PARENT_FIRST
-    if settings.flink.state_backend == "rocksdb" and MANAGED_MEMORY not in settings.flink.extra:
-        local[MANAGED_MEMORY] = LOCAL_ROCKSDB_MANAGED_MEMORY
-    if run is not None:
-        host, port = run.rest.rsplit(":", 1)
-        local.update({"rest.bind-address": host, "rest.address": host, "rest.port": port})
-    return local
 
 
 def make_environment(settings: StreamSettings, restore: str | None,  # type: ignore[no-untyped-def]
@@ -371,7 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     build_pipeline(env, t_env, config, settings, args.seed, start)
     env.execute(f"pwevent {config.mechanism}")
     return 0
-
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -297,7 +297,7 @@ class FlinkSettings(Section):
         return self
 
 
-#: Flink keys the job sets itself (jobs/streaming/job.py, flink_configuration, tested to match): an
+#: Flink keys the job sets itself (jobs/streaming/flink_config.py, flink_configuration, tested to match): an
 #: operator sets them through the `flink:` keys above or the `pwevent run` options, not `flink.extra`.
 OWNED_FLINK_KEYS = frozenset({
     "python.execution-mode", "python.executable", "python.client.executable", "python.fn-execution.bundle.size",

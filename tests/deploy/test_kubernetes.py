@@ -26,7 +26,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pwevent.jobs.common.config import parse_config
-from pwevent.jobs.streaming.job import flink_configuration
+from pwevent.jobs.streaming.flink_config import flink_configuration
 from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,14 +11,14 @@ import yaml
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.checkpoints import clean_checkpoints, cluster_restore, latest_checkpoint
+from pwevent.jobs.streaming.flink_config import flink_configuration
 from pwevent.jobs.streaming.graph import sink_ddl
-from pwevent.jobs.streaming.job import (
+from pwevent.jobs.streaming.job import submit_command
+from pwevent.jobs.streaming.local_run import (
     LOCAL_ROCKSDB_MANAGED_MEMORY,
     MANAGED_MEMORY,
     LocalRun,
-    flink_configuration,
     local_configuration,
-    submit_command,
 )
 from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings
 
