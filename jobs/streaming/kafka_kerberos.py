@@ -30,7 +30,8 @@ def python_login(principal: str, keytab: str, krb5_conf: str | None) -> None:
     (module docstring). Its ticket cache is `MEMORY:pwevent-<principal>`, so that several principals
     in one process (a test's admin and job) do not share one; the login itself happens once per
     (principal, keytab, krb5_conf). Raises MissingExtraError without the `gssapi` package,
-    KerberosLoginError when the login fails."""
+    KerberosLoginError when the login fails (the process's Kerberos settings then stay as they
+    were)."""
     try:
         import gssapi
     except (ImportError, OSError):
@@ -39,18 +40,24 @@ def python_login(principal: str, keytab: str, krb5_conf: str | None) -> None:
             "`gssapi` (not installed). Install it into this environment: pip install gssapi (it builds "
             "against the system's Kerberos development files; Debian: apt-get install libkrb5-dev)") from None
     cache = f"MEMORY:pwevent-{principal}"
+    settings = {"KRB5_CLIENT_KTNAME": keytab, "KRB5CCNAME": cache}
     if krb5_conf is not None:
-        os.environ["KRB5_CONFIG"] = krb5_conf
-    os.environ["KRB5_CLIENT_KTNAME"] = keytab
-    os.environ["KRB5CCNAME"] = cache
+        settings["KRB5_CONFIG"] = krb5_conf
+    before = {variable: os.environ.get(variable) for variable in settings}
+    os.environ.update(settings)
     key = (principal, keytab, krb5_conf)
     if key in _logged_in:
         return
     try:
-        name = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
-        credentials = gssapi.Credentials(name=name, usage="initiate", store={"client_keytab": keytab, "ccache": cache})
+        who = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
+        credentials = gssapi.Credentials(name=who, usage="initiate", store={"client_keytab": keytab, "ccache": cache})
         credentials.store(store={"ccache": cache}, overwrite=True, set_default=True)
     except gssapi.exceptions.GSSError as err:
+        for variable, value in before.items():  # a failed login leaves the process's settings as they were
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
         raise KerberosLoginError(
             f"kafka.security.kerberos: {principal} could not log in from the keytab {keytab}: "
             f"{' '.join(str(err).split())}") from None

@@ -303,8 +303,10 @@ def test_the_job_runs_with_kerberos_and_clients_without_a_ticket_are_refused(
                "KRB5_KDC_PROFILE": str(broker.run_dir / "kdc" / "kdc.conf")}
     subprocess.run(["kadmin.local", "-r", "PWEVENT.LOCAL", "-q", "cpw -randkey pwevent-producer@PWEVENT.LOCAL"],
                    env=kdc_env, check=True, capture_output=True, timeout=60)
+    logged_in = {name: os.environ.get(name) for name in ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME")}
     with pytest.raises(KerberosLoginError, match="pwevent-producer@PWEVENT.LOCAL could not log in"):
         parse_security(_kerberos(broker, "pwevent-producer", stale), None).python_options()
+    assert {name: os.environ.get(name) for name in logged_in} == logged_in  # still pwevent-job's login
     assert "PREAUTH_FAILED" in (broker.run_dir / "kdc" / "kdc.log").read_text(errors="replace")
 
 
