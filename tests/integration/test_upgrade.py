@@ -1,8 +1,9 @@
 """Upgrades (docs/operations.md, "Savepoints, upgrades and rescaling"): a savepoint of the job as an
 earlier release of pwevent ran it, restored by this checkout's job. The input arrives in two halves
 around the stop; every slot is released once, equal to the replay of the whole input by this
-checkout, with the replay's spend log and a full audit, and no dead letters. The users registered
-before the stop (by records of slot 1 only) are known after the restore: the second half is written
+checkout, with the replay's spend log and a full audit, and no dead letters; under PBA, Adaptive
+(switching families) and PBD with a default requirement (most users registered at their first
+event). The users registered before the stop are known after the restore: the second half is written
 slot by slot and each slot is released once the next one's events are in, while the events source is
 busy (its idleness, after which time would follow the requirements' instead, is 300 s).
 
@@ -15,8 +16,10 @@ release, so it skips there. Before a release, run it against the last one:
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,12 +45,21 @@ HALF = 6
 BUSY_SOURCE = {"flink": {"close_after": "1s", "source_idleness": "300s"}}
 
 
-@pytest.mark.parametrize(("mechanism", "extra"), [("PBA", {}), ("Adaptive", QUICK_SWITCH)])
+#: With a default requirement only users u0-u9 declare one; the others are registered at their first
+#: event (FirstPresence, Membership's default), in both halves.
+DEFAULT = {"default_requirement": {"w": 5, "epsilon": 1.0}}
+
+
+@pytest.mark.parametrize(("mechanism", "extra"), [("PBA", {}), ("Adaptive", QUICK_SWITCH), ("PBD", DEFAULT)])
 def test_a_savepoint_of_an_earlier_release_restores(streaming_job: Any, mechanism: str,
                                                     extra: dict[str, Any]) -> None:
     assert EARLIER is not None
     job = streaming_job(mechanism, {**BUSY_SOURCE, **extra})
     events, requirements = generate(job.folder, users=30, slots=SLOTS, w=5)
+    if "default_requirement" in extra:
+        declared = [line for line in Path(requirements).read_text().splitlines()
+                    if int(json.loads(line)["user"].removeprefix("u")) < 10]
+        Path(requirements).write_text("".join(f"{line}\n" for line in declared))
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
     job.pwevent = [EARLIER, "-m", "pwevent.jobs.cli.main"]
     job.start(seed=SEED)
