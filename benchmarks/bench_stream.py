@@ -79,6 +79,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -574,9 +575,11 @@ def run(result: RunResult, argv: list[str], folder: Path, kafka: Any, topic: str
     # removed below: a killed JVM leaves them (`pwevent run` puts the job's in its own run folder)
     jvm_tmp = folder / "jvm-tmp"
     jvm_tmp.mkdir(exist_ok=True)
+    from pwevent.jobs.streaming.local_run import with_jvm_args
+
     env = dict(os.environ)
-    if not any(c.isspace() for c in str(jvm_tmp)):  # the launcher splits JVM_ARGS at white space
-        env["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), f"-Djava.io.tmpdir={jvm_tmp}"])
+    with suppress(ValueError):  # a folder with white space: the JVM keeps its default (/tmp)
+        env["JVM_ARGS"] = with_jvm_args(os.environ.get("JVM_ARGS"), f"-Djava.io.tmpdir={jvm_tmp}")
     with open(log_path, "wb") as log:
         process = subprocess.Popen([*argv, "--ready-file", str(ready)], stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True, env=env)

@@ -6,9 +6,11 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import suppress
 
 import pytest
 
+from pwevent.jobs.streaming.local_run import with_jvm_args
 from tests.corpus import poison_records
 from tests.schema_registry import LocalSchemaRegistry
 
@@ -23,7 +25,8 @@ def pytest_configure(config: pytest.Config) -> None:
     own folder after this one, which the JVM takes (the last -D wins)."""
     folder = tempfile.mkdtemp(prefix="pwevent-tests-jvm-")
     config.stash[JVM_TMP] = folder
-    os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), f"-Djava.io.tmpdir={folder}"])
+    with suppress(ValueError):  # a $TMPDIR with white space: the JVMs keep their default
+        os.environ["JVM_ARGS"] = with_jvm_args(os.environ.get("JVM_ARGS"), f"-Djava.io.tmpdir={folder}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -21,6 +21,7 @@ import signal
 import sys
 import sysconfig
 import time
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from pwevent.jobs.streaming.checkpoints import (
 from pwevent.jobs.streaming.flink_config import flink_configuration
 from pwevent.jobs.streaming.graph import build_pipeline
 from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib, security_jars
-from pwevent.jobs.streaming.local_run import LocalRun, local_configuration, local_run
+from pwevent.jobs.streaming.local_run import LocalRun, local_configuration, local_run, with_jvm_args
 from pwevent.jobs.streaming.locations import python_root
 from pwevent.jobs.streaming.settings import StreamSettings, stream_settings
 from pwevent.jobs.streaming.startup import StartReads
@@ -48,7 +49,14 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
     With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR, LOG4J_PROPERTIES and
     the JVM's temporary folder (read when PyFlink starts its JVM) are the run's own, and the REST
-    API listens at the run's address (`local_configuration`)."""
+    API listens at the run's address (`local_configuration`). A JVM system property of
+    `kafka.security` that JVM_ARGS cannot carry is a ConfigError, raised before anything is set."""
+    system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
+    try:
+        jvm_args = with_jvm_args(os.environ.get("JVM_ARGS"), *system)
+    except ValueError as err:
+        raise ConfigError(f"kafka.security: a local run passes {err}: use a path or URL without white space "
+                          "(kerberos.krb5_conf, oauth.token_endpoint)") from None
     classes = jvm_jar()
     root = str(python_root(classes))
     site = sysconfig.get_paths()["purelib"]
@@ -64,15 +72,12 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     if extra_jars:  # the gateway's class path (PyFlink adds $HADOOP_CLASSPATH to it): the parent class loader
         parts = [str(connector_jar()), *map(str, extra_jars), *filter(None, [os.environ.get("HADOOP_CLASSPATH")])]
         os.environ["HADOOP_CLASSPATH"] = os.pathsep.join(parts)
-    system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
-    if system:  # JVM_ARGS: read by PyFlink's gateway launcher, like HADOOP_CLASSPATH
-        os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]), *system])
+    os.environ["JVM_ARGS"] = jvm_args  # read by PyFlink's gateway launcher, like HADOOP_CLASSPATH
     if run is not None:  # read by PyFlink's gateway launcher, like JVM_ARGS
         os.environ["FLINK_LOG_DIR"] = str(run.log_dir)
         os.environ["LOG4J_PROPERTIES"] = str(run.log_dir / "log4j.properties")
-        if not re.search(r"\s", str(run.tmp_dir)):  # the launcher splits JVM_ARGS at white space
-            os.environ["JVM_ARGS"] = " ".join([*filter(None, [os.environ.get("JVM_ARGS")]),
-                                               f"-Djava.io.tmpdir={run.tmp_dir}"])
+        with suppress(ValueError):  # a folder with white space: the JVM keeps its default (/tmp)
+            os.environ["JVM_ARGS"] = with_jvm_args(os.environ.get("JVM_ARGS"), f"-Djava.io.tmpdir={run.tmp_dir}")
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment

@@ -49,6 +49,16 @@ logger.netty.level = OFF
 """
 
 
+def with_jvm_args(current: str | None, *args: str) -> str:
+    """`JVM_ARGS` (what PyFlink's gateway launcher and Flink's scripts add to a JVM's command line)
+    with `args` after `current`: of two `-D` of one property, the later wins. The launcher splits
+    `JVM_ARGS` at white space, so an argument holding any is refused (ValueError naming it)."""
+    for arg in args:
+        if any(c.isspace() for c in arg):
+            raise ValueError(f"{arg!r} holds white space, at which JVM_ARGS is split")
+    return " ".join([*filter(None, [current]), *args])
+
+
 def local_run(settings: StreamSettings) -> LocalRun:
     """A fresh log folder under flink.log_dir (Flink's log of this run only, named by start time and
     pid, with the log4j configuration the run's JVM reads, and its temporary folder), and the REST

@@ -18,6 +18,7 @@ from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
 from pwevent.jobs.streaming.graph import sink_ddl
+from pwevent.jobs.streaming.job import make_environment
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
 from pwevent.jobs.streaming.kafka_oauth import (
     ClientCredentialsTokens,
@@ -25,6 +26,7 @@ from pwevent.jobs.streaming.kafka_oauth import (
     UnsecuredTokens,
     unsecured_jws,
 )
+from pwevent.jobs.streaming.local_run import with_jvm_args
 from pwevent.jobs.streaming.settings import stream_settings
 from tests.streaming.token_endpoint import TokenEndpoint
 
@@ -277,6 +279,28 @@ def test_gssapi_logs_the_java_clients_in_from_the_keytab(tls_files: Path) -> Non
     with_conf = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI",
                                        "kerberos": {**kerberos, "krb5_conf": "krb5.conf"}}}, str(tls_files)).kafka
     assert with_conf.security.jvm_system_properties() == {"java.security.krb5.conf": str(tls_files / "krb5.conf")}
+
+
+def test_a_krb5_conf_path_that_jvm_args_cannot_carry_is_refused(tls_files: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local run passes `krb5_conf` to its JVM in JVM_ARGS, which the launcher splits at white
+    space: such a path is a configuration error naming the key, raised before the environment is
+    touched (and before any JVM starts)."""
+    spaced = tls_files / "with space"
+    spaced.mkdir()
+    (spaced / "krb5.conf").write_text("[libdefaults]\n")
+    kerberos = {"principal": "pwevent-job@EXAMPLE.COM", "keytab": "job.keytab", "krb5_conf": "with space/krb5.conf"}
+    stream = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI",
+                                    "kerberos": kerberos}}, str(tls_files))
+    monkeypatch.setenv("JVM_ARGS", "-Xmx1g")
+    with pytest.raises(ConfigError, match=r"^kafka\.security: a local run passes '-Djava\.security\.krb5\.conf=.*"
+                                          r"with space/krb5\.conf' holds white space"):
+        make_environment(stream, None)
+    assert os.environ["JVM_ARGS"] == "-Xmx1g"
+    assert with_jvm_args("-Xmx1g", "-Da=b", "-Dc=d") == "-Xmx1g -Da=b -Dc=d"
+    assert with_jvm_args(None) == ""
+    with pytest.raises(ValueError, match="holds white space"):
+        with_jvm_args(None, "-Djava.io.tmpdir=/tmp/a\tb")
 
 
 def test_gssapi_python_clients_need_the_gssapi_package(tls_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
