@@ -69,7 +69,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   fi
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# gssapi (kafka-python's GSSAPI; not a dependency of pwevent, docs/operations.md): no wheel on the
+# gssapi (kafka-python's GSSAPI; pwevent's extra `kerberos`, docs/operations.md): no wheel on the
 # index, so its wheel is built once against the system's Kerberos and kept beside the wheelhouse.
 if ! "$VENV/bin/python" -c 'import gssapi' 2>/dev/null; then
   GSSAPI_WHEELS="${XDG_CACHE_HOME:-$HOME/.cache}/pwevent/gssapi-wheels"

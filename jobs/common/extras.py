@@ -22,9 +22,8 @@ DISTRIBUTION = "pwevent"
 
 
 class MissingExtraError(RuntimeError):
-    """A command needs an optional extra that is not installed (or, with GSSAPI, the optional package
-    `gssapi`: jobs/streaming/kafka_kerberos.py); the CLI prints the message (which says how to
-    install it) and exits with code 2."""
+    """A command needs an optional extra that is not installed; the CLI prints the message (which
+    says how to install it) and exits with code 2."""
 
 
 def extra_requirements(extra: str) -> list[str]:
@@ -73,10 +72,11 @@ class Extra:
 
     def require(self) -> None:
         """Return if the extra's module imports; else MissingExtraError naming the extra and how to
-        install it (no package index serves `pwevent[...]`)."""
+        install it (no package index serves `pwevent[...]`). A module whose shared library is missing
+        (OSError) counts as not installed."""
         try:
             importlib.import_module(self.module)
-        except ImportError:
+        except (ImportError, OSError):
             raise MissingExtraError(
                 f"{self.purpose}: install the optional extra `{self.name}` (no package index serves "
                 f"pwevent[{self.name}]):\n  {install_hint(self.name)}"
@@ -87,3 +87,7 @@ class Extra:
 EVALUATE = Extra("evaluate", "matplotlib", "pwevent evaluate draws its plots with matplotlib")
 #: `pwevent run` (the streaming job) needs PyFlink; replay, audit, evaluate and the Kafka tools do not.
 STREAM = Extra("stream", "pyflink", "pwevent run runs the streaming job on PyFlink (apache-flink)")
+#: GSSAPI (Kerberos) for pwevent's Python Kafka clients (jobs/streaming/kafka_kerberos.py).
+KERBEROS = Extra("kerberos", "gssapi", "kafka.security.sasl_mechanism GSSAPI: pwevent's Python Kafka clients log "
+                 "in with the Python package gssapi, which builds against the system's Kerberos development "
+                 "files (Debian: apt-get install libkrb5-dev)")

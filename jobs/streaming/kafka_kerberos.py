@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from pwevent.jobs.common.extras import MissingExtraError
+from pwevent.jobs.common.extras import KERBEROS
 
 _logged_in: set[tuple[str, str, str | None]] = set()
 
@@ -29,16 +29,12 @@ def python_login(principal: str, keytab: str, krb5_conf: str | None) -> None:
     """Make `principal`, logged in from `keytab`, the default Kerberos credentials of this process
     (module docstring). Its ticket cache is `MEMORY:pwevent-<principal>`, so that several principals
     in one process (a test's admin and job) do not share one; the login itself happens once per
-    (principal, keytab, krb5_conf). Raises MissingExtraError without the `gssapi` package,
+    (principal, keytab, krb5_conf). Raises MissingExtraError without the extra `kerberos` (`gssapi`),
     KerberosLoginError when the login fails (the process's Kerberos settings then stay as they
     were)."""
-    try:
-        import gssapi
-    except (ImportError, OSError):
-        raise MissingExtraError(
-            "kafka.security.sasl_mechanism GSSAPI: pwevent's Python Kafka clients need the Python package "
-            "`gssapi` (not installed). Install it into this environment: pip install gssapi (it builds "
-            "against the system's Kerberos development files; Debian: apt-get install libkrb5-dev)") from None
+    KERBEROS.require()
+    import gssapi
+
     cache = f"MEMORY:pwevent-{principal}"
     settings = {"KRB5_CLIENT_KTNAME": keytab, "KRB5CCNAME": cache}
     if krb5_conf is not None:

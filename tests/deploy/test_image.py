@@ -59,7 +59,7 @@ def test_the_image_config_runs_as_flink_with_the_official_entry_point() -> None:
 
 def test_the_image_file_system(root: Path) -> None:
     """uid 9999; one copy of Flink's jars (none in the venv); the verified connector, readable, in
-    /opt/flink/lib; no uv; the jars and files the manifests name."""
+    /opt/flink/lib; no uv, no compiler; Kerberos' library; the jars and files the manifests name."""
     assert re.search(r"^flink:x:9999:9999::/opt/flink:", (root / "etc" / "passwd").read_text(), re.M)
     venv_jars = [str(p.relative_to(root)) for p in (root / SITE).rglob("*.jar")]
     assert not [jar for jar in venv_jars if "/pyflink/" in jar], venv_jars
@@ -73,28 +73,69 @@ def test_the_image_file_system(root: Path) -> None:
     lib = sorted(p.name for p in (root / "opt" / "flink" / "lib").glob("*.jar"))
     assert sum(name.startswith("flink-dist-") for name in lib) == 1
     assert not (root / "usr" / "local" / "bin" / "uv").exists()  # mounted for the build steps only
+    assert not list((root / "usr" / "bin").glob("gcc*"))  # gssapi's build tools were removed again
+    assert (root / "usr" / "lib" / "x86_64-linux-gnu" / "libgssapi_krb5.so.2").exists()  # its runtime library stays
     for path in ("opt/flink/opt/flink-python-2.2.1.jar", "opt/pwevent/lib/pwevent-jvm.jar",
                  "opt/pwevent/create-topics.py", "opt/flink/plugins/metrics-prometheus", "docker-entrypoint.sh"):
         assert (root / path).exists(), path
 
 
-def test_the_image_python_finds_flink_in_opt_flink() -> None:
-    """As the flink user in a container: the job module imports and PyFlink's Flink home is /opt/flink."""
+def run_python(probe: str, *podman_options: str) -> subprocess.CompletedProcess[str]:
+    """`python -c probe` in a container of the image (its user, flink), with `podman_options` (no
+    network unless they give one)."""
     if shutil.which("podman") is None:
         pytest.skip("podman not installed")
     runtime = shutil.which(os.environ.get("PWEVENT_OCI_RUNTIME", "runc"))
     if runtime is None:
         pytest.skip("runc not installed")
+    network = () if "--network" in podman_options else ("--network", "none")
+    return subprocess.run(["podman", "--root", str(STORAGE / "root"), "--runroot", str(STORAGE / "run"), "--runtime",
+                           runtime, "--cgroup-manager", "cgroupfs", "--events-backend", "file", "run", "--rm",
+                           *network, *podman_options, "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+                           IMAGE, "python", "-c", probe], capture_output=True, text=True, timeout=300)
+
+
+def test_the_image_python_finds_flink_in_opt_flink() -> None:
+    """As the flink user in a container: the job module imports and PyFlink's Flink home is /opt/flink."""
     probe = ("import os, pwevent.jobs.streaming.job, pyflink\n"
              "from pyflink.find_flink_home import _find_flink_home\n"
              "own_lib = os.path.join(os.path.dirname(pyflink.__file__), 'lib')\n"
              "print(os.getuid(), _find_flink_home(), os.path.isdir(own_lib))")
-    done = subprocess.run(["podman", "--root", str(STORAGE / "root"), "--runroot", str(STORAGE / "run"), "--runtime",
-                           runtime, "--cgroup-manager", "cgroupfs", "--events-backend", "file", "run", "--rm",
-                           "--network", "none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", IMAGE,
-                           "python", "-c", probe], capture_output=True, text=True, timeout=300)
+    done = run_python(probe)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "9999 /opt/flink False"
+
+
+def test_the_image_python_logs_in_with_kerberos(tmp_path: Path) -> None:
+    """GSSAPI from the image's Python (the extra `kerberos`): as the flink user, pwevent's login from a
+    keytab against a KDC on the host's loopback (deploy/local/kdc.sh), then a service ticket for the
+    broker's principal, which is what kafka-python's GSSAPI asks the library for."""
+    kdc = tmp_path / "kdc"
+    script = REPO / "deploy" / "local" / "kdc.sh"
+    subprocess.run(["bash", str(script), "start", "--run-dir", str(kdc), "--principals", "pwevent-job kafka/localhost"],
+                   check=True, capture_output=True, timeout=120)
+    try:
+        mounted = tmp_path / "mounted"
+        mounted.mkdir(mode=0o755)
+        for name in ("krb5.conf", "keytabs/pwevent-job.keytab"):  # readable by the image's user, as a Secret is
+            target = mounted / Path(name).name
+            target.write_bytes((kdc / name).read_bytes())
+            target.chmod(0o644)
+        probe = ("import gssapi\n"
+                 "from pwevent.jobs.streaming.kafka_kerberos import python_login\n"
+                 "python_login('pwevent-job@PWEVENT.LOCAL', '/etc/pwevent/pwevent-job.keytab',\n"
+                 "             '/etc/pwevent/krb5.conf')\n"
+                 "service = gssapi.Name('kafka@localhost', gssapi.NameType.hostbased_service)\n"
+                 "context = gssapi.SecurityContext(name=service, usage='initiate')\n"
+                 "token = context.step()\n"
+                 "print(gssapi.Credentials(usage='initiate').name, len(token) > 0)")
+        done = run_python(probe, "--network", "host", "--volume", f"{mounted}:/etc/pwevent:ro")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip().splitlines()[-1] == "pwevent-job@PWEVENT.LOCAL True"
+        log = (kdc / "kdc.log").read_text(errors="replace")
+        assert re.search(r"TGS_REQ .*pwevent-job@PWEVENT\.LOCAL for kafka/localhost@PWEVENT\.LOCAL", log), log[-2000:]
+    finally:
+        subprocess.run(["bash", str(script), "stop", "--run-dir", str(kdc)], capture_output=True, timeout=60)
 
 
 @pytest.mark.slow

@@ -431,7 +431,7 @@ def test_the_image_carries_one_copy_of_flinks_jars() -> None:
     the project removes every folder of theirs that holds a jar (in the same RUN: a later one would
     not shrink the image), and nothing points PyFlink back at its own copy (FLINK_HOME stays the base
     image's /opt/flink)."""
-    (install,) = [args for name, args in stages(dockerfile())[-1] if name == "RUN" and "uv pip install" in args]
+    (install,) = [args for name, args in stages(dockerfile())[-1] if name == "RUN" and "/build[" in args]
     site = re.search(r"pyflink=(\S+/site-packages/pyflink)", install)
     assert site and site.group(1) == "/opt/pwevent/venv/lib/python3.11/site-packages/pyflink"
     removed = [path.replace('"$pyflink/', "").rstrip('"') for path in re.findall(r'"\$pyflink/[^"]+"', install)]
@@ -511,10 +511,19 @@ def test_the_pods_run_as_the_images_flink_user_with_volumes_it_can_write() -> No
     assert context == {"runAsUser": 9999, "runAsGroup": 9999, "fsGroup": 9999}
 
 
-def test_the_image_installs_the_project_with_the_stream_extra() -> None:
-    """PyFlink is the optional extra `stream` (pyproject.toml): an image installed without it has no job."""
+def test_the_image_installs_the_project_with_the_stream_and_kerberos_extras() -> None:
+    """PyFlink is the optional extra `stream` (pyproject.toml): an image installed without it has no job.
+    `gssapi` (the extra `kerberos`) is installed before the project, with the build tools it needs
+    only in its own RUN, at the version the extra allows."""
     text = (K8S / "Dockerfile").read_text()
     installs = [line for line in text.splitlines() if "uv pip install" in line]
-    assert installs and all('"/build[stream]"' in line for line in installs), installs
+    assert len(installs) == 2, installs
+    assert '"/build[stream,kerberos]"' in installs[1], installs
+    assert '"gssapi==${GSSAPI}"' in installs[0], installs
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(dep.startswith("apache-flink") for dep in extras["stream"])
+    pinned = re.search(r"^ARG GSSAPI=(\S+)$", text, re.M)
+    assert pinned and extras["kerberos"] == ["gssapi>=1.8"]
+    assert tuple(int(x) for x in pinned.group(1).split(".")) >= (1, 8)
+    (build,) = [args for name, args in stages(dockerfile())[-1] if name == "RUN" and "gssapi==" in args]
+    assert "apt-get purge" in build and "apt-mark manual $kept libgssapi-krb5-2" in build

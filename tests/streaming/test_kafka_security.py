@@ -304,15 +304,16 @@ def test_a_krb5_conf_path_that_jvm_args_cannot_carry_is_refused(tls_files: Path,
 
 
 def test_gssapi_python_clients_need_the_gssapi_package(tls_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the `gssapi` package a Python client of a GSSAPI configuration stops with the package to
-    install (exit 2 in the CLI), before it touches the process's Kerberos settings; the login itself is
-    tests/integration/test_security.py's (a real KDC)."""
+    """Without the extra `kerberos` (the `gssapi` package) a Python client of a GSSAPI configuration
+    stops with the extra to install (exit 2 in the CLI), before it touches the process's Kerberos
+    settings; the login itself is tests/integration/test_security.py's (a real KDC)."""
     kafka = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI", "kerberos": {
         "principal": "pwevent-job@EXAMPLE.COM", "keytab": "job.keytab"}}}, str(tls_files)).kafka
     monkeypatch.setitem(sys.modules, "gssapi", None)
     for name in ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(MissingExtraError, match=r"need the Python package `gssapi` .* pip install gssapi"):
+    expected = r"(?s)GSSAPI: .*package gssapi.*install the optional extra `kerberos`.*gssapi>=1\.8"
+    with pytest.raises(MissingExtraError, match=expected):
         kafka.client_options()
     assert not {"KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME"} & set(os.environ)
 
