@@ -117,10 +117,11 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     The requirements' instance: their parser's rows, everyone known, and `backlog_ends` as for
     `kafka_source`'s `backlog_end`. `follows` (the events' instance: the requirements' timed rows):
     while every events partition is idle, the output follows that stream's watermark (as
-    `ValidTime.requirementsTime` rows beside the registrations; the registrations' own watermark is
-    never read) instead of going idle, so that no branch downstream goes idle with the events and comes back after the
-    others (docs/streaming.md, "Time"); both its inputs are keyed by one key (its registered users are
-    keyed state) and the caller runs it at parallelism 1. `registration_backlog`
+    `ValidTime.requirementsTime` rows, `ValidTimeStreams.timeOf`, beside the registrations; the
+    registrations' own watermark is never read) instead of going idle, so that no branch downstream
+    goes idle with the events and comes back after the others (docs/streaming.md, "Time"); both its
+    inputs are keyed by one key (its registered users are keyed state) and the caller runs it at
+    parallelism 1. `registration_backlog`
     (the events' instance; partition -> one past the last record of the requirements' backlog):
     no event is judged before those registrations have come (`RegistrationGate`), or no
     registration for the longer of `source_start_grace` and `source_idleness`. `restored_ends` (a
@@ -139,20 +140,20 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
         max(strategy["start_grace_ms"], strategy["idle_after_ms"]),
         None if restored_ends is None else _java_offsets(restored_ends))
     if follows is None:
-        return DataStream(jvm.pwevent.flink.ValidTime.apply(events._j_data_stream, registrations._j_data_stream,
+        return DataStream(jvm.pwevent.flink.ValidTimeStreams.apply(events._j_data_stream, registrations._j_data_stream,
                                                             operator))
-    marks = DataStream(jvm.pwevent.flink.ValidTime.timeOf(follows._j_data_stream,
+    marks = DataStream(jvm.pwevent.flink.ValidTimeStreams.timeOf(follows._j_data_stream,
                                                           registrations._j_data_stream.getType()))
     second = registrations.union(marks)
-    return DataStream(jvm.pwevent.flink.ValidTime.applyToEvents(events._j_data_stream, second._j_data_stream,
+    return DataStream(jvm.pwevent.flink.ValidTimeStreams.applyToEvents(events._j_data_stream, second._j_data_stream,
                                                                 operator)), marks
 
 
 def user_values(timed: Any) -> Any:
-    """Java `ValidTime.userValues`: its rows as Row(user, Row(original, ahead)), timestamps kept."""
+    """Java `ValidTimeStreams.userValues`: its rows as Row(user, Row(original, ahead)), timestamps kept."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.ValidTime.userValues(timed._j_data_stream))
+    return DataStream(_jvm().pwevent.flink.ValidTimeStreams.userValues(timed._j_data_stream))
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

@@ -37,7 +37,7 @@ DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 #: docs/streaming.md, "Time"): Row(user, slot, None, partition, offset) for a record that registers
 #: its user if it is the user's first (`RequirementRules.registers`: what ValidTime knows users by),
 #: Row(None, None, None, partition, offset) for any other, refusals included; besides those,
-#: Row(None, None, ms, None, None), the requirements' valid time (`ValidTime.timeOf`).
+#: Row(None, None, ms, None, None), the requirements' valid time (`ValidTimeStreams.timeOf`).
 REGISTRATIONS = OutputTag("registrations", Types.ROW_NAMED(
     ["user", "slot", "requirements_ms", "partition", "offset"],
     [Types.STRING(), Types.LONG(), Types.LONG(), Types.INT(), Types.LONG()]))

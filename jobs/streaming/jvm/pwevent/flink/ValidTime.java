@@ -1,26 +1,19 @@
 package pwevent.flink;
 
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.flink.api.common.state.BroadcastState;
-import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
-import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
-import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.TwoInputStreamOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
@@ -43,7 +36,7 @@ import org.apache.flink.types.Row;
  * {@code RequirementRules.registers}; {@link #registration}, {@link #read}), the registrations and how
  * far the requirements' reader has got both kept in checkpointed state; and the requirements' valid
  * time ({@link #requirementsTime}). The events' instance is keyed, both inputs by the one key
- * {@link #KEY} ({@link #applyToEvents}), so that its registered users are keyed state: with RocksDB
+ * {@link #KEY} ({@link ValidTimeStreams#applyToEvents}), so that its registered users are keyed state: with RocksDB
  * a checkpoint writes only the users registered since the one before, not all of them (a million
  * registered users are about 16 MB). State of a release that kept them as broadcast state is
  * moved into the keyed state on a restore. Output: Row(user, time_ms, cell, partition, offset, original,
@@ -77,17 +70,14 @@ import org.apache.flink.types.Row;
  * periods pause under back-pressure); with no active partition it is capped at the highest slot
  * end a partition closed (or, before the first event, the restore seed's slot end); once the source
  * is idle too, the requirements' instance goes idle, and the events' instance ({@code followsSecond},
- * run at parallelism 1, input 2 unioned with {@link #timeOf} the requirements' timed rows)
+ * run at parallelism 1, input 2 unioned with {@link ValidTimeStreams#timeOf} the requirements' timed rows)
  * follows the requirements' valid time instead, so that no operator below goes idle with the events and
  * comes back after another one (docs/streaming.md, "Time"). "Quiet" leaves out the time this
  * operator spent blocked handing records on. A registration counts unless its slot closed on the
  * watermark of this input's own partitions.
  *
- * <p>The requirements' time is kept by a second instance, in the same way: its input is the
- * requirement parser's one row per record, in offset order ({@link #FAST} with the parsed record in
- * `original`, {@link #REFUSED} for a refusal), every user known, and with `backlogEnds` (partition
- * -> one past its last committed record when the job was built) a partition whose latest record is
- * the last one it held then stops holding the others back at once, as the source does.
+ * <p>The requirements' time is kept by a second instance, in the same way
+ * ({@link ValidTimeStreams#apply}).
  */
 public final class ValidTime extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
@@ -115,7 +105,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private static final int REQUIREMENTS_MS = 2;
     private static final int PARTITION = 3;
     private static final int OFFSET = 4;
-    /** The events' instance's one key ({@link #applyToEvents}). */
+    /** The events' instance's one key ({@link ValidTimeStreams#applyToEvents}). */
     public static final Integer KEY = 0;
     /** User -> the slot it is registered from (keyed state of the events' instance). */
     private static final MapStateDescriptor<String, Long> REGISTERED =
@@ -124,18 +114,6 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
      *  checkpoint; moved into {@link #REGISTERED} on a restore. */
     private static final MapStateDescriptor<String, Long> REGISTERED_BROADCAST =
             new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
-    private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held before registration", IN);
-    /** The lead guard's partitions (partition, latest, pending jump or Long.MIN_VALUE), every
-     *  subtask's given to every subtask on a restore. */
-    private static final ListStateDescriptor<Row> GUARD = new ListStateDescriptor<>("lead guard", new RowTypeInfo(
-            new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG}, new String[] {"partition", "latest", "jump"}));
-    private static final ListStateDescriptor<Row> UNREGISTERED =
-            new ListStateDescriptor<>("passed before registration", Unregistered.ROW);
-    /** Per requirements partition, the highest offset of its records read (every subtask reads them
-     *  all; every subtask's given to every subtask on a restore). */
-    private static final ListStateDescriptor<Row> REQUIREMENTS_READ = ReadOffsets.descriptor("requirements read");
-    /** Per partition of input 1, the highest offset of its rows read. */
-    private static final ListStateDescriptor<Row> INPUT_READ = ReadOffsets.descriptor("input read");
     /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
      *  at about 200 bytes plus the record each, a few hundred MB. */
     static final int MAX_HELD = 1_000_000;
@@ -157,20 +135,16 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
 
     /** The events' instance's registered users; null in the requirements' instance (everyone known). */
     private transient MapState<String, Long> registered;
-    private transient ListState<Row> heldState;
-    private transient ListState<Row> guardState;
-    private transient ListState<Row> unregisteredState;
-    private transient ListState<Row> requirementsReadState;
+    private transient ValidTimeState state;
     /** How far the requirement records have been read, before the checkpoint too. */
     private transient ReadOffsets requirementsRead;
-    private transient ListState<Row> inputReadState;
     /** How far input 1's rows have been read, before the checkpoint too. */
     private transient ReadOffsets inputRead;
     /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
     private transient List<Row> held;
     private transient RegistrationGate gate;
     private transient SlotWatermarks.LeadGuard guard;
-    private transient Map<Integer, OffsetOrder> partitions;
+    private transient PartitionTimes partitions;
     private transient Unregistered unregistered;
     private transient long upstreamMs;
     private transient boolean upstreamIdle;
@@ -225,61 +199,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         return Row.of(null, null, null, partition, offset);
     }
 
-    /** Input 2: the requirements' valid time is `ms` ({@link #timeOf}). */
+    /** Input 2: the requirements' valid time is `ms` ({@link ValidTimeStreams#timeOf}). */
     public static Row requirementsTime(long ms) {
         return Row.of(null, null, ms, null, null);
-    }
-
-    /** The requirements' instance: `records` with their valid event time; `registrations` (how far
-     *  the requirements are read) are broadcast to every subtask. */
-    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> records, DataStream<Row> registrations,
-                                                        ValidTime operator) {
-        return records.connect(registrations.broadcast()).transform("valid event time", OUT, operator);
-    }
-
-    /** The events' instance: `events` with their valid event time, both inputs keyed by {@link #KEY}
-     *  (one subtask; the registered users in keyed state). */
-    public static SingleOutputStreamOperator<Row> applyToEvents(DataStream<Row> events, DataStream<Row> second,
-                                                                ValidTime operator) {
-        KeySelector<Row, Integer> one = row -> KEY;
-        return events.keyBy(one, Types.INT).connect(second.keyBy(one, Types.INT))
-                .transform("valid event time", OUT, operator);
-    }
-
-    /** `timed`'s watermarks as {@link #requirementsTime} rows of type `as` (the registrations' type, to be
-     *  unioned with them: input 2 of the events' instance, which follows that time while its own
-     *  partitions are idle), without `timed`'s rows and without any watermark or status of its own. */
-    public static SingleOutputStreamOperator<Row> timeOf(DataStream<Row> timed, TypeInformation<Row> as) {
-        return timed.transform("time of", as, new TimeRows());
-    }
-
-    /** {@link #timeOf}'s operator. */
-    static final class TimeRows extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        public void processElement(StreamRecord<Row> record) {
-        }
-
-        @Override
-        public void processWatermark(Watermark mark) {
-            if (mark.getTimestamp() != Long.MAX_VALUE) {
-                output.collect(new StreamRecord<>(requirementsTime(mark.getTimestamp())));
-            }
-        }
-
-        @Override
-        public void processWatermarkStatus(WatermarkStatus status) {
-        }
-    }
-
-    /** Output rows as Row(user, Row(original, ahead)), for a stream keyed by its first field (the
-     *  requirements' rows into Membership: `original` carries the parsed record). Timestamps kept. */
-    public static SingleOutputStreamOperator<Row> userValues(DataStream<Row> timed) {
-        RowTypeInfo value = new RowTypeInfo(new TypeInformation<?>[] {Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
-                new String[] {"original", "ahead"});
-        RowTypeInfo out = new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, value}, new String[] {"user", "value"});
-        return timed.map(row -> Row.of(row.getField(0), Row.of(row.getField(5), row.getField(6))), out);
     }
 
     @Override
@@ -289,32 +211,17 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             registered = context.getKeyedStateStore().getMapState(REGISTERED);
         } else if (!everyoneKnown) {
             throw new IllegalStateException("the events' ValidTime keeps its registered users in keyed state: "
-                    + "build it with ValidTime.applyToEvents");
+                    + "build it with ValidTimeStreams.applyToEvents");
         }
         if (context.getOperatorStateStore().getRegisteredBroadcastStateNames().contains(REGISTERED_BROADCAST.getName())) {
             moveRegistered(context.getOperatorStateStore().getBroadcastState(REGISTERED_BROADCAST));
         }
-        heldState = context.getOperatorStateStore().getListState(HELD);
-        held = new ArrayList<>();
-        for (Row row : heldState.get()) {
-            held.add(row);
-        }
-        guardState = context.getOperatorStateStore().getUnionListState(GUARD);
-        guard = new SlotWatermarks.LeadGuard(maxLeadMs);
-        List<long[]> restored = new ArrayList<>();
-        for (Row row : guardState.get()) {
-            restored.add(new long[] {(Integer) row.getField(0), (Long) row.getField(1), (Long) row.getField(2)});
-        }
-        guard.restore(restored);
-        unregisteredState = context.getOperatorStateStore().getListState(UNREGISTERED);
-        unregistered = new Unregistered();
-        for (Row row : unregisteredState.get()) {
-            unregistered.add(row);
-        }
-        requirementsReadState = context.getOperatorStateStore().getUnionListState(REQUIREMENTS_READ);
-        requirementsRead = ReadOffsets.restore(requirementsReadState.get());
-        inputReadState = context.getOperatorStateStore().getUnionListState(INPUT_READ);
-        inputRead = ReadOffsets.restore(inputReadState.get());
+        state = new ValidTimeState(context.getOperatorStateStore());
+        held = state.held();
+        guard = state.guard(maxLeadMs);
+        unregistered = state.unregistered();
+        requirementsRead = state.requirementsRead();
+        inputRead = state.inputRead();
     }
 
     /** The registered users of an earlier release's broadcast state, into the keyed state (the
@@ -346,21 +253,14 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
-        heldState.update(held == null ? List.of() : held);
-        List<Row> partitions = new ArrayList<>();
-        for (long[] state : guard.snapshot()) {
-            partitions.add(Row.of((int) state[0], state[1], state[2]));
-        }
-        guardState.update(partitions);
-        unregisteredState.update(unregistered.rows());
-        requirementsRead.snapshot(requirementsReadState);
-        inputRead.snapshot(inputReadState);
+        state.snapshot(held, guard, unregistered, requirementsRead, inputRead);
     }
 
     @Override
     public void open() throws Exception {
         super.open();
-        partitions = new HashMap<>();
+        partitions = new PartitionTimes(outOfOrdernessMs, closeAfterMs, idleAfterMs, originMs, slotMs, restoreSeedMs,
+                backlogEnds);
         upstreamMs = Long.MIN_VALUE;
         emittedMs = Long.MIN_VALUE;
         ownMs = Long.MIN_VALUE;
@@ -449,7 +349,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         int path = (Integer) row.getField(6);
         int partition = (Integer) row.getField(3);
         long offset = (Long) row.getField(4);
-        OffsetOrder order = partitions.computeIfAbsent(partition, p -> new OffsetOrder());
+        OffsetOrder order = partitions.of(partition);
         if (path == PENDING) {
             order.pending(offset);
             return;
@@ -495,7 +395,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     public void processElement2(StreamRecord<Row> record) throws Exception {
         Row row = record.getValue();
         String user = (String) row.getField(USER);
-        if (row.getField(REQUIREMENTS_MS) != null) {  // {@link #timeOf}
+        if (row.getField(REQUIREMENTS_MS) != null) {  // ValidTimeStreams.timeOf
             if (followsSecond) {
                 secondMs = Math.max(secondMs, ((Number) row.getField(REQUIREMENTS_MS)).longValue());
                 advance();
@@ -527,7 +427,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         for (long[] event : unregistered.claim(user, slot)) {
             int partition = (int) event[0];
             if (guard.believe(partition, event[2], wall)) {
-                partitions.get(partition).credit(event[1], event[2], now());
+                partitions.of(partition).credit(event[1], event[2], now());
                 credited = true;
             }
         }
@@ -565,47 +465,23 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         if (gated()) {
             return;
         }
-        long now = now();
         // a source whose partitions a restored reader had read through gives no watermark until its
         // start grace has passed: until it gives one, it is as good as idle
         boolean quietUpstream = upstreamIdle || (readBeforeRestore && upstreamMs == Long.MIN_VALUE
                 && getProcessingTimeService().getCurrentProcessingTime() - openedMs >= readBeforeRestoreQuietMs);
-        boolean active = false;
-        long lowest = Long.MAX_VALUE;
-        long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotWatermarks.slotLastMs(originMs, slotMs, restoreSeedMs);
-        for (Map.Entry<Integer, OffsetOrder> entry : partitions.entrySet()) {
-            OffsetOrder seen = entry.getValue();
-            if (seen.latest() == Long.MIN_VALUE) {  // nothing settled: holds the others back while it waits
-                if (seen.waiting()) {
-                    active = true;
-                    lowest = Long.MIN_VALUE;
-                }
-                continue;
-            }
-            long quiet = seen.waiting() ? 0 : now - seen.lastActivity();
-            long mark = seen.latest() - outOfOrdernessMs - 1;
-            if (closeAfterMs > 0 && quiet >= closeAfterMs) {
-                mark = Math.max(mark, SlotWatermarks.slotLastMs(originMs, slotMs, seen.latest()));
-            }
-            cap = Math.max(cap, mark);
-            boolean drained = drained(entry.getKey(), seen);  // has read its backlog: holds nothing back
-            if (!drained && (idleAfterMs <= 0 || quiet < idleAfterMs)) {
-                active = true;
-                lowest = Math.min(lowest, mark);
-            }
-        }
-        if (active) {
-            emitOwn(quietUpstream ? lowest : Math.min(upstreamMs, lowest));
+        PartitionTimes.Marks marks = partitions.marks(now());
+        if (marks.active()) {
+            emitOwn(quietUpstream ? marks.lowest() : Math.min(upstreamMs, marks.lowest()));
         } else if (quietUpstream) {
             if (followsSecond) {
-                emitOwn(cap);
+                emitOwn(marks.cap());
                 emit(secondMs);
             } else if (!idle && emittedMs != Long.MAX_VALUE) {
                 output.emitWatermarkStatus(WatermarkStatus.IDLE);
                 idle = true;
             }
-        } else if (cap != Long.MIN_VALUE) {
-            emitOwn(Math.min(upstreamMs, cap));
+        } else if (marks.cap() != Long.MIN_VALUE) {
+            emitOwn(Math.min(upstreamMs, marks.cap()));
         }
     }
 
@@ -618,16 +494,6 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
                     : SlotWatermarks.slotOf(originMs, slotMs, mark + 1) - 1);
         }
         emit(mark);
-    }
-
-    /** Whether partition `partition`'s latest record is the last one its backlog held, and nothing
-     *  of it waits ({@link SlotWatermarks}' `backlogEnd` rule, by the rows' offsets). */
-    private boolean drained(int partition, OffsetOrder seen) {
-        if (backlogEnds == null || seen.waiting()) {
-            return false;
-        }
-        Long end = backlogEnds.get(partition);
-        return end != null && seen.frontier() == end - 1;
     }
 
     private void emit(long mark) {

@@ -1,0 +1,85 @@
+package pwevent.flink;
+
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+import org.apache.flink.types.Row;
+
+/**
+ * Where {@link ValidTime}'s two instances sit in the job graph (docs/streaming.md, "Time";
+ * jobs/streaming/pyflink_internals.py builds them with these): the requirements' instance, the
+ * events' instance, the requirements' valid time as rows for the events' input 2, and the
+ * requirements' timed rows as Membership's keyed input.
+ */
+public final class ValidTimeStreams {
+    private ValidTimeStreams() {
+    }
+
+    /**
+     * The requirements' instance: `records` with their valid event time; `registrations` (how far
+     * the requirements are read) are broadcast to every subtask. Its input 1 is the requirement
+     * parser's one row per record, in offset order ({@link ValidTime#FAST} with the parsed record in
+     * `original`, {@link ValidTime#REFUSED} for a refusal), every user known; with `backlogEnds`
+     * (partition -> one past its last committed record when the job was built) a partition whose
+     * latest record is the last one it held then stops holding the others back at once, as the
+     * source does.
+     */
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> records, DataStream<Row> registrations,
+                                                        ValidTime operator) {
+        return records.connect(registrations.broadcast()).transform("valid event time", ValidTime.OUT, operator);
+    }
+
+    /** The events' instance: `events` with their valid event time, both inputs keyed by
+     *  {@link ValidTime#KEY} (one subtask; the registered users in keyed state). */
+    public static SingleOutputStreamOperator<Row> applyToEvents(DataStream<Row> events, DataStream<Row> second,
+                                                                ValidTime operator) {
+        KeySelector<Row, Integer> one = row -> ValidTime.KEY;
+        return events.keyBy(one, Types.INT).connect(second.keyBy(one, Types.INT))
+                .transform("valid event time", ValidTime.OUT, operator);
+    }
+
+    /** `timed`'s watermarks as {@link ValidTime#requirementsTime} rows of type `as` (the registrations'
+     *  type, to be unioned with them: input 2 of the events' instance, which follows that time while
+     *  its own partitions are idle), without `timed`'s rows and without any watermark or status of its
+     *  own. */
+    public static SingleOutputStreamOperator<Row> timeOf(DataStream<Row> timed, TypeInformation<Row> as) {
+        return timed.transform("time of", as, new TimeRows());
+    }
+
+    /** {@link #timeOf}'s operator. */
+    static final class TimeRows extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void processElement(StreamRecord<Row> record) {
+        }
+
+        @Override
+        public void processWatermark(Watermark mark) {
+            if (mark.getTimestamp() != Long.MAX_VALUE) {
+                output.collect(new StreamRecord<>(ValidTime.requirementsTime(mark.getTimestamp())));
+            }
+        }
+
+        @Override
+        public void processWatermarkStatus(WatermarkStatus status) {
+        }
+    }
+
+    /** Output rows as Row(user, Row(original, ahead)), for a stream keyed by its first field (the
+     *  requirements' rows into Membership: `original` carries the parsed record). Timestamps kept. */
+    public static SingleOutputStreamOperator<Row> userValues(DataStream<Row> timed) {
+        RowTypeInfo value = new RowTypeInfo(new TypeInformation<?>[] {Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
+                new String[] {"original", "ahead"});
+        RowTypeInfo out = new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, value}, new String[] {"user", "value"});
+        return timed.map(row -> Row.of(row.getField(0), Row.of(row.getField(5), row.getField(6))), out);
+    }
+}
