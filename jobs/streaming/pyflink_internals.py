@@ -117,7 +117,7 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
     The requirements' instance: their parser's rows, everyone known, and `backlog_ends` as for
     `kafka_source`'s `backlog_end`. `follows` (the events' instance: the requirements' timed rows):
     while every events partition is idle, the output follows that stream's watermark (as
-    `ValidTime.requirementsTime` rows, `ValidTimeStreams.timeOf`, beside the registrations; the
+    `Registrations.requirementsTime` rows, `ValidTimeStreams.timeOf`, beside the registrations; the
     registrations' own watermark is never read) instead of going idle, so that no branch downstream
     goes idle with the events and comes back after the others (docs/streaming.md, "Time"); both its
     inputs are keyed by one key (its registered users are keyed state) and the caller runs it at

@@ -28,14 +28,14 @@ class LateRegistrationTest {
             harness.open();
             harness.setProcessingTime(0);
             if (since != null && first) {
-                harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", since, 0, 0)));
+                harness.processElement2(new StreamRecord<>(Registrations.registration("u1", since, 0, 0)));
             }
             harness.processElement1(new StreamRecord<>(Row.of("u1", 30_000L, 0, 0, 0L, new byte[0], ValidTime.FAST), 30_000L));
             harness.processElement1(new StreamRecord<>(Row.of("u1", 90_000L, 0, 0, 1L, new byte[0], ValidTime.FAST), 90_000L));
             harness.processWatermark1(new Watermark(89_999L));
             harness.setProcessingTime(100);
             if (since != null && !first) {
-                harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", since, 0, 0)));
+                harness.processElement2(new StreamRecord<>(Registrations.registration("u1", since, 0, 0)));
             }
             harness.setProcessingTime(200);
             return ValidTimeIdleTest.watermarks(List.copyOf(harness.getOutput()));
@@ -80,7 +80,7 @@ class LateRegistrationTest {
             harness.setProcessingTime(0);
             harness.processElement1(new StreamRecord<>(Row.of("u2", 95_000L, 0, 0, 2L, new byte[0], ValidTime.FAST), 95_000L));
             harness.processWatermark1(new Watermark(89_999L));
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
+            harness.processElement2(new StreamRecord<>(Registrations.registration("u1", 1, 0, 0)));
             harness.setProcessingTime(100);
             List<Long> marks = ValidTimeIdleTest.watermarks(List.copyOf(harness.getOutput()));
             assertEquals(89_999L, marks.get(marks.size() - 1), marks::toString);

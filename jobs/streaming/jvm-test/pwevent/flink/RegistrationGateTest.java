@@ -54,7 +54,7 @@ class RegistrationGateTest {
     static void registeredThenEvents(TwoInputStreamOperatorTestHarness<Row, Row, Row> harness) throws Exception {
         harness.open();
         harness.setProcessingTime(0);
-        harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
+        harness.processElement2(new StreamRecord<>(Registrations.registration("u1", 1, 0, 0)));
         events(harness);
     }
 
@@ -81,8 +81,8 @@ class RegistrationGateTest {
             events(harness);
             harness.setProcessingTime(1_000);
             assertTrue(harness.getOutput().isEmpty(), () -> "held until the backlog is registered: " + harness.getOutput());
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
-            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 6)));
+            harness.processElement2(new StreamRecord<>(Registrations.registration("u1", 1, 0, 0)));
+            harness.processElement2(new StreamRecord<>(Registrations.read(0, 6)));
             harness.setProcessingTime(1_100);
             List<Object> output = List.copyOf(harness.getOutput());
             assertEquals(AS_IF_REGISTERED_FIRST, judged(output), output::toString);
@@ -97,7 +97,7 @@ class RegistrationGateTest {
             harness.open();
             harness.setProcessingTime(0);
             events(harness);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
+            harness.processElement2(new StreamRecord<>(Registrations.registration("u1", 1, 0, 0)));
             List<List<Object>> rows = judged(List.copyOf(harness.getOutput()));
             assertEquals(List.of(2L, false), rows.get(2), rows::toString);  // what the gate is for
         }
@@ -108,12 +108,12 @@ class RegistrationGateTest {
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L, 1, 3L)))) {
             harness.open();
             harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, 0)));
-            harness.processElement2(new StreamRecord<>(ValidTime.read(1, 2)));
+            harness.processElement2(new StreamRecord<>(Registrations.registration("u1", 1, 0, 0)));
+            harness.processElement2(new StreamRecord<>(Registrations.read(1, 2)));
             events(harness);
             harness.setProcessingTime(1_000);
             assertTrue(harness.getOutput().isEmpty(), () -> "partition 0's backlog not read through yet: " + harness.getOutput());
-            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 6)));
+            harness.processElement2(new StreamRecord<>(Registrations.read(0, 6)));
             assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
         }
     }
@@ -140,7 +140,7 @@ class RegistrationGateTest {
             harness.initializeState(snapshot);
             harness.open();
             harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 6)));
+            harness.processElement2(new StreamRecord<>(Registrations.read(0, 6)));
             assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
         }
     }
@@ -149,9 +149,9 @@ class RegistrationGateTest {
     void aRecordPastTheBacklogsEndOpensTheGate() throws Exception {
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
             registeredThenEvents(harness);
-            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 5)));
+            harness.processElement2(new StreamRecord<>(Registrations.read(0, 5)));
             assertTrue(harness.getOutput().isEmpty(), () -> "offset 6 not read yet: " + harness.getOutput());
-            harness.processElement2(new StreamRecord<>(ValidTime.read(0, 9)));  // offset 6 was, e.g., compacted away
+            harness.processElement2(new StreamRecord<>(Registrations.read(0, 9)));  // offset 6 was, e.g., compacted away
             assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
         }
     }
@@ -161,7 +161,7 @@ class RegistrationGateTest {
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(operator(Map.of(0, 7L)))) {
             harness.open();
             harness.setProcessingTime(0);
-            harness.processElement2(new StreamRecord<>(ValidTime.registration("u1", 1, 0, offset)));
+            harness.processElement2(new StreamRecord<>(Registrations.registration("u1", 1, 0, offset)));
             return harness.snapshot(1L, 1L);
         }
     }
@@ -190,7 +190,7 @@ class RegistrationGateTest {
                 events(harness);
                 assertTrue(harness.getOutput().isEmpty(), () -> "waiting for offset " + (end - 1) + ": "
                         + harness.getOutput());
-                harness.processElement2(new StreamRecord<>(ValidTime.read(0, end - 1)));
+                harness.processElement2(new StreamRecord<>(Registrations.read(0, end - 1)));
                 assertEquals(AS_IF_REGISTERED_FIRST, judged(List.copyOf(harness.getOutput())));
             }
         }
@@ -209,7 +209,7 @@ class RegistrationGateTest {
 
     @Test
     void theGateOpensOnceEveryAwaitedPartitionIsRead() {
-        RegistrationGate gate = new RegistrationGate(Set.of(0, 2), 0, 10, 0);
+        RegistrationGate gate = new RegistrationGate(Set.of(0, 2), 0, 10, 0, List.of());
         gate.backlogRead(0, 10);
         assertEquals(RegistrationGate.Opened.NOT_YET, gate.opened(1_000_000, 9));  // no valve: silence 0
         gate.backlogRead(1, 20);  // not awaited: changes nothing
@@ -220,7 +220,7 @@ class RegistrationGateTest {
 
     @Test
     void silenceOrAFullHoldOpensTheGateEarly() {
-        RegistrationGate valve = new RegistrationGate(Set.of(0), 100, 10, 0);
+        RegistrationGate valve = new RegistrationGate(Set.of(0), 100, 10, 0, List.of());
         valve.registration(50);
         assertEquals(RegistrationGate.Opened.NOT_YET, valve.opened(149, 9));
         assertEquals(RegistrationGate.Opened.SILENCE, valve.opened(150, 0));

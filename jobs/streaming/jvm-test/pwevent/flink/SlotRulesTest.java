@@ -11,8 +11,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Java forms of the slot rule against the Python rule's vectors (tests/streaming/data/slot-rules.tsv,
- * which tests/streaming/test_slot_rules.py checks against jobs/common/slots.py): the slot end that
+ * {@link SlotRules} against the Python rule's vectors (tests/streaming/data/slot-rules.tsv, which
+ * tests/streaming/test_slot_rules.py checks against jobs/common/slots.py): the slot end that
  * SlotWatermarks and ValidTime close, Membership's "closed" and the replay's "known at".
  */
 class SlotRulesTest {
@@ -31,17 +31,20 @@ class SlotRulesTest {
         List<long[]> rows = vectors();
         assertTrue(rows.size() >= 100, "vectors read: " + rows.size());
         for (long[] v : rows) {
-            assertEquals(v[4], SlotWatermarks.slotLastMs(v[0], v[1], v[2]), () -> "slotLastMs of " + v[2]);
-            assertEquals(v[3], SlotWatermarks.slotOf(v[0], v[1], v[2]), () -> "slotOf " + v[2]);
+            assertEquals(v[4], SlotRules.slotLastMs(v[0], v[1], v[2]), () -> "slotLastMs of " + v[2]);
+            assertEquals(v[3], SlotRules.slotOf(v[0], v[1], v[2]), () -> "slotOf " + v[2]);
+            assertEquals(v[3], SlotRules.closedBy(v[0], v[1], v[4]), () -> "closedBy the last ms of " + v[3]);
+            assertEquals(v[3] - 1, SlotRules.closedBy(v[0], v[1], v[4] - 1), () -> "closedBy before it");
         }
+        assertEquals(Long.MAX_VALUE, SlotRules.closedBy(0, 60_000, Long.MAX_VALUE), "the end of a bounded input");
     }
 
     @Test
     void aSlotIsClosedExactlyFromItsLastMillisecond() throws Exception {
         for (long[] v : vectors()) {
             long origin = v[0], length = v[1], slot = v[3], last = v[4];
-            assertTrue(ValidTime.closed(slot, last, origin, length), () -> "closed at the last ms of slot " + slot);
-            assertFalse(ValidTime.closed(slot, last - 1, origin, length), () -> "open before the last ms of " + slot);
+            assertTrue(SlotRules.closed(slot, last, origin, length), () -> "closed at the last ms of slot " + slot);
+            assertFalse(SlotRules.closed(slot, last - 1, origin, length), () -> "open before the last ms of " + slot);
         }
     }
 
@@ -49,10 +52,10 @@ class SlotRulesTest {
     void aUserIsKnownFromTheSlotOfItsRegistration() throws Exception {
         for (long[] v : vectors()) {
             long origin = v[0], length = v[1], time = v[2], slot = v[3];
-            assertTrue(ValidTime.knownAt(slot, time, origin, length));
-            assertTrue(ValidTime.knownAt(slot - 1, time, origin, length));
-            assertFalse(ValidTime.knownAt(slot + 1, time, origin, length));
-            assertFalse(ValidTime.knownAt(null, time, origin, length));
+            assertTrue(SlotRules.knownAt(slot, time, origin, length));
+            assertTrue(SlotRules.knownAt(slot - 1, time, origin, length));
+            assertFalse(SlotRules.knownAt(slot + 1, time, origin, length));
+            assertFalse(SlotRules.knownAt(null, time, origin, length));
         }
     }
 }

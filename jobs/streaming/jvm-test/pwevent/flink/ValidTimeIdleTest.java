@@ -43,7 +43,7 @@ class ValidTimeIdleTest {
             harness.processWatermarkStatus1(WatermarkStatus.IDLE);
             harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 100);
             harness.processWatermark2(new Watermark(55 * SLOT));  // the registrations' own: never read
-            harness.processElement2(new StreamRecord<>(ValidTime.requirementsTime(3 * SLOT - 1)));  // the requirements' valid time
+            harness.processElement2(new StreamRecord<>(Registrations.requirementsTime(3 * SLOT - 1)));  // the requirements' valid time
             harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 200);
             harness.processWatermarkStatus1(WatermarkStatus.ACTIVE);
             harness.processElement1(new StreamRecord<>(Row.of("u1", 200_000L, 0, 0, 1L, new byte[0], ValidTime.FAST), 200_000L));
@@ -92,7 +92,7 @@ class ValidTimeIdleTest {
         if (read != null) {
             try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = requirementsHarness()) {
                 harness.open();
-                harness.processElement2(new StreamRecord<>(ValidTime.read(0, read)));
+                harness.processElement2(new StreamRecord<>(Registrations.read(0, read)));
                 snapshot = harness.snapshot(1L, 1L);
             }
         }

@@ -43,7 +43,7 @@ class ValidTimeRegisteredTest {
                      RegistrationGateTest.harness(LateRegistrationTest.operator())) {
             harness.open();
             for (int i = 0; i < USERS; i++) {
-                harness.processElement2(new StreamRecord<>(ValidTime.registration("user-" + i, 1, 0, i)));
+                harness.processElement2(new StreamRecord<>(Registrations.registration("user-" + i, 1, 0, i)));
             }
             OperatorSubtaskState state = harness.snapshot(1L, 1L);
             // 20,000 users as broadcast state were about 500 KB

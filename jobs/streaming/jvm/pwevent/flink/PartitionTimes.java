@@ -50,7 +50,7 @@ final class PartitionTimes {
     Marks marks(long now) {
         boolean active = false;
         long lowest = Long.MAX_VALUE;
-        long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotWatermarks.slotLastMs(originMs, slotMs, restoreSeedMs);
+        long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotRules.slotLastMs(originMs, slotMs, restoreSeedMs);
         for (Map.Entry<Integer, OffsetOrder> entry : partitions.entrySet()) {
             OffsetOrder seen = entry.getValue();
             if (seen.latest() == Long.MIN_VALUE) {  // nothing settled: holds the others back while it waits
@@ -63,7 +63,7 @@ final class PartitionTimes {
             long quiet = seen.waiting() ? 0 : now - seen.lastActivity();
             long mark = seen.latest() - outOfOrdernessMs - 1;
             if (closeAfterMs > 0 && quiet >= closeAfterMs) {
-                mark = Math.max(mark, SlotWatermarks.slotLastMs(originMs, slotMs, seen.latest()));
+                mark = Math.max(mark, SlotRules.slotLastMs(originMs, slotMs, seen.latest()));
             }
             cap = Math.max(cap, mark);
             if (!drained(entry.getKey(), seen) && (idleAfterMs <= 0 || quiet < idleAfterMs)) {

@@ -1,7 +1,10 @@
 package pwevent.flink;
 
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
+import org.apache.flink.types.Row;
 
 /**
  * When the events' {@link ValidTime} may start judging events (docs/streaming.md, "Time"): once the
@@ -12,8 +15,9 @@ import java.util.Set;
  * offset, after its registration) and when one is still being read; the gate opens when every
  * awaited partition has been read, or when nothing has come from them for `silenceMs` (a backlog
  * that ends otherwise than expected: the events then wait no longer, as before the gate), or when
- * the caller holds `maxHeld` rows (memory: the events then are judged as they come, as before the
- * gate). Pure: the caller passes the time and what it holds.
+ * gate holds `maxHeld` rows (memory: the events then are judged as they come, as before the gate).
+ * It holds the rows read while it is closed, in their order (copies: the caller's may be reused).
+ * Pure: the caller passes the time.
  */
 final class RegistrationGate {
     /** Why the gate opened. */
@@ -22,14 +26,36 @@ final class RegistrationGate {
     private final Set<Integer> awaited;
     private final long silenceMs;
     private final int maxHeld;
+    private final List<Row> held;
     private long lastSignalMs;
 
-    /** A gate waiting for the marks of partitions `awaited`, created at `nowMs`. */
-    RegistrationGate(Set<Integer> awaited, long silenceMs, int maxHeld, long nowMs) {
+    /** A gate waiting for the marks of partitions `awaited` (none: open at the first look), created
+     *  at `nowMs`, holding `held` (a restored gate's rows). */
+    RegistrationGate(Set<Integer> awaited, long silenceMs, int maxHeld, long nowMs, List<Row> held) {
         this.awaited = new HashSet<>(awaited);
         this.silenceMs = silenceMs;
         this.maxHeld = maxHeld;
         this.lastSignalMs = nowMs;
+        this.held = new ArrayList<>(held);
+    }
+
+    /** Hold a copy of `row` until the gate opens. */
+    void hold(Row row) {
+        Row copy = new Row(row.getArity());
+        for (int i = 0; i < row.getArity(); i++) {
+            copy.setField(i, row.getField(i));
+        }
+        held.add(copy);
+    }
+
+    /** The rows held, in their order. */
+    List<Row> held() {
+        return held;
+    }
+
+    /** Whether the gate is open at `nowMs` with the rows it holds, and why. */
+    Opened opened(long nowMs) {
+        return opened(nowMs, held.size());
     }
 
     /** A record of an awaited partition before its backlog's end came at `nowMs`: still being read. */

@@ -102,18 +102,7 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
 
     /** The last millisecond of the slot holding {@code time}. */
     long slotLastMs(long time) {
-        return slotLastMs(originMs, slotMs, time);
-    }
-
-    /** The slot holding {@code time} (1 from originMs on), slots of slotMs: jobs/common/slots.py's
-     *  {@code SlotClock.slot_of}, tested equal to it on tests/streaming/data/slot-rules.tsv. */
-    static long slotOf(long originMs, long slotMs, long time) {
-        return Math.floorDiv(time - originMs, slotMs) + 1;
-    }
-
-    /** The last millisecond of the slot holding {@code time}, slots of slotMs from originMs. */
-    static long slotLastMs(long originMs, long slotMs, long time) {
-        return originMs + slotOf(originMs, slotMs, time) * slotMs - 1;
+        return SlotRules.slotLastMs(originMs, slotMs, time);
     }
 
     /** The lead guard of one reader (per partition); also {@link ValidTime}'s, over valid events. */

@@ -5,9 +5,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.apache.flink.api.common.state.BroadcastState;
-import org.apache.flink.api.common.state.MapState;
-import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
@@ -22,7 +19,8 @@ import org.apache.flink.types.Row;
 
 /**
  * The events' event time, from valid events only (docs/streaming.md, "Time"): the watermark after
- * parsing, so that no record the replay rejects moves it.
+ * parsing, so that no record the replay rejects moves it. The requirements' time is kept by a
+ * second instance, in the same way, with every user known ({@link ValidTimeStreams#apply}).
  *
  * <p>Input 1: Row(user, time_ms, cell, partition, offset, original, path), one stream of the two
  * parsers' rows; its watermark is the source's ({@link SlotWatermarks}, over every record). `path`
@@ -30,54 +28,34 @@ import org.apache.flink.types.Row;
  * the fast path handed to the reference parser (only partition and offset set), sent on the fast
  * path's channel, so in offset order with its events; {@link #SLOW_ACCEPTED} the reference parser's
  * event for such a record, {@link #SLOW_REJECTED} its refusal (only partition and offset set; the
- * dead letter goes its own way). Accepted events are timed at or after the origin. Input 2:
- * one row per requirement record, with its partition and offset, and its user and slot if its
- * requirement registers its user when it is the user's first (jobs/common/requirement_rules.py,
- * {@code RequirementRules.registers}; {@link #registration}, {@link #read}), the registrations and how
- * far the requirements' reader has got both kept in checkpointed state; and the requirements' valid
- * time ({@link #requirementsTime}). The events' instance is keyed, both inputs by the one key
- * {@link #KEY} ({@link ValidTimeStreams#applyToEvents}), so that its registered users are keyed state: with RocksDB
- * a checkpoint writes only the users registered since the one before, not all of them (a million
- * registered users are about 16 MB). State of a release that kept them as broadcast state is
- * moved into the keyed state on a restore. Output: Row(user, time_ms, cell, partition, offset, original,
- * ahead), timed at time_ms.
+ * dead letter goes its own way). Input 2: one row per requirement record, with its partition and
+ * offset and the user it registers, if any, and the requirements' valid time ({@link Registrations}).
+ * The events' instance is keyed, both inputs by the one key {@link #KEY}, so that its registered
+ * users are keyed state ({@link RegisteredUsers}). Output: Row(user, time_ms, cell, partition,
+ * offset, original, ahead), timed at time_ms.
  *
- * <p>With `registrationBacklog` (the requirements partitions whose backlog a start reads, without
- * a default requirement), the events' instance judges no event before that backlog is registered
- * ({@link RegistrationGate}): the rows read meanwhile are held, in checkpointed state, and judged
- * in their order once it is. A partition's backlog is registered once a record at or past its last
- * offset has come, now or before the checkpoint a restore resumes from ({@link ReadOffsets}). The
- * lead guard's partitions are checkpointed too: after a restore, a
- * partition's first event is judged against the partition's latest time before it, as if the job
- * had not stopped (a forged far-ahead record right after a restore is disbelieved as at any time).
+ * <p>An event moves time only if its user is known at its slot ({@link SlotRules#knownAt}: a
+ * registration of that slot or an earlier one was read before the event and before its slot closed
+ * on this input's own watermark; with a default requirement every user is) and
+ * {@link SlotWatermarks.LeadGuard}, which sees only such events, believes its time; one it does not
+ * believe comes out with {@code ahead} (a {@code too_far_ahead} dead letter). An event of a user not
+ * known yet is checked too, without changing the guard, and moves time in its place in offset order
+ * if its user registers before its slot closes ({@link Unregistered}). Per partition, time follows
+ * the offsets across the two parsers ({@link OffsetOrder}); the partitions' marks are
+ * {@link PartitionTimes}'. The output watermark is the smallest over the active partitions, never
+ * more than the source's (which holds back for partitions without a record yet); with no active
+ * partition it is capped at the highest slot end a partition closed (or the restore seed's); once
+ * the source is idle too, the requirements' instance goes idle and the events' instance
+ * ({@code followsSecond}, parallelism 1) follows the requirements' valid time instead
+ * ({@link ValidTimeStreams#timeOf}), so that no operator below goes idle with the events and comes
+ * back after another one. "Quiet" leaves out the time this operator spent blocked handing records on.
  *
- * <p>An event moves time only if its user is known at its slot (a registration of that slot or an
- * earlier one was read before the event and before its slot closed; with a default requirement
- * every user is) and {@link SlotWatermarks.LeadGuard}, which sees only such events, believes its
- * time; an event the guard does not believe comes out with {@code ahead} (a {@code too_far_ahead}
- * dead letter). An event of a user not known (yet) is checked too, without changing the guard:
- * its user may register later, before its slot closes (then it counts, and moves time from then on,
- * in its place in offset order: {@link Unregistered}). Per partition, over the events that moved time: the
- * watermark trails the latest time by the out-of-orderness bound, a partition quiet for closeAfter
- * closes the slot of its latest time, and one quiet for idleAfter stops holding the others back.
- * Within a partition, time follows the offsets, although the reference parser's results come after
- * later fast-path events: while a record's result is pending, its partition's time is that of the
- * records before it ({@link OffsetOrder}; also while a result has come before the fast path's
- * channel reached its record), the partition counts as active and is never quiet, so an event of
- * either path is judged late only against the events before it in its partition.
- * The output watermark is the smallest over the active partitions, and never more than the
- * source's (which holds back for partitions that have not given a record yet, and whose quiet
- * periods pause under back-pressure); with no active partition it is capped at the highest slot
- * end a partition closed (or, before the first event, the restore seed's slot end); once the source
- * is idle too, the requirements' instance goes idle, and the events' instance ({@code followsSecond},
- * run at parallelism 1, input 2 unioned with {@link ValidTimeStreams#timeOf} the requirements' timed rows)
- * follows the requirements' valid time instead, so that no operator below goes idle with the events and
- * comes back after another one (docs/streaming.md, "Time"). "Quiet" leaves out the time this
- * operator spent blocked handing records on. A registration counts unless its slot closed on the
- * watermark of this input's own partitions.
- *
- * <p>The requirements' time is kept by a second instance, in the same way
- * ({@link ValidTimeStreams#apply}).
+ * <p>With `registrationBacklog` (the requirements partitions whose backlog a start reads, without a
+ * default requirement), no event is judged before that backlog is registered ({@link RegistrationGate}):
+ * the rows read meanwhile are held and judged in their order once it is. What a restore needs is
+ * checkpointed ({@link ValidTimeState}): the held rows, the lead guard's partitions (a forged
+ * far-ahead record right after a restore is disbelieved as at any time), the events passed before
+ * their user registered, and how far each input was read ({@link ReadOffsets}).
  */
 public final class ValidTime extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
@@ -98,22 +76,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT},
             new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path"});
-    /** The fields of input 2's rows: `partition` and `offset` of a requirement record, with `user`
-     *  and `slot` if it registers; or `requirements_ms` alone (jobs/streaming/rows.py, `REGISTRATIONS`). */
-    private static final int USER = 0;
-    private static final int SLOT = 1;
-    private static final int REQUIREMENTS_MS = 2;
-    private static final int PARTITION = 3;
-    private static final int OFFSET = 4;
     /** The events' instance's one key ({@link ValidTimeStreams#applyToEvents}). */
     public static final Integer KEY = 0;
-    /** User -> the slot it is registered from (keyed state of the events' instance). */
-    private static final MapStateDescriptor<String, Long> REGISTERED =
-            new MapStateDescriptor<>("registered users", Types.STRING, Types.LONG);
-    /** Where earlier releases kept the registered users: broadcast state, written whole at every
-     *  checkpoint; moved into {@link #REGISTERED} on a restore. */
-    private static final MapStateDescriptor<String, Long> REGISTERED_BROADCAST =
-            new MapStateDescriptor<>("registered", Types.STRING, Types.LONG);
     /** The most input-1 rows the gate holds (operator state, on the heap whatever the state backend):
      *  at about 200 bytes plus the record each, a few hundred MB. */
     static final int MAX_HELD = 1_000_000;
@@ -133,15 +97,14 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private final long gateSilenceMs;
     private final HashMap<Integer, Long> restoredEnds;
 
-    /** The events' instance's registered users; null in the requirements' instance (everyone known). */
-    private transient MapState<String, Long> registered;
+    /** The events' instance's registered users (the requirements' instance knows everyone). */
+    private transient RegisteredUsers registered;
     private transient ValidTimeState state;
     /** How far the requirement records have been read, before the checkpoint too. */
     private transient ReadOffsets requirementsRead;
     /** How far input 1's rows have been read, before the checkpoint too. */
     private transient ReadOffsets inputRead;
-    /** The input-1 rows read while the gate is closed, in their order; null once it is open. */
-    private transient List<Row> held;
+    /** Holds input 1 until the requirements' backlog is registered; null once it is open. */
     private transient RegistrationGate gate;
     private transient SlotWatermarks.LeadGuard guard;
     private transient PartitionTimes partitions;
@@ -187,73 +150,35 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         this.restoredEnds = restoredEnds == null ? null : SlotWatermarks.offsets(restoredEnds);
     }
 
-    /** Input 2: the requirement record at `offset` of requirements partition `partition` registers
-     *  `user` from `slot` on. */
-    public static Row registration(String user, long slot, int partition, long offset) {
-        return Row.of(user, slot, null, partition, offset);
-    }
-
-    /** Input 2: the requirement record at `offset` of requirements partition `partition`, which
-     *  registers nobody. */
-    public static Row read(int partition, long offset) {
-        return Row.of(null, null, null, partition, offset);
-    }
-
-    /** Input 2: the requirements' valid time is `ms` ({@link ValidTimeStreams#timeOf}). */
-    public static Row requirementsTime(long ms) {
-        return Row.of(null, null, ms, null, null);
-    }
-
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        if (getKeyedStateBackend() != null) {
-            registered = context.getKeyedStateStore().getMapState(REGISTERED);
-        } else if (!everyoneKnown) {
+        if (getKeyedStateBackend() == null && !everyoneKnown) {
             throw new IllegalStateException("the events' ValidTime keeps its registered users in keyed state: "
                     + "build it with ValidTimeStreams.applyToEvents");
         }
-        if (context.getOperatorStateStore().getRegisteredBroadcastStateNames().contains(REGISTERED_BROADCAST.getName())) {
-            moveRegistered(context.getOperatorStateStore().getBroadcastState(REGISTERED_BROADCAST));
-        }
+        registered = RegisteredUsers.restore(context, getKeyedStateBackend() != null, () -> setCurrentKey(KEY));
         state = new ValidTimeState(context.getOperatorStateStore());
-        held = state.held();
         guard = state.guard(maxLeadMs);
         unregistered = state.unregistered();
         requirementsRead = state.requirementsRead();
         inputRead = state.inputRead();
-    }
-
-    /** The registered users of an earlier release's broadcast state, into the keyed state (the
-     *  earliest slot of a user wins, as for a registration); `before` is left empty. */
-    private void moveRegistered(BroadcastState<String, Long> before) throws Exception {
-        int moved = 0;
-        if (registered != null) {
-            for (Map.Entry<String, Long> entry : before.entries()) {
-                register(entry.getKey(), entry.getValue());
-                moved++;
-            }
+        Set<Integer> unread = new HashSet<>();
+        if (registrationBacklog != null && !everyoneKnown) {
+            registrationBacklog.forEach((partition, end) -> {
+                if (!requirementsRead.readThrough(partition, end)) {
+                    unread.add(partition);
+                }
+            });
         }
-        before.clear();
-        if (moved > 0) {
-            LOG.info("valid event time: moved {} registered users from an earlier release's broadcast state "
-                    + "into keyed state", moved);
-        }
-    }
-
-    /** `user` registered from `slot`, unless it already is from an earlier one. */
-    private void register(String user, long slot) throws Exception {
-        setCurrentKey(KEY);
-        Long since = registered.get(user);
-        if (since == null || slot < since) {
-            registered.put(user, slot);
-        }
+        gate = new RegistrationGate(unread, gateSilenceMs, MAX_HELD, getProcessingTimeService().getCurrentProcessingTime(),
+                state.held());
     }
 
     @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
-        state.snapshot(held, guard, unregistered, requirementsRead, inputRead);
+        state.snapshot(gate == null ? null : gate.held(), guard, unregistered, requirementsRead, inputRead);
     }
 
     @Override
@@ -272,57 +197,34 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         readBeforeRestore = requirementsReadThrough || inputRead.readThroughAll(restoredEnds);
         readBeforeRestoreQuietMs = requirementsReadThrough ? 0 : closeAfterMs;
         openedMs = start;
-        Set<Integer> unread = new HashSet<>();
-        if (registrationBacklog != null && !everyoneKnown) {
-            registrationBacklog.forEach((partition, end) -> {
-                if (!requirementsRead.readThrough(partition, end)) {
-                    unread.add(partition);
-                }
-            });
-        }
-        if (!unread.isEmpty()) {
-            gate = new RegistrationGate(unread, gateSilenceMs, MAX_HELD, start);
-        }
         getProcessingTimeService().scheduleWithFixedDelay(time -> advance(), interval, interval);
     }
 
-    /** Whether the gate holds input 1 back; opening it judges the rows it held, in their order. */
+    /** Whether the gate holds input 1 back; once it opens, the rows it held are judged in their order. */
     private boolean gated() throws Exception {
-        if (held == null) {
+        if (gate == null) {
             return false;
         }
-        if (gate != null) {
-            RegistrationGate.Opened opened = gate.opened(getProcessingTimeService().getCurrentProcessingTime(),
-                    held.size());
-            if (opened == RegistrationGate.Opened.NOT_YET) {
-                return true;
-            }
-            if (opened != RegistrationGate.Opened.BACKLOG_REGISTERED) {
-                LOG.warn("valid event time: {} before the end of the requirements' backlog on partitions {}; "
-                        + "judging the {} events held so far, and the next ones as they come",
-                        opened == RegistrationGate.Opened.SILENCE ? "no registration for " + gateSilenceMs + " ms"
-                                : "the most events it holds read", gate.waitingFor(), held.size());
-            }
-            gate = null;
+        RegistrationGate.Opened opened = gate.opened(getProcessingTimeService().getCurrentProcessingTime());
+        if (opened == RegistrationGate.Opened.NOT_YET) {
+            return true;
         }
-        List<Row> rows = held;
-        held = null;
-        for (Row row : rows) {
-            judge(row);
+        if (opened != RegistrationGate.Opened.BACKLOG_REGISTERED) {
+            LOG.warn("valid event time: {} before the end of the requirements' backlog on partitions {}; "
+                    + "judging the {} events held so far, and the next ones as they come",
+                    opened == RegistrationGate.Opened.SILENCE ? "no registration for " + gateSilenceMs + " ms"
+                            : "the most events it holds read", gate.waitingFor(), gate.held().size());
         }
+        openGate();
         return false;
     }
 
-    /** Whether a user registered from slot `since` (null: never) is known at the slot of `time`:
-     *  the replay's rule (jobs/offline/replay.py, `_last_known_slot`), tested against it. */
-    public static boolean knownAt(Long since, long time, long originMs, long slotMs) {
-        return since != null && since <= SlotWatermarks.slotOf(originMs, slotMs, time);
-    }
-
-    /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's
-     *  rule for a late requirement record (jobs/common/membership.py, `UserMembership.receive`). */
-    public static boolean closed(long slot, long watermarkMs, long originMs, long slotMs) {
-        return originMs + slot * slotMs - 1 <= watermarkMs;
+    private void openGate() throws Exception {
+        List<Row> rows = gate.held();
+        gate = null;
+        for (Row row : rows) {
+            judge(row);
+        }
     }
 
     private long now() {
@@ -333,12 +235,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     public void processElement1(StreamRecord<Row> record) throws Exception {
         inputRead.read((Integer) record.getValue().getField(3), (Long) record.getValue().getField(4));
         if (gated()) {
-            Row row = record.getValue();
-            Row copy = new Row(row.getArity());
-            for (int i = 0; i < row.getArity(); i++) {
-                copy.setField(i, row.getField(i));
-            }
-            held.add(copy);
+            gate.hold(record.getValue());
             return;
         }
         judge(record.getValue());
@@ -369,7 +266,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         boolean ahead = !(known ? guard.believe(partition, time, wall) : guard.plausible(partition, time, wall));
         Long moves = known && !ahead ? time : null;
         if (!known && !ahead) {
-            unregistered.add(user, SlotWatermarks.slotOf(originMs, slotMs, time), partition, offset, time);
+            unregistered.add(user, SlotRules.slotOf(originMs, slotMs, time), partition, offset, time);
         }
         if (path == SLOW_ACCEPTED) {
             order.resolved(offset, moves, now());
@@ -386,27 +283,26 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
         if (everyoneKnown) {
             return true;
         }
-        setCurrentKey(KEY);  // also when the gate opens, outside any element
-        return knownAt(registered.get(user), time, originMs, slotMs);
+        return SlotRules.knownAt(registered.since(user), time, originMs, slotMs);
     }
 
     /** A registration counts unless its slot has closed (Membership would refuse it as late). */
     @Override
     public void processElement2(StreamRecord<Row> record) throws Exception {
         Row row = record.getValue();
-        String user = (String) row.getField(USER);
-        if (row.getField(REQUIREMENTS_MS) != null) {  // ValidTimeStreams.timeOf
+        Long requirementsMs = Registrations.requirementsMs(row);
+        if (requirementsMs != null) {  // ValidTimeStreams.timeOf
             if (followsSecond) {
-                secondMs = Math.max(secondMs, ((Number) row.getField(REQUIREMENTS_MS)).longValue());
+                secondMs = Math.max(secondMs, requirementsMs);
                 advance();
             }
             return;
         }
         long now = getProcessingTimeService().getCurrentProcessingTime();
-        int read = ((Number) row.getField(PARTITION)).intValue();
-        long offset = ((Number) row.getField(OFFSET)).longValue();
+        int read = Registrations.partition(row);
+        long offset = Registrations.offset(row);
         requirementsRead.read(read, offset);
-        if (gate != null && registrationBacklog.containsKey(read)) {
+        if (gate != null && registrationBacklog != null && registrationBacklog.containsKey(read)) {
             if (ReadOffsets.through(offset, registrationBacklog.get(read))) {
                 gate.backlogRead(read, now);
                 advance();
@@ -414,14 +310,15 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
                 gate.registration(now);  // the backlog is being read
             }
         }
+        String user = Registrations.user(row);
         if (user == null || everyoneKnown) {
             return;
         }
-        long slot = ((Number) row.getField(SLOT)).longValue();
-        if (closed(slot, ownMs, originMs, slotMs)) {
+        long slot = Registrations.slot(row);
+        if (SlotRules.closed(slot, ownMs, originMs, slotMs)) {
             return;
         }
-        register(user, slot);
+        registered.register(user, slot);
         long wall = System.currentTimeMillis();
         boolean credited = false;
         for (long[] event : unregistered.claim(user, slot)) {
@@ -439,8 +336,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     @Override
     public void processWatermark1(Watermark mark) throws Exception {
         if (mark.getTimestamp() == Long.MAX_VALUE) {  // the end of a bounded input
-            gate = null;
-            gated();
+            if (gate != null) {
+                openGate();
+            }
             emitOwn(Long.MAX_VALUE);
             return;
         }
@@ -489,9 +387,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
     private void emitOwn(long mark) {
         if (mark > ownMs) {
             ownMs = mark;
-            // the last slot the mark closed (SlotClock.closed_by): the one before the slot of mark + 1
-            unregistered.closeThrough(mark == Long.MAX_VALUE ? Long.MAX_VALUE
-                    : SlotWatermarks.slotOf(originMs, slotMs, mark + 1) - 1);
+            unregistered.closeThrough(SlotRules.closedBy(originMs, slotMs, mark));
         }
         emit(mark);
     }

@@ -46,7 +46,7 @@ public final class ValidTimeStreams {
                 .transform("valid event time", ValidTime.OUT, operator);
     }
 
-    /** `timed`'s watermarks as {@link ValidTime#requirementsTime} rows of type `as` (the registrations'
+    /** `timed`'s watermarks as {@link Registrations#requirementsTime} rows of type `as` (the registrations'
      *  type, to be unioned with them: input 2 of the events' instance, which follows that time while
      *  its own partitions are idle), without `timed`'s rows and without any watermark or status of its
      *  own. */
@@ -65,7 +65,7 @@ public final class ValidTimeStreams {
         @Override
         public void processWatermark(Watermark mark) {
             if (mark.getTimestamp() != Long.MAX_VALUE) {
-                output.collect(new StreamRecord<>(ValidTime.requirementsTime(mark.getTimestamp())));
+                output.collect(new StreamRecord<>(Registrations.requirementsTime(mark.getTimestamp())));
             }
         }
 
