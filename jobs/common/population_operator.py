@@ -12,7 +12,8 @@ The rows (`PopulationRow`), each of one slot: the count of present users of a cl
 
 State (`snapshot` / `restore`): one JSON document, `{"version": 2, "engine": .., "smoother": ..}`;
 version 1 (a pickled pair of the engine's bytes, with a hex-pickled generator state, and the
-smoother's snapshot) is still read.
+smoother's snapshot) is still read. The rows a host keeps until their slot ends: `row_to_json` /
+`row_from_json`, `{"version": 1, "kind": "present" | "change", ..}`.
 """
 
 from __future__ import annotations
@@ -70,6 +71,32 @@ class RejectedEvent:
 
 
 PopulationRow = SlotCount | SlotChange | RejectedEvent
+#: The version `row_to_json` writes.
+ROW_VERSION = 1
+
+
+def row_to_json(row: PopulationRow) -> bytes:
+    """A row `on_row` said to keep (a count or a change; a rejected event is never kept), as versioned
+    JSON for the host's state until its slot ends."""
+    if isinstance(row, SlotCount):
+        obj: dict[str, Any] = {"kind": "present", "slot": row.slot, "cls": row.cls, "cell": row.cell, "n": row.n}
+    elif isinstance(row, SlotChange):
+        obj = {"kind": "change", "slot": row.slot, "change": row.change.to_json()}
+    else:
+        raise ValueError(f"a {type(row).__name__} is written at once, never kept")
+    return orjson.dumps({"version": ROW_VERSION, **obj})
+
+
+def row_from_json(data: bytes) -> SlotCount | SlotChange:
+    """A row `row_to_json` wrote (ValueError for another version or kind)."""
+    obj = orjson.loads(data)
+    if obj.get("version") != ROW_VERSION:
+        raise ValueError(f"kept population row of version {obj.get('version')!r}; this release reads {ROW_VERSION}")
+    if obj["kind"] == "present":
+        return SlotCount(int(obj["slot"]), str(obj["cls"]), int(obj["cell"]), int(obj["n"]))
+    if obj["kind"] == "change":
+        return SlotChange(int(obj["slot"]), MembershipChange.from_json(obj["change"]))
+    raise ValueError(f"kept population row of kind {obj['kind']!r}")
 
 
 @dataclass

@@ -301,23 +301,25 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     from pwevent.jobs.streaming.release_guard import StartGuard
 
     t_env, config, kafka, clock = stage.t_env, stage.config, stage.settings.kafka, stage.config.clock
-    no_dead = "CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS BYTES)"
-    no_count = "CAST(NULL AS STRING), CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS STRING)"
+    present = "ROW<cls STRING, cell INT, n BIGINT>"
+    rejected = "ROW<reason STRING, `user` STRING, `partition` INT, `offset` BIGINT, original BYTES>"
     population_in = t_env.to_data_stream(t_env.sql_query(
-        "SELECT 0 AS k, ROW(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original) AS g FROM ("
-        f" SELECT slot, cls, cell, COUNT(*) AS n, CAST(NULL AS STRING) AS change, {no_dead}"
+        "SELECT 0 AS k, ROW(slot, present, change, rejected) AS g FROM ("
+        f" SELECT slot, CAST(ROW(cls, cell, COUNT(*)) AS {present}), CAST(NULL AS STRING), CAST(NULL AS {rejected})"
         f" FROM {slot_sql.tumble('joined', 'rt', clock)} WHERE cls IS NOT NULL"
         " GROUP BY window_start, window_end, slot, cls, cell"
         " UNION ALL"
-        f" SELECT slot, cls, CAST(NULL AS INT), CAST(NULL AS BIGINT), text, {no_dead}"
+        f" SELECT slot, CAST(NULL AS {present}), text, CAST(NULL AS {rejected})"
         f" FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"
         " UNION ALL"
-        f" SELECT slot, {no_count}, CASE WHEN ahead THEN 'too_far_ahead' ELSE 'late' END, `user`, `partition`,"
-        " `offset`, original FROM events_judged WHERE late OR ahead"
+        f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING), CAST(ROW(CASE WHEN ahead THEN 'too_far_ahead'"
+        f" ELSE 'late' END, `user`, `partition`, `offset`, original) AS {rejected})"
+        " FROM events_judged WHERE late OR ahead"
         " UNION ALL"
-        f" SELECT slot, {no_count}, 'unknown_user', `user`, `partition`, `offset`, original"
+        f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING),"
+        f" CAST(ROW('unknown_user', `user`, `partition`, `offset`, original) AS {rejected})"
         " FROM joined WHERE cls IS NULL"
-        ") AS t(slot, cls, cell, n, change, reason, `user`, `partition`, `offset`, original)"))
+        ") AS t(slot, present, change, rejected)"))
     internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), rows.POPULATION_IN]))
     host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through), kafka.topics["events"])
     hosted = internals.keyed_by_first_field(population_in, Types.INT(), rows.POPULATION_IN) \

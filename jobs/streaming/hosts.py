@@ -32,6 +32,8 @@ from pwevent.jobs.common.population_operator import (
     RejectedEvent,
     SlotChange,
     SlotCount,
+    row_from_json,
+    row_to_json,
 )
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import KafkaTimestamp, parse_event, parse_requirement_update, reject_record
@@ -276,12 +278,27 @@ class MembershipHost(KeyedCoProcessFunction):
         self._save(user)
 
 
-def population_row(values: tuple[Any, ...] | Row) -> PopulationRow:
-    """A `POPULATION_IN` row (or the tuple of its values, as kept in list state) as the typed row of
-    the Population operator."""
-    slot, cls, cell, n, change, reason, user, partition, offset, original = tuple(values)
-    if reason is not None:
-        return RejectedEvent(int(slot), Reason(reason), str(user), int(partition), int(offset), bytes(original or b""))
+def population_row(row: Row) -> PopulationRow:
+    """A `POPULATION_IN` row as the typed row of the Population operator, by its fields' names."""
+    slot = int(row.slot)
+    if row.rejected is not None:
+        rejected = row.rejected
+        return RejectedEvent(slot, Reason(rejected.reason), str(rejected.user), int(rejected.partition),
+                             int(rejected.offset), bytes(rejected.original or b""))
+    if row.change is not None:
+        return SlotChange(slot, MembershipChange.from_json(orjson.loads(row.change)))
+    present = row.present
+    return SlotCount(slot, str(present.cls), int(present.cell), int(present.n))
+
+
+def kept_row(stored: bytes | tuple[Any, ...]) -> SlotCount | SlotChange:
+    """A row of the Population host's list state: `row_to_json`'s form, or the tuple of the ten
+    positional values releases before it kept (slot, cls, cell, n, change, reason, user, partition,
+    offset, original: a count or a change; restored from their savepoints and rewritten in the new
+    form at the next slot end)."""
+    if isinstance(stored, bytes):
+        return row_from_json(stored)
+    slot, cls, cell, n, change = stored[:5]
     if change is not None:
         return SlotChange(int(slot), MembershipChange.from_json(orjson.loads(change)))
     return SlotCount(int(slot), str(cls), int(cell), int(n))
@@ -368,7 +385,7 @@ class PopulationHost(KeyedProcessFunction):
         if isinstance(row, SlotChange) and not keep:  # applied at once: a change of a slot decided before a resume
             self.saved.update(self.operator.snapshot())
         if keep:
-            self.pending.add(tuple(value))
+            self.pending.add(row_to_json(row))
             if row.slot != self._timer_slot:
                 ctx.timer_service().register_event_time_timer(self.clock.end_ms(row.slot) - 1)
                 self._timer_slot = row.slot
@@ -383,10 +400,10 @@ class PopulationHost(KeyedProcessFunction):
         ended = watermark >= END_OF_TIME_MS
         through = self.clock.slot_of(timestamp) if ended else max(self.clock.slot_of(timestamp),
                                                                   self.clock.closed_by(watermark))
-        kept = list(self.pending.get() or [])
-        closed = self.operator.on_slot_end(through, [population_row(v) for v in kept], ended=ended)
+        kept: list[PopulationRow] = [kept_row(stored) for stored in self.pending.get() or []]
+        closed = self.operator.on_slot_end(through, kept, ended=ended)
         yield from self._routed(closed.emitted, watermark)
-        self.pending.update([v for v in kept if int(v[0]) > through])
+        self.pending.update([row_to_json(row) for row in closed.rest])
         self.saved.update(self.operator.snapshot())
         if closed.next_slot is not None:
             ctx.timer_service().register_event_time_timer(self.clock.end_ms(closed.next_slot) - 1)

@@ -15,12 +15,12 @@ Records between the operators:
   disbelieved its time (then a `too_far_ahead` dead letter).
 - `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
   slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
-- `POPULATION_IN`: Row(slot, cls, cell, n, change, reason, user, partition, offset, original): the
-  count `n` of present users of class `cls` in `cell` at `slot`, or (cell and n null) a membership
-  change as JSON, or (with a reason) an event SQL found `late`, `too_far_ahead` or of an `unknown_user`, to be
-  written as a dead letter; keyed by a constant in Java. One stream, so that the SQL behind it (the
-  window, the class lookup) is planned, and run, once; `population_row` makes it the operator's
-  typed row.
+- `POPULATION_IN`: Row(slot, present, change, rejected), exactly one of the last three set: `present`
+  (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at `slot`), `change`
+  (a membership change as JSON) or `rejected` (`POPULATION_REJECTED`: an event SQL found `late`,
+  `too_far_ahead` or of an `unknown_user`, to be written as a dead letter); keyed by a constant in
+  Java. One stream, so that the SQL behind it (the window, the class lookup) is planned, and run,
+  once; `hosts.population_row` reads it by field name as the operator's typed row.
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """
 
@@ -66,11 +66,13 @@ MEMBERSHIP_OUT = Types.ROW_NAMED(
     ["route", "user", "cls", "vms", "slot", "text"],
     [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
 )
-POPULATION_IN = Types.ROW_NAMED(
-    ["slot", "cls", "cell", "n", "change", "reason", "user", "partition", "offset", "original"],
-    [Types.LONG(), Types.STRING(), Types.INT(), Types.LONG(), Types.STRING(), Types.STRING(), Types.STRING(),
-     Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
+POPULATION_PRESENT = Types.ROW_NAMED(["cls", "cell", "n"], [Types.STRING(), Types.INT(), Types.LONG()])
+POPULATION_REJECTED = Types.ROW_NAMED(
+    ["reason", "user", "partition", "offset", "original"],
+    [Types.STRING(), Types.STRING(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
 )
+POPULATION_IN = Types.ROW_NAMED(["slot", "present", "change", "rejected"],
+                                [Types.LONG(), POPULATION_PRESENT, Types.STRING(), POPULATION_REJECTED])
 POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
 CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
 #: A watermark at or above this is the end of a bounded input, not a slot end.

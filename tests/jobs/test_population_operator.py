@@ -14,7 +14,17 @@ import pytest
 
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.membership import Membership, UserState
-from pwevent.jobs.common.population_operator import STATE_VERSION, PopulationOperator, SlotChange, SlotCount
+from pwevent.jobs.common.population_operator import (
+    ROW_VERSION,
+    STATE_VERSION,
+    PopulationOperator,
+    RejectedEvent,
+    SlotChange,
+    SlotCount,
+    row_from_json,
+    row_to_json,
+)
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.state.requirements import Requirement
@@ -122,3 +132,18 @@ def test_rows_of_later_slots_wait_and_every_slot_is_decided_in_order() -> None:
     assert ended.emitted.releases == [] and ended.rest == later and ended.next_slot is None
     ended = operator.on_slot_end(5, ended.rest, ended=True)
     assert [slot for slot, _ in ended.emitted.releases] == [4, 5] and ended.rest == []
+
+
+def test_kept_rows_are_versioned_json_and_come_back_equal() -> None:
+    """The rows the host keeps until their slot ends (`row_to_json`); a rejected event is never kept."""
+    membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
+    rows = rows_of(1, membership, states)
+    assert {type(row) for row in rows} == {SlotChange, SlotCount}
+    for row in rows:
+        data = row_to_json(row)
+        assert json.loads(data)["version"] == ROW_VERSION
+        assert row_from_json(data) == row
+    with pytest.raises(ValueError, match="never kept"):
+        row_to_json(RejectedEvent(1, Reason.LATE, "u1", 0, 5, b"x"))
+    with pytest.raises(ValueError, match="version 99"):
+        row_from_json(json.dumps({"version": 99, "kind": "present"}).encode())

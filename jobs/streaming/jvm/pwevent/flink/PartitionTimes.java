@@ -61,10 +61,7 @@ final class PartitionTimes {
                 continue;
             }
             long quiet = seen.waiting() ? 0 : now - seen.lastActivity();
-            long mark = seen.latest() - outOfOrdernessMs - 1;
-            if (closeAfterMs > 0 && quiet >= closeAfterMs) {
-                mark = Math.max(mark, SlotRules.slotLastMs(originMs, slotMs, seen.latest()));
-            }
+            long mark = mark(seen.latest(), quiet, outOfOrdernessMs, closeAfterMs, originMs, slotMs);
             cap = Math.max(cap, mark);
             if (!drained(entry.getKey(), seen) && (idleAfterMs <= 0 || quiet < idleAfterMs)) {
                 active = true;
@@ -72,6 +69,17 @@ final class PartitionTimes {
             }
         }
         return new Marks(active, lowest, cap);
+    }
+
+    /** One partition's mark, also the source's ({@link SlotWatermarks}): its `latest` time less the
+     *  out-of-orderness bound, or, once it has been quiet for `closeAfterMs` (> 0), at least the last
+     *  millisecond of the slot of `latest`. */
+    static long mark(long latest, long quietMs, long outOfOrdernessMs, long closeAfterMs, long originMs, long slotMs) {
+        long mark = latest - outOfOrdernessMs - 1;
+        if (closeAfterMs > 0 && quietMs >= closeAfterMs) {
+            mark = Math.max(mark, SlotRules.slotLastMs(originMs, slotMs, latest));
+        }
+        return mark;
     }
 
     /** Whether partition `partition`'s latest record is the last one its backlog held, and nothing

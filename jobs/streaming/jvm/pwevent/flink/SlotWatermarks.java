@@ -237,11 +237,8 @@ public final class SlotWatermarks implements WatermarkStrategy<Row> {
             }
             long quiet = clock.relativeTimeMillis() - lastActivity;
             if (latest != Long.MIN_VALUE) {
-                long mark = latest - outOfOrdernessMs - 1;
-                if (closeAfterMs > 0 && quiet >= closeAfterMs) {
-                    mark = Math.max(mark, slotLastMs(latest));
-                }
-                output.emitWatermark(new Watermark(mark));
+                output.emitWatermark(new Watermark(
+                        PartitionTimes.mark(latest, quiet, outOfOrdernessMs, closeAfterMs, originMs, slotMs)));
             }
             if (latest == Long.MIN_VALUE && restoreSeedMs != null && closeAfterMs > 0
                     && quiet >= Math.max(closeAfterMs, graceMs)) {

@@ -1,0 +1,74 @@
+"""The Population's rows (jobs/streaming/rows.py, `POPULATION_IN`) as its host reads them: the dead
+letters found in SQL arrive with `rejected` set (jobs/streaming/graph.py), `population_row` types them
+by field name and the operator writes them as the replay does; the rows the host keeps in list state,
+also those an earlier release kept (`kept_row`)."""
+
+import hashlib
+import json
+
+from pyflink.common import Row
+
+from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.common.population_operator import PopulationOperator, SlotChange, SlotCount, row_to_json
+from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL
+from pwevent.jobs.common.records import unknown_user
+from pwevent.jobs.streaming.hosts import kept_row, population_row
+from pwevent.operators.noise import NumpyRandomness
+from pwevent.state.population import MembershipChange
+from pwevent.state.requirements import Requirement
+
+CONFIG = parse_config({"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z",
+                       "domain": {"type": "binary"}, "noise": "numpy-fast"})
+
+
+def _rejected(slot: int, reason: str, user: str, partition: int, offset: int, original: bytes) -> Row:
+    """A `POPULATION_IN` row of a rejected event, as the job's SQL makes it."""
+    return Row(slot=slot, present=None, change=None,
+               rejected=Row(reason=reason, user=user, partition=partition, offset=offset, original=original))
+
+
+def _format(row: Row, resumed_after: int = 0) -> dict:
+    operator = PopulationOperator(CONFIG, NumpyRandomness(1), "t.events", resumed_after)
+    keep, emitted = operator.on_row(population_row(row))
+    assert not keep and len(emitted.dead_letters) == 1 and not emitted.releases
+    return json.loads(json.dumps(emitted.dead_letters[0]))
+
+
+def test_unknown_user_and_late_rows() -> None:
+    unknown = _format(_rejected(3, "unknown_user", "u7", 1, 42, b'{"user":"u7"}'))
+    assert unknown == {"source": "events", "position": {"topic": "t.events", "partition": 1, "offset": 42},
+                       "reason": "unknown_user", "detail": unknown_user("u7", 3), "original": '{"user":"u7"}',
+                       "original_bytes": 13, "original_sha256": hashlib.sha256(b'{"user":"u7"}').hexdigest()}
+    late = _format(_rejected(2, "late", "u1", 0, 5, b"x"))
+    assert late["reason"] == "late" and late["detail"] == "slot 2 had closed when the record arrived"
+
+
+def test_a_late_row_of_a_slot_decided_before_a_resume_says_so() -> None:
+    row = _rejected(5, "late", "u1", 0, 5, b"x")
+    resumed = _format(row, resumed_after=5)
+    assert resumed["reason"] == "late"
+    assert resumed["detail"] == "slot 5 was decided before this job resumed after slot 5"
+    closed = _format(row, resumed_after=4)
+    assert closed["detail"] == "slot 5 had closed when the record arrived"
+
+
+def test_too_far_ahead_rows() -> None:
+    """Flagged by `pwevent.flink.ValidTime`: the same detail as the source's lead guard gives."""
+    ahead = _format(_rejected(305, "too_far_ahead", "u1", 1, 7, b"{}"))
+    assert ahead["reason"] == "too_far_ahead" and ahead["detail"] == TOO_FAR_AHEAD_DETAIL
+    assert ahead["position"] == {"topic": "t.events", "partition": 1, "offset": 7}
+
+
+def test_counts_and_changes_by_field_name_and_as_kept_before_and_now() -> None:
+    """A count and a change as the job's SQL makes them; kept as `row_to_json` writes them, and as the
+    ten positional values releases before it kept, they are the same typed rows."""
+    change = MembershipChange.of(4, "u1", None, Requirement(10, 1.0))
+    change_text = json.dumps(change.to_json())
+    count = population_row(Row(slot=4, present=Row(cls=change.target, cell=1, n=3), change=None, rejected=None))
+    assert count == SlotCount(4, change.target, 1, 3)
+    legacy = (4, change.target, 1, 3, None, None, None, None, None, None)
+    assert kept_row(row_to_json(count)) == count == kept_row(legacy)
+    changed = population_row(Row(slot=4, present=None, change=change_text, rejected=None))
+    assert changed == SlotChange(4, change)
+    assert kept_row(row_to_json(changed)) == changed
+    assert kept_row((4, change.target, None, None, change_text, None, None, None, None, None)) == changed
