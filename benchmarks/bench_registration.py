@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pyflink.common import Row
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -101,8 +102,8 @@ def main() -> int:
             orjson.dumps(user.to_json())
         return out
 
-    def change_row(text: str) -> tuple[Any, ...]:
-        return (1, None, None, None, text, None, None, None, None, None)
+    def change_row(text: str) -> Row:
+        return Row(slot=1, present=None, change=text, rejected=None)  # rows.POPULATION_IN, as SQL makes it
 
     def population_slot_end(texts: list[str]) -> int:
         operator = PopulationOperator(cfg, make_randomness(cfg.noise, 7), "events")
