@@ -20,13 +20,18 @@ def parse_duration_ms(text: Any, field: str = "slot") -> int:
 
 
 def duration_arg(text: str) -> int:
-    """`parse_duration_ms` as an argparse type: a bad value becomes a usage error, not a traceback."""
+    """A command-line duration in milliseconds: `parse_duration_ms`'s forms, or a bare positive number
+    of seconds (`30`, `2.5`); a bad value becomes a usage error, not a traceback."""
     import argparse
 
+    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", text):
+        ms = round(float(text) * 1000)
+        if ms > 0:
+            return ms
     try:
         return parse_duration_ms(text, "the value")
     except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        raise argparse.ArgumentTypeError(f"{err} (or a number of seconds)") from None
 
 
 def parse_time_ms(value: Any, field: str = "time") -> int:

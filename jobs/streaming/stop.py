@@ -20,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from pwevent.jobs.common.slots import duration_arg
+
 LIVE_STATES = ("CREATED", "INITIALIZING", "RUNNING", "RESTARTING")
 ENDING_STATES = ("CANCELLING", "FAILING", "RECONCILING")  # on the way to a terminal state
 
@@ -124,11 +126,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
     try:
         job_id = args.job or rest.the_live_job()
         if args.savepoint:
-            location = stop_with_savepoint(rest, job_id, args.savepoint, args.drain, args.timeout)
+            location = stop_with_savepoint(rest, job_id, args.savepoint, args.drain, args.timeout / 1000)
             print(f"pwevent stop: job {job_id} stopped; savepoint {location}", file=sys.stderr)
             print(location)  # stdout: the path for `pwevent run --restore`
         else:
-            cancel(rest, job_id, args.timeout)
+            cancel(rest, job_id, args.timeout / 1000)
             print(f"pwevent stop: job {job_id} cancelled; its last checkpoint is kept (--restore latest)",
                   file=sys.stderr)
     except StopError as err:
@@ -153,6 +155,6 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
                    "TaskManagers can write, or a URI such as s3://...)")
     p.add_argument("--drain", action="store_true", help="with --savepoint: end event time first, deciding "
                    "every open slot (a final stop; a job restored from such a savepoint has nothing left open)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the savepoint or "
-                   "cancellation (default 300)")
+    p.add_argument("--timeout", type=duration_arg, default="300s", help="how long to wait for the savepoint or "
+                   "cancellation, e.g. 5m (a bare number: seconds; default 300s)")
     p.set_defaults(func=cmd_stop)

@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.streaming.kafka_io import CONNECT_TIMEOUT_S, follow
 from pwevent.jobs.streaming.settings import load_settings
 
@@ -37,7 +38,9 @@ def cmd_tail(args: argparse.Namespace) -> int:
     seen = 0
     start = last = time.monotonic()
     # --timeout bounds the whole run, the wait for an unreachable broker included
-    wait_s = min(args.timeout, CONNECT_TIMEOUT_S) if args.timeout else CONNECT_TIMEOUT_S
+    timeout_s = args.timeout / 1000 if args.timeout else None
+    idle_exit_s = args.idle_exit / 1000 if args.idle_exit else None
+    wait_s = min(timeout_s, CONNECT_TIMEOUT_S) if timeout_s else CONNECT_TIMEOUT_S
     messages = follow(settings.kafka, topic, from_beginning=not args.from_end, wait_s=wait_s)
     first = next(messages)  # a broker answered and the topic exists (else BrokerUnavailableError: exit 4)
     print(HEADER + ("counts" if args.raw else HEADER_CELLS), flush=True)
@@ -52,7 +55,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             seen += 1
             if args.max_slots and seen >= args.max_slots:
                 break
-        if (args.idle_exit and now - last >= args.idle_exit) or (args.timeout and now - start >= args.timeout):
+        if (idle_exit_s and now - last >= idle_exit_s) or (timeout_s and now - start >= timeout_s):
             break
     return 0
 
@@ -69,7 +72,8 @@ def register(sub: Any) -> None:
     p.add_argument("--raw", action="store_true", help="show the raw noisy counts instead of the smoothed values "
                    "and their 95%% intervals")
     p.add_argument("--max-slots", type=int, default=0, help="stop after this many releases (0: never)")
-    p.add_argument("--idle-exit", type=float, default=0, help="stop after this many seconds without a release")
-    p.add_argument("--timeout", type=float, default=0, help="stop after this many seconds, waiting for an "
-                   "unreachable broker included (0: no limit; the broker gets 30 s to answer)")
+    p.add_argument("--idle-exit", type=duration_arg, help="stop after this long without a release, e.g. 20s "
+                   "(a bare number: seconds; default: never)")
+    p.add_argument("--timeout", type=duration_arg, help="stop after this long, waiting for an unreachable broker "
+                   "included, e.g. 60s (a bare number: seconds; default: no limit, the broker gets 30 s to answer)")
     p.set_defaults(func=cmd_tail)

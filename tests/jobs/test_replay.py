@@ -11,6 +11,7 @@ import pytest
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
+from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import audit_file
 from pwevent.jobs.offline.replay import run_replay
@@ -242,12 +243,21 @@ def test_releases_carry_the_causal_smoothing_unless_turned_off(streams, tmp_path
 
 
 @pytest.mark.parametrize("argv", [["generate", "--out", "x", "--slot", "0s"],
-                                  ["produce", "--config", "c.yaml", "--pace", "1.5s"]])
+                                  ["produce", "--config", "c.yaml", "--pace", "1.5s"],
+                                  ["tail", "--config", "c.yaml", "--timeout", "0"],
+                                  ["tail", "--config", "c.yaml", "--idle-exit", "-3"],
+                                  ["stop", "--jobmanager", "127.0.0.1:1", "--timeout", "5 minutes"]])
 def test_a_bad_duration_argument_is_a_usage_error_naming_it(argv, capsys):
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
     assert f"argument {argv[-2]}: the value must be a positive duration" in capsys.readouterr().err
+
+
+def test_every_duration_option_takes_a_unit_or_a_number_of_seconds() -> None:
+    """One convention for `--timeout`, `--idle-exit`, `--pace` and `--slot` on every command."""
+    assert [duration_arg(text) for text in ("500ms", "2s", "5m", "1h", "1d", "30", "2.5", " 7 ")] == [
+        500, 2_000, 300_000, 3_600_000, 86_400_000, 30_000, 2_500, 7_000]
 
 
 def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, capsys):
