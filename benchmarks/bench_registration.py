@@ -34,7 +34,7 @@ from pwevent.jobs.common.membership import Membership, PendingRequirement, UserM
 from pwevent.jobs.common.population_operator import PopulationOperator  # noqa: E402
 from pwevent.jobs.common.records import parse_requirement_update  # noqa: E402
 from pwevent.jobs.common.requirement_rules import RequirementRules  # noqa: E402
-from pwevent.jobs.streaming.hosts import population_row  # noqa: E402
+from pwevent.jobs.streaming.rows import population_row  # noqa: E402
 from pwevent.operators.noise import make_randomness  # noqa: E402
 
 #: Before any watermark (a Flink timer service's start value).

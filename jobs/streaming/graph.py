@@ -292,7 +292,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one query so that the
     planner runs the window once: the count of present users per (slot, class, cell); Membership's
     changes; the events SQL judged `late` or `too_far_ahead`; those of users without a class
-    (`unknown_user`). `hosts.population_row` reads each as its typed row."""
+    (`unknown_user`). `rows.population_row` reads each as its typed row."""
     from pyflink.common import Types
 
     from pwevent.jobs.streaming import hosts as fn

@@ -29,10 +29,7 @@ from pwevent.jobs.common.population_operator import (
     Emitted,
     PopulationOperator,
     PopulationRow,
-    RejectedEvent,
     SlotChange,
-    SlotCount,
-    row_from_json,
     row_to_json,
 )
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason, Rejected
@@ -50,9 +47,10 @@ from pwevent.jobs.streaming.rows import (
     REGISTRATIONS,
     RELEASE_ROUTE,
     TimePath,
+    kept_row,
+    population_row,
 )
 from pwevent.operators.noise import make_randomness
-from pwevent.state.population import MembershipChange
 
 
 def kafka_timestamp(kafka_time: bool, kafka_ts_ms: int | None) -> KafkaTimestamp | None:
@@ -276,32 +274,6 @@ class MembershipHost(KeyedCoProcessFunction):
                 text = _json(out.to_json())
                 yield Row(CHANGE_ROUTE, name, out.target, self.clock.start_ms(out.slot), out.slot, text)
         self._save(user)
-
-
-def population_row(row: Row) -> PopulationRow:
-    """A `POPULATION_IN` row as the typed row of the Population operator, by its fields' names."""
-    slot = int(row.slot)
-    if row.rejected is not None:
-        rejected = row.rejected
-        return RejectedEvent(slot, Reason(rejected.reason), str(rejected.user), int(rejected.partition),
-                             int(rejected.offset), bytes(rejected.original or b""))
-    if row.change is not None:
-        return SlotChange(slot, MembershipChange.from_json(orjson.loads(row.change)))
-    present = row.present
-    return SlotCount(slot, str(present.cls), int(present.cell), int(present.n))
-
-
-def kept_row(stored: bytes | tuple[Any, ...]) -> SlotCount | SlotChange:
-    """A row of the Population host's list state: `row_to_json`'s form, or the tuple of the ten
-    positional values releases before it kept (slot, cls, cell, n, change, reason, user, partition,
-    offset, original: a count or a change; restored from their savepoints and rewritten in the new
-    form at the next slot end)."""
-    if isinstance(stored, bytes):
-        return row_from_json(stored)
-    slot, cls, cell, n, change = stored[:5]
-    if change is not None:
-        return SlotChange(int(slot), MembershipChange.from_json(orjson.loads(change)))
-    return SlotCount(int(slot), str(cls), int(cell), int(n))
 
 
 class PopulationHost(KeyedProcessFunction):

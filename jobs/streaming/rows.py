@@ -20,16 +20,30 @@ Records between the operators:
   (a membership change as JSON) or `rejected` (`POPULATION_REJECTED`: an event SQL found `late`,
   `too_far_ahead` or of an `unknown_user`, to be written as a dead letter); keyed by a constant in
   Java. One stream, so that the SQL behind it (the window, the class lookup) is planned, and run,
-  once; `hosts.population_row` reads it by field name as the operator's typed row.
+  once; `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
+  Population's host keeps it).
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
+import orjson
+from pyflink.common import Row
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import OutputTag
+
+from pwevent.jobs.common.population_operator import (
+    PopulationRow,
+    RejectedEvent,
+    SlotChange,
+    SlotCount,
+    row_from_json,
+)
+from pwevent.jobs.common.reasons import Reason
+from pwevent.state.population import MembershipChange
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 #: Input 2 of `pwevent.flink.ValidTime`, one per requirement record (its partition and offset: how far
@@ -77,3 +91,29 @@ POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STR
 CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
 #: A watermark at or above this is the end of a bounded input, not a slot end.
 END_OF_TIME_MS = 2**61
+
+
+def population_row(row: Row) -> PopulationRow:
+    """A `POPULATION_IN` row as the typed row of the Population operator, by its fields' names."""
+    slot = int(row.slot)
+    if row.rejected is not None:
+        rejected = row.rejected
+        return RejectedEvent(slot, Reason(rejected.reason), str(rejected.user), int(rejected.partition),
+                             int(rejected.offset), bytes(rejected.original or b""))
+    if row.change is not None:
+        return SlotChange(slot, MembershipChange.from_json(orjson.loads(row.change)))
+    present = row.present
+    return SlotCount(slot, str(present.cls), int(present.cell), int(present.n))
+
+
+def kept_row(stored: bytes | tuple[Any, ...]) -> SlotCount | SlotChange:
+    """A row of the Population host's list state: `row_to_json`'s form, or the tuple of the ten
+    positional values releases before it kept (slot, cls, cell, n, change, reason, user, partition,
+    offset, original: a count or a change; restored from their savepoints and rewritten in the new
+    form at the next slot end)."""
+    if isinstance(stored, bytes):
+        return row_from_json(stored)
+    slot, cls, cell, n, change = stored[:5]
+    if change is not None:
+        return SlotChange(int(slot), MembershipChange.from_json(orjson.loads(change)))
+    return SlotCount(int(slot), str(cls), int(cell), int(n))

@@ -12,7 +12,7 @@ from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.common.population_operator import PopulationOperator, SlotChange, SlotCount, row_to_json
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL
 from pwevent.jobs.common.records import unknown_user
-from pwevent.jobs.streaming.hosts import kept_row, population_row
+from pwevent.jobs.streaming.rows import kept_row, population_row
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.state.population import MembershipChange
 from pwevent.state.requirements import Requirement
