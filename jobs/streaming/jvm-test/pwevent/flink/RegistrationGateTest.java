@@ -33,7 +33,7 @@ class RegistrationGateTest {
         return new ValidTime(0, MAX_LEAD, 1_000L, 3_000L, 0, SLOT, false, null, null, false, backlog, SILENCE, null);
     }
 
-    /** `operator` keyed as the job keys the events' instance ({@link ValidTime#applyToEvents}). */
+    /** `operator` keyed as the job keys the events' instance ({@link ValidTimeStreams#applyToEvents}). */
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> harness(ValidTime operator) throws Exception {
         TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new KeyedTwoInputStreamOperatorTestHarness<>(
                 operator, row -> ValidTime.KEY, row -> ValidTime.KEY, Types.INT);

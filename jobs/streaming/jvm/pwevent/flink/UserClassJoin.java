@@ -1,8 +1,12 @@
 package pwevent.flink;
 
 import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
-import org.apache.flink.api.common.functions.OpenContext;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
@@ -12,11 +16,15 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.TwoInputStreamOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.Collector;
 
 /**
  * Each present user's row of a slot, with the user's ledger class at that slot (null: none), keyed
@@ -29,14 +37,21 @@ import org.apache.flink.util.Collector;
  * timer fires, iterates its map states. A registration is a version, so a million registrations
  * meant a million timers, each running RocksDB seeks that crawl over the tombstones of the rows
  * already joined (measured: more than ten minutes for one slot of a million registrations). Here a
- * version costs one state read and write; only rows arm timers.
+ * version costs one state read and write.
+ *
+ * <p>Nor does a row arm a timer: the rows of a slot share its last millisecond, so the operator keeps
+ * the users with waiting rows per time in memory (rebuilt from the keyed state "waiting" on a restore)
+ * and, when the combined watermark passes a time, emits those users' rows before it forwards the
+ * watermark, as their timers would have fired (one heap timer per row cost a fifth of this task's
+ * time at full speed, and was written at every checkpoint). State of a release whose rows had timers
+ * restores: its rows come out once, its timers are not read (UserClassJoinTest).
  *
  * <p>Input 1: versions, Row(user, class, valid-from ms). Input 2: Row(user, slot, cell, partition,
  * offset, original bytes, ...), the record timestamp its time (a table's rowtime, which must be
  * selected into the DataStream for that). Output: Row(user, slot, cell, partition,
  * offset, original, time ms, class).
  */
-public final class UserClassJoin extends KeyedCoProcessFunction<String, Row, Row, Row> {
+public final class UserClassJoin extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
 
     /** The rows waiting for the watermark: the input row's fields and its time. */
@@ -49,12 +64,16 @@ public final class UserClassJoin extends KeyedCoProcessFunction<String, Row, Row
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.STRING},
             new String[] {"user", "slot", "cell", "partition", "offset", "original", "rt_ms", "cls"});
 
+    private static final String WAITING_STATE = "waiting";
+
     private transient ValueState<Tuple2<long[], String[]>> versions;
     private transient ListState<Row> waiting;
+    /** Time -> the users with rows of that time waiting (in arrival order). */
+    private transient TreeMap<Long, Set<String>> due;
 
     /** The join of `versions` (input 1) and `rows` (input 2), both keyed by user. */
     public static SingleOutputStreamOperator<Row> join(DataStream<Row> versions, DataStream<Row> rows) {
-        return versions.connect(rows).keyBy(new ByUser(), new ByUser()).process(new UserClassJoin(), OUT);
+        return versions.connect(rows).keyBy(new ByUser(), new ByUser()).transform("user class", OUT, new UserClassJoin());
     }
 
     private static final class ByUser implements KeySelector<Row, String> {
@@ -67,14 +86,27 @@ public final class UserClassJoin extends KeyedCoProcessFunction<String, Row, Row
     }
 
     @Override
-    public void open(OpenContext context) {
-        versions = getRuntimeContext().getState(new ValueStateDescriptor<>("versions",
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        versions = context.getKeyedStateStore().getState(new ValueStateDescriptor<>("versions",
                 Types.TUPLE(Types.PRIMITIVE_ARRAY(Types.LONG), Types.OBJECT_ARRAY(Types.STRING))));
-        waiting = getRuntimeContext().getListState(new ListStateDescriptor<>("waiting", WAITING));
+        waiting = context.getKeyedStateStore().getListState(new ListStateDescriptor<>(WAITING_STATE, WAITING));
+        due = new TreeMap<>();
+        List<String> users;
+        try (var keys = getKeyedStateBackend().<VoidNamespace>getKeys(WAITING_STATE, VoidNamespace.INSTANCE)) {
+            users = keys.map(key -> (String) key).toList();
+        }
+        for (String user : users) {  // a restore: the rows that were waiting at the checkpoint
+            setCurrentKey(user);
+            for (Row row : waiting.get()) {
+                due.computeIfAbsent((Long) row.getField(6), t -> new LinkedHashSet<>()).add(user);
+            }
+        }
     }
 
     @Override
-    public void processElement1(Row version, Context ctx, Collector<Row> out) throws Exception {
+    public void processElement1(StreamRecord<Row> record) throws Exception {
+        Row version = record.getValue();
         Tuple2<long[], String[]> held = versions.value();
         long from = (Long) version.getField(2);
         String cls = (String) version.getField(1);
@@ -99,18 +131,35 @@ public final class UserClassJoin extends KeyedCoProcessFunction<String, Row, Row
     }
 
     @Override
-    public void processElement2(Row row, Context ctx, Collector<Row> out) throws Exception {
-        long time = ctx.timestamp();
+    public void processElement2(StreamRecord<Row> record) throws Exception {
+        Row row = record.getValue();
+        long time = record.getTimestamp();
         waiting.add(Row.of(row.getField(0), row.getField(1), row.getField(2), row.getField(3),
                 row.getField(4), row.getField(5), time));
-        ctx.timerService().registerEventTimeTimer(time);
+        due.computeIfAbsent(time, t -> new LinkedHashSet<>()).add((String) row.getField(0));
     }
 
+    /** The combined watermark of both inputs: first the rows it passed, then the watermark. */
     @Override
-    public void onTimer(long timestamp, OnTimerContext ctx, Collector<Row> out) throws Exception {
+    public void processWatermark(Watermark mark) throws Exception {
+        long watermark = mark.getTimestamp();
+        for (Iterator<Map.Entry<Long, Set<String>>> times = due.headMap(watermark, true).entrySet().iterator();
+                times.hasNext(); ) {
+            Map.Entry<Long, Set<String>> at = times.next();
+            times.remove();
+            for (String user : at.getValue()) {
+                setCurrentKey(user);
+                emitDue(at.getKey(), watermark);
+            }
+        }
+        super.processWatermark(mark);
+    }
+
+    /** The current user's rows timed at most `timestamp`, each with its class; at `watermark`. */
+    private void emitDue(long timestamp, long watermark) throws Exception {
         Tuple2<long[], String[]> held = versions.value();
         List<Row> later = new ArrayList<>();
-        long keepFrom = ctx.timerService().currentWatermark();
+        long keepFrom = watermark;
         for (Row row : waiting.get()) {
             long time = (Long) row.getField(6);
             if (time > timestamp) {
@@ -118,8 +167,8 @@ public final class UserClassJoin extends KeyedCoProcessFunction<String, Row, Row
                 keepFrom = Math.min(keepFrom, time);
                 continue;
             }
-            out.collect(Row.of(row.getField(0), row.getField(1), row.getField(2), row.getField(3),
-                    row.getField(4), row.getField(5), time, classAt(held, time)));
+            output.collect(new StreamRecord<>(Row.of(row.getField(0), row.getField(1), row.getField(2),
+                    row.getField(3), row.getField(4), row.getField(5), time, classAt(held, time)), time));
         }
         if (later.isEmpty()) {
             waiting.clear();
