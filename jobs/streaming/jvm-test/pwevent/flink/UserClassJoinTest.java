@@ -36,6 +36,14 @@ class UserClassJoinTest {
         return harness;
     }
 
+    /** A UserClassJoin restored from `state`, open. */
+    static TwoInputStreamOperatorTestHarness<Row, Row, Row> restored(OperatorSubtaskState state) throws Exception {
+        TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(new UserClassJoin());
+        harness.initializeState(state);
+        harness.open();
+        return harness;
+    }
+
     /** A (user, slot) row as `latest` gives it, timed at the slot's last millisecond. */
     static StreamRecord<Row> present(String user, long slot) {
         return new StreamRecord<>(Row.of(user, slot, 3, 0, slot, new byte[0]), slot * SLOT - 1);
@@ -96,9 +104,7 @@ class UserClassJoinTest {
             harness.processElement2(present("u1", 2));
             state = harness.snapshot(1L, 1L);
         }
-        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> restored = harness(new UserClassJoin())) {
-            restored.initializeState(state);
-            restored.open();
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> restored = restored(state)) {
             watermark(restored, SLOT - 1);
             assertEquals(List.of("u1@1=a", "u2@1=null"), sorted(out(restored)), "the order of users may differ");
             watermark(restored, 2 * SLOT - 1);
@@ -143,9 +149,7 @@ class UserClassJoinTest {
             earlier.processElement2(present("u2", 2));
             state = earlier.snapshot(1L, 1L);
         }
-        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> restored = harness(new UserClassJoin())) {
-            restored.initializeState(state);
-            restored.open();
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> restored = restored(state)) {
             restored.processElement1(version("u1", "a", 1));
             watermark(restored, 2 * SLOT - 1);
             assertEquals(List.of("u1@1=a", "u2@2=null"), sorted(out(restored)));
