@@ -24,8 +24,8 @@ def duration_arg(text: str) -> int:
     of seconds (`30`, `2.5`); a bad value becomes a usage error, not a traceback."""
     import argparse
 
-    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", text):
-        ms = round(float(text) * 1000)
+    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", text) and math.isfinite(seconds := float(text)):
+        ms = round(seconds * 1000)
         if ms > 0:
             return ms
     try:

@@ -246,6 +246,7 @@ def test_releases_carry_the_causal_smoothing_unless_turned_off(streams, tmp_path
                                   ["produce", "--config", "c.yaml", "--pace", "1.5s"],
                                   ["tail", "--config", "c.yaml", "--timeout", "0"],
                                   ["tail", "--config", "c.yaml", "--idle-exit", "-3"],
+                                  ["tail", "--config", "c.yaml", "--timeout", "9" * 400],
                                   ["stop", "--jobmanager", "127.0.0.1:1", "--timeout", "5 minutes"]])
 def test_a_bad_duration_argument_is_a_usage_error_naming_it(argv, capsys):
     with pytest.raises(SystemExit) as exited:
