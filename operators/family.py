@@ -1,16 +1,23 @@
-"""Adaptive: even spending (Uniform's rule), absorption (PBA) or distribution (PBD), re-chosen at
-slot boundaries from public releases only (docs/mechanisms.md section 14).
+"""Adaptive: bursts (Sample's schedule), even spending (Uniform's rule), absorption (PBA) or
+distribution (PBD), re-chosen at slot boundaries from public releases only (docs/mechanisms.md
+section 14).
 
-Adaptive starts by spending evenly: every ledger puts its E_i/w_i on a publication at every slot,
-which gives a release per slot. From the last `evidence` of them it estimates the stream's per-slot
-drift Q: with R the releases' error (noise, sampling, the stream's own jitter), the mean squared
-difference per cell at lag k is 2R + k Q, so the lag-L and lag-1 differences give Q without
-knowing R. A stream whose drift is, with confidence, small against R is nearly static and switches
-to absorption, which spends one large publication where even spending spreads many small ones.
-Under absorption (and distribution) the evidence is the share of PUBLISH among the slots that ran a
-dissimilarity; a share at or above `switch_rate + hysteresis` means the stream moves again, and absorption goes back
-to even spending (distribution, reachable only as the configured `start`, goes to absorption below
-`switch_rate - hysteresis`). Every input is part of the releases, so the choice is post-processing.
+Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at the rest
+of the window; from then on one burst every widest w_i slots spends every user's whole window room,
+and the slots between repeat. After each burst a level test reads its release: with R its error per
+cell, the stream's mean square per cell M = mean(counts^2) - R; a stream with M above the period
+times R (R scaled to a whole-E burst) is dense, and even spending takes over from the next slot.
+Sparse streams (cells of a user or two, where one accurate release per window beats many noisy
+ones) stay in bursts. Even spending puts E_i/w_i on a publication at every slot; from the last
+`evidence` of its releases it estimates the stream's per-slot drift Q: with R the releases' error
+(noise, sampling, the stream's own jitter), the mean squared difference per cell at lag k is 2R + k Q,
+so the lag-L and lag-1 differences give Q without knowing R. A stream whose drift is, with
+confidence, small against R is nearly static and switches to absorption, which spends one large
+publication where even spending spreads many small ones. Under absorption (and distribution) the
+evidence is the share of PUBLISH among the slots that ran a dissimilarity; a share at or above
+`switch_rate + hysteresis` means the stream moves again, and absorption goes back to even spending
+(distribution, reachable only as the configured `start`, goes to absorption below `switch_rate -
+hysteresis`). Every input is part of the releases, so the choice is post-processing.
 
 Privacy does not rest on the choice: whichever family is in force, its budgets are capped by what
 the user's window has left (`window_room`), so any w_i consecutive slots of any user spend at most
@@ -35,8 +42,9 @@ from pwevent.state.spend import Kind
 EVEN = "Uniform"
 DISTRIBUTION = "PBD"
 ABSORPTION = "PBA"
+BURST = "Sample"
 #: Every family a release may name (the release schema's `family` enum, operators/registry.py).
-FAMILIES = (EVEN, ABSORPTION, DISTRIBUTION)
+FAMILIES = (EVEN, ABSORPTION, DISTRIBUTION, BURST)
 #: Standard errors between the drift estimate and its bound: a switch to absorption needs the
 #: estimate plus this many standard errors below `static_drift` R. The test runs once per block of
 #: `evidence` releases, so a 10,000-slot stream sees ~40 tests; at 4 standard errors a stream whose
@@ -52,13 +60,17 @@ class FamilyRule:
     DRIFT_CONFIDENCE standard errors) below static_drift x the releases' error R switches to
     absorption. switch_rate +- hysteresis: under absorption a publication share at or above
     switch_rate + hysteresis switches to even spending; under distribution a share below
-    switch_rate - hysteresis switches to absorption. start: the family in force at slot 1."""
+    switch_rate - hysteresis switches to absorption. start: the family in force at slot 1. probe: the
+    share of each E_i the first burst of a run of bursts spends (the level test reads it; the rest
+    of the window goes to the next slot's burst, or to even spending if the probe found the stream
+    dense)."""
 
     evidence: int = 240
     switch_rate: float = 0.5
     hysteresis: float = 0.1
     static_drift: float = 0.001
-    start: str = EVEN
+    start: str = BURST
+    probe: float = 0.125
 
     def __post_init__(self) -> None:
         if isinstance(self.evidence, bool) or not isinstance(self.evidence, int):
@@ -72,6 +84,8 @@ class FamilyRule:
         if not 0 <= self.hysteresis <= self.switch_rate <= 1 - self.hysteresis:
             raise ValueError(f"need 0 <= hysteresis <= switch_rate <= 1 - hysteresis, got switch_rate "
                              f"{self.switch_rate} and hysteresis {self.hysteresis}")
+        if isinstance(self.probe, bool) or not isinstance(self.probe, (int, float)) or not 0 < self.probe <= 1:
+            raise ValueError(f"probe must be a share of E in (0, 1], got {self.probe!r}")
         if self.static_drift < 0:
             raise ValueError(f"static_drift must be at least 0, got {self.static_drift}")
         if self.start not in FAMILIES:
@@ -95,6 +109,11 @@ class FamilySwitch:
         self.since = 1
         self.recent: deque[bool] = deque(maxlen=self.rule.evidence)
         self.releases: deque[list[int]] = deque(maxlen=self.rule.evidence)
+        #: Bursts: the next burst slot, whether it is the run's probe, and the widest w_i charged at
+        #: the burst in progress (the period to the next one).
+        self.next_burst = 1
+        self.probing = self.family == BURST
+        self.widest = 1
 
     @property
     def rate(self) -> float | None:
@@ -122,8 +141,36 @@ class FamilySwitch:
         """A decided slot's public outcome; may switch the family for the next slot."""
         if self.family == EVEN:
             self._observe_even(outcome)
+        elif self.family == BURST:
+            self._observe_burst(outcome)
         else:
             self._observe_decided(outcome)
+
+    def burst_share(self, slot: int) -> float | None:
+        """Under bursts: the share of E_i a ledger may spend at `slot` (the probe's share at the run's
+        first burst, the whole window room at later ones), or None when `slot` is not a burst."""
+        if self.family != BURST or slot != self.next_burst:
+            return None
+        return self.rule.probe if self.probing else 1.0
+
+    def _observe_burst(self, outcome: SlotOutcome) -> None:
+        """After a burst: the next one (right after the probe, which left the rest of the window, else
+        the widest charged window later); then the level test. With R the release's error per cell,
+        scaled to a whole-E burst, and M = mean(counts^2) - R the stream's mean square per cell, a
+        stream with M > period x R is dense: even spending's filtered error beats a burst every
+        period even if the stream moved its whole level between bursts (section 14)."""
+        if outcome.slot != self.next_burst:
+            return
+        share = self.rule.probe if self.probing else 1.0
+        period = max(self.widest, 1)
+        self.next_burst = outcome.slot + 1 if self.probing else outcome.slot + period
+        self.probing = False
+        if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
+            return
+        error = outcome.publication.error
+        level = float(np.mean(np.asarray(outcome.counts, dtype=float) ** 2)) - error
+        if level > period * error * share ** 2:
+            self.enter(EVEN, outcome.slot + 1)
 
     def _observe_even(self, outcome: SlotOutcome) -> None:
         """An even release; a slot without one (no users, no positive budget) breaks the run of
@@ -160,16 +207,22 @@ class FamilySwitch:
             self.family, self.since = family, slot
             self.recent.clear()
             self.releases.clear()
+            self.next_burst, self.probing, self.widest = slot, family == BURST, 1
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "since": self.since, "recent": [int(x) for x in self.recent],
-                "releases": list(self.releases)}
+                "releases": list(self.releases), "next_burst": self.next_burst, "probing": self.probing,
+                "widest": self.widest}
 
     def restore(self, obj: dict[str, Any]) -> None:
         self.family, self.since = _family(obj["family"]), int(obj["since"])
         self.recent = deque((bool(x) for x in obj["recent"]), maxlen=self.rule.evidence)
         self.releases = deque(([int(c) for c in counts] for counts in obj.get("releases", [])),
                               maxlen=self.rule.evidence)
+        # a snapshot of a release without bursts: its family is never BURST, so these are unused
+        self.next_burst = int(obj.get("next_burst", self.since))
+        self.probing = bool(obj.get("probing", False))
+        self.widest = int(obj.get("widest", 1))
 
 
 def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool) -> SlotBudget:
@@ -221,6 +274,12 @@ class Adaptive:
         assert isinstance(ledger, FixedLedger)
         if self.family == EVEN:
             return window_room(ledger, slot, self._even.budgets(ledger, slot), halves=False)
+        if self.family == BURST:
+            share = self.switch.burst_share(slot)
+            if share is None:
+                return SlotBudget(0.0, 0.0)
+            self.switch.widest = max(self.switch.widest, ledger.requirement.w)
+            return window_room(ledger, slot, SlotBudget(0.0, share * ledger.requirement.epsilon), halves=False)
         if self.family == DISTRIBUTION:
             budget = self._distribution.budgets(ledger, slot)
         else:  # absorption from the switch on: a publication of another family absorbed nothing
@@ -234,13 +293,15 @@ class Adaptive:
     def scheduled_kind(self, slot: int) -> Kind | None:
         """Even spending publishes at every slot (Uniform's schedule); the other families let the
         dissimilarity decide."""
+        if self.family == BURST:
+            return Kind.PUBLISH if self.switch.burst_share(slot) is not None else Kind.SKIP
         return Kind.PUBLISH if self.family == EVEN else None
 
     def rescaled(self, slot: int) -> bool:
         """Even releases are published at OBS's threshold for the rescaled error, users below it
         sampled, the counts divided by the public kept share (section 14): no registrant's budget
         sets everybody's noise."""
-        return self.family == EVEN
+        return self.family in (EVEN, BURST)
 
     def observe(self, outcome: SlotOutcome) -> None:
         self.switch.observe(outcome)

@@ -50,12 +50,12 @@ KINDS = ("publish", "skip", "nullify")
 #: Mechanism families, kept here on purpose (independence); a test checks them against the policies.
 DYNAMIC_MECHANISMS = ("DPBD", "DPBA")
 BASELINE_MECHANISMS = ("Uniform", "Sample", "BD", "BA")
-#: Adaptive's families (a release names the one in force); its even spending publishes at OBS's
-#: threshold for the rescaled error (docs/mechanisms.md section 14). Kept here too; a test compares
-#: with operators.family.
+#: Adaptive's families (a release names the one in force); its even spending and its bursts publish
+#: at OBS's threshold for the rescaled error (docs/mechanisms.md section 14). Kept here too; a test
+#: compares with operators.family.
 ADAPTIVE = "Adaptive"
-ADAPTIVE_FAMILIES = ("Uniform", "PBA", "PBD")
-ADAPTIVE_EVEN = "Uniform"
+ADAPTIVE_FAMILIES = ("Uniform", "PBA", "PBD", "Sample")
+ADAPTIVE_RESCALED = ("Uniform", "Sample")
 #: The noise label each `noise:` setting writes, and the seeded reproduction source's, which `--seed`
 #: selects under either (operators/noise.py; a test compares them).
 NOISE_LABELS = {"opendp": "opendp-discrete-laplace", "numpy-fast": "numpy-geometric (fast)"}
@@ -765,7 +765,7 @@ def _release_checks(
             if why is not None:
                 finding("calculation_scale", f"epsilon_calculation {why}")
         if release.kind == "publish":
-            rescaled = rules.mechanism == ADAPTIVE and labels.get("family") == ADAPTIVE_EVEN
+            rescaled = rules.mechanism == ADAPTIVE and labels.get("family") in ADAPTIVE_RESCALED
             errors = _obs_errors(np.array([line.spend2 for line in lines]), members, rescaled)
             chosen = release.epsilon_publication
             why = _obs_finding(errors, chosen)

@@ -81,7 +81,7 @@ def test_the_evaluated_adaptive_is_the_deployable_one():
     data = list(dataset_of(task).slot_values())
     adaptive = run_mechanism("Adaptive", task, data, 2, 300)
     assert [r.slot for r in adaptive.records] == list(range(1, 201))
-    assert set(adaptive.families) <= set(FAMILIES) and adaptive.note.startswith("Uniform from 1")
+    assert set(adaptive.families) <= set(FAMILIES) and adaptive.note.startswith("Sample from 1, Uniform from 2")
     assert run_mechanism("PBD", task, data, 2, 300).note == ""
     assert family_note(["PBD", "PBD", "PBA", "PBA", "PBD"]) == "PBD from 1, PBA from 3, PBD from 5"
 

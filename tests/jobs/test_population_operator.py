@@ -31,9 +31,10 @@ from pwevent.state.requirements import Requirement
 
 #: The scenario the version-1 state was written with (30 users registering over slots 1-6, four
 #: cells, Adaptive with the Kalman post-processing, seed 11), and that state after slot 6.
+#: Adaptive starting with even spending, the default of the release that wrote VERSION_1's state.
 CONFIG = parse_config({"mechanism": "Adaptive", "slot": "60s", "origin": "2024-01-01T00:00:00Z",
                        "domain": {"type": "cells", "d": 4}, "noise": "numpy-fast", "postprocess": "kalman",
-                       "caps": {"max_w": 50}})
+                       "caps": {"max_w": 50}, "adaptive": {"start": "Uniform"}})
 VERSION_1 = Path(__file__).parent / "data" / "population-state-v1.pickle"
 SLOTS, SPLIT = 12, 6
 

@@ -14,6 +14,7 @@ from pwevent.jobs.common.membership import Membership, UserState
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.family import (
     ABSORPTION,
+    BURST,
     DISTRIBUTION,
     DRIFT_CONFIDENCE,
     EVEN,
@@ -74,19 +75,20 @@ def test_slots_without_a_dissimilarity_are_no_evidence():
 def test_the_state_round_trips_and_rules_are_validated():
     switch = FamilySwitch(FamilyRule(evidence=4, start=DISTRIBUTION))
     Feed(switch)("SSSSPS")
-    again = FamilySwitch(FamilyRule(evidence=4))
+    again = FamilySwitch(FamilyRule(evidence=4, start=EVEN))
     again.restore(switch.to_json())
     assert (again.family, list(again.recent)) == (switch.family, list(switch.recent))
     assert (again.since, again.family) == (5, "PBA")  # SSSS switched after slot 4
-    even = FamilySwitch(FamilyRule(evidence=4))
+    even = FamilySwitch(FamilyRule(evidence=4, start=EVEN))
     Even(even)([0, 3, 1])
-    copy = FamilySwitch(FamilyRule(evidence=4))
+    copy = FamilySwitch(FamilyRule(evidence=4, start=EVEN))
     copy.restore(even.to_json())
     assert (copy.family, list(copy.releases)) == (EVEN, [[0], [3], [1]])
     with pytest.raises(ValueError, match="unknown family"):
-        again.restore({"family": "Sample", "since": 1, "recent": []})
+        again.restore({"family": "BD", "since": 1, "recent": []})
     for bad in ({"evidence": 3}, {"evidence": "x"}, {"switch_rate": 0.95}, {"hysteresis": -0.1},
-                {"static_drift": -1.0}, {"static_drift": float("nan")}, {"start": "Sample"}):
+                {"static_drift": -1.0}, {"static_drift": float("nan")}, {"start": "BD"},
+                {"probe": 0.0}, {"probe": 1.5}, {"probe": True}, {"probe": float("nan")}):
         with pytest.raises(ValueError):
             FamilyRule(**bad)  # type: ignore[arg-type]
 
@@ -111,7 +113,7 @@ class Even:
 
 def loaded(counts: list[int], **rule: float) -> FamilySwitch:
     """A switch in even spending holding one-cell releases `counts` (as restored from a snapshot)."""
-    switch = FamilySwitch(FamilyRule(evidence=4, **rule))  # type: ignore[arg-type]
+    switch = FamilySwitch(FamilyRule(evidence=4, start=EVEN, **rule))  # type: ignore[arg-type]
     switch.restore({"family": EVEN, "since": 1, "recent": [], "releases": [[c] for c in counts]})
     return switch
 
@@ -122,7 +124,7 @@ def test_even_spending_estimates_the_drift_from_two_lags():
     bound. Even slots run no dissimilarity, so there is no publication-share evidence."""
     assert loaded([0, 10, 20]).drift_bound() is None  # not full yet
     assert loaded([0, 10, 20, 30]).drift_bound() == (300.0, 50.0)
-    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=1.0))
+    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=1.0, start=EVEN))
     assert Even(switch)([0, 10, 20, 30]) == [EVEN] * 4 and switch.rate is None
     assert not switch.releases  # the block was tested; the next one starts empty
     assert Even(switch)([40, 50, 60]) == [EVEN] * 3 and len(switch.releases) == 3
@@ -131,7 +133,7 @@ def test_even_spending_estimates_the_drift_from_two_lags():
 def test_a_static_stream_under_even_spending_switches_to_absorption():
     """Releases that jump by their noise and come back (lag-2 differences 0, lag-1 100): the drift is
     -100 < static_drift R once the block of `evidence` releases is full; the evidence starts again."""
-    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=0.0))
+    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=0.0, start=EVEN))
     feed = Even(switch)
     assert feed([0, 10, 0]) == [EVEN] * 3
     assert feed([10]) == [ABSORPTION] and switch.since == 5
@@ -144,12 +146,12 @@ def test_a_noisy_drift_estimate_does_not_switch():
     bound = loaded([0, 10, 0, 0]).drift_bound()
     assert bound is not None and bound[0] == pytest.approx(-50 / 3 + DRIFT_CONFIDENCE * 60.093, abs=0.01)
     assert bound[1] == pytest.approx(100 / 3) and bound[0] > bound[1]
-    assert Even(FamilySwitch(FamilyRule(evidence=4, static_drift=1.0)))([0, 10, 0, 0]) == [EVEN] * 4
+    assert Even(FamilySwitch(FamilyRule(evidence=4, static_drift=1.0, start=EVEN)))([0, 10, 0, 0]) == [EVEN] * 4
 
 
 def test_a_slot_without_an_even_release_starts_the_run_again():
     """Consecutive releases only: a skip (no users) empties the window."""
-    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=0.0))
+    switch = FamilySwitch(FamilyRule(evidence=4, static_drift=0.0, start=EVEN))
     Even(switch)([0, 10, 0])
     switch.observe(SlotOutcome(4, Kind.SKIP, np.array([0]), 0))
     assert not switch.releases
@@ -163,7 +165,7 @@ def run(split: int | None, slots: int = 40) -> list[tuple[str, str | None, list[
     Engine running Adaptive (evidence 3) on a stream that alternates between busy and quiet; a restart
     from the snapshot at `split` (new engine, other seed) must continue exactly as the uninterrupted one."""
     def engine(seed: int) -> Engine:
-        spec = MechanismSpec("Adaptive", Adaptive(FamilyRule(evidence=4, static_drift=100.0)), None)
+        spec = MechanismSpec("Adaptive", Adaptive(FamilyRule(evidence=4, static_drift=100.0, start=EVEN)), None)
         return Engine(spec, 2, NumpyRandomness(seed), 10)
 
     current = engine(4)
@@ -203,7 +205,7 @@ def test_even_releases_publish_at_obs_for_the_rescaled_error():
     """Even spending publishes at OBS's threshold for the rescaled error, not at the lowest budget: a
     strict registrant (here w = 5, E = 0.1, so 0.02 a slot) is sampled, the counts are divided by the
     kept share, and each ledger is still charged its own E_i/w_i like a personalized Uniform."""
-    spec = MechanismSpec("Adaptive", Adaptive(), None)
+    spec = MechanismSpec("Adaptive", Adaptive(FamilyRule(start=EVEN)), None)
     engine = Engine(spec, 2, NumpyRandomness(3), 10)
     requirements = [Requirement(4, 2.0)] * 20 + [Requirement(5, 0.1)]
     for user, requirement in enumerate(requirements):
@@ -228,3 +230,101 @@ def test_even_releases_publish_at_obs_for_the_rescaled_error():
             assert cls.ledger.spent(slot, slot) == pytest.approx((0.0, req.epsilon / req.w))
 
 
+
+
+def burst_engine(seed: int, w: tuple[int, ...] = (6, 8), epsilon: float = 2.0, users: int = 40) -> Engine:
+    """An Engine running the default Adaptive (bursts first) over users with windows `w` in turn."""
+    engine = Engine(MechanismSpec("Adaptive", Adaptive(), None), 4, NumpyRandomness(seed), max(w))
+    for user in range(users):
+        engine.register(user, Requirement(w[user % len(w)], epsilon), 1)
+    return engine
+
+
+def test_the_default_starts_with_a_probe_and_stays_in_bursts_on_a_sparse_stream():
+    """Slot 1 spends the probe's share of each E_i, slot 2 the rest of the window, then a burst every
+    widest w_i (8 here) with the whole window room, skips (repeats) in between; every window spends
+    exactly E_i, and a stream whose cells hold a user or two stays in bursts."""
+    engine = burst_engine(5)
+    probe = FamilyRule().probe
+    kinds, families = [], []
+    spends: dict[str, list[float]] = {}
+    for slot in range(1, 28):
+        outcome, _ = engine.step(slot, np.array([slot % 40]), np.array([slot % 4]))  # one present user
+        kinds.append(outcome.kind)
+        families.append(outcome.family)
+        if outcome.kind is Kind.PUBLISH:
+            assert outcome.publication is not None and outcome.publication.kept_share is not None  # rescaled
+        for cls in engine.population.live():
+            spends.setdefault(cls.id, []).append(cls.ledger.spent(slot, slot)[1])
+    assert set(families) == {BURST}
+    bursts = [slot for slot, kind in enumerate(kinds, 1) if kind is Kind.PUBLISH]
+    assert bursts == [1, 2, 10, 18, 26]
+    for cls in engine.population.live():
+        req = cls.requirement
+        spent = spends[cls.id]
+        assert spent[0] == pytest.approx(probe * req.epsilon, rel=1e-12)
+        assert spent[1] == pytest.approx((1 - probe) * req.epsilon, rel=1e-12)
+        assert all(spent[t - 1] == pytest.approx(req.epsilon, rel=1e-12) for t in bursts[2:])
+        assert sum(spent) == pytest.approx(req.epsilon * len(bursts[1:]), rel=1e-12)
+        for start in range(1, 28 - req.w + 2):  # every window of the user's w within E
+            assert sum(spent[start - 1:start - 1 + req.w]) <= req.epsilon * (1 + 1e-12)
+
+
+def test_a_dense_stream_leaves_bursts_after_the_probe():
+    """Every user present in one cell: the probe's level is far above what a burst could win against,
+    so even spending is in force from slot 2, within what the probe left of each window (the slots at
+    the end of the first window whose room is below E_i/w_i skip)."""
+    engine = burst_engine(6, w=(40,), users=400)
+    out = [engine.step(slot, np.arange(400), np.zeros(400, dtype=np.int64))[0] for slot in range(1, 50)]
+    assert [o.family for o in out] == [BURST] + [EVEN] * 48
+    publishing = [o.slot for o in out if o.kind is Kind.PUBLISH]
+    # the probe spent 5 slots' worth (1/8 of E = 40 x E/40 / 8): slots 37-40 find no room
+    assert publishing == [*range(1, 37), *range(41, 50)]
+    ledger = engine.population.live()[0].ledger
+    for start in range(1, 11):
+        assert sum(sum(ledger.spent(t, t)) for t in range(start, start + 40)) <= 2.0 * (1 + 1e-12)
+
+
+def test_the_level_test_compares_a_burst_with_what_even_spending_could_win():
+    """After a burst: level M = mean(counts^2) - R (R the release's error per cell, scaled to a whole
+    burst by the share squared); M above period x R means dense (even spending from the next slot)."""
+    def outcome(slot: int, counts: list[int], error: float) -> SlotOutcome:
+        return SlotOutcome(slot, Kind.PUBLISH, np.array(counts, dtype=np.int64), 10,
+                           publication=BudgetChoice(1.0, error, 1.0))
+
+    dense = FamilySwitch(FamilyRule(probe=0.5))
+    dense.widest = 10
+    dense.observe(outcome(1, [20, 0], 4.0))  # M = 200 - 4 = 196 > period 10 x R 4 x share^2 0.25 = 10
+    assert (dense.family, dense.since) == (EVEN, 2)
+    calm = FamilySwitch(FamilyRule(probe=0.5))
+    calm.widest = 10
+    calm.observe(outcome(1, [4, 2], 4.0))  # M = 10 - 4 = 6 <= 10: stays, the rest at slot 2
+    assert (calm.family, calm.next_burst, calm.probing) == (BURST, 2, False)
+    calm.observe(outcome(2, [6, 0], 1.0))  # M = 17 > 10 x 1: dense now
+    assert (calm.family, calm.since) == (EVEN, 3)
+    skip = FamilySwitch(FamilyRule(probe=0.5))
+    skip.observe(SlotOutcome(1, Kind.SKIP, np.zeros(2, dtype=np.int64), 0))  # no users: no evidence
+    assert (skip.family, skip.next_burst) == (BURST, 2)
+
+
+def test_bursts_survive_a_restart_and_an_earlier_snapshot_restores():
+    """A restart between bursts continues exactly as the uninterrupted engine; a snapshot of a
+    release without bursts (no burst keys) restores to the same family and evidence."""
+    def run(split: int | None) -> list[tuple[str, str | None, list[int]]]:
+        current = burst_engine(8)
+        out = []
+        for slot in range(1, 30):
+            if slot == split:
+                restored = burst_engine(99)
+                restored.restore(current.snapshot())
+                current = restored
+            outcome, _ = current.step(slot, np.array([slot % 40]), np.array([slot % 4]))
+            out.append((outcome.kind.value, outcome.family, outcome.counts.tolist()))
+        return out
+
+    whole = run(None)
+    assert run(split=14) == whole and run(split=3) == whole
+    old = {"family": "Uniform", "since": 1, "recent": [], "releases": [[1], [2]]}
+    switch = FamilySwitch(FamilyRule(evidence=4))
+    switch.restore(old)
+    assert (switch.family, list(switch.releases), switch.probing) == (EVEN, [[1], [2]], False)

@@ -95,6 +95,7 @@ def test_global_keys_are_required_by_baselines_and_refused_by_the_others(entry: 
 def test_adaptive_is_the_default_and_its_section_is_its_own():
     config = parse_config(BASE)
     assert config.mechanism == "Adaptive" and config.postprocess == "kalman"
+    assert config.mechanism_spec().policy.in_force() == "Sample"  # type: ignore[attr-defined]  # bursts first
     tuned = parse_config({**BASE, "adaptive": {"evidence": 12, "hysteresis": 0.2, "static_drift": 0.5, "start": "PBA"}})
     policy = tuned.mechanism_spec().policy
     assert policy.switch.rule.evidence == 12 and policy.switch.rule.hysteresis == 0.2  # type: ignore[attr-defined]
@@ -106,7 +107,8 @@ def test_adaptive_is_the_default_and_its_section_is_its_own():
                        ({"adaptive": {"switch_rate": "high"}}, "adaptive: switch_rate must be a number"),
                        ({"adaptive": {"static_drift": -1}}, "adaptive: static_drift must be at least 0"),
                        ({"adaptive": {"static_drift": float("inf")}}, "adaptive: static_drift must be a number"),
-                       ({"adaptive": {"start": "Sample"}}, "adaptive: start must be one of Uniform, PBA, PBD"),
+                       ({"adaptive": {"start": "BD"}}, "adaptive: start must be one of Uniform, PBA, PBD, Sample"),
+                       ({"adaptive": {"probe": 0}}, "adaptive: probe must be a share of E in"),
                        ({"mechanism": "Auto"}, "mechanism must be one of PBD, .*Adaptive")):
         with pytest.raises(ConfigError, match=match):
             parse_config({**BASE, **raw})
