@@ -56,9 +56,11 @@ of registered users). With it comes the chosen filter's variance of the slot's c
 (`interval`): after a publication, with g = (P_c + B_c) / S_c the innovation's share in the output,
 (1 - g)^2 (P_c + B_c + U_c) + g^2 R_c (the model's part, (P_c + B_c) R_c / S_c, plus (1 - g)^2 U_c);
 between publications the predicted P_c + B_c + U_c; a 95% interval is the output +- 1.96 of its
-root, clipped likewise. With pooling, a cell's variance V_c is replaced by that of the pooled
-estimate, s V_c + (1 - s) mean(V) / d, and each cell's interval is widened by the distance pooling
-moved that cell, so that it also holds the filter's own estimate. It is as good as the chosen model
+root, clipped likewise. With pooling, the model's part M_c of a cell's variance is replaced by that
+of the pooled estimate, s M_c + (1 - s) mean(M) / d, while the cell's own excess part (the U_c term
+above) stays whole: pooling estimates the level from all cells, not a slot's scatter around it; and
+each cell's interval is widened by the distance pooling moved that cell, so that it also holds the
+filter's own estimate. It is as good as the chosen model
 and U are for the stream (docs/formats.md, Release: `interval`).
 Everything is per slot and causal; `snapshot`/`restore` carry the state (a snapshot of the
 shared-R bank, one 2 x 2 covariance per filter and no excess, restores too).
@@ -299,7 +301,9 @@ class KalmanSmoother:
         shrink = max(0.0, 1.0 - (self.d - 3) * mean_model / spread) if spread > 0 else 0.0
         toward_zero = max(0.0, 1.0 - 9.0 * mean_model / self.d / mean**2) if mean > 0 else 0.0
         pooled = toward_zero * mean + shrink * (level - mean)
-        self._pooled = (shrink * variance + (1.0 - shrink) * float(np.mean(variance)) / self.d, np.abs(level - pooled))
+        # pooling estimates the level from all cells; the count's own excess around it (U) stays per cell
+        pooled_model = shrink * model + (1.0 - shrink) * mean_model / self.d
+        self._pooled = (pooled_model + (variance - model), np.abs(level - pooled))
         return pooled
 
     def interval(self, smoothed: np.ndarray, population: int, z: float = Z95) -> np.ndarray:

@@ -218,6 +218,17 @@ def test_a_pooled_interval_also_holds_the_cells_own_estimate():
     assert ((intervals[:, :, 0] <= alone + 1e-9) & (alone <= intervals[:, :, 1] + 1e-9)).all()
 
 
+def test_a_pooled_interval_keeps_each_cells_own_excess():
+    """Cells alike (Poisson counts of mean 1, all pooled) published accurately: pooling estimates the
+    common level from all cells, but each slot's count still scatters around it by its own excess
+    U; the intervals keep U whole (not divided by the d cells), so they cover the counts."""
+    rng = np.random.default_rng(3)
+    truth = rng.poisson(1.0, (2000, 40)).astype(float)
+    _, intervals = _run(truth, 1.0, pooling=True)
+    inside = (intervals[200:, :, 0] <= truth[200:]) & (truth[200:] <= intervals[200:, :, 1])
+    assert inside.mean() >= 0.9
+
+
 # -- per-cell R and the excess over the model ---------------------------------------------------------
 
 def test_the_interval_covers_a_level_with_binomial_sampling_under_an_overstated_error():
