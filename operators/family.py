@@ -155,11 +155,15 @@ class FamilySwitch:
 
     def _observe_burst(self, outcome: SlotOutcome) -> None:
         """After a burst: the next one (right after the probe, which left the rest of the window, else
-        the widest charged window later); then the level test. With R the release's error per cell,
+        the widest charged window later; a slot without registered users moves the burst it was due
+        to hold to the next slot); then the level test. With R the release's error per cell,
         scaled to a whole-E burst, and M = mean(counts^2) - R the stream's mean square per cell, a
         stream with M > period x R is dense: even spending's filtered error beats a burst every
         period even if the stream moved its whole level between bursts (section 14)."""
         if outcome.slot != self.next_burst:
+            return
+        if outcome.population == 0:  # nobody registered: the burst (the probe too) moves to the next slot
+            self.next_burst = outcome.slot + 1
             return
         share = self.rule.probe if self.probing else 1.0
         period = max(self.widest, 1)

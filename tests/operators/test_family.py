@@ -302,9 +302,26 @@ def test_the_level_test_compares_a_burst_with_what_even_spending_could_win():
     assert (calm.family, calm.next_burst, calm.probing) == (BURST, 2, False)
     calm.observe(outcome(2, [6, 0], 1.0))  # M = 17 > 10 x 1: dense now
     assert (calm.family, calm.since) == (EVEN, 3)
-    skip = FamilySwitch(FamilyRule(probe=0.5))
-    skip.observe(SlotOutcome(1, Kind.SKIP, np.zeros(2, dtype=np.int64), 0))  # no users: no evidence
-    assert (skip.family, skip.next_burst) == (BURST, 2)
+    empty = FamilySwitch(FamilyRule(probe=0.5))
+    empty.observe(SlotOutcome(1, Kind.SKIP, np.zeros(2, dtype=np.int64), 0))  # no users: the probe waits
+    assert (empty.family, empty.next_burst, empty.probing) == (BURST, 2, True)
+    spent = FamilySwitch(FamilyRule(probe=0.5))
+    spent.observe(SlotOutcome(1, Kind.SKIP, np.zeros(2, dtype=np.int64), 3))  # users, no budget: no evidence
+    assert (spent.family, spent.next_burst, spent.probing) == (BURST, 2, False)
+
+
+def test_the_probe_waits_for_the_first_registered_users():
+    """Slots without registered users hold no burst: users who register at slot 4 of a dense stream
+    get the probe there (not a whole-E burst that would leave even spending no room for a window)."""
+    engine = Engine(MechanismSpec("Adaptive", Adaptive(), None), 4, NumpyRandomness(2), 8)
+    out = [engine.step(slot, np.array([], dtype=np.int64), np.array([], dtype=np.int64))[0] for slot in (1, 2, 3)]
+    assert [o.kind for o in out] == [Kind.SKIP] * 3 and {o.family for o in out} == {BURST}
+    for user in range(400):
+        engine.register(user, Requirement(8, 2.0), 4)
+    outcome, _ = engine.step(4, np.arange(400), np.zeros(400, dtype=np.int64))
+    ledger = engine.population.live()[0].ledger
+    assert outcome.kind is Kind.PUBLISH and ledger.spent(4, 4)[1] == pytest.approx(FamilyRule().probe * 2.0)
+    assert engine.step(5, np.arange(400), np.zeros(400, dtype=np.int64))[0].family == EVEN  # dense
 
 
 def test_bursts_survive_a_restart_and_an_earlier_snapshot_restores():
