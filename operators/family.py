@@ -110,7 +110,7 @@ class FamilySwitch:
         self.recent: deque[bool] = deque(maxlen=self.rule.evidence)
         self.releases: deque[list[int]] = deque(maxlen=self.rule.evidence)
         #: Bursts: the next burst slot, whether it is the run's probe, and the widest w_i charged at
-        #: the burst in progress (the period to the next one).
+        #: any burst of this run of bursts (the period from one burst to the next).
         self.next_burst = 1
         self.probing = self.family == BURST
         self.widest = 1
@@ -158,8 +158,8 @@ class FamilySwitch:
         the widest charged window later; a slot without registered users moves the burst it was due
         to hold to the next slot); then the level test. With R the release's error per cell,
         scaled to a whole-E burst, and M = mean(counts^2) - R the stream's mean square per cell, a
-        stream with M > period x R is dense: even spending's filtered error beats a burst every
-        period even if the stream moved its whole level between bursts (section 14)."""
+        stream with M > period x R is dense, and even spending with the filter is the better bet
+        from the next slot on (section 14, "Bursts and the level test")."""
         if outcome.slot != self.next_burst:
             return
         if outcome.population == 0:  # nobody registered: the burst (the probe too) moves to the next slot
@@ -255,9 +255,9 @@ def _cap(value: float, room: float, epsilon: float) -> float:
 
 
 class Adaptive:
-    """The Adaptive budget policy: the budgets of the family in force (Uniform's E_i/w_i published at
-    every slot, PBA or PBD; fixed requirements), capped by each window's room; `observe` re-decides
-    the family after every slot."""
+    """The Adaptive budget policy: the budgets of the family in force (a burst's share of E_i at its
+    burst slots, Uniform's E_i/w_i published at every slot, PBA or PBD; fixed requirements), capped
+    by each window's room; `observe` re-decides the family after every slot."""
 
     name = "Adaptive"
     dynamic = False
@@ -295,16 +295,16 @@ class Adaptive:
         return window_room(ledger, slot, budget, halves=True)
 
     def scheduled_kind(self, slot: int) -> Kind | None:
-        """Even spending publishes at every slot (Uniform's schedule); the other families let the
-        dissimilarity decide."""
+        """Even spending publishes at every slot (Uniform's schedule), bursts at their burst slots
+        and skip the others; absorption and distribution let the dissimilarity decide."""
         if self.family == BURST:
             return Kind.PUBLISH if self.switch.burst_share(slot) is not None else Kind.SKIP
         return Kind.PUBLISH if self.family == EVEN else None
 
     def rescaled(self, slot: int) -> bool:
-        """Even releases are published at OBS's threshold for the rescaled error, users below it
-        sampled, the counts divided by the public kept share (section 14): no registrant's budget
-        sets everybody's noise."""
+        """Even releases and bursts are published at OBS's threshold for the rescaled error, users
+        below it sampled, the counts divided by the public kept share (section 14): no registrant's
+        budget sets everybody's noise."""
         return self.family in (EVEN, BURST)
 
     def observe(self, outcome: SlotOutcome) -> None:
