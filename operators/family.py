@@ -165,7 +165,8 @@ class FamilySwitch:
         if outcome.population == 0:  # nobody registered: the burst (the probe too) moves to the next slot
             self.next_burst = outcome.slot + 1
             return
-        share = self.rule.probe if self.probing else 1.0
+        share = self.burst_share(outcome.slot)
+        assert share is not None  # a burst slot under bursts
         period = max(self.widest, 1)
         self.next_burst = outcome.slot + 1 if self.probing else outcome.slot + period
         self.probing = False

@@ -1,12 +1,14 @@
-"""Every worked example of docs/mechanisms.md (sections 3, 6 and 7)."""
+"""Every worked example of docs/mechanisms.md (sections 3, 6, 7 and 14)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from pwevent.operators.family import BURST, Adaptive, FamilyRule
 from pwevent.operators.obs import keep_probabilities, optimal_budget, optimal_budget_reference
 from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, BudgetPolicy, SlotBudget, charge_slot
+from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
 from pwevent.state.requirements import DynamicRequirement, Requirement
 from pwevent.state.spend import Kind
@@ -113,6 +115,28 @@ class TestFixedExamples34:
         assert kinds[4] is Kind.NULLIFY
         assert [b.eps2 for b in out[5]] == pytest.approx([E[0] / 8, E[1] / 4, E[2] / 6])
 
+
+
+class TestBursts:
+    """Section 14's worked vector for bursts: Examples 3-4's users (w, E) = (4, 1.2), (2, 0.8),
+    (3, 0.9) under Adaptive held in bursts (probe 1/8): the probe at slot 1, the rest of each window
+    at slot 2, then a burst every widest w (4) slots: slot 6, 10, ..."""
+
+    def test_probe_rest_and_period(self):
+        policy, ledgers = Adaptive(FamilyRule(start=BURST)), fixed_ledgers()
+        spent: dict[int, list[float]] = {}
+        for t in range(1, 11):
+            budgets = [charge_slot(policy, ledger, t) for ledger in ledgers]
+            kind = policy.scheduled_kind(t)
+            assert kind is not None
+            for ledger in ledgers:
+                ledger.settle(t, kind)
+            spent[t] = [b.eps2 if kind is Kind.PUBLISH else 0.0 for b in budgets]
+            policy.observe(SlotOutcome(t, kind, np.zeros(1, dtype=np.int64), len(ledgers)))  # no release: held
+        assert spent[1] == pytest.approx([0.15, 0.1, 0.1125])  # E / 8
+        assert spent[2] == pytest.approx([1.05, 0.7, 0.7875])  # E minus the probe, the rest of each window
+        assert spent[6] == pytest.approx(list(E)) and spent[10] == pytest.approx(list(E))  # whole E, 4 apart
+        assert all(spent[t] == [0.0, 0.0, 0.0] for t in (3, 4, 5, 7, 8, 9))
 
 TABLE3 = {
     1: [((1, 1.0), (4, 2.4)), ((1, 0.6), (2, 1.6)), ((1, 2.0), (3, 1.2))],
