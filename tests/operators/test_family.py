@@ -345,3 +345,16 @@ def test_bursts_survive_a_restart_and_an_earlier_snapshot_restores():
     switch = FamilySwitch(FamilyRule(evidence=4))
     switch.restore(old)
     assert (switch.family, list(switch.releases), switch.probing) == (EVEN, [[1], [2]], False)
+
+
+def test_a_probe_below_the_budget_floor_publishes_nothing_and_the_next_burst_is_whole():
+    """probe = 1e-300: every probe budget is under caps.min_slot_epsilon, so slot 1 publishes nothing
+    and spends nothing; slot 2's burst is each user's whole E (docs/mechanisms.md section 14)."""
+    engine = Engine(MechanismSpec("Adaptive", Adaptive(FamilyRule(probe=1e-300)), None), 4, NumpyRandomness(4), 8)
+    for user in range(40):
+        engine.register(user, Requirement(8, 2.0), 1)
+    first, _ = engine.step(1, np.array([0]), np.array([1]))
+    ledger = engine.population.live()[0].ledger
+    assert first.kind is Kind.SKIP and ledger.spent(1, 1) == (0.0, 0.0)
+    second, _ = engine.step(2, np.array([0]), np.array([1]))
+    assert second.kind is Kind.PUBLISH and ledger.spent(2, 2)[1] == pytest.approx(2.0)
