@@ -271,7 +271,8 @@ def grid_command(grid: GridSpec, out: str) -> str:
         options["first-rep"] = grid.first_rep
     if grid.noise_seed is not None:
         options["seed"] = grid.noise_seed
-    return "pwevent evaluate " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in options.items())
+    flags = "" if grid.default_point else " --no-default-point"
+    return "pwevent evaluate " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in options.items()) + flags
 
 
 #: What a run writes besides the plots; a folder holding one of them is not overwritten by accident.
@@ -285,7 +286,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         users=args.users,
         slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
         real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
-        workers=args.workers, noise_seed=args.seed,
+        workers=args.workers, noise_seed=args.seed, default_point=not args.no_default_point,
     )
     EVALUATE.require()  # before any work: the plots come last
     command = grid_command(grid, args.out)
@@ -335,6 +336,9 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--workers", type=int, default=default_workers(), help="worker processes (default: cores)")
     p.add_argument("--seed", type=int, help="seed the noise: each task and mechanism draws from a generator "
                    "seeded by SEED and the task, so that the results repeat (default: OS-seeded)")
+    p.add_argument("--no-default-point", action="store_true", help="run only the listed points: without it the "
+                   "default point (E 0.6, w 120, uniform draw) is run once even when no sweep lists it; for a grid "
+                   "run in parts whose runs.csv files are merged")
     p.add_argument("--out", default="pwevent-results", help="output folder (default: ./pwevent-results); a folder "
                    "that already holds results is refused unless --overwrite (or --replot)")
     p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")

@@ -42,6 +42,9 @@ class GridSpec:
     #: None: OS-seeded noise ("numpy-geometric (fast)"); a number: every (task, mechanism) draws its
     #: noise from a generator seeded by it and the task, so that a grid's results repeat exactly.
     noise_seed: int | None = None
+    #: Run the default point (E, w, uniform draw) once even when no sweep lists it. False: only the
+    #: listed points, for a grid run in parts whose runs.csv files are merged (docs/results/README.md).
+    default_point: bool = True
 
     def __post_init__(self) -> None:
         for name in self.datasets:
@@ -57,12 +60,13 @@ class GridSpec:
             raise ValueError(f"seed must be >= 0, got {self.noise_seed}")
 
     def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
-        """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon'."""
+        """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon' (unless
+        `default_point` is False and the E sweep does not list it)."""
         sweeps = self.real_sweeps if dataset.removesuffix(GRIEFER) == "Foursquare" else ("epsilon", "w", "ratio")
         out: list[tuple[str, float, int, float | None]] = [
             ("epsilon", e, self.w, None) for e in (self.epsilons if "epsilon" in sweeps else ())
         ]
-        if all(e != self.epsilon for _, e, _, _ in out):
+        if self.default_point and all(e != self.epsilon for _, e, _, _ in out):
             out.append(("epsilon", self.epsilon, self.w, None))
         if "w" in sweeps:
             out += [("w", self.epsilon, w, None) for w in self.windows if w != self.w]

@@ -33,6 +33,15 @@ def test_points_are_three_one_factor_sweeps_with_the_default_once():
     assert len(TINY.tasks()) == 2 * len(points)
 
 
+def test_without_the_default_point_only_the_listed_points_run():
+    """`--no-default-point`: a grid run in parts does not repeat the default point in every part."""
+    grid = replace(TINY, epsilons=(1.0,), default_point=False)
+    assert grid.points("Sin") == [("epsilon", 1.0, 40, None), ("w", 0.6, 120, None), ("ratio", 0.6, 40, 0.5)]
+    assert replace(grid, default_point=True).points("Sin")[1] == ("epsilon", 0.6, 40, None)
+    args = build_parser().parse_args(grid_command(grid, "out").split()[1:])
+    assert args.no_default_point and args.epsilons == "1.0"
+
+
 def test_first_rep_offsets_the_repetitions():
 
     grid = replace(TINY, first_rep=3, reps=2)
