@@ -56,6 +56,18 @@ def test_a_halved_noise_scale_is_flagged_and_correct_mechanisms_are_not(name, br
         assert result.best.epsilon_lower > result.best.claimed == pytest.approx(1.5)
 
 
+@pytest.mark.slow
+def test_a_burst_of_adaptive_at_t_star_is_tested():
+    """t* = 1 is Adaptive's probe, a burst at E_i / 8 released at OBS's threshold with users below it
+    sampled (docs/mechanisms.md 14): correct, not flagged; with the noise made for 4 times the
+    publication's epsilon, flagged (docs/privacy-test.md, "A burst at t*")."""
+    scenario = Scenario("Adaptive", slot=1)
+    assert scenario.run(NumpyRandomness(3), neighbour=False)[1] == pytest.approx(4.0 / 8)
+    assert not privacy_test(scenario, 3_000, 1_000, seed=11).flagged
+    broken = privacy_test(scenario, 10_000, 2_500, seed=11, break_noise_scale=0.25)
+    assert broken.flagged and broken.best.epsilon_lower > broken.best.claimed == pytest.approx(0.5)
+
+
 def test_cli_refuses_an_unknown_mechanism(capsys):
     assert main(["privacy-test", "--mechanisms", "PBX", "--quiet"]) == 2
     assert "mechanism must be one of" in capsys.readouterr().err
