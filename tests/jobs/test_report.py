@@ -19,6 +19,7 @@ from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO, oracle_r
 from pwevent.jobs.evaluation.report import (
     DEFAULT,
     Interval,
+    best_other_table,
     default_runs,
     labels_of,
     lead_table,
@@ -108,6 +109,24 @@ def test_summary_leads_with_the_table_and_keeps_the_papers_comparisons():
     assert f"| PBD/BD | {sin.mean():.3f} ± {4.303 * sin.std(ddof=1) / math.sqrt(3):.3f} | 0.500 ± 0.000 |" in summary
     assert "| Sin | PBD | 5.0 | PBD+KF | 1.0 |" in summary  # the default's own raw mechanism is not 'best raw'
     assert "### Sin: MSE vs epsilon" in summary and f"| {ORACLE} | 0.5 | 0.5 |" in summary
+
+
+def test_best_other_table_says_per_point_whether_the_default_is_within_five_percent():
+    """Every point of every sweep: the other configuration with the lowest mean MSE (the default's own raw
+    mechanism included, references not), the paired ratio, and whether its mean is at most 1.05."""
+    header, _, *rows = best_other_table(_rows(), ["Sin", "Foursquare"])
+    assert "within 5%" in header
+    cells = {tuple(row.split(" | ")[:2]): row.split(" | ")[2:] for row in rows}
+    assert list(cells) == [("| Sin", "E = 0.6"), ("| Sin", "E = 1.0"), ("| Foursquare", "E = 0.6"),
+                           ("| Foursquare", "E = 1.0")]
+    # Sin: PBD+KF (mean 1.0 at E = 0.6) is half the default's MSE in every repetition
+    assert cells[("| Sin", "E = 0.6")][:5] == ["2", "PBD+KF", "1", "2.000 ± 0.000", "**no**"]
+    assert cells[("| Sin", "E = 0.6")][5] == Interval.of(100.0 / np.array([1.0, 2.0, 3.0])).render_ratio()
+    # Foursquare at E = 1.0: the default 1 against PBD+KF's 1.5; all-zero 1.5 / 1; no coverage in these rows
+    assert cells[("| Foursquare", "E = 1.0")] == ["1", "PBD+KF", "1.5", "0.667 ± 0.000", "yes", "1.50 ± 0.00",
+                                                 "-", "- |"]
+    assert "## The default against the best other configuration at every point" in summary_markdown(
+        _rows(), GRID, "pwevent evaluate ...", None)
 
 
 def test_plots_and_replot_from_a_runs_csv(tmp_path: Path):
