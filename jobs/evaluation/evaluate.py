@@ -280,14 +280,18 @@ RESULT_FILES = ("runs.csv", "summary.md", "wall_seconds.txt")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    grid = GridSpec(
-        datasets=_names(args.datasets), mechanisms=_names(args.mechanisms), epsilons=_floats(args.epsilons),
-        windows=_ints(args.windows), ratios=_floats(args.ratios), reps=args.reps, first_rep=args.first_rep,
-        users=args.users,
-        slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
-        real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
-        workers=args.workers, noise_seed=args.seed, default_point=not args.no_default_point,
-    )
+    try:
+        grid = GridSpec(
+            datasets=_names(args.datasets), mechanisms=_names(args.mechanisms), epsilons=_floats(args.epsilons),
+            windows=_ints(args.windows), ratios=_floats(args.ratios), reps=args.reps, first_rep=args.first_rep,
+            users=args.users,
+            slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
+            real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
+            workers=args.workers, noise_seed=args.seed, default_point=not args.no_default_point,
+        )
+    except ValueError as err:  # an unknown dataset or mechanism, a count out of range, no point at all
+        print(f"pwevent evaluate: {err}", file=sys.stderr)
+        return 2
     EVALUATE.require()  # before any work: the plots come last
     command = grid_command(grid, args.out)
     existing = [name for name in RESULT_FILES if (Path(args.out) / name).exists()]

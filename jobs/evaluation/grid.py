@@ -58,6 +58,9 @@ class GridSpec:
             raise ValueError(f"first_rep must be >= 0, got {self.first_rep}")
         if self.noise_seed is not None and self.noise_seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.noise_seed}")
+        if not any(self.points(name) for name in self.datasets):
+            raise ValueError("the grid has no points: list E values (epsilons), windows or ratios, or drop "
+                             "--no-default-point")
 
     def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
         """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon' (unless

@@ -42,6 +42,18 @@ def test_without_the_default_point_only_the_listed_points_run():
     assert args.no_default_point and args.epsilons == "1.0"
 
 
+def test_a_grid_without_points_and_an_unknown_dataset_are_refused_with_exit_2(capsys, tmp_path):
+    with pytest.raises(ValueError, match="no points"):
+        replace(TINY, epsilons=(), windows=(40,), ratios=(), default_point=False)
+    out = str(tmp_path / "res")
+    assert main(["evaluate", "--datasets", "Sin", "--epsilons", "", "--windows", "120", "--ratios", "",
+                 "--no-default-point", "--out", out, "--quiet"]) == 2
+    assert "the grid has no points" in capsys.readouterr().err
+    assert main(["evaluate", "--datasets", "Nope", "--out", out, "--quiet"]) == 2
+    assert "dataset must be one of" in capsys.readouterr().err
+    assert not (tmp_path / "res").exists()
+
+
 def test_first_rep_offsets_the_repetitions():
 
     grid = replace(TINY, first_rep=3, reps=2)
