@@ -116,7 +116,6 @@ class TestFixedExamples34:
         assert [b.eps2 for b in out[5]] == pytest.approx([E[0] / 8, E[1] / 4, E[2] / 6])
 
 
-
 class TestBursts:
     """Section 14's worked vector for bursts: Examples 3-4's users (w, E) = (4, 1.2), (2, 0.8),
     (3, 0.9) under Adaptive held in bursts (probe 1/8): the probe at slot 1, the rest of each window
@@ -137,6 +136,7 @@ class TestBursts:
         assert spent[2] == pytest.approx([1.05, 0.7, 0.7875])  # E minus the probe, the rest of each window
         assert spent[6] == pytest.approx(list(E)) and spent[10] == pytest.approx(list(E))  # whole E, 4 apart
         assert all(spent[t] == [0.0, 0.0, 0.0] for t in (3, 4, 5, 7, 8, 9))
+
 
 TABLE3 = {
     1: [((1, 1.0), (4, 2.4)), ((1, 0.6), (2, 1.6)), ((1, 2.0), (3, 1.2))],
