@@ -9,8 +9,8 @@ window time after the windows); `planner.materialize` makes a view once where th
 otherwise run it once per reader.
 
     read_topics -> parse_requirements ---------------------------------------> membership
-                -> split_events -> parse_events -> time_events -> judge_events -> latest_per_user_and_slot
-                   -> class_of_present_users -> population (counts, changes, SQL's dead letters)
+                -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
+                   -> latest_with_class -> population (counts, changes, SQL's dead letters)
                    -> write_sinks (releases, audit, dead letters)
 """
 
@@ -232,19 +232,19 @@ def judge_events(stage: Stage, late_through: int) -> None:
                 f" FALSE) OR {slot_sql.slot_of('time_ms', clock)} <= {int(late_through)} AS late FROM events")
 
 
-def latest_per_user_and_slot(stage: Stage) -> Any:
-    """View `events_judged` -> view `latest` (and its stream): the latest event of each user in each
-    slot that is neither late nor ahead (`user`, `slot`, `cell`, `partition`, `offset`, `original`;
-    `rt` the slot's window time). Read twice (the class join, and FirstPresence), so made once."""
-    return materialize(stage.t_env, "latest", stage.rowtime,
-                       "SELECT `user`, slot, cell, `partition`, `offset`, original, window_time AS rt_in FROM ("
-                       " SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, `user`"
-                       "  ORDER BY time_ms DESC, `partition` DESC, `offset` DESC) AS rn"
-                       f" FROM {slot_sql.tumble('events_judged', 'rt', stage.config.clock)}"
-                       " WHERE NOT late AND NOT ahead) WHERE rn = 1")
+def present_events(stage: Stage) -> Any:
+    """View `events_judged` -> the events that count for their slot (neither late nor ahead), as a
+    stream of Row(`user`, `slot`, `cell`, `partition`, `offset`, `original`, `time_ms`, `slot_end_ms`:
+    the slot's last millisecond, `rt`), timed by the events. Read twice (Membership's presences, and
+    the latest event with its class), planned once."""
+    clock = stage.config.clock
+    return stage.t_env.to_data_stream(stage.t_env.sql_query(
+        "SELECT `user`, slot, cell, `partition`, `offset`, original, time_ms,"
+        f" {slot_sql.slot_last_ms('time_ms', clock)} AS slot_end_ms, rt"
+        " FROM events_judged WHERE NOT late AND NOT ahead"))
 
 
-def membership(stage: Stage, requirements: Requirements, latest: Any) -> None:
+def membership(stage: Stage, requirements: Requirements, present: Any) -> None:
     """Valid requirement records and the events' (user, slot) presences -> Membership (Python, keyed
     by user) -> view `membership_out` (`rows.MEMBERSHIP_OUT`: class changes and dead letters).
     Membership always gets the presences' watermark, and their rows only with a default requirement
@@ -256,7 +256,7 @@ def membership(stage: Stage, requirements: Requirements, latest: Any) -> None:
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
 
-    carrier = internals.first_presence(latest, stage.config.default_requirement is not None) \
+    carrier = internals.first_presence(present, stage.config.default_requirement is not None) \
         .uid("first-presence").name("presences Membership can still need")
     requirement_values = internals.user_values(requirements.timed) \
         .uid("requirement-values").name("requirements for Membership")
@@ -266,10 +266,11 @@ def membership(stage: Stage, requirements: Requirements, latest: Any) -> None:
     stage.t_env.create_temporary_view("membership_out", stage.t_env.from_data_stream(hosted, stage.rowtime))
 
 
-def class_of_present_users(stage: Stage) -> None:
-    """Views `membership_out` and `latest` -> view `joined`: each (user, slot) row with the user's
-    class at the slot, `cls` NULL for a user without one (`UserClassJoin`, Java: an event-time join
-    on Membership's versions that arms no timer per version, unlike Flink's temporal join)."""
+def latest_with_class(stage: Stage, present: Any) -> None:
+    """View `membership_out` and the present events -> view `joined`: the latest event of each user in
+    each slot, with the user's class at the slot, `cls` NULL for a user without one, timed at the
+    slot's last millisecond (`UserClassJoin`, Java: the latest by (time, partition, offset), then an
+    event-time join on Membership's versions; no timer per event or version)."""
     from pyflink.table import Schema
 
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -278,9 +279,7 @@ def class_of_present_users(stage: Stage) -> None:
     t_env = stage.t_env
     changes = t_env.to_data_stream(t_env.sql_query(
         f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"))
-    present_rows = t_env.to_data_stream(t_env.sql_query(  # rt: the records' timestamps
-        "SELECT `user`, slot, cell, `partition`, `offset`, original, rt FROM latest"))
-    joined = internals.user_class_join(changes, present_rows).uid("user-class").name("class of each present user")
+    joined = internals.user_class_join(changes, present).uid("user-class").name("latest event and class of each user")
     t_env.create_temporary_view("joined", t_env.from_data_stream(joined, Schema.new_builder()
                                 .column_by_expression("rt", "TO_TIMESTAMP_LTZ(rt_ms, 3)")
                                 .watermark("rt", "SOURCE_WATERMARK()").build()))
@@ -374,8 +373,8 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     parsed_events, events = parse_events(stage)
     time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
     judge_events(stage, start.late_through)
-    latest = latest_per_user_and_slot(stage)
-    membership(stage, requirements, latest)
-    class_of_present_users(stage)
+    present = present_events(stage)
+    membership(stage, requirements, present)
+    latest_with_class(stage, present)
     population(stage, seed, start.late_through)
     write_sinks(stage, parsed_events, requirements)

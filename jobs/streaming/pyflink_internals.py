@@ -89,20 +89,21 @@ def _java_offsets(offsets: dict[int, int]) -> Any:
 
 
 def user_class_join(versions: Any, rows: Any) -> Any:
-    """Java `UserClassJoin`: each of `rows` (user, slot, cell, partition, offset, original) with the
-    user's class at the row's time from `versions` (user, cls, valid-from ms), keyed by user."""
+    """Java `UserClassJoin`: of `rows` (user, slot, cell, partition, offset, original, time ms, slot's
+    last ms), the latest of each user in each slot, with the user's class at the slot from `versions`
+    (user, cls, valid-from ms), keyed by user."""
     from pyflink.datastream import DataStream
 
     return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
-def first_presence(latest: Any, default_on: bool) -> Any:
-    """Java `FirstPresence`: of the rows of `latest` (user, slot, ...), as Row(k = user, v = slot) keyed
+def first_presence(present: Any, default_on: bool) -> Any:
+    """Java `FirstPresence`: of the present events (user, slot, ...), as Row(k = user, v = slot) keyed
     by user, only the presences Membership can still need (none when `default_on`, whether this run
     has a default requirement, is false)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.FirstPresence.apply(latest._j_data_stream, default_on))
+    return DataStream(_jvm().pwevent.flink.FirstPresence.apply(present._j_data_stream, default_on))
 
 
 def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,

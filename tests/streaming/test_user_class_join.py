@@ -1,7 +1,8 @@
 """`pwevent.flink.UserClassJoin` on a Flink mini-cluster (docs/streaming.md, "Topology"): each
-(user, slot) row takes the newest class version valid from at most its time, the last to arrive
-of two from the same time, or none. The job's integration tests check it end to end against the
-replay; this one pins the version rules on rows made for them."""
+user's latest event of a slot takes the newest class version valid from at most the slot's
+last millisecond, the last to arrive of two from the same time, or none. The job's integration
+tests check it end to end against the replay; this one pins the version rules on rows made for
+them (UserClassJoinTest.java the choice of the latest event)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ SLOT_MS = 60_000
 
 
 def end(slot: int) -> int:
-    """The last millisecond of a slot (origin 0): the time a (user, slot) row carries."""
+    """The last millisecond of a slot (origin 0): the time a (user, slot) row comes out with."""
     return slot * SLOT_MS - 1
 
 
@@ -45,16 +46,17 @@ def run_join(versions: list[tuple[str, str, int]], rows: list[tuple[str, int]]) 
 
     v = env.from_collection(versions, Types.ROW_NAMED(["user", "cls", "vms"],
                                                       [Types.STRING(), Types.STRING(), Types.LONG()]))
-    r = env.from_collection(
-        [(user, slot, 1, 0, n, bytearray(b"{}"), end(slot)) for n, (user, slot) in enumerate(rows)],
-        Types.ROW_NAMED(["user", "slot", "cell", "partition", "offset", "original", "t"],
+    r = env.from_collection(  # one event per (user, slot), in the slot's last millisecond
+        [(user, slot, 1, 0, n, bytearray(b"{}"), end(slot), end(slot)) for n, (user, slot) in enumerate(rows)],
+        Types.ROW_NAMED(["user", "slot", "cell", "partition", "offset", "original", "t", "slot_end_ms"],
                         [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(),
-                         Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.LONG()]))
+                         Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.LONG(), Types.LONG()]))
     t_env.create_temporary_view("versions", timed(v, "vms"))
     t_env.create_temporary_view("present", timed(r, "t"))
+    events = t_env.sql_query("SELECT `user`, slot, cell, `partition`, `offset`, original, t, slot_end_ms, rt"
+                             " FROM present")
     joined = user_class_join(t_env.to_data_stream(t_env.sql_query("SELECT `user`, cls, vms, rt FROM versions")),
-                             t_env.to_data_stream(t_env.sql_query(
-                                 "SELECT `user`, slot, cell, `partition`, `offset`, original, rt FROM present")))
+                             t_env.to_data_stream(events))
     out: dict[tuple[str, int], str | None] = {}
     with joined.execute_and_collect() as results:
         for row in results:

@@ -4,26 +4,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
-import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.streaming.api.operators.TwoInputStreamOperator;
-import org.apache.flink.streaming.api.operators.co.KeyedCoProcessOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedTwoInputStreamOperatorTestHarness;
 import org.apache.flink.streaming.util.TwoInputStreamOperatorTestHarness;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.Collector;
 import org.junit.jupiter.api.Test;
 
 /**
- * UserClassJoin's waiting rows without timers (docs/streaming.md, "Topology"): a row comes out once
- * the watermark of both inputs has passed its time, with the class in force then, also after a
- * restore, and after a restore of an earlier release's state, whose rows each had a timer.
+ * UserClassJoin (docs/streaming.md, "Topology"): of a user's events of a slot only the latest by
+ * (time, partition, offset) comes out, once the watermark of both inputs has passed the slot's
+ * last millisecond, with the class in force then; no timers; also after a restore.
  */
 class UserClassJoinTest {
     private static final long SLOT = 60_000;
@@ -44,9 +38,15 @@ class UserClassJoinTest {
         return harness;
     }
 
-    /** A (user, slot) row as `latest` gives it, timed at the slot's last millisecond. */
+    /** An event of `user` at the first millisecond of `slot`, offset = slot. */
     static StreamRecord<Row> present(String user, long slot) {
-        return new StreamRecord<>(Row.of(user, slot, 3, 0, slot, new byte[0]), slot * SLOT - 1);
+        return event(user, slot, 3, 0, slot, (slot - 1) * SLOT);
+    }
+
+    /** An event of `user` in `slot` at `time`, in cell `cell`, read at (`partition`, `offset`). */
+    static StreamRecord<Row> event(String user, long slot, int cell, int partition, long offset, long time) {
+        return new StreamRecord<>(Row.of(user, slot, cell, partition, offset, new byte[0], time, slot * SLOT - 1),
+                time);
     }
 
     static StreamRecord<Row> version(String user, String cls, long slot) {
@@ -114,45 +114,56 @@ class UserClassJoinTest {
         }
     }
 
-    /** The state layout of releases before (a keyed co-process function): the same "versions" and
-     *  "waiting" states, and one timer per row in the timer service "user-timers". */
-    static final class EarlierRelease extends KeyedCoProcessFunction<String, Row, Row, Row> {
-        private static final long serialVersionUID = 1L;
-        private transient ListState<Row> waiting;
-
-        @Override
-        public void open(org.apache.flink.api.common.functions.OpenContext context) {
-            waiting = getRuntimeContext().getListState(new ListStateDescriptor<>("waiting", new RowTypeInfo(
-                    Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG, Types.PRIMITIVE_ARRAY(Types.BYTE),
-                    Types.LONG)));
+    /** (user, slot, cell, partition, offset) of what came out, in order. */
+    static List<String> cells(TwoInputStreamOperatorTestHarness<Row, Row, Row> harness) {
+        List<String> rows = new ArrayList<>();
+        for (Object element : harness.getOutput()) {
+            if (element instanceof StreamRecord<?> record) {
+                Row row = (Row) record.getValue();
+                rows.add(row.getField(0) + "@" + row.getField(1) + ":" + row.getField(2) + " p" + row.getField(3)
+                        + " o" + row.getField(4));
+                assertEquals((Long) row.getField(1) * SLOT - 1, record.getTimestamp(), "timed at the slot's end");
+                assertEquals((Long) row.getField(1) * SLOT - 1, row.getField(6));
+            }
         }
+        return rows;
+    }
 
-        @Override
-        public void processElement1(Row version, Context ctx, Collector<Row> out) {
-        }
-
-        @Override
-        public void processElement2(Row row, Context ctx, Collector<Row> out) throws Exception {
-            waiting.add(Row.of(row.getField(0), row.getField(1), row.getField(2), row.getField(3), row.getField(4),
-                    row.getField(5), ctx.timestamp()));
-            ctx.timerService().registerEventTimeTimer(ctx.timestamp());
+    @Test
+    void ofAUsersEventsOfASlotTheLatestByTimePartitionAndOffsetComesOutOnce() throws Exception {
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(new UserClassJoin())) {
+            harness.open();
+            harness.processElement2(event("u1", 1, 1, 0, 10, 5_000));
+            harness.processElement2(event("u1", 1, 2, 0, 11, 9_000));  // later time: wins
+            harness.processElement2(event("u1", 1, 3, 1, 12, 7_000));  // earlier time, any position: loses
+            harness.processElement2(event("u1", 2, 4, 0, 13, SLOT));
+            harness.processElement2(event("u2", 1, 5, 1, 3, 8_000));
+            harness.processElement2(event("u2", 1, 6, 0, 20, 8_000));  // same time, lower partition: loses
+            harness.processElement2(event("u2", 1, 7, 1, 2, 8_000));   // same time and partition, lower offset: loses
+            harness.processElement2(event("u2", 1, 8, 1, 4, 8_000));   // higher offset: wins
+            watermark(harness, SLOT - 2);
+            assertEquals(List.of(), cells(harness), "slot 1 has not ended");
+            watermark(harness, SLOT - 1);
+            assertEquals(List.of("u1@1:2 p0 o11", "u2@1:8 p1 o4"), sorted(cells(harness)));
+            harness.processElement2(event("u1", 2, 9, 0, 14, SLOT + 1));
+            watermark(harness, 2 * SLOT - 1);
+            assertEquals(List.of("u1@1:2 p0 o11", "u1@2:9 p0 o14", "u2@1:8 p1 o4"), sorted(cells(harness)));
         }
     }
 
     @Test
-    void anEarlierReleasesWaitingRowsComeOutOnceAndItsTimersFireIntoNothing() throws Exception {
+    void aRestoreKeepsTheLatestSoFarAndComparesLaterEventsWithIt() throws Exception {
         OperatorSubtaskState state;
-        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> earlier = harness(new KeyedCoProcessOperator<>(
-                new EarlierRelease()))) {
-            earlier.open();
-            earlier.processElement2(present("u1", 1));
-            earlier.processElement2(present("u2", 2));
-            state = earlier.snapshot(1L, 1L);
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = harness(new UserClassJoin())) {
+            harness.open();
+            harness.processElement2(event("u1", 1, 1, 0, 10, 9_000));
+            state = harness.snapshot(1L, 1L);
         }
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> restored = restored(state)) {
-            restored.processElement1(version("u1", "a", 1));
-            watermark(restored, 2 * SLOT - 1);
-            assertEquals(List.of("u1@1=a", "u2@2=null"), sorted(out(restored)));
+            restored.processElement2(event("u1", 1, 2, 0, 11, 8_000));  // earlier than the kept one
+            restored.processElement2(event("u1", 1, 3, 0, 9, 9_000));   // same time, lower offset
+            watermark(restored, SLOT - 1);
+            assertEquals(List.of("u1@1:1 p0 o10"), cells(restored));
         }
     }
 }

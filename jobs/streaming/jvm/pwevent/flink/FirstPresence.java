@@ -41,14 +41,16 @@ import org.apache.flink.util.Collector;
  * counts only in the epoch it was passed on in (tests/streaming/data/first-presence.tsv, read by
  * FirstPresenceTest and by tests/jobs/test_first_presence.py against `UserMembership`).
  *
- * <p>In front of the exchange by user, chained to the rows of `latest`, {@link Unheard} drops the
- * presences this subtask has already sent on at a slot at most theirs since it started: the keyed
- * operator would drop them too (it received the earlier one first, on the same channel, in the
- * current epoch), so most rows never cross the network. It keeps nothing in state (a restart starts
- * it empty) and forgets everything when it holds {@link #UNHEARD_LIMIT} users.
+ * <p>In front of the exchange by user, chained to the present events (neither late nor ahead),
+ * {@link Unheard} drops the presences this subtask has already sent on at a slot at most theirs
+ * since it started: the keyed operator would drop them too (it received the earlier one first, on
+ * the same channel, in the current epoch), so most rows never cross the network. It keeps nothing
+ * in state (a restart starts it empty) and forgets everything when it holds {@link #UNHEARD_LIMIT}
+ * users.
  *
- * <p>Input: the rows of `latest`, Row(user, slot, ...). Output: Row(k = user, v = slot), with the
- * input's timestamps; watermarks pass as they are. With the default off nothing is passed on.
+ * <p>Input: the present events, Row(user, slot, ...), any number per (user, slot). Output: Row(k =
+ * user, v = slot), with the input's timestamps; watermarks pass as they are. With the default off
+ * nothing is passed on.
  */
 public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> implements CheckpointedFunction {
     private static final long serialVersionUID = 1L;
@@ -69,9 +71,9 @@ public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> 
     /** How many users {@link Unheard} remembers before it forgets them all. */
     static final int UNHEARD_LIMIT = 1 << 18;
 
-    /** Of the rows of `latest` (Row(user, slot, ...)), the presences Membership can still need, keyed by user. */
-    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> latest, boolean defaultOn) {
-        return latest.flatMap(new Unheard(defaultOn), PRESENCE).uid("presences-unheard")
+    /** Of the present events (Row(user, slot, ...)), the presences Membership can still need, by user. */
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> present, boolean defaultOn) {
+        return present.flatMap(new Unheard(defaultOn), PRESENCE).uid("presences-unheard")
                 .name("presences not sent on yet")
                 .keyBy(new ByUser()).process(new FirstPresence(defaultOn), PRESENCE);
     }

@@ -27,48 +27,51 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.types.Row;
 
 /**
- * Each present user's row of a slot, with the user's ledger class at that slot (null: none), keyed
- * by user (docs/streaming.md, "Topology"). The event-time join of the rows with Membership's class
- * versions, as an event-time temporal join over an upsert table of versions would give it: a row at
- * time t takes the newest version with valid-from time at most t (of two with the same time, the one
- * that arrived last), and waits until both inputs' watermark has passed t.
+ * The latest event of each user in each slot, with the user's ledger class at that slot (null: none),
+ * keyed by user (docs/streaming.md, "Topology"): one operator for what a SQL window rank and an
+ * event-time join did one after the other, so that an event crosses one exchange and arms no timer.
  *
- * <p>Why not Flink's temporal join: it arms a timer for every version it receives and, when the
- * timer fires, iterates its map states. A registration is a version, so a million registrations
- * meant a million timers, each running RocksDB seeks that crawl over the tombstones of the rows
- * already joined (measured: more than ten minutes for one slot of a million registrations). Here a
- * version costs one state read and write.
+ * <p>The latest event: of a user's events of one slot, the one with the greatest (time, partition,
+ * offset); the replay keeps the last of a slot's events in (time, line) order, and a file is one
+ * partition in offset order (UserClassJoinTest, and the integration tests against the replay).
  *
- * <p>Nor does a row arm a timer: the rows of a slot share its last millisecond, so the operator keeps
- * the users with waiting rows per time in memory (rebuilt from the keyed state "waiting" on a restore)
- * and, when the combined watermark passes a time, emits those users' rows before it forwards the
- * watermark, as their timers would have fired (one heap timer per row cost a fifth of this task's
- * time at full speed, and was written at every checkpoint). State of a release whose rows had timers
- * restores: its rows come out once, its timers are not read (UserClassJoinTest).
+ * <p>The class: an event-time temporal join over an upsert table of Membership's versions as it
+ * would give it: a slot's row takes the newest version with valid-from time at most the slot's last
+ * millisecond (of two with the same time, the one that arrived last), once both inputs' watermark
+ * has passed that millisecond. Not Flink's temporal join: it arms a timer for every version it
+ * receives (a registration is a version; a million registrations took more than ten minutes for one
+ * slot). Here a version costs one state read and write.
  *
- * <p>Input 1: versions, Row(user, class, valid-from ms). Input 2: Row(user, slot, cell, partition,
- * offset, original bytes, ...), the record timestamp its time (a table's rowtime, which must be
- * selected into the DataStream for that). Output: Row(user, slot, cell, partition,
- * offset, original, time ms, class).
+ * <p>No timers at all: the events of a slot share its last millisecond, so the operator keeps the
+ * users with a waiting slot per millisecond in memory (rebuilt from the keyed state "latest" on a
+ * restore) and, when the combined watermark passes it, emits those users' rows before it forwards
+ * the watermark.
+ *
+ * <p>Input 1: versions, Row(user, class, valid-from ms). Input 2: the valid events that are neither
+ * late nor ahead, Row(user, slot, cell, partition, offset, original bytes, time ms, slot's last ms).
+ * Output: Row(user, slot, cell, partition, offset, original, slot's last ms, class), one per user and
+ * slot, timestamped at the slot's last millisecond.
  */
 public final class UserClassJoin extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
 
-    /** The rows waiting for the watermark: the input row's fields and its time. */
-    private static final RowTypeInfo WAITING = new RowTypeInfo(
+    /** A slot's latest event so far: the output row's first seven fields, then the event's time. */
+    private static final RowTypeInfo LATEST = new RowTypeInfo(
             Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-            Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG);
+            Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.LONG);
+    private static final int DUE = 6;
+    private static final int TIME = 7;
     /** The output row; its time field is what downstream windows read as rowtime. */
     public static final RowTypeInfo OUT = new RowTypeInfo(
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.STRING},
             new String[] {"user", "slot", "cell", "partition", "offset", "original", "rt_ms", "cls"});
 
-    private static final String WAITING_STATE = "waiting";
+    private static final String LATEST_STATE = "latest";
 
     private transient ValueState<Tuple2<long[], String[]>> versions;
-    private transient ListState<Row> waiting;
-    /** Time -> the users with rows of that time waiting (in arrival order). */
+    private transient ListState<Row> latest;
+    /** A slot's last millisecond -> the users with a row of that slot waiting (in arrival order). */
     private transient TreeMap<Long, Set<String>> due;
 
     /** The join of `versions` (input 1) and `rows` (input 2), both keyed by user. */
@@ -90,16 +93,16 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         super.initializeState(context);
         versions = context.getKeyedStateStore().getState(new ValueStateDescriptor<>("versions",
                 Types.TUPLE(Types.PRIMITIVE_ARRAY(Types.LONG), Types.OBJECT_ARRAY(Types.STRING))));
-        waiting = context.getKeyedStateStore().getListState(new ListStateDescriptor<>(WAITING_STATE, WAITING));
+        latest = context.getKeyedStateStore().getListState(new ListStateDescriptor<>(LATEST_STATE, LATEST));
         due = new TreeMap<>();
         List<String> users;
-        try (var keys = getKeyedStateBackend().<VoidNamespace>getKeys(WAITING_STATE, VoidNamespace.INSTANCE)) {
+        try (var keys = getKeyedStateBackend().<VoidNamespace>getKeys(LATEST_STATE, VoidNamespace.INSTANCE)) {
             users = keys.map(key -> (String) key).toList();
         }
         for (String user : users) {  // a restore: the rows that were waiting at the checkpoint
             setCurrentKey(user);
-            for (Row row : waiting.get()) {
-                due.computeIfAbsent((Long) row.getField(6), t -> new LinkedHashSet<>()).add(user);
+            for (Row row : latest.get()) {
+                due.computeIfAbsent((Long) row.getField(DUE), t -> new LinkedHashSet<>()).add(user);
             }
         }
     }
@@ -130,13 +133,41 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         versions.update(Tuple2.of(newTimes, newClasses));
     }
 
+    /** An event: the slot's latest of this user if it is later than the one kept (or the first). */
     @Override
     public void processElement2(StreamRecord<Row> record) throws Exception {
-        Row row = record.getValue();
-        long time = record.getTimestamp();
-        waiting.add(Row.of(row.getField(0), row.getField(1), row.getField(2), row.getField(3),
-                row.getField(4), row.getField(5), time));
-        due.computeIfAbsent(time, t -> new LinkedHashSet<>()).add((String) row.getField(0));
+        Row event = record.getValue();
+        long slotEnd = (Long) event.getField(7);
+        Row candidate = Row.of(event.getField(0), event.getField(1), event.getField(2), event.getField(3),
+                event.getField(4), event.getField(5), slotEnd, event.getField(6));
+        List<Row> kept = new ArrayList<>();
+        int same = -1;
+        for (Row row : latest.get()) {
+            if ((Long) row.getField(DUE) == slotEnd) {
+                same = kept.size();
+            }
+            kept.add(row);
+        }
+        if (same < 0) {
+            latest.add(candidate);
+            due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add((String) event.getField(0));
+        } else if (later(candidate, kept.get(same))) {
+            kept.set(same, candidate);
+            latest.update(kept);
+        }
+    }
+
+    /** Whether `a` is a later event than `b` of the same user and slot: (time, partition, offset). */
+    static boolean later(Row a, Row b) {
+        int byTime = Long.compare((Long) a.getField(TIME), (Long) b.getField(TIME));
+        if (byTime != 0) {
+            return byTime > 0;
+        }
+        int byPartition = Integer.compare((Integer) a.getField(3), (Integer) b.getField(3));
+        if (byPartition != 0) {
+            return byPartition > 0;
+        }
+        return (Long) a.getField(4) > (Long) b.getField(4);
     }
 
     /** The combined watermark of both inputs: first the rows it passed, then the watermark. */
@@ -155,25 +186,25 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         super.processWatermark(mark);
     }
 
-    /** The current user's rows timed at most `timestamp`, each with its class; at `watermark`. */
+    /** The current user's rows of slots ending at most at `timestamp`, each with its class; at `watermark`. */
     private void emitDue(long timestamp, long watermark) throws Exception {
         Tuple2<long[], String[]> held = versions.value();
-        List<Row> later = new ArrayList<>();
+        List<Row> rest = new ArrayList<>();
         long keepFrom = watermark;
-        for (Row row : waiting.get()) {
-            long time = (Long) row.getField(6);
+        for (Row row : latest.get()) {
+            long time = (Long) row.getField(DUE);
             if (time > timestamp) {
-                later.add(row);
+                rest.add(row);
                 keepFrom = Math.min(keepFrom, time);
                 continue;
             }
             output.collect(new StreamRecord<>(Row.of(row.getField(0), row.getField(1), row.getField(2),
                     row.getField(3), row.getField(4), row.getField(5), time, classAt(held, time)), time));
         }
-        if (later.isEmpty()) {
-            waiting.clear();
+        if (rest.isEmpty()) {
+            latest.clear();
         } else {
-            waiting.update(later);
+            latest.update(rest);
         }
         if (held != null) {
             forget(held, keepFrom);
