@@ -128,7 +128,7 @@ def check_spread(rest: str, job_id: str) -> None:
     assert len(population) == 1 and vertices[population[0]]["parallelism"] == 1, list(vertices)
     wide = {name: v for name, v in vertices.items() if v["parallelism"] == PARALLELISM}
     for part in ("kafka events", "kafka requirements", "parse events", "Membership", "Window",
-                 "class of each present user"):
+                 "latest event and class of each user"):
         assert any(part in name for name in wide), (part, {n: v["parallelism"] for n, v in vertices.items()})
     for name, vertex in wide.items():
         hosts = _rest(rest, f"/jobs/{job_id}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]

@@ -28,8 +28,9 @@ import org.apache.flink.types.Row;
 
 /**
  * The latest event of each user in each slot, with the user's ledger class at that slot (null: none),
- * keyed by user (docs/streaming.md, "Topology"): one operator for what a SQL window rank and an
- * event-time join did one after the other, so that an event crosses one exchange and arms no timer.
+ * keyed by user (docs/streaming.md, "Topology"): what a one-slot window with top-1 per user, then an
+ * event-time join, would give, in one operator, so that an event crosses one exchange and arms no
+ * timer.
  *
  * <p>The latest event: of a user's events of one slot, the one with the greatest (time, partition,
  * offset); the replay keeps the last of a slot's events in (time, line) order, and a file is one
