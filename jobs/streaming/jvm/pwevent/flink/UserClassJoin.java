@@ -141,19 +141,28 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         long slotEnd = (Long) event.getField(7);
         Row candidate = Row.of(event.getField(0), event.getField(1), event.getField(2), event.getField(3),
                 event.getField(4), event.getField(5), slotEnd, event.getField(6));
-        List<Row> kept = new ArrayList<>();
-        int same = -1;
-        for (Row row : latest.get()) {
-            if ((Long) row.getField(DUE) == slotEnd) {
-                same = kept.size();
+        Iterable<Row> held = latest.get();
+        Row same = null;
+        int at = -1;
+        int count = 0;
+        if (held != null) {
+            for (Row row : held) {
+                if ((Long) row.getField(DUE) == slotEnd) {
+                    same = row;
+                    at = count;
+                }
+                count++;
             }
-            kept.add(row);
         }
-        if (same < 0) {
+        if (same == null) {
             latest.add(candidate);
             due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add((String) event.getField(0));
-        } else if (later(candidate, kept.get(same))) {
-            kept.set(same, candidate);
+        } else if (later(candidate, same)) {
+            List<Row> kept = new ArrayList<>(count);
+            for (Row row : held) {
+                kept.add(row);
+            }
+            kept.set(at, candidate);
             latest.update(kept);
         }
     }
@@ -190,11 +199,14 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
     /** The current user's rows of slots ending at most at `timestamp`, each with its class; at `watermark`. */
     private void emitDue(long timestamp, long watermark) throws Exception {
         Tuple2<long[], String[]> held = versions.value();
-        List<Row> rest = new ArrayList<>();
+        List<Row> rest = null;
         long keepFrom = watermark;
         for (Row row : latest.get()) {
             long time = (Long) row.getField(DUE);
             if (time > timestamp) {
+                if (rest == null) {
+                    rest = new ArrayList<>(2);
+                }
                 rest.add(row);
                 keepFrom = Math.min(keepFrom, time);
                 continue;
@@ -202,7 +214,7 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
             output.collect(new StreamRecord<>(Row.of(row.getField(0), row.getField(1), row.getField(2),
                     row.getField(3), row.getField(4), row.getField(5), time, classAt(held, time)), time));
         }
-        if (rest.isEmpty()) {
+        if (rest == null) {
             latest.clear();
         } else {
             latest.update(rest);
