@@ -1,14 +1,13 @@
 package pwevent.flink;
 
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -44,9 +43,9 @@ import org.apache.flink.types.Row;
  * slot). Here a version costs one state read and write.
  *
  * <p>No timers at all: the events of a slot share its last millisecond, so the operator keeps the
- * users with a waiting slot per millisecond in memory (rebuilt from the keyed state "latest" on a
- * restore) and, when the combined watermark passes it, emits those users' rows before it forwards
- * the watermark.
+ * users with a waiting slot per millisecond in memory (rebuilt on a restore from the keyed state
+ * "latest", per user a map from a slot's last millisecond to its latest event so far) and, when the
+ * combined watermark passes it, emits those users' rows before it forwards the watermark.
  *
  * <p>Input 1: versions, Row(user, class, valid-from ms). Input 2: the valid events that are neither
  * late nor ahead, Row(user, slot, cell, partition, offset, original bytes, time ms, slot's last ms).
@@ -71,7 +70,8 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
     private static final String LATEST_STATE = "latest";
 
     private transient ValueState<Tuple2<long[], String[]>> versions;
-    private transient ListState<Row> latest;
+    /** Per user: a slot's last millisecond -> the slot's latest event so far. */
+    private transient MapState<Long, Row> latest;
     /** A slot's last millisecond -> the users with a row of that slot waiting (in arrival order). */
     private transient TreeMap<Long, Set<String>> due;
 
@@ -94,7 +94,7 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         super.initializeState(context);
         versions = context.getKeyedStateStore().getState(new ValueStateDescriptor<>("versions",
                 Types.TUPLE(Types.PRIMITIVE_ARRAY(Types.LONG), Types.OBJECT_ARRAY(Types.STRING))));
-        latest = context.getKeyedStateStore().getListState(new ListStateDescriptor<>(LATEST_STATE, LATEST));
+        latest = context.getKeyedStateStore().getMapState(new MapStateDescriptor<>(LATEST_STATE, Types.LONG, LATEST));
         due = new TreeMap<>();
         List<String> users;
         try (var keys = getKeyedStateBackend().<VoidNamespace>getKeys(LATEST_STATE, VoidNamespace.INSTANCE)) {
@@ -102,8 +102,8 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         }
         for (String user : users) {  // a restore: the rows that were waiting at the checkpoint
             setCurrentKey(user);
-            for (Row row : latest.get()) {
-                due.computeIfAbsent((Long) row.getField(DUE), t -> new LinkedHashSet<>()).add(user);
+            for (Long slotEnd : latest.keys()) {
+                due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add(user);
             }
         }
     }
@@ -141,29 +141,12 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         long slotEnd = (Long) event.getField(7);
         Row candidate = Row.of(event.getField(0), event.getField(1), event.getField(2), event.getField(3),
                 event.getField(4), event.getField(5), slotEnd, event.getField(6));
-        Iterable<Row> held = latest.get();
-        Row same = null;
-        int at = -1;
-        int count = 0;
-        if (held != null) {
-            for (Row row : held) {
-                if ((Long) row.getField(DUE) == slotEnd) {
-                    same = row;
-                    at = count;
-                }
-                count++;
-            }
-        }
-        if (same == null) {
-            latest.add(candidate);
+        Row kept = latest.get(slotEnd);
+        if (kept == null) {
+            latest.put(slotEnd, candidate);
             due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add((String) event.getField(0));
-        } else if (later(candidate, same)) {
-            List<Row> kept = new ArrayList<>(count);
-            for (Row row : held) {
-                kept.add(row);
-            }
-            kept.set(at, candidate);
-            latest.update(kept);
+        } else if (later(candidate, kept)) {
+            latest.put(slotEnd, candidate);
         }
     }
 
@@ -196,30 +179,18 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         super.processWatermark(mark);
     }
 
-    /** The current user's rows of slots ending at most at `timestamp`, each with its class; at `watermark`. */
-    private void emitDue(long timestamp, long watermark) throws Exception {
+    /** The current user's row of the slot that ends at `slotEnd`, with its class; at `watermark`. */
+    private void emitDue(long slotEnd, long watermark) throws Exception {
+        Row row = latest.get(slotEnd);
+        latest.remove(slotEnd);
         Tuple2<long[], String[]> held = versions.value();
-        List<Row> rest = null;
-        long keepFrom = watermark;
-        for (Row row : latest.get()) {
-            long time = (Long) row.getField(DUE);
-            if (time > timestamp) {
-                if (rest == null) {
-                    rest = new ArrayList<>(2);
-                }
-                rest.add(row);
-                keepFrom = Math.min(keepFrom, time);
-                continue;
+        output.collect(new StreamRecord<>(Row.of(row.getField(0), row.getField(1), row.getField(2),
+                row.getField(3), row.getField(4), row.getField(5), slotEnd, classAt(held, slotEnd)), slotEnd));
+        if (held != null && held.f0.length > 1) {
+            long keepFrom = watermark;
+            for (Long waiting : latest.keys()) {
+                keepFrom = Math.min(keepFrom, waiting);
             }
-            output.collect(new StreamRecord<>(Row.of(row.getField(0), row.getField(1), row.getField(2),
-                    row.getField(3), row.getField(4), row.getField(5), time, classAt(held, time)), time));
-        }
-        if (rest == null) {
-            latest.clear();
-        } else {
-            latest.update(rest);
-        }
-        if (held != null) {
             forget(held, keepFrom);
         }
     }
