@@ -244,12 +244,17 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(x) for x in text.split(",") if x.strip())
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(",") if x.strip())
+def _numbers(text: str, kind: type[float] | type[int], option: str) -> tuple[Any, ...]:
+    """The entries of a comma list option as numbers; ValueError naming the option and the entry."""
+    values = []
+    for entry in (x.strip() for x in text.split(",")):
+        if not entry:
+            continue
+        try:
+            values.append(kind(entry))
+        except ValueError:
+            raise ValueError(f"{option}: {entry!r} is not {'an integer' if kind is int else 'a number'}") from None
+    return tuple(values)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -282,14 +287,14 @@ RESULT_FILES = ("runs.csv", "summary.md", "wall_seconds.txt")
 def cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         grid = GridSpec(
-            datasets=_names(args.datasets), mechanisms=_names(args.mechanisms), epsilons=_floats(args.epsilons),
-            windows=_ints(args.windows), ratios=_floats(args.ratios), reps=args.reps, first_rep=args.first_rep,
-            users=args.users,
-            slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
+            datasets=_names(args.datasets), mechanisms=_names(args.mechanisms),
+            epsilons=_numbers(args.epsilons, float, "--epsilons"), windows=_numbers(args.windows, int, "--windows"),
+            ratios=_numbers(args.ratios, float, "--ratios"), reps=args.reps, first_rep=args.first_rep,
+            users=args.users, slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
             real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
             workers=args.workers, noise_seed=args.seed, default_point=not args.no_default_point,
         )
-    except ValueError as err:  # an unknown dataset or mechanism, a count out of range, no point at all
+    except ValueError as err:  # an entry no number, an unknown dataset or mechanism, a count out of range, no point
         print(f"pwevent evaluate: {err}", file=sys.stderr)
         return 2
     EVALUATE.require()  # before any work: the plots come last

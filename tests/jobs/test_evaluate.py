@@ -42,7 +42,7 @@ def test_without_the_default_point_only_the_listed_points_run():
     assert args.no_default_point and args.epsilons == "1.0"
 
 
-def test_a_grid_without_points_and_an_unknown_dataset_are_refused_with_exit_2(capsys, tmp_path):
+def test_a_grid_without_points_an_unknown_dataset_and_a_non_number_are_refused_with_exit_2(capsys, tmp_path):
     with pytest.raises(ValueError, match="no points"):
         replace(TINY, epsilons=(), windows=(40,), ratios=(), default_point=False)
     out = str(tmp_path / "res")
@@ -51,6 +51,11 @@ def test_a_grid_without_points_and_an_unknown_dataset_are_refused_with_exit_2(ca
     assert "the grid has no points" in capsys.readouterr().err
     assert main(["evaluate", "--datasets", "Nope", "--out", out, "--quiet"]) == 2
     assert "dataset must be one of" in capsys.readouterr().err
+    for option, value, message in (("--epsilons", "0.2,x", "--epsilons: 'x' is not a number"),
+                                   ("--windows", "40,1.5", "--windows: '1.5' is not an integer"),
+                                   ("--ratios", "0.5,,half", "--ratios: 'half' is not a number")):
+        assert main(["evaluate", option, value, "--out", out, "--quiet"]) == 2
+        assert message in capsys.readouterr().err
     assert not (tmp_path / "res").exists()
 
 
