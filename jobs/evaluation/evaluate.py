@@ -294,7 +294,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
             workers=args.workers, noise_seed=args.seed, default_point=not args.no_default_point,
         )
-    except ValueError as err:  # an entry no number, an unknown dataset or mechanism, a count out of range, no point
+    except ValueError as err:  # a list entry not a number, an unknown dataset or mechanism, a bad count, no point
         print(f"pwevent evaluate: {err}", file=sys.stderr)
         return 2
     EVALUATE.require()  # before any work: the plots come last

@@ -55,12 +55,11 @@ import org.apache.flink.types.Row;
 public final class UserClassJoin extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
 
-    /** A slot's latest event so far: the output row's first seven fields, then the event's time. */
+    /** A slot's latest event so far: the output row's first six fields, then the event's time. */
     private static final RowTypeInfo LATEST = new RowTypeInfo(
             Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-            Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.LONG);
-    private static final int DUE = 6;
-    private static final int TIME = 7;
+            Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG);
+    private static final int TIME = 6;
     /** The output row; its time field is what downstream windows read as rowtime. */
     public static final RowTypeInfo OUT = new RowTypeInfo(
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
@@ -140,7 +139,7 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         Row event = record.getValue();
         long slotEnd = (Long) event.getField(7);
         Row candidate = Row.of(event.getField(0), event.getField(1), event.getField(2), event.getField(3),
-                event.getField(4), event.getField(5), slotEnd, event.getField(6));
+                event.getField(4), event.getField(5), event.getField(6));
         Row kept = latest.get(slotEnd);
         if (kept == null) {
             latest.put(slotEnd, candidate);
