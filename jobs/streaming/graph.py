@@ -10,7 +10,7 @@ otherwise run it once per reader.
 
     read_topics -> parse_requirements ---------------------------------------> membership
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
-                   -> latest_with_class -> population (counts, changes, SQL's dead letters)
+                   -> latest_with_class -> population (counts, changes, the events that do not count)
                    -> write_sinks (releases, audit, dead letters)
 """
 
@@ -178,10 +178,10 @@ def split_events(stage: Stage) -> None:
 def parse_events(stage: Stage) -> tuple[Any, Any]:
     """The records the fast path hands on -> ParseEvents (Python, the reference parser: an event or a
     refusal for each, dead letters as a side output); returns (the parser's stream, every event of
-    both paths and the marks, as rows of `fast_events`)."""
-    from pyflink.table import Schema
-
+    both paths and the marks, as `rows.PARSED_EVENT`). The two are joined as DataStreams, in the
+    source's task: each keeps its order, and no task of its own re-encodes every event."""
     from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
 
     t_env = stage.t_env
@@ -189,18 +189,12 @@ def parse_events(stage: Stage) -> tuple[Any, Any]:
         "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast_ok"))
     parsed = slow.process(fn.ParseEvents(stage.config, stage.settings.kafka.topics["events"], stage.kafka_time),
                           output_type=rows.PARSED_EVENT).uid("parse-events").name("parse events (reference parser)")
-    # a refusal has no time_ms; its rowtime is never read (only the watermark, the source's)
-    t_env.create_temporary_view("slow_events", t_env.from_data_stream(
-        parsed, Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(COALESCE(time_ms, 0), 3)")
-        .watermark("rt", "SOURCE_WATERMARK()").build()))
-    events = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM fast_events UNION ALL "
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, original, path FROM slow_events"))
-    return parsed, events
+    fast = internals.set_output_type(t_env.to_data_stream(t_env.from_path("fast_events")), rows.PARSED_EVENT)
+    return parsed, fast.union(parsed)
 
 
 def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None,
-                registration_backlog: dict[int, int] | None, restored_ends: dict[int, int] | None) -> None:
+                registration_backlog: dict[int, int] | None, restored_ends: dict[int, int] | None) -> Any:
     """Both paths' events -> `ValidTime` (event time from the valid events of known users only, each
     partition's in offset order, judged once `registration_backlog` is registered; at parallelism 1
     it follows the requirements' valid time while the events are idle, so no branch below goes idle
@@ -216,32 +210,22 @@ def time_events(stage: Stage, events: Any, requirements: Requirements, restore_s
                                                     registration_backlog=registration_backlog,
                                                     restored_ends=restored_ends)
     requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
-    timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
-    stage.t_env.create_temporary_view("events", stage.t_env.from_data_stream(timed, stage.rowtime))
+    return timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
 
 
-def judge_events(stage: Stage, late_through: int) -> None:
-    """View `events` -> view `events_judged`, with `slot` and `late`: the watermark has passed the
-    slot's end (the windows below would drop the event), or the slot is one a resumed job's releases
-    decided (at most `late_through`)."""
+def judge_events(stage: Stage, timed: Any, late_through: int) -> Any:
+    """The valid events -> `SlotJudge` (Java, chained): the events that count for their slot, as a
+    stream of Row(`user`, `slot`, `cell`, `partition`, `offset`, `original`, `time_ms`,
+    `slot_end_ms`: the slot's last millisecond), read by Membership's presences and the latest event
+    with its class; and view `events_rejected` (`slot`, `reason`, `user`, `partition`, `offset`,
+    `original`): the events whose slot the watermark had closed or a resumed job's releases decided
+    (at most `late_through`), `late`, and those past the lead guard, `too_far_ahead`."""
+    from pwevent.jobs.streaming import pyflink_internals as internals
+
     clock = stage.config.clock
-    materialize(stage.t_env, "events_judged", stage.rowtime,
-                f"SELECT `user`, time_ms, cell, `partition`, `offset`, original, rt AS rt_in, ahead,"
-                f" {slot_sql.slot_of('time_ms', clock)} AS slot,"
-                f" COALESCE(TO_TIMESTAMP_LTZ({slot_sql.slot_last_ms('time_ms', clock)}, 3) <= CURRENT_WATERMARK(rt),"
-                f" FALSE) OR {slot_sql.slot_of('time_ms', clock)} <= {int(late_through)} AS late FROM events")
-
-
-def present_events(stage: Stage) -> Any:
-    """View `events_judged` -> the events that count for their slot (neither late nor ahead), as a
-    stream of Row(`user`, `slot`, `cell`, `partition`, `offset`, `original`, `time_ms`, `slot_end_ms`:
-    the slot's last millisecond, `rt`), timed by the events. Read twice (Membership's presences, and
-    the latest event with its class), planned once."""
-    clock = stage.config.clock
-    return stage.t_env.to_data_stream(stage.t_env.sql_query(
-        "SELECT `user`, slot, cell, `partition`, `offset`, original, time_ms,"
-        f" {slot_sql.slot_last_ms('time_ms', clock)} AS slot_end_ms, rt"
-        " FROM events_judged WHERE NOT late AND NOT ahead"))
+    present, rejected = internals.slot_judge(timed, clock.origin_ms, clock.length_ms, late_through)
+    stage.t_env.create_temporary_view("events_rejected", stage.t_env.from_data_stream(rejected, stage.rowtime))
+    return present.uid("slot-judge").name("judge each event's slot")
 
 
 def membership(stage: Stage, requirements: Requirements, present: Any) -> None:
@@ -286,11 +270,11 @@ def latest_with_class(stage: Stage, present: Any) -> None:
 
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
-    """Views `joined`, `membership_out` and `events_judged` -> the Population (Python, one key: the
+    """Views `joined`, `membership_out` and `events_rejected` -> the Population (Python, one key: the
     replay's Engine) -> view `population_out` (`rows.POPULATION_OUT`: releases, audit lines, dead
     letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one query so that the
     planner runs the window once: the count of present users per (slot, class, cell); Membership's
-    changes; the events SQL judged `late` or `too_far_ahead`; those of users without a class
+    changes; the events `SlotJudge` judged `late` or `too_far_ahead`; those of users without a class
     (`unknown_user`). `rows.population_row` reads each as its typed row."""
     from pyflink.common import Types
 
@@ -311,9 +295,9 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
         f" SELECT slot, CAST(NULL AS {present}), text, CAST(NULL AS {rejected})"
         f" FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"
         " UNION ALL"
-        f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING), CAST(ROW(CASE WHEN ahead THEN 'too_far_ahead'"
-        f" ELSE 'late' END, `user`, `partition`, `offset`, original) AS {rejected})"
-        " FROM events_judged WHERE late OR ahead"
+        f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING),"
+        f" CAST(ROW(reason, `user`, `partition`, `offset`, original) AS {rejected})"
+        " FROM events_rejected"
         " UNION ALL"
         f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING),"
         f" CAST(ROW('unknown_user', `user`, `partition`, `offset`, original) AS {rejected})"
@@ -329,7 +313,8 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
 
 def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements) -> None:
     """Releases (key = slot) and audit lines from `population_out`; dead letters from the parsers'
-    side outputs, Membership and the Population (with those found in SQL); one statement set."""
+    side outputs, Membership and the Population (which also writes those of the late, too-far-ahead
+    and unknown-user events); one statement set."""
     from pyflink.table.expressions import col
 
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -371,9 +356,8 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     requirements = parse_requirements(stage, start.requirements_backlog)
     split_events(stage)
     parsed_events, events = parse_events(stage)
-    time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
-    judge_events(stage, start.late_through)
-    present = present_events(stage)
+    timed = time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
+    present = judge_events(stage, timed, start.late_through)
     membership(stage, requirements, present)
     latest_with_class(stage, present)
     population(stage, seed, start.late_through)

@@ -97,6 +97,18 @@ def user_class_join(versions: Any, rows: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
+def slot_judge(timed: Any, origin_ms: int, slot_ms: int, late_through: int) -> tuple[Any, Any]:
+    """Java `SlotJudge`, chained behind the events' `ValidTime` (`timed`): (the events that count for
+    their slot, Row(user, slot, cell, partition, offset, original, time ms, slot's last ms); the late
+    and too-far-ahead ones, Row(slot, reason, user, partition, offset, original)), both timed by the
+    events. Returns (the operator's stream, which needs a uid; its side output)."""
+    from pyflink.datastream import DataStream
+
+    flink = _jvm().pwevent.flink
+    judged = flink.SlotJudge.apply(timed._j_data_stream, origin_ms, slot_ms, late_through)
+    return DataStream(judged), DataStream(judged.getSideOutput(flink.SlotJudge.REJECTED))
+
+
 def first_presence(present: Any, default_on: bool) -> Any:
     """Java `FirstPresence`: of the present events (user, slot, ...), as Row(k = user, v = slot) keyed
     by user, only the presences Membership can still need (none when `default_on`, whether this run

@@ -144,7 +144,7 @@ def read_guard_inputs(kafka: KafkaSettings, cells: int) -> GuardInputs:
 class StartGuard:
     """What the Population checks when it finds no state (docs/streaming.md, "Starting twice"):
     `kafka` (the topics, the clients' security, `resume_after_last_release`), `cells` (the domain's d),
-    and `late_through`, the slot up to which the job's SQL judges every event `late` (the resume point
+    and `late_through`, the slot up to which the job judges every event `late` (`SlotJudge`) (the resume point
     the job was built with; 0: none)."""
 
     kafka: KafkaSettings
