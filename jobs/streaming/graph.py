@@ -10,7 +10,8 @@ otherwise run it once per reader.
 
     read_topics -> parse_requirements ---------------------------------------> membership
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
-                   -> latest_with_class -> population (counts, changes, the events that do not count)
+                   -> latest_with_class -> count_present
+                   -> population (counts, changes, the events that do not count)
                    -> write_sinks (releases, audit, dead letters)
 """
 
@@ -250,30 +251,43 @@ def membership(stage: Stage, requirements: Requirements, present: Any) -> None:
     stage.t_env.create_temporary_view("membership_out", stage.t_env.from_data_stream(hosted, stage.rowtime))
 
 
-def latest_with_class(stage: Stage, present: Any) -> None:
-    """View `membership_out` and the present events -> view `joined`: the latest event of each user in
-    each slot, with the user's class at the slot, `cls` NULL for a user without one, timed at the
-    slot's last millisecond (`UserClassJoin`, Java: the latest by (time, partition, offset), then an
-    event-time join on Membership's versions; no timer per event or version)."""
-    from pyflink.table import Schema
-
+def latest_with_class(stage: Stage, present: Any) -> Any:
+    """View `membership_out` and the present events -> the latest event of each user in each slot,
+    with the user's class at the slot (`UserClassJoin.OUT`: `cls` NULL for a user without one), timed
+    at the slot's last millisecond (`UserClassJoin`, Java: the latest by (time, partition, offset),
+    then an event-time join on Membership's versions; no timer per event or version)."""
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
 
     t_env = stage.t_env
     changes = t_env.to_data_stream(t_env.sql_query(
         f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"))
-    joined = internals.user_class_join(changes, present).uid("user-class").name("latest event and class of each user")
-    t_env.create_temporary_view("joined", t_env.from_data_stream(joined, Schema.new_builder()
-                                .column_by_expression("rt", "TO_TIMESTAMP_LTZ(rt_ms, 3)")
-                                .watermark("rt", "SOURCE_WATERMARK()").build()))
+    return internals.user_class_join(changes, present).uid("user-class").name("latest event and class of each user")
+
+
+def count_present(stage: Stage, joined: Any) -> None:
+    """The class join's rows -> `SlotCounts` (Java, chained) -> view `slot_counts` (`slot`, `cls`,
+    `cell`, `n`, `rt`: this subtask's count of the slot's users of that class in that cell, timed at
+    the slot's last millisecond) and view `unknown_users` (the join's rows without a class)."""
+    from pyflink.table import Schema
+
+    from pwevent.jobs.streaming import pyflink_internals as internals
+
+    t_env = stage.t_env
+    counts, unknown = internals.slot_counts(joined)
+    timed_at_slot_end = Schema.new_builder().column_by_expression("rt", "TO_TIMESTAMP_LTZ(rt_ms, 3)") \
+        .watermark("rt", "SOURCE_WATERMARK()").build()
+    t_env.create_temporary_view("slot_counts", t_env.from_data_stream(
+        counts.uid("slot-counts").name("count per slot, class and cell"), timed_at_slot_end))
+    t_env.create_temporary_view("unknown_users", t_env.from_data_stream(unknown, timed_at_slot_end))
 
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
-    """Views `joined`, `membership_out` and `events_rejected` -> the Population (Python, one key: the
-    replay's Engine) -> view `population_out` (`rows.POPULATION_OUT`: releases, audit lines, dead
-    letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one query so that the
-    planner runs the window once: the count of present users per (slot, class, cell); Membership's
+    """Views `slot_counts`, `unknown_users`, `membership_out` and `events_rejected` -> the Population
+    (Python, one key: the replay's Engine) -> view `population_out` (`rows.POPULATION_OUT`: releases,
+    audit lines, dead letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one
+    query so that the planner runs the window once: the count of present users per (slot, class,
+    cell), the subtasks' counts summed in a window of the slot; Membership's
     changes; the events `SlotJudge` judged `late` or `too_far_ahead`; those of users without a class
     (`unknown_user`). `rows.population_row` reads each as its typed row."""
     from pyflink.common import Types
@@ -288,8 +302,8 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     rejected = "ROW<reason STRING, `user` STRING, `partition` INT, `offset` BIGINT, original BYTES>"
     population_in = t_env.to_data_stream(t_env.sql_query(
         "SELECT 0 AS k, ROW(slot, present, change, rejected) AS g FROM ("
-        f" SELECT slot, CAST(ROW(cls, cell, COUNT(*)) AS {present}), CAST(NULL AS STRING), CAST(NULL AS {rejected})"
-        f" FROM {slot_sql.tumble('joined', 'rt', clock)} WHERE cls IS NOT NULL"
+        f" SELECT slot, CAST(ROW(cls, cell, SUM(n)) AS {present}), CAST(NULL AS STRING), CAST(NULL AS {rejected})"
+        f" FROM {slot_sql.tumble('slot_counts', 'rt', clock)}"
         " GROUP BY window_start, window_end, slot, cls, cell"
         " UNION ALL"
         f" SELECT slot, CAST(NULL AS {present}), text, CAST(NULL AS {rejected})"
@@ -301,7 +315,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
         " UNION ALL"
         f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING),"
         f" CAST(ROW('unknown_user', `user`, `partition`, `offset`, original) AS {rejected})"
-        " FROM joined WHERE cls IS NULL"
+        " FROM unknown_users"
         ") AS t(slot, present, change, rejected)"))
     internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), rows.POPULATION_IN]))
     host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through), kafka.topics["events"])
@@ -359,6 +373,6 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     timed = time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
     present = judge_events(stage, timed, start.late_through)
     membership(stage, requirements, present)
-    latest_with_class(stage, present)
+    count_present(stage, latest_with_class(stage, present))
     population(stage, seed, start.late_through)
     write_sinks(stage, parsed_events, requirements)

@@ -109,6 +109,17 @@ def slot_judge(timed: Any, origin_ms: int, slot_ms: int, late_through: int) -> t
     return DataStream(judged), DataStream(judged.getSideOutput(flink.SlotJudge.REJECTED))
 
 
+def slot_counts(joined: Any) -> tuple[Any, Any]:
+    """Java `SlotCounts`, chained behind the class join (`joined`, `UserClassJoin.OUT`): (the count
+    per (slot, class, cell) once the watermark passed the slot's end, Row(slot, cls, cell, n, rt_ms);
+    the rows without a class). Returns (the operator's stream, which needs a uid; its side output)."""
+    from pyflink.datastream import DataStream
+
+    flink = _jvm().pwevent.flink
+    counts = flink.SlotCounts.apply(joined._j_data_stream)
+    return DataStream(counts), DataStream(counts.getSideOutput(flink.SlotCounts.UNKNOWN))
+
+
 def first_presence(present: Any, default_on: bool) -> Any:
     """Java `FirstPresence`: of the present events (user, slot, ...), as Row(k = user, v = slot) keyed
     by user, only the presences Membership can still need (none when `default_on`, whether this run
