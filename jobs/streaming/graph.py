@@ -5,8 +5,9 @@ environment and hands the next stage its rows, as a DataStream or as a named SQL
 columns its docstring lists. Python runs only in the hosts of jobs/streaming/hosts.py (the
 reference parsers, Membership, the Population); the other stages are SQL or the Java operators of
 jobs/streaming/jvm, reached through `pyflink_internals`. Views carry the rowtime `rt` (a slot's
-window time after the windows); `planner.materialize` makes a view once where the planner would
-otherwise run it once per reader.
+window time after the windows). The planner plans each conversion of a query to a DataStream on
+its own (a view read by two is run twice), so every view here has one reader, and the population's
+input is one query (tests/integration/test_job_graph.py fails on a second copy of an operator).
 
     read_topics -> parse_requirements ---------------------------------------> membership
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
@@ -24,7 +25,6 @@ from pwevent.jobs.common.config import Config, EventFields, RequirementFields
 from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.streaming import slot_sql
 from pwevent.jobs.streaming.event_sql import sql_literal
-from pwevent.jobs.streaming.planner import materialize
 from pwevent.jobs.streaming.settings import StreamSettings
 from pwevent.jobs.streaming.startup import NOTHING_READ, StartReads
 
@@ -146,14 +146,13 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
     return Requirements(parsed, registrations, timed)
 
 
-def split_events(stage: Stage) -> None:
-    """`raw_events` -> view `events_split`: every record with the SQL fast path's verdict
-    (jobs/streaming/event_sql.py): `value`, `partition`, `offset`, `ts_ms`, `jtime`, `rt_in`, and
-    `user`, `time_ms`, `cell`, `fast_ok` (never NULL: a mark needs its answer); then view
-    `fast_events`: the fast path's events, and a mark (partition and offset only, `path` PENDING)
-    for each record it hands to the reference parser, in one query, so in offset order with the
-    events (`user`, `time_ms`, `cell`, `partition`, `offset`, `original`, `path`)."""
-    from pwevent.jobs.streaming import rows
+def split_events(stage: Stage) -> Any:
+    """`raw_events` -> the SQL fast path's verdict on every record (jobs/streaming/event_sql.py), in
+    one query converted once -> `FastPathSplit` (Java, chained): the fast path's events, and a mark
+    (partition and offset only, `path` PENDING) for each record it hands to the reference parser, in
+    offset order with the events (`rows.PARSED_EVENT`); those records on its side output (`value`,
+    `partition`, `offset`, `ts_ms`). Returns the split's stream."""
+    from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
     from pwevent.jobs.streaming.jars import avro_jar
 
@@ -163,35 +162,28 @@ def split_events(stage: Stage) -> None:
         stage.env.add_jars(avro_jar().resolve().as_uri())
     register_record_groups(t_env, avro)
     t_env.create_temporary_view("raw_events_ts", t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms, jtime, rt FROM raw_events"))
-    parsed_sql = parsed_events_sql(stage.config, "raw_events_ts", stage.kafka_time,
-                                   ("value", "partition", "offset", "ts_ms", "jtime", "rt"))
-    materialize(t_env, "events_split", stage.rowtime,
-                "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt AS rt_in, `user`, time_ms, cell,"
-                f" COALESCE(`fast`, FALSE) AS fast_ok FROM ({parsed_sql})")
-    t_env.create_temporary_view("fast_events", t_env.sql_query(
-        "SELECT IF(fast_ok, `user`, CAST(NULL AS STRING)) AS `user`, IF(fast_ok, time_ms, CAST(NULL AS BIGINT))"
-        " AS time_ms, IF(fast_ok, cell, CAST(NULL AS INT)) AS cell, `partition`, `offset`,"
-        " IF(fast_ok, `value`, CAST(NULL AS BYTES)) AS original,"
-        f" IF(fast_ok, {int(rows.TimePath.FAST)}, {int(rows.TimePath.PENDING)}) AS path FROM events_split"))
+        "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms FROM raw_events"))
+    parsed_sql = parsed_events_sql(stage.config, "raw_events_ts", stage.kafka_time)
+    verdicts = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `user`, time_ms, cell, `partition`, `offset`, `value`, COALESCE(`fast`, FALSE) AS fast_ok, ts_ms"
+        f" FROM ({parsed_sql})"))
+    return internals.fast_path_split(verdicts).uid("fast-path-split").name("split by the fast path's verdict")
 
 
-def parse_events(stage: Stage) -> tuple[Any, Any]:
-    """The records the fast path hands on -> ParseEvents (Python, the reference parser: an event or a
-    refusal for each, dead letters as a side output); returns (the parser's stream, every event of
-    both paths and the marks, as `rows.PARSED_EVENT`). The two are joined as DataStreams, in the
-    source's task: each keeps its order, and no task of its own re-encodes every event."""
+def parse_events(stage: Stage, split: Any) -> tuple[Any, Any]:
+    """The records the fast path hands on (`split`'s side output) -> ParseEvents (Python, the reference
+    parser: an event or a refusal for each, dead letters as a side output); returns (the parser's
+    stream, every event of both paths and the marks, as `rows.PARSED_EVENT`). The two are joined as
+    DataStreams, in the source's task: each keeps its order, and no task of its own re-encodes
+    every event."""
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
 
-    t_env = stage.t_env
-    slow = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, ts_ms, jtime, rt FROM events_split WHERE NOT fast_ok"))
+    slow = internals.fast_path_slow(split)
     parsed = slow.process(fn.ParseEvents(stage.config, stage.settings.kafka.topics["events"], stage.kafka_time),
                           output_type=rows.PARSED_EVENT).uid("parse-events").name("parse events (reference parser)")
-    fast = internals.set_output_type(t_env.to_data_stream(t_env.from_path("fast_events")), rows.PARSED_EVENT)
-    return parsed, fast.union(parsed)
+    return parsed, split.union(parsed)
 
 
 def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None,
@@ -368,8 +360,7 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
     registration_backlog = None if config.default_requirement is not None else start.registration_backlog
     requirements = parse_requirements(stage, start.requirements_backlog)
-    split_events(stage)
-    parsed_events, events = parse_events(stage)
+    parsed_events, events = parse_events(stage, split_events(stage))
     timed = time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
     present = judge_events(stage, timed, start.late_through)
     membership(stage, requirements, present)

@@ -97,6 +97,23 @@ def user_class_join(versions: Any, rows: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
+def fast_path_split(verdicts: Any) -> Any:
+    """Java `FastPathSplit`, chained to `verdicts` (Row(user, time_ms, cell, partition, offset, value,
+    fast, ts_ms)): the fast path's events and the marks of the other records, as `ValidTime.IN`."""
+    from pyflink.datastream import DataStream
+
+    return DataStream(_jvm().pwevent.flink.FastPathSplit.apply(verdicts._j_data_stream))
+
+
+def fast_path_slow(split: Any) -> Any:
+    """`fast_path_split`'s side output: Row(value, partition, offset, ts_ms) of each record the fast
+    path hands to the reference parser."""
+    from pyflink.datastream import DataStream
+
+    flink = _jvm().pwevent.flink
+    return DataStream(split._j_data_stream.getSideOutput(flink.FastPathSplit.SLOW))
+
+
 def slot_judge(timed: Any, origin_ms: int, slot_ms: int, late_through: int) -> tuple[Any, Any]:
     """Java `SlotJudge`, chained behind the events' `ValidTime` (`timed`): (the events that count for
     their slot, Row(user, slot, cell, partition, offset, original, time ms, slot's last ms); the late
