@@ -214,6 +214,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements TwoI
                     + "judging the {} events held so far, and the next ones as they come",
                     opened == RegistrationGate.Opened.SILENCE ? "no registration for " + gateSilenceMs + " ms"
                             : "the most events it holds read", gate.waitingFor(), gate.held().size());
+        } else {
+            LOG.info("valid event time: the requirements' backlog is registered; judging the {} events held",
+                    gate.held().size());
         }
         openGate();
         return false;
