@@ -11,7 +11,9 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Random;
 import java.util.stream.Collectors;
+import org.apache.flink.avro.shaded.org.apache.avro.util.Utf8;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,6 +22,30 @@ import org.junit.jupiter.api.Test;
  * text it renders of every certified datum, and null wherever a vector says it must not answer.
  */
 class AvroFieldsTest {
+    /** The strict decoding {@link AvroCertifier#strictUtf8} must agree with, whatever the bytes. */
+    static String strictlyDecoded(byte[] bytes) {
+        try {
+            return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            return null;
+        }
+    }
+
+    @Test
+    void aStringIsStrictUtf8ExactlyAsTheStrictDecoderSays() {
+        Random random = new Random(7);
+        for (int n = 0; n < 20_000; n++) {
+            byte[] bytes = new byte[random.nextInt(12)];
+            for (int i = 0; i < bytes.length; i++) {  // mostly ASCII, some of every other byte
+                bytes[i] = (byte) (random.nextInt(4) == 0 ? random.nextInt(256) : random.nextInt(128));
+            }
+            assertEquals(strictlyDecoded(bytes), AvroCertifier.strictUtf8(new Utf8(bytes)), () -> Arrays.toString(bytes));
+        }
+        assertEquals("aé", AvroCertifier.strictUtf8(new Utf8("aé".getBytes(StandardCharsets.UTF_8))));
+        assertNull(AvroCertifier.strictUtf8(new Utf8(new byte[] {'a', (byte) 0xc0, (byte) 0x80})));  // overlong
+        assertNull(AvroCertifier.strictUtf8(new Utf8(new byte[] {(byte) 0xed, (byte) 0xa0, (byte) 0x80})));  // surrogate
+    }
+
     private static final HexFormat HEX = HexFormat.of();
 
     static List<String[]> vectors() throws Exception {

@@ -42,6 +42,8 @@ final class AvroCertifier {
     private final GenericDatumReader<Object> reader;
     private final GenericDatumWriter<Object> writer;
     private BinaryDecoder decoder;
+    /** The last datum read, whose objects the next read reuses (a datum is never kept past a call). */
+    private Object lastDatum;
     private BinaryEncoder encoder;
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();
 
@@ -150,7 +152,8 @@ final class AvroCertifier {
         Object datum;
         try {
             decoder = DecoderFactory.get().binaryDecoder(value, start, value.length - start, decoder);
-            datum = reader.read(null, decoder);
+            datum = reader.read(lastDatum, decoder);
+            lastDatum = datum;
             out.reset();
             encoder = EncoderFactory.get().directBinaryEncoder(out, encoder);
             writer.write(datum, encoder);
@@ -265,12 +268,22 @@ final class AvroCertifier {
         }
     }
 
-    /** A string's text when its bytes are strict UTF-8 (as Python decodes them), else null. */
+    /** A string's text when its bytes are strict UTF-8 (as Python decodes them), else null. ASCII
+     *  bytes (all below 0x80) are strict UTF-8 and decode to the same characters: no decoder needed. */
     static String strictUtf8(Object text) {
         if (!(text instanceof Utf8)) {
             return null;
         }
         Utf8 utf8 = (Utf8) text;
+        byte[] bytes = utf8.getBytes();
+        int length = utf8.getByteLength();
+        int i = 0;
+        while (i < length && bytes[i] >= 0) {
+            i++;
+        }
+        if (i == length) {
+            return new String(bytes, 0, length, StandardCharsets.US_ASCII);
+        }
         try {
             return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT)
