@@ -71,7 +71,8 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
     private transient ValueState<Tuple2<long[], String[]>> versions;
     /** Per user: a slot's last millisecond -> the slot's latest event so far. */
     private transient MapState<Long, Row> latest;
-    /** A slot's last millisecond -> the users with a row of that slot waiting (in arrival order). */
+    /** A slot's last millisecond -> the users with a row of that slot waiting (in arrival order): a
+     *  user is listed under a slot's end exactly when "latest" holds the user's event of that slot. */
     private transient TreeMap<Long, Set<String>> due;
 
     /** The join of `versions` (input 1) and `rows` (input 2), both keyed by user. */
@@ -140,11 +141,12 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         long slotEnd = (Long) event.getField(7);
         Row candidate = Row.of(event.getField(0), event.getField(1), event.getField(2), event.getField(3),
                 event.getField(4), event.getField(5), event.getField(6));
+        if (due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add((String) event.getField(0))) {
+            latest.put(slotEnd, candidate);  // the user's first of the slot: `due` lists exactly the kept ones
+            return;
+        }
         Row kept = latest.get(slotEnd);
-        if (kept == null) {
-            latest.put(slotEnd, candidate);
-            due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add((String) event.getField(0));
-        } else if (later(candidate, kept)) {
+        if (kept == null || later(candidate, kept)) {
             latest.put(slotEnd, candidate);
         }
     }
