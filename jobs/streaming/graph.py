@@ -191,8 +191,8 @@ def time_events(stage: Stage, events: Any, requirements: Requirements, restore_s
     """Both paths' events -> `ValidTime` (event time from the valid events of known users only, each
     partition's in offset order, judged once `registration_backlog` is registered; at parallelism 1
     it follows the requirements' valid time while the events are idle, so no branch below goes idle
-    with the events and comes back later than another; docs/streaming.md, "Time") -> view `events`:
-    the valid events, with `ahead` (past the lead guard). `restored_ends`: a restored job's events
+    with the events and comes back later than another; docs/streaming.md, "Time") -> the valid
+    events (`ValidTime.OUT`), with `ahead` (past the lead guard). `restored_ends`: a restored job's events
     partitions' ends when it is built (a silent source then holds nothing back if the restored state
     had read them)."""
     from pwevent.jobs.streaming import pyflink_internals as internals

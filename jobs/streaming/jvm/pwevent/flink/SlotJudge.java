@@ -51,10 +51,11 @@ public final class SlotJudge extends AbstractStreamOperator<Row> implements OneI
         this.lateThrough = lateThrough;
     }
 
-    /** `timed` (ValidTime's output), judged; chained to it. */
+    /** `timed` (ValidTime's output), judged; chained to it (at its parallelism). */
     public static SingleOutputStreamOperator<Row> apply(DataStream<Row> timed, long originMs, long slotMs,
                                                         long lateThrough) {
-        return timed.transform("judge each event's slot", PRESENT, new SlotJudge(originMs, slotMs, lateThrough));
+        return timed.transform("judge each event's slot", PRESENT, new SlotJudge(originMs, slotMs, lateThrough))
+                .setParallelism(timed.getParallelism());
     }
 
     @Override
