@@ -6,7 +6,8 @@ Records between the operators:
 - `PARSED_EVENT`: the reference parser's result for a record, Row(user, time_ms, cell, partition,
   offset, original, path): an event it accepted (`TimePath.SLOW_ACCEPTED`), or a refusal
   (`TimePath.SLOW_REJECTED`, only partition and offset set; the dead letter is a side output); it
-  rejoins the SQL pipeline before `pwevent.flink.ValidTime`.
+  joins the fast path's rows (`pwevent.flink.FastPathSplit`, the same shape) before
+  `pwevent.flink.ValidTime`.
 - `PARSED_REQUIREMENT`: the same shape, one row per requirement record, in offset order, into a
   `ValidTime` of the requirements: a record it accepted (`TimePath.FAST`, `original` the pickled
   `PendingRequirement`, `cell` null) or a refusal (`TimePath.REFUSED`).
@@ -17,10 +18,10 @@ Records between the operators:
   slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
 - `POPULATION_IN`: Row(slot, present, change, rejected), exactly one of the last three set: `present`
   (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at `slot`), `change`
-  (a membership change as JSON) or `rejected` (`POPULATION_REJECTED`: an event SQL found `late`,
-  `too_far_ahead` or of an `unknown_user`, to be written as a dead letter); keyed by a constant in
-  Java. One stream, so that the SQL behind it (the window, the class lookup) is planned, and run,
-  once; `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
+  (a membership change as JSON) or `rejected` (`POPULATION_REJECTED`: an event `SlotJudge` found
+  `late` or `too_far_ahead`, or one of an `unknown_user`, to be written as a dead letter); keyed by
+  a constant in Java. One stream, so that the SQL behind it (the window that sums the counts) is
+  planned, and run, once; `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
   Population's host keeps it).
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """

@@ -1,5 +1,5 @@
 """The Population's rows (jobs/streaming/rows.py, `POPULATION_IN`) as its host reads them: the dead
-letters found in SQL arrive with `rejected` set (jobs/streaming/graph.py), `population_row` types them
+letters found in the JVM arrive with `rejected` set (jobs/streaming/graph.py), `population_row` types them
 by field name and the operator writes them as the replay does; the rows the host keeps in list state,
 also those an earlier release kept (`kept_row`)."""
 
