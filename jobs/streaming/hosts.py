@@ -114,10 +114,10 @@ def _position(topic: str, row: Row) -> dict[str, Any]:
 
 
 class _ParseRecords(ProcessFunction):
-    """Kafka row (value, partition, offset, kafka_ts, jtime; timestamp = the guarded event time of
-    `pwevent.flink.SlotWatermarks`) -> a parsed record, or a dead letter (side output). Whether a
-    time is `too_far_ahead` is decided after parsing, by `ValidTime`, over valid records only
-    (docs/streaming.md, "Time")."""
+    """Kafka row (value, partition, offset, kafka_ts, and for requirements jtime; the events' rows
+    come from `pwevent.flink.FastPathSplit`'s side output) -> a parsed record, or a dead letter (side
+    output); only the first four fields are read. Whether a time is `too_far_ahead` is decided after
+    parsing, by `ValidTime`, over valid records only (docs/streaming.md, "Time")."""
 
     def __init__(self, config: Config, source: str, topic: str, kafka_time: bool) -> None:
         self.config = config
