@@ -1,0 +1,27 @@
+"""The membership rule's shared scenarios (tests/streaming/data/membership-scenarios.jsonl) are what
+the Python reference does (tests/streaming/membership_vectors.py); the Java `UserMembership` and
+`MembershipRule` the job runs are checked against the same lines by
+jobs/streaming/jvm-test/pwevent/flink/MembershipScenariosTest.java (deploy/local/test-jvm.sh)."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.streaming import membership_vectors
+
+
+def test_the_file_is_what_the_python_reference_does() -> None:
+    assert membership_vectors.VECTORS.read_text() == membership_vectors.text()
+
+
+def test_the_scenarios_reach_every_outcome() -> None:
+    outcomes = set()
+    for line in membership_vectors.VECTORS.read_text().splitlines():
+        for out in orjson.loads(line)["out"]:
+            kind = next(iter(out))
+            if kind == "change":
+                outcomes.add("register" if out[kind]["previous"] is None else "fork")
+            else:
+                outcomes.add(kind if kind == "seen" else f"{kind}:{out[kind]['reason']}")
+    assert outcomes == {"seen", "register", "fork", "reject:late", "reject:invalid_requirement",
+                        "reject:requirement_change_under_fixed_mechanism"}
