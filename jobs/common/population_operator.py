@@ -7,13 +7,15 @@ unit tests drive this class directly with the rows and watermarks they choose
 (tests/jobs/test_population_operator.py).
 
 The rows (`PopulationRow`), each of one slot: the count of present users of a class in a cell
-(`SlotCount`), a membership change (`SlotChange`), or an event the job's SQL judged `late`,
-`too_far_ahead` or of an `unknown_user` (`RejectedEvent`, written as a dead letter at once).
+(`SlotCount`), membership changes (`SlotChanges`, a batch of the streaming job's Membership), or an
+event the job's SQL judged `late`, `too_far_ahead` or of an `unknown_user` (`RejectedEvent`, written
+as a dead letter at once).
 
 State (`snapshot` / `restore`): one JSON document, `{"version": 2, "engine": .., "smoother": ..}`;
 version 1 (a pickled pair of the engine's bytes, with a hex-pickled generator state, and the
 smoother's snapshot) is still read. The rows a host keeps until their slot ends: `row_to_json` /
-`row_from_json`, `{"version": 1, "kind": "present" | "change", ..}`.
+`row_from_json`, `{"version": 1, "kind": "present" | "changes", ..}` (kind "change", one change,
+written by earlier releases, is still read).
 """
 
 from __future__ import annotations
@@ -51,11 +53,11 @@ class SlotCount:
 
 
 @dataclass(frozen=True)
-class SlotChange:
-    """A membership change in force from `change.slot`, arriving for slot `slot`."""
+class SlotChanges:
+    """Membership changes, each in force from its own `slot`, arriving for slot `slot`."""
 
     slot: int
-    change: MembershipChange
+    changes: tuple[MembershipChange, ...]
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class RejectedEvent:
     original: bytes
 
 
-PopulationRow = SlotCount | SlotChange | RejectedEvent
+PopulationRow = SlotCount | SlotChanges | RejectedEvent
 #: The version `row_to_json` writes.
 ROW_VERSION = 1
 
@@ -80,22 +82,24 @@ def row_to_json(row: PopulationRow) -> bytes:
     JSON for the host's state until its slot ends."""
     if isinstance(row, SlotCount):
         obj: dict[str, Any] = {"kind": "present", "slot": row.slot, "cls": row.cls, "cell": row.cell, "n": row.n}
-    elif isinstance(row, SlotChange):
-        obj = {"kind": "change", "slot": row.slot, "change": row.change.to_json()}
+    elif isinstance(row, SlotChanges):
+        obj = {"kind": "changes", "slot": row.slot, "changes": [change.to_json() for change in row.changes]}
     else:
         raise ValueError(f"a {type(row).__name__} is written at once, never kept")
     return orjson.dumps({"version": ROW_VERSION, **obj})
 
 
-def row_from_json(data: bytes) -> SlotCount | SlotChange:
+def row_from_json(data: bytes) -> SlotCount | SlotChanges:
     """A row `row_to_json` wrote (ValueError for another version or kind)."""
     obj = orjson.loads(data)
     if obj.get("version") != ROW_VERSION:
         raise ValueError(f"kept population row of version {obj.get('version')!r}; this release reads {ROW_VERSION}")
     if obj["kind"] == "present":
         return SlotCount(int(obj["slot"]), str(obj["cls"]), int(obj["cell"]), int(obj["n"]))
+    if obj["kind"] == "changes":
+        return SlotChanges(int(obj["slot"]), tuple(MembershipChange.from_json(c) for c in obj["changes"]))
     if obj["kind"] == "change":
-        return SlotChange(int(obj["slot"]), MembershipChange.from_json(obj["change"]))
+        return SlotChanges(int(obj["slot"]), (MembershipChange.from_json(obj["change"]),))
     raise ValueError(f"kept population row of kind {obj['kind']!r}")
 
 
@@ -160,8 +164,9 @@ class PopulationOperator:
             emitted.dead_letters.append(self.rejected_event(row))
             return False, emitted
         if row.slot <= self.decided:
-            if isinstance(row, SlotChange):
-                self.engine.apply(row.change)
+            if isinstance(row, SlotChanges):
+                for change in sorted(row.changes, key=lambda c: c.user):
+                    self.engine.apply(change)
                 emitted.audit.extend(self._take_lines())
             elif isinstance(row, SlotCount):  # its slot was decided without it: never dropped silently
                 emitted.dead_letters.append(reject_record(
@@ -182,8 +187,8 @@ class PopulationOperator:
         for row in rows:
             if row.slot > slot:
                 rest.append(row)
-            elif isinstance(row, SlotChange):
-                changes[row.slot].append(row.change)
+            elif isinstance(row, SlotChanges):
+                changes[row.slot].extend(row.changes)
             elif isinstance(row, SlotCount):
                 counts[row.slot].setdefault(row.cls, np.zeros(d, dtype=np.int64))[row.cell] += row.n
         last = max([*changes, *counts, self.decided]) if ended else slot

@@ -76,6 +76,11 @@ class RequirementRules:
             )
         return self.spec.global_requirement
 
+    @property
+    def fixed_change_detail(self) -> str:
+        """The detail of a change a fixed mechanism refuses."""
+        return f"{self.spec.name} keeps each user's first requirement for ever"
+
     def registers(self, requested: UserRequirement) -> bool:
         """Whether `requested`, as a user's first requirement, registers the user: a user is known
         from the slot of the first of its requirement records for which this holds (the replay's
@@ -94,10 +99,8 @@ class RequirementRules:
             if requested == declared:
                 return RequirementAction(Action.IGNORE)
             if not self.spec.dynamic:
-                return RequirementAction(
-                    Action.REJECT, None, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
-                    f"{self.spec.name} keeps each user's first requirement for ever",
-                )
+                return RequirementAction(Action.REJECT, None, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
+                                         self.fixed_change_detail)
             return RequirementAction(Action.REDECLARE, self.ledger_requirement(requested))
         except InvalidRequirementError as err:
             return RequirementAction(Action.REJECT, None, Reason.INVALID_REQUIREMENT, str(err))

@@ -1,17 +1,18 @@
 """The streaming job's graph as named stages (docs/streaming.md, "Topology"; docs/architecture.md).
 
 `build_pipeline` reads in one screen: each stage is a function that adds its operators to the
-environment and hands the next stage its rows, as a DataStream or as a named SQL view whose
-columns its docstring lists. Python runs only in the hosts of jobs/streaming/hosts.py (the
-reference parsers, Membership, the Population); the other stages are SQL or the Java operators of
-jobs/streaming/jvm, reached through `pyflink_internals`. Views carry the rowtime `rt` (a slot's
-window time after the windows). The planner plans each conversion of a query to a DataStream on
-its own (a view read by two is run twice), so every view here has one reader, and the population's
-input is one query (tests/integration/test_job_graph.py fails on a second copy of an operator).
+environment and hands the next stage its rows, as a DataStream or as a named SQL view whose columns
+its docstring lists. Python runs only in the hosts of jobs/streaming/hosts.py (the reference
+parsers, the dead letters of Membership's refusals, the Population); the other stages are SQL or the
+Java operators of jobs/streaming/jvm, reached through `pyflink_internals`. Views carry the rowtime
+`rt` (a slot's window time after the windows). The planner plans each conversion of a query to a
+DataStream on its own (a view read by two is run twice), so every view here has one reader, and the
+population's input is one query (tests/integration/test_job_graph.py fails on a second copy of an
+operator).
 
     read_topics -> parse_requirements ---------------------------------------> membership
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
-                   -> latest_with_class -> count_present
+                   -> latest_with_class (with membership's changes) -> count_present
                    -> population (counts, changes, the events that do not count)
                    -> write_sinks (releases, audit, dead letters)
 """
@@ -49,13 +50,22 @@ class Stage:
 
 @dataclass(frozen=True)
 class Requirements:
-    """The requirement records, parsed (`rows.PARSED_REQUIREMENT`, dead letters as a side output),
-    the registrations they make (side output, for the events' valid time) and the valid ones in
-    event time (`timed`)."""
+    """The requirement records: the reference parser's stream (dead letters as a side output), the
+    registrations they make (for the events' valid time) and every record's row in event time
+    (`timed`, `ValidTime.OUT`, `original` the `RequirementPayload`)."""
 
     parsed: Any
     registrations: Any
     timed: Any
+
+
+@dataclass(frozen=True)
+class Members:
+    """Membership's changes (`pwevent.flink.Membership.OUT`) and the dead letters of the
+    requirement records that did not apply (JSON text)."""
+
+    changes: Any
+    dead_letters: Any
 
 
 def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
@@ -128,20 +138,32 @@ def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, resto
 
 
 def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None) -> Requirements:
-    """`raw_requirements` -> ParseRequirements (Python; beside its rows, the registrations and how
-    far it has read) -> the valid records' event time, in offset order (`ValidTime`, as for the
-    events)."""
+    """`raw_requirements` -> the SQL fast path's verdict on every record (jobs/streaming/requirement_sql.py),
+    converted once -> `RequirementSplit` (Java, chained): the fast path's records and a mark for each
+    of the others, which go to ParseRequirements (Python, the reference parser) -> `RequirementOrder`
+    (Java): one row per record in each partition's offset order, and the registrations in the same
+    order -> the valid records' event time (`ValidTime`, as for the events)."""
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
+    from pwevent.jobs.streaming.event_sql import register_record_groups
+    from pwevent.jobs.streaming.requirement_sql import parsed_requirements_sql
 
-    t_env = stage.t_env
-    records = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `value`, `partition`, `offset`, kafka_ts, jtime, rt FROM raw_requirements"))
-    parsed = records.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
-                             output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements").name("parse requirements")
-    registrations = internals.side_output(parsed, rows.REGISTRATIONS)
-    timed = internals.valid_time(parsed, registrations, stage.strategy, True, None, requirements_backlog) \
+    t_env, clock = stage.t_env, stage.config.clock
+    register_record_groups(t_env)
+    t_env.create_temporary_view("raw_requirements_ts", t_env.sql_query(
+        "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms FROM raw_requirements"))
+    verdicts = t_env.to_data_stream(t_env.sql_query(
+        "SELECT `user`, time_ms, requested, ledger, `partition`, `offset`, `value`, `fast`, ts_ms"
+        f" FROM ({parsed_requirements_sql(stage.config, 'raw_requirements_ts')})"))
+    split, slow = internals.requirement_split(verdicts)
+    split.uid("requirement-split").name("split requirements by the fast path's verdict")
+    parsed = slow.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
+                          output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements") \
+        .name("parse requirements (reference parser)")
+    ordered, registrations = internals.requirement_order(split, parsed, clock.origin_ms, clock.length_ms)
+    ordered.uid("requirement-order").name("requirements in offset order")
+    timed = internals.valid_time(ordered, registrations, stage.strategy, True, None, requirements_backlog) \
         .uid("requirement-time").name("event time of valid requirements")
     return Requirements(parsed, registrations, timed)
 
@@ -221,40 +243,49 @@ def judge_events(stage: Stage, timed: Any, late_through: int) -> Any:
     return present.uid("slot-judge").name("judge each event's slot")
 
 
-def membership(stage: Stage, requirements: Requirements, present: Any) -> None:
-    """Valid requirement records and the events' (user, slot) presences -> Membership (Python, keyed
-    by user) -> view `membership_out` (`rows.MEMBERSHIP_OUT`: class changes and dead letters).
-    Membership always gets the presences' watermark, and their rows only with a default requirement
-    (the same graph either way, so a restore may switch the default), and of those only the ones it
-    can still need (FirstPresence, in Java: about one per user, not per slot)."""
+def membership(stage: Stage, requirements: Requirements, present: Any) -> Members:
+    """Valid requirement records and the events' (user, slot) presences -> `Membership` (Java, keyed
+    by user) -> its class changes, and `ChangeBatches` (Java, chained) -> view `membership_changes`
+    (`slot`, `changes`: a JSON array of the slot's changes, `rt`); the records that did not apply ->
+    RequirementRejections (Python) -> dead letters. Membership always gets the presences' watermark,
+    and their rows only with a default requirement (the same graph either way, so a restore may
+    switch the default), and of those only the ones it can still need (FirstPresence, in Java:
+    about one per user, not per slot)."""
     from pyflink.common import Types
 
+    from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL
+    from pwevent.jobs.common.requirement_rules import RequirementRules
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
-    from pwevent.jobs.streaming import rows
+    from pwevent.jobs.streaming.requirement_payload import canonical
 
-    carrier = internals.first_presence(present, stage.config.default_requirement is not None) \
+    config, clock = stage.config, stage.config.clock
+    rules = RequirementRules(config.mechanism_spec(), config.caps.max_w)
+    default = config.default_requirement
+    carrier = internals.first_presence(present, default is not None) \
         .uid("first-presence").name("presences Membership can still need")
-    requirement_values = internals.user_values(requirements.timed) \
-        .uid("requirement-values").name("requirements for Membership")
-    hosted = internals.keyed_by_first_field(requirement_values, Types.STRING(), rows.REQUIREMENT_VALUE) \
-        .connect(internals.keyed_by_first_field(carrier, Types.STRING(), Types.LONG())) \
-        .process(fn.MembershipHost(stage.config), output_type=rows.MEMBERSHIP_OUT).uid("membership").name("Membership")
-    stage.t_env.create_temporary_view("membership_out", stage.t_env.from_data_stream(hosted, stage.rowtime))
+    changes, rejected = internals.membership(
+        requirements.timed, carrier, rules.spec.dynamic, rules.fixed_change_detail,
+        None if default is None else (canonical(default), canonical(rules.ledger_requirement(default))),
+        TOO_FAR_AHEAD_DETAIL, clock.origin_ms, clock.length_ms)
+    changes.uid("membership").name("Membership")
+    batches = internals.change_batches(changes).uid("membership-batches").name("membership changes in batches")
+    stage.t_env.create_temporary_view("membership_changes", stage.t_env.from_data_stream(batches, stage.rowtime))
+    dead = rejected.process(fn.RequirementRejections(stage.settings.kafka.topics["requirements"]),
+                            output_type=Types.STRING()).uid("membership-rejections") \
+        .name("dead letters of requirement records that did not apply")
+    return Members(changes, dead)
 
 
-def latest_with_class(stage: Stage, present: Any) -> Any:
-    """View `membership_out` and the present events -> the latest event of each user in each slot,
+def latest_with_class(stage: Stage, present: Any, members: Members) -> Any:
+    """Membership's changes and the present events -> the latest event of each user in each slot,
     with the user's class at the slot (`UserClassJoin.OUT`: `cls` NULL for a user without one), timed
     at the slot's last millisecond (`UserClassJoin`, Java: the latest by (time, partition, offset),
     then an event-time join on Membership's versions; no timer per event or version)."""
     from pwevent.jobs.streaming import pyflink_internals as internals
-    from pwevent.jobs.streaming import rows
 
-    t_env = stage.t_env
-    changes = t_env.to_data_stream(t_env.sql_query(
-        f"SELECT `user`, cls, vms FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"))
-    return internals.user_class_join(changes, present).uid("user-class").name("latest event and class of each user")
+    return internals.user_class_join(members.changes, present).uid("user-class") \
+        .name("latest event and class of each user")
 
 
 def count_present(stage: Stage, joined: Any) -> None:
@@ -275,12 +306,12 @@ def count_present(stage: Stage, joined: Any) -> None:
 
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
-    """Views `slot_counts`, `unknown_users`, `membership_out` and `events_rejected` -> the Population
+    """Views `slot_counts`, `unknown_users`, `membership_changes` and `events_rejected` -> the Population
     (Python, one key: the replay's Engine) -> view `population_out` (`rows.POPULATION_OUT`: releases,
     audit lines, dead letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one
     query so that the planner runs the window once: the count of present users per (slot, class,
     cell), the subtasks' counts summed in a window of the slot; Membership's
-    changes; the events `SlotJudge` judged `late` or `too_far_ahead`; those of users without a class
+    changes, in batches; the events `SlotJudge` judged `late` or `too_far_ahead`; those of users without a class
     (`unknown_user`). `rows.population_row` reads each as its typed row."""
     from pyflink.common import Types
 
@@ -298,8 +329,8 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
         f" FROM {slot_sql.tumble('slot_counts', 'rt', clock)}"
         " GROUP BY window_start, window_end, slot, cls, cell"
         " UNION ALL"
-        f" SELECT slot, CAST(NULL AS {present}), text, CAST(NULL AS {rejected})"
-        f" FROM membership_out WHERE route = '{rows.CHANGE_ROUTE}'"
+        f" SELECT slot, CAST(NULL AS {present}), changes, CAST(NULL AS {rejected})"
+        " FROM membership_changes"
         " UNION ALL"
         f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING),"
         f" CAST(ROW(reason, `user`, `partition`, `offset`, original) AS {rejected})"
@@ -317,10 +348,10 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
 
-def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements) -> None:
+def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, members: Members) -> None:
     """Releases (key = slot) and audit lines from `population_out`; dead letters from the parsers'
-    side outputs, Membership and the Population (which also writes those of the late, too-far-ahead
-    and unknown-user events); one statement set."""
+    side outputs, Membership's refusals and the Population (which also writes those of the late,
+    too-far-ahead and unknown-user events); one statement set."""
     from pyflink.table.expressions import col
 
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -328,9 +359,8 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements) ->
 
     t_env = stage.t_env
     dead_text = internals.side_output(parsed_events, rows.DEAD_LETTERS) \
-        .union(internals.side_output(requirements.parsed, rows.DEAD_LETTERS))
+        .union(internals.side_output(requirements.parsed, rows.DEAD_LETTERS), members.dead_letters)
     dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
-        .union_all(t_env.sql_query(f"SELECT text AS v FROM membership_out WHERE route = '{rows.DEAD_ROUTE}'")) \
         .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{rows.DEAD_ROUTE}'"))
     statements = t_env.create_statement_set()
     statements.add_insert("sink_releases", t_env.sql_query(
@@ -363,7 +393,7 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     parsed_events, events = parse_events(stage, split_events(stage))
     timed = time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
     present = judge_events(stage, timed, start.late_through)
-    membership(stage, requirements, present)
-    count_present(stage, latest_with_class(stage, present))
+    members = membership(stage, requirements, present)
+    count_present(stage, latest_with_class(stage, present, members))
     population(stage, seed, start.late_through)
-    write_sinks(stage, parsed_events, requirements)
+    write_sinks(stage, parsed_events, requirements, members)

@@ -1,50 +1,47 @@
 """Thin Flink hosts of the core (docs/streaming.md, "Topology").
 
 Every rule lives in the plain classes the replay uses too: parsing in `jobs.common.records`, the
-membership rule in `jobs.common.membership`, the Population operator (budgets, decision, spend log,
+Population operator (budgets, decision, spend log,
 its state) in `jobs.common.population_operator` around `jobs.common.engine.Engine`, the message
 formats in `jobs.common.release.release_record`, `jobs.common.records.reject_record` and
 `state.spend_log`. These classes only move records, state and time. Python sits on three paths
-only: records the SQL fast path does not take (`ParseEvents`), requirement records
-(`ParseRequirements`, `MembershipHost`), and one call per slot with the slot's counts per (class,
-cell) (`PopulationHost`, which also writes the dead letters SQL found). The rows they take and
+only: records the fast paths do not take (`ParseEvents`, `ParseRequirements`), the dead letters of
+requirement records Membership (Java) refused (`RequirementRejections`), and the Population, a few
+calls per slot with its counts per (class, cell) and its membership changes in batches
+(`PopulationHost`, which also writes the dead letters of rejected events). The rows they take and
 give are declared in jobs/streaming/rows.py.
 """
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
-import orjson
 from pyflink.common import Row
 from pyflink.common.typeinfo import Types
-from pyflink.datastream.functions import KeyedCoProcessFunction, KeyedProcessFunction, ProcessFunction
+from pyflink.datastream.functions import KeyedProcessFunction, ProcessFunction
 from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.jsonl import dumps
-from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
 from pwevent.jobs.common.population_operator import (
     Emitted,
     PopulationOperator,
     PopulationRow,
-    SlotChange,
+    SlotChanges,
     row_to_json,
 )
-from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason, Rejected
+from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.records import KafkaTimestamp, parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
 from pwevent.jobs.streaming.release_guard import StartGuard
+from pwevent.jobs.streaming.requirement_payload import RequirementPayload
 from pwevent.jobs.streaming.rows import (
     AUDIT_ROUTE,
-    CHANGE_ROUTE,
     DEAD_LETTERS,
     DEAD_ROUTE,
     END_OF_TIME_MS,
-    REGISTRATIONS,
     RELEASE_ROUTE,
     TimePath,
     kept_row,
@@ -166,11 +163,11 @@ class ParseEvents(_ParseRecords):
 
 
 class ParseRequirements(_ParseRecords):
-    """Requirement records -> `PARSED_REQUIREMENT`, one row per record (refusals too, so that the
-    requirements' `ValidTime` follows the offsets), dead letters, and one `REGISTRATIONS` row (side
-    output) per record: its user and slot if it registers the user when first, and its partition and
-    offset in any case, so that the events' `ValidTime` judges no event before the registrations of
-    the requirements' backlog (docs/streaming.md, "Time")."""
+    """The reference parser for the requirement records the fast path does not vouch for
+    (`pwevent.flink.RequirementSplit`'s side output) -> for each a `PARSED_REQUIREMENT` row into
+    `pwevent.flink.RequirementOrder`: the record parsed (`TimePath.SLOW_ACCEPTED`, `original` its
+    `RequirementPayload`) or refused (`TimePath.SLOW_REJECTED`, only partition and offset set), and
+    the refusals' dead letters (side output)."""
 
     def __init__(self, config: Config, topic: str) -> None:
         super().__init__(config, "requirements", topic, False)
@@ -186,94 +183,30 @@ class ParseRequirements(_ParseRecords):
                                                                                  config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
-            yield Row(None, None, None, partition, offset, None, int(TimePath.REFUSED))
-            yield REGISTRATIONS, Row(None, None, None, partition, offset)
+            yield Row(None, None, None, partition, offset, None, int(TimePath.SLOW_REJECTED))
             return
-        update, position, raw = out
-        pending = PendingRequirement(config.clock.slot_of(update.time_ms),
-                                     (update.time_ms, position["partition"], position["offset"]),
-                                     update.requirement, position, raw.decode("utf-8", errors="replace"))
-        registers = self.rules.registers(update.requirement)
-        yield REGISTRATIONS, Row(update.user if registers else None, pending.slot if registers else None, None,
-                                 partition, offset)
-        yield Row(update.user, update.time_ms, None, position["partition"], position["offset"],
-                  pickle.dumps(pending, protocol=pickle.HIGHEST_PROTOCOL), int(TimePath.FAST))
+        update, _, raw = out
+        payload = RequirementPayload.of(update.requirement, self.rules, raw)
+        yield Row(update.user, update.time_ms, None, partition, offset, payload.encode(), int(TimePath.SLOW_ACCEPTED))
 
 
-def _dead(rejection: Rejection, metrics: HostMetrics) -> Row:
-    metrics.dead_letter(rejection.reason)
-    text = _json(reject_record("requirements", rejection.position, rejection.reason, rejection.detail,
-                               rejection.original))
-    return Row(DEAD_ROUTE, None, None, None, None, text)
+class RequirementRejections(ProcessFunction):
+    """`pwevent.flink.Membership`'s refusals, Row(reason, detail, partition, offset, original) -> their
+    dead letters (`reject_record`, as the replay writes them), counted in the metrics."""
 
-
-class MembershipHost(KeyedCoProcessFunction):
-    """One user's membership (`UserMembership`), keyed by user (docs/streaming.md, "Topology").
-
-    Input 1: the user's requirement records. Input 2 carries the events' watermark, so that a
-    requirement record is judged late against the events' progress and its slot closes here no later
-    than the events' slot does (the class join downstream then has the user's class before it
-    looks the slot's events up); with a default requirement it also carries the slot of each (user,
-    slot) present in the events (else no records at all). Emits a change only when the user's class
-    changes."""
-
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
 
     def open(self, runtime_context: Any) -> None:
-        self.state = runtime_context.get_state(ValueStateDescriptor("membership", Types.PICKLED_BYTE_ARRAY()))
-        self.clock = self.config.clock
-        self.membership = Membership(RequirementRules(self.config.mechanism_spec(), self.config.caps.max_w),
-                                     self.config.default_requirement)
         self.metrics = HostMetrics(runtime_context)
 
-    def _load(self) -> UserMembership:
-        stored = self.state.value()
-        return UserMembership() if stored is None else UserMembership.from_json(orjson.loads(stored))
-
-    def _save(self, user: UserMembership) -> None:
-        if user.empty:
-            self.state.clear()
-        else:
-            self.state.update(orjson.dumps(user.to_json()))
-
-    def process_element1(self, value: Row, ctx: Any):  # type: ignore[override]
-        """`REQUIREMENT_VALUE` (the keyed stream hands over the value of Row(user, value))."""
-        pending: PendingRequirement = pickle.loads(bytes(value[0]))  # noqa: S301 (this job's own rows)
+    def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         self.metrics.report_zeros()
-        if value[1]:
-            yield _dead(Rejection(Reason.TOO_FAR_AHEAD, TOO_FAR_AHEAD_DETAIL, pending.position, pending.original),
-                        self.metrics)
-            return
-        user = self._load()
-        rejection = user.receive(pending, ctx.timer_service().current_watermark(), self.clock)
-        if rejection is not None:
-            yield _dead(rejection, self.metrics)
-            return
-        ctx.timer_service().register_event_time_timer(self.clock.end_ms(pending.slot) - 1)
-        self._save(user)
-
-    def process_element2(self, value: int, ctx: Any):  # type: ignore[override]
-        """The user is present at slot `value` (fed only with a default requirement)."""
-        user = self._load()
-        if user.seen(int(value)):
-            ctx.timer_service().register_event_time_timer(self.clock.end_ms(int(value)) - 1)
-            self._save(user)
-        return
-        yield  # pragma: no cover
-
-    def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
-        slot = self.clock.slot_of(timestamp)
-        key = ctx.get_current_key()
-        name = key[0] if isinstance(key, (Row, tuple)) else key
-        user = self._load()
-        for out in user.close(slot, name, self.membership):
-            if isinstance(out, Rejection):
-                yield _dead(out, self.metrics)
-            else:
-                text = _json(out.to_json())
-                yield Row(CHANGE_ROUTE, name, out.target, self.clock.start_ms(out.slot), out.slot, text)
-        self._save(user)
+        reason = Reason(row[0])
+        self.metrics.dead_letter(reason)
+        position = {"topic": self.topic, "partition": int(row[2]), "offset": int(row[3])}
+        yield _json(reject_record("requirements", position, reason, str(row[1]),
+                                  bytes(row[4]).decode("utf-8", errors="replace")))
 
 
 class PopulationHost(KeyedProcessFunction):
@@ -354,7 +287,7 @@ class PopulationHost(KeyedProcessFunction):
         row = population_row(value)
         keep, emitted = self.operator.on_row(row)
         yield from self._routed(emitted, ctx.timer_service().current_watermark())
-        if isinstance(row, SlotChange) and not keep:  # applied at once: a change of a slot decided before a resume
+        if isinstance(row, SlotChanges) and not keep:  # applied at once: a change of a slot decided before a resume
             self.saved.update(self.operator.snapshot())
         if keep:
             self.pending.add(row_to_json(row))

@@ -190,11 +190,53 @@ def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyo
                                                                 operator)), marks
 
 
-def user_values(timed: Any) -> Any:
-    """Java `ValidTimeStreams.userValues`: its rows as Row(user, Row(original, ahead)), timestamps kept."""
+def requirement_split(verdicts: Any) -> tuple[Any, Any]:
+    """Java `RequirementSplit`, chained to `verdicts` (Row(user, time_ms, requested, ledger, partition,
+    offset, value, fast, ts_ms)): (the fast path's requirement records and the marks of the others,
+    as `ValidTime.IN`, which needs a uid; the others, Row(value, partition, offset, ts_ms), for the
+    reference parser)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.ValidTimeStreams.userValues(timed._j_data_stream))
+    flink = _jvm().pwevent.flink
+    split = flink.RequirementSplit.apply(verdicts._j_data_stream)
+    return DataStream(split), DataStream(split.getSideOutput(flink.RequirementSplit.SLOW))
+
+
+def requirement_order(split: Any, parsed: Any, origin_ms: int, slot_ms: int) -> tuple[Any, Any]:
+    """Java `RequirementOrder`: `split`'s rows with the reference parser's (`parsed`) in their place,
+    one row per record in each partition's offset order (`ValidTime.IN`, paths FAST and REFUSED),
+    and the registrations (`pwevent.flink.Registrations` rows) in the same order. Returns (the operator's
+    stream, which needs a uid; the registrations)."""
+    from pyflink.datastream import DataStream
+
+    flink = _jvm().pwevent.flink
+    ordered = flink.RequirementOrder.apply(split._j_data_stream, parsed._j_data_stream, origin_ms, slot_ms)
+    return DataStream(ordered), DataStream(ordered.getSideOutput(flink.RequirementOrder.REGISTRATIONS))
+
+
+def membership(requirements: Any, presences: Any, dynamic: bool, fixed_change_detail: str,
+               default: tuple[str, str] | None, too_far_ahead_detail: str, origin_ms: int,
+               slot_ms: int) -> tuple[Any, Any]:
+    """Java `Membership`, keyed by user, over the requirements' timed rows and `presences`
+    (`FirstPresence.PRESENCE`), under `MembershipRule(dynamic, fixed_change_detail, default)`
+    (`default`: the default requirement as declared and as its ledger runs, canonical JSON). Returns
+    (the changes, Row(user, cls, vms, slot, previous, requirement), which need a uid; the records
+    that did not apply, Row(reason, detail, partition, offset, original))."""
+    from pyflink.datastream import DataStream
+
+    flink = _jvm().pwevent.flink
+    requested, ledger = default if default is not None else (None, None)
+    rule = flink.MembershipRule(dynamic, fixed_change_detail, requested, ledger)
+    changes = flink.Membership.apply(requirements._j_data_stream, presences._j_data_stream,
+                                     flink.Membership(rule, too_far_ahead_detail, origin_ms, slot_ms))
+    return DataStream(changes), DataStream(changes.getSideOutput(flink.Membership.REJECTED))
+
+
+def change_batches(changes: Any) -> Any:
+    """Java `ChangeBatches`, chained to `changes` (Membership's): Row(slot, changes as a JSON array)."""
+    from pyflink.datastream import DataStream
+
+    return DataStream(_jvm().pwevent.flink.ChangeBatches.apply(changes._j_data_stream))
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

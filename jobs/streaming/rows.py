@@ -8,20 +8,17 @@ Records between the operators:
   (`TimePath.SLOW_REJECTED`, only partition and offset set; the dead letter is a side output); it
   joins the fast path's rows (`pwevent.flink.FastPathSplit`, the same shape) before
   `pwevent.flink.ValidTime`.
-- `PARSED_REQUIREMENT`: the same shape, one row per requirement record, in offset order, into a
-  `ValidTime` of the requirements: a record it accepted (`TimePath.FAST`, `original` the pickled
-  `PendingRequirement`, `cell` null) or a refusal (`TimePath.REFUSED`).
-- `REQUIREMENT_VALUE`: what Membership receives per requirement record, keyed by user in Java:
-  Row(original, ahead), the pickled `PendingRequirement` and whether `ValidTime`'s lead guard
-  disbelieved its time (then a `too_far_ahead` dead letter).
-- `MEMBERSHIP_OUT`: Row(route, user, cls, vms, slot, text): route "change" (the user's class from
-  slot `slot` on, version time `vms` = the slot's start, `text` the change as JSON) or "dead".
-- `POPULATION_IN`: Row(slot, present, change, rejected), exactly one of the last three set: `present`
-  (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at `slot`), `change`
-  (a membership change as JSON) or `rejected` (`POPULATION_REJECTED`: an event `SlotJudge` found
-  `late` or `too_far_ahead`, or one of an `unknown_user`, to be written as a dead letter); keyed by
-  a constant in Java. One stream, so that the SQL behind it (the window that sums the counts) is
-  planned, and run, once; `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
+- `PARSED_REQUIREMENT`: the same shape, the requirements' reference parser's row for a record, into
+  `pwevent.flink.RequirementOrder` beside the fast path's: a record it accepted
+  (`TimePath.SLOW_ACCEPTED`, `original` its `RequirementPayload`, `cell` null) or a refusal
+  (`TimePath.SLOW_REJECTED`).
+- `POPULATION_IN`: Row(slot, present, change, rejected), exactly one of the last three set:
+  `present` (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at
+  `slot`), `change` (a batch of membership changes, a JSON array, `pwevent.flink.ChangeBatches`) or
+  `rejected` (`POPULATION_REJECTED`: an event `SlotJudge` found `late` or `too_far_ahead`, or one of
+  an `unknown_user`, to be written as a dead letter); keyed by a constant in Java. One stream, so
+  that the SQL behind it (the window that sums the counts) is planned, and run, once;
+  `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
   Population's host keeps it).
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
 """
@@ -39,7 +36,7 @@ from pyflink.datastream import OutputTag
 from pwevent.jobs.common.population_operator import (
     PopulationRow,
     RejectedEvent,
-    SlotChange,
+    SlotChanges,
     SlotCount,
     row_from_json,
 )
@@ -47,15 +44,6 @@ from pwevent.jobs.common.reasons import Reason
 from pwevent.state.population import MembershipChange
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
-#: Input 2 of `pwevent.flink.ValidTime`, one per requirement record (its partition and offset: how far
-#: the requirements' reader has got, so that the events wait for the registrations of its backlog,
-#: docs/streaming.md, "Time"): Row(user, slot, None, partition, offset) for a record that registers
-#: its user if it is the user's first (`RequirementRules.registers`: what ValidTime knows users by),
-#: Row(None, None, None, partition, offset) for any other, refusals included; besides those,
-#: Row(None, None, ms, None, None), the requirements' valid time (`ValidTimeStreams.timeOf`).
-REGISTRATIONS = OutputTag("registrations", Types.ROW_NAMED(
-    ["user", "slot", "requirements_ms", "partition", "offset"],
-    [Types.STRING(), Types.LONG(), Types.LONG(), Types.INT(), Types.LONG()]))
 
 
 class TimePath(IntEnum):
@@ -76,11 +64,6 @@ PARSED_EVENT = Types.ROW_NAMED(
      Types.INT()],
 )
 PARSED_REQUIREMENT = PARSED_EVENT
-REQUIREMENT_VALUE = Types.ROW_NAMED(["original", "ahead"], [Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.BOOLEAN()])
-MEMBERSHIP_OUT = Types.ROW_NAMED(
-    ["route", "user", "cls", "vms", "slot", "text"],
-    [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
-)
 POPULATION_PRESENT = Types.ROW_NAMED(["cls", "cell", "n"], [Types.STRING(), Types.INT(), Types.LONG()])
 POPULATION_REJECTED = Types.ROW_NAMED(
     ["reason", "user", "partition", "offset", "original"],
@@ -89,7 +72,7 @@ POPULATION_REJECTED = Types.ROW_NAMED(
 POPULATION_IN = Types.ROW_NAMED(["slot", "present", "change", "rejected"],
                                 [Types.LONG(), POPULATION_PRESENT, Types.STRING(), POPULATION_REJECTED])
 POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
-CHANGE_ROUTE, RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "change", "release", "audit", "dead"
+RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "release", "audit", "dead"
 #: A watermark at or above this is the end of a bounded input, not a slot end.
 END_OF_TIME_MS = 2**61
 
@@ -102,12 +85,12 @@ def population_row(row: Row) -> PopulationRow:
         return RejectedEvent(slot, Reason(rejected.reason), str(rejected.user), int(rejected.partition),
                              int(rejected.offset), bytes(rejected.original or b""))
     if row.change is not None:
-        return SlotChange(slot, MembershipChange.from_json(orjson.loads(row.change)))
+        return SlotChanges(slot, tuple(MembershipChange.from_json(change) for change in orjson.loads(row.change)))
     present = row.present
     return SlotCount(slot, str(present.cls), int(present.cell), int(present.n))
 
 
-def kept_row(stored: bytes | tuple[Any, ...]) -> SlotCount | SlotChange:
+def kept_row(stored: bytes | tuple[Any, ...]) -> SlotCount | SlotChanges:
     """A row of the Population host's list state: `row_to_json`'s form, or the tuple of the ten
     positional values releases before it kept (slot, cls, cell, n, change, reason, user, partition,
     offset, original: a count or a change; restored from their savepoints and rewritten in the new
@@ -116,5 +99,5 @@ def kept_row(stored: bytes | tuple[Any, ...]) -> SlotCount | SlotChange:
         return row_from_json(stored)
     slot, cls, cell, n, change = stored[:5]
     if change is not None:
-        return SlotChange(int(slot), MembershipChange.from_json(orjson.loads(change)))
+        return SlotChanges(int(slot), (MembershipChange.from_json(orjson.loads(change)),))
     return SlotCount(int(slot), str(cls), int(cell), int(n))

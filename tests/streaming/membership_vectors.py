@@ -95,7 +95,7 @@ def scenario(name: str, seed: int) -> dict[str, Any]:
             closed, watermark = slot, max(watermark, CLOCK.end_ms(slot) - 1)
     state = user.state
     return {"name": f"{name}-{seed}", "dynamic": rules.spec.dynamic,
-            "fixed_change_detail": f"{rules.spec.name} keeps each user's first requirement for ever",
+            "fixed_change_detail": rules.fixed_change_detail,
             "default_requested": canonical(default) if with_default else None,
             "default_ledger": canonical(rules.ledger_requirement(default)) if with_default else None,
             "origin_ms": CLOCK.origin_ms, "slot_ms": CLOCK.length_ms, "user": "u\"1",
