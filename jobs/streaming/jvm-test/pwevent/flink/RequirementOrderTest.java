@@ -74,7 +74,8 @@ class RequirementOrderTest {
             order.processElement1(fast("u1", 90_000L, 0, 0L, true));
             order.processElement1(fast("u2", 30_000L, 0, 1L, false));
             byte[] registers = payload(true);
-            assertEquals(List.of(new StreamRecord<>(Row.of("u1", 90_000L, null, 0, 0L, registers, ValidTime.FAST), 90_000L),
+            assertEquals(List.of(
+                    new StreamRecord<>(Row.of("u1", 90_000L, null, 0, 0L, registers, ValidTime.FAST), 90_000L),
                     new StreamRecord<>(Row.of("u2", 30_000L, null, 0, 1L, payload(false), ValidTime.FAST), 30_000L)),
                     List.copyOf(order.getOutput()));
             assertEquals(List.of(Registrations.registration("u1", 2, 0, 0), Registrations.read(0, 1)),
@@ -93,8 +94,8 @@ class RequirementOrderTest {
             order.processElement1(fast("u9", 1_000L, 1, 0L, true));
             order.processElement1(only(0, 3L, ValidTime.PENDING));
             order.processElement1(fast("u5", 125_000L, 0, 4L, true));
-            assertEquals(List.of(List.of(0, 0L, ValidTime.FAST, "u1"), List.of(1, 0L, ValidTime.FAST, "u9")), out(order),
-                    "partition 1 is not held behind partition 0's mark");
+            assertEquals(List.of(List.of(0, 0L, ValidTime.FAST, "u1"), List.of(1, 0L, ValidTime.FAST, "u9")),
+                    out(order), "partition 1 is not held behind partition 0's mark");
             order.processElement2(slow("u2", 2_000L, 0, 1L, false));
             assertEquals(List.of(List.of(0, 1L, ValidTime.FAST, "u2"), List.of(0, 2L, ValidTime.FAST, "u3")),
                     out(order).subList(2, 4), "up to the next mark");
@@ -110,8 +111,9 @@ class RequirementOrderTest {
     }
 
     /** Partition 0: fast, mark, fast, mark, fast; the reference parser's rows come after them all. */
-    static final List<StreamRecord<Row>> FIRST = List.of(fast("u1", 1_000L, 0, 0L, true), only(0, 1L, ValidTime.PENDING),
-            fast("u3", 3_000L, 0, 2L, true), only(0, 3L, ValidTime.PENDING), fast("u5", 5_000L, 0, 4L, false));
+    static final List<StreamRecord<Row>> FIRST = List.of(fast("u1", 1_000L, 0, 0L, true),
+            only(0, 1L, ValidTime.PENDING), fast("u3", 3_000L, 0, 2L, true), only(0, 3L, ValidTime.PENDING),
+            fast("u5", 5_000L, 0, 4L, false));
     static final List<StreamRecord<Row>> SECOND = List.of(slow("u2", 2_000L, 0, 1L, true),
             only(0, 3L, ValidTime.SLOW_REJECTED));
 

@@ -42,8 +42,9 @@ class RequirementPayloadTest {
 
     @Test
     void aPayloadHasALedgerRequirementOrADetailNotBothNorNeither() {
-        assertThrows(IllegalArgumentException.class, () -> new RequirementPayload(REQUESTED, REQUESTED, "why", new byte[0]));
-        assertThrows(IllegalArgumentException.class, () -> new RequirementPayload(REQUESTED, null, null, new byte[0]));
+        byte[] none = new byte[0];
+        assertThrows(IllegalArgumentException.class, () -> new RequirementPayload(REQUESTED, REQUESTED, "why", none));
+        assertThrows(IllegalArgumentException.class, () -> new RequirementPayload(REQUESTED, null, null, none));
     }
 
     @Test

@@ -21,42 +21,38 @@ import org.apache.flink.types.Row;
 import org.apache.flink.util.OutputTag;
 
 /**
- * The requirement records of both parsers in each Kafka partition's offset order, with one
- * {@link Registrations} row each, between {@link RequirementSplit} and the requirements'
- * {@link ValidTime}, which need both in that order.
+ * The requirement records of both parsers in each Kafka partition's offset order, each with its
+ * {@link Registrations} row, as the requirements' {@link ValidTime} and the events' need them.
  *
- * <p>Input 1: {@link RequirementSplit}'s output, {@link ValidTime#FAST} rows and
- * {@link ValidTime#PENDING} marks, per partition in offset order. Input 2: the reference parser's
- * rows ({@link ValidTime#IN}), {@link ValidTime#SLOW_ACCEPTED} with user, time_ms and payload or
- * {@link ValidTime#SLOW_REJECTED} with partition and offset only, one per mark, per partition in
- * offset order, as late as they come; a partition's rows must reach the subtask its marks reached.
- * Output: {@link ValidTime#IN}, per partition in offset order: an accepted record (either parser's)
- * as {@link ValidTime#FAST} with user, time_ms and payload ({@link RequirementPayload}), a refused
- * one as {@link ValidTime#REFUSED} with partition and offset only; each with the timestamp of the row
- * it comes from (the reference parser's row for a marked record), none if that had none. Side output
- * {@link #REGISTRATIONS}: right before each output row, its record's
- * {@link Registrations#registration} (user, and the slot of time_ms by {@link SlotRules#slotOf}) if
- * the record is accepted and its requirement registers ({@link RequirementPayload#registers}), else
- * {@link Registrations#read}.
+ * <p>Input 1: {@link RequirementSplit}'s output ({@link ValidTime#FAST} rows and
+ * {@link ValidTime#PENDING} marks). Input 2: the reference parser's rows ({@link ValidTime#IN}:
+ * {@link ValidTime#SLOW_ACCEPTED} with user, time_ms and payload, or {@link ValidTime#SLOW_REJECTED}
+ * with partition and offset only), one per mark, as late as they come, on the subtask that had the
+ * mark. Both per partition in offset order. Output: {@link ValidTime#IN}, per partition in offset
+ * order: an accepted record (either parser's) as {@link ValidTime#FAST} with user, time_ms and
+ * payload ({@link RequirementPayload}), a refused one as {@link ValidTime#REFUSED} (partition and
+ * offset only), with the timestamp of the row it comes from (the reference parser's for a marked
+ * record; none if that had none). Side output {@link #REGISTRATIONS}, right before each output row:
+ * {@link Registrations#registration} of its user from the slot of its time_ms
+ * ({@link SlotRules#slotOf}) if it is accepted and its requirement registers
+ * ({@link RequirementPayload#registers}), else {@link Registrations#read}.
  *
  * <p>Per partition, a queue of held rows: a fast row goes out at once if nothing of its partition is
- * held, else it waits at the queue's end; a mark waits there as a placeholder until the reference
- * parser's row of its offset takes its place; then the rows at the queue's head up to the next
- * placeholder go out. A reference parser's row without its placeholder is a bug upstream
- * (IllegalStateException). With consistent inputs nothing is held once both have ended.
+ * held, else waits at the queue's end; a mark waits there until the reference parser's row of its
+ * offset takes its place, and then the rows at the head up to the next mark go out. A reference
+ * parser's row without its mark is a bug upstream (IllegalStateException). With consistent inputs
+ * nothing is held once both have ended.
  *
  * <p>Watermarks: Flink's default, the smaller of the two inputs'. A held row leaves right after the
- * reference parser's row it waits for, and input 2's watermark does not pass that row before it
- * comes; so the output's watermark has not passed it either, as if the marked record had been
- * parsed on input 1 then. (Input 2 idle, by the status its upstream sends, leaves input 1's
- * watermark alone in charge, as with any Flink operator.)
+ * reference parser's row it waits for, which input 2's watermark does not pass before it comes, so
+ * neither has the output's: as if the marked record had come on input 1 then. (While input 2 is idle
+ * by its upstream's status, input 1's watermark alone counts, as for any Flink operator.)
  *
- * <p>State: the held rows and their timestamps, in operator list state, in their partitions' order,
- * so a checkpoint taken while rows are held restores them (with aligned barriers none is: the
- * reference parser's rows for the marks before a barrier come before it on input 2). A restore
- * hands each subtask the rows it held, at the same parallelism; a rescale redistributes list state
- * in chunks, which may split a partition's queue from the subtask reading it, so a rescale while
- * rows are held is not supported.
+ * <p>State: the held rows and their timestamps, operator list state in their partitions' order, so
+ * a checkpoint restores what it held (with aligned barriers nothing: the reference parser's rows for
+ * the marks before a barrier come before it on input 2). At the same parallelism each subtask gets
+ * its own rows back; a rescale deals list state out in chunks, which may part a partition's rows from
+ * the subtask reading it, so rescaling a checkpoint that holds rows is not supported.
  */
 public final class RequirementOrder extends AbstractStreamOperator<Row>
         implements TwoInputStreamOperator<Row, Row, Row> {
@@ -74,10 +70,9 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
     /** A held row's fields in {@link #HELD}: {@link ValidTime#IN}'s, then its timestamp. */
     private static final int[] ROW = {USER, TIME_MS, 2, PARTITION, OFFSET, ORIGINAL, PATH};
     private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held requirement rows",
-            new RowTypeInfo(
-                    new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-                        Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG},
-                    new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path", "ts"}));
+            new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
+                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG},
+                new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path", "ts"}));
 
     private final long originMs;
     private final long slotMs;
