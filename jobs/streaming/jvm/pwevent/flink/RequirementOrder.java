@@ -1,0 +1,218 @@
+package pwevent.flink;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.TwoInputStreamOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.OutputTag;
+
+/**
+ * The requirement records of both parsers in each Kafka partition's offset order, each with its
+ * {@link Registrations} row, as the requirements' {@link ValidTime} and the events' need them.
+ *
+ * <p>Input 1: {@link RequirementSplit}'s output ({@link ValidTime#FAST} rows and
+ * {@link ValidTime#PENDING} marks). Input 2: the reference parser's rows ({@link ValidTime#IN}:
+ * {@link ValidTime#SLOW_ACCEPTED} with user, time_ms and payload, or {@link ValidTime#SLOW_REJECTED}
+ * with partition and offset only), one per mark, as late as they come, on the subtask that had the
+ * mark. Both per partition in offset order. Output: {@link ValidTime#IN}, per partition in offset
+ * order: an accepted record (either parser's) as {@link ValidTime#FAST} with user, time_ms and
+ * payload ({@link RequirementPayload}), a refused one as {@link ValidTime#REFUSED} (partition and
+ * offset only), with the timestamp of the row it comes from (the reference parser's for a marked
+ * record; none if that had none). Side output {@link #REGISTRATIONS}, right before each output row:
+ * {@link Registrations#registration} of its user from the slot of its time_ms
+ * ({@link SlotRules#slotOf}) if it is accepted and its requirement registers
+ * ({@link RequirementPayload#registers}), else {@link Registrations#read}.
+ *
+ * <p>Per partition, a queue of held rows: a fast row goes out at once if nothing of its partition is
+ * held, else waits at the queue's end; a mark waits there until the reference parser's row of its
+ * offset takes its place, and then the rows at the head up to the next mark go out. A reference
+ * parser's row without its mark is a bug upstream (IllegalStateException). With consistent inputs
+ * nothing is held once both have ended.
+ *
+ * <p>Watermarks: Flink's default, the smaller of the two inputs'. A held row leaves right after the
+ * reference parser's row it waits for, which input 2's watermark does not pass before it comes, so
+ * neither has the output's: as if the marked record had come on input 1 then. (While input 2 is idle
+ * by its upstream's status, input 1's watermark alone counts, as for any Flink operator.)
+ *
+ * <p>State: the held rows and their timestamps, operator list state in their partitions' order, so
+ * a checkpoint restores what it held (with aligned barriers nothing: the reference parser's rows for
+ * the marks before a barrier come before it on input 2). At the same parallelism each subtask gets
+ * its own rows back; a rescale deals list state out in chunks, which may part a partition's rows from
+ * the subtask reading it, so rescaling a checkpoint that holds rows is not supported.
+ */
+public final class RequirementOrder extends AbstractStreamOperator<Row>
+        implements TwoInputStreamOperator<Row, Row, Row> {
+    private static final long serialVersionUID = 1L;
+    /** One row per output row, of {@link Registrations}' type. */
+    public static final OutputTag<Row> REGISTRATIONS = new OutputTag<>("registrations", new RowTypeInfo(
+            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.LONG, Types.INT, Types.LONG},
+            new String[] {"user", "slot", "requirements_ms", "partition", "offset"}));
+    private static final int USER = 0;
+    private static final int TIME_MS = 1;
+    private static final int PARTITION = 3;
+    private static final int OFFSET = 4;
+    private static final int ORIGINAL = 5;
+    private static final int PATH = 6;
+    /** A held row's fields in {@link #HELD}: {@link ValidTime#IN}'s, then its timestamp. */
+    private static final int[] ROW = {USER, TIME_MS, 2, PARTITION, OFFSET, ORIGINAL, PATH};
+    private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held requirement rows",
+            new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
+                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG},
+                new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path", "ts"}));
+
+    private final long originMs;
+    private final long slotMs;
+    /** Partition -> its held rows in offset order, the first a placeholder; no entry: none held. */
+    private transient Map<Integer, ArrayDeque<Held>> held;
+    private transient ListState<Row> saved;
+
+    /** Slots of `slotMs` from `originMs`, for the registrations' slots ({@link SlotRules}). */
+    public RequirementOrder(long originMs, long slotMs) {
+        this.originMs = originMs;
+        this.slotMs = slotMs;
+    }
+
+    /** `split` ({@link RequirementSplit#apply}) and `parsed` (the reference parser's rows), merged. */
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> split, DataStream<Row> parsed, long originMs,
+                                                        long slotMs) {
+        return split.connect(parsed).transform("requirements in offset order", ValidTime.IN,
+                new RequirementOrder(originMs, slotMs));
+    }
+
+    /** A held row ({@link ValidTime#IN}) and its timestamp (null: none); a placeholder until the
+     *  reference parser's row replaces it. */
+    private static final class Held {
+        Row row;
+        Long timestamp;
+
+        Held(Row row, Long timestamp) {
+            this.row = row;
+            this.timestamp = timestamp;
+        }
+
+        boolean placeholder() {
+            return path(row) == ValidTime.PENDING;
+        }
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        saved = context.getOperatorStateStore().getListState(HELD);
+        held = new HashMap<>();
+        for (Row row : saved.get()) {
+            held.computeIfAbsent(partition(row), p -> new ArrayDeque<>())
+                    .add(new Held(Row.project(row, ROW), (Long) row.getField(ROW.length)));
+        }
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        List<Row> rows = new ArrayList<>();
+        held.values().forEach(queue -> queue.forEach(entry -> rows.add(Row.join(entry.row, Row.of(entry.timestamp)))));
+        saved.update(rows);
+    }
+
+    @Override
+    public void processElement1(StreamRecord<Row> record) {
+        Row row = record.getValue();
+        Long timestamp = record.hasTimestamp() ? record.getTimestamp() : null;
+        if (path(row) == ValidTime.PENDING || held.containsKey(partition(row))) {
+            held.computeIfAbsent(partition(row), p -> new ArrayDeque<>()).add(new Held(row, timestamp));
+        } else {
+            emit(row, timestamp);
+        }
+    }
+
+    @Override
+    public void processElement2(StreamRecord<Row> record) {
+        Row row = record.getValue();
+        int partition = partition(row);
+        Held mark = placeholder(held.get(partition), offset(row));
+        if (mark == null) {
+            throw new IllegalStateException("the reference parser's row of requirements partition " + partition
+                    + ", offset " + offset(row) + ", has no record waiting for it");
+        }
+        mark.row = row;
+        mark.timestamp = record.hasTimestamp() ? record.getTimestamp() : null;
+        release(partition);
+    }
+
+    /** The placeholder of `offset` in `queue` (null: no queue), or null. */
+    private static Held placeholder(ArrayDeque<Held> queue, long offset) {
+        if (queue != null) {
+            for (Held entry : queue) {
+                if (entry.placeholder() && offset(entry.row) == offset) {
+                    return entry;
+                }
+            }
+        }
+        return null;
+    }
+
+    /** The rows at the head of `partition`'s queue up to its first placeholder, out. */
+    private void release(int partition) {
+        ArrayDeque<Held> queue = held.get(partition);
+        while (!queue.isEmpty() && !queue.peekFirst().placeholder()) {
+            Held next = queue.pollFirst();
+            emit(next.row, next.timestamp);
+        }
+        if (queue.isEmpty()) {
+            held.remove(partition);
+        }
+    }
+
+    /** `row` out, as accepted (by either parser) or refused, its registration right before it. */
+    private void emit(Row row, Long timestamp) {
+        Object partition = row.getField(PARTITION);
+        Object offset = row.getField(OFFSET);
+        Row out = path(row) == ValidTime.SLOW_REJECTED
+                ? Row.of(null, null, null, partition, offset, null, ValidTime.REFUSED)
+                : Row.of(row.getField(USER), row.getField(TIME_MS), null, partition, offset, row.getField(ORIGINAL),
+                        ValidTime.FAST);
+        output.collect(REGISTRATIONS, timed(registration(out), timestamp));
+        output.collect(timed(out, timestamp));
+    }
+
+    /** The registration of output row `out`: its user's from the slot of its time_ms if it is
+     *  accepted and its requirement registers, else its record's read. */
+    private Row registration(Row out) {
+        if (path(out) == ValidTime.REFUSED || !RequirementPayload.decode((byte[]) out.getField(ORIGINAL)).registers()) {
+            return Registrations.read(partition(out), offset(out));
+        }
+        long time = ((Number) out.getField(TIME_MS)).longValue();
+        return Registrations.registration((String) out.getField(USER), SlotRules.slotOf(originMs, slotMs, time),
+                partition(out), offset(out));
+    }
+
+    private static StreamRecord<Row> timed(Row row, Long timestamp) {
+        return timestamp == null ? new StreamRecord<>(row) : new StreamRecord<>(row, timestamp);
+    }
+
+    private static int path(Row row) {
+        return ((Number) row.getField(PATH)).intValue();
+    }
+
+    private static int partition(Row row) {
+        return ((Number) row.getField(PARTITION)).intValue();
+    }
+
+    private static long offset(Row row) {
+        return ((Number) row.getField(OFFSET)).longValue();
+    }
+}
