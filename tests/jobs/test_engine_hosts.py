@@ -11,7 +11,7 @@ import pytest
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.membership import Membership, UserState
-from pwevent.jobs.common.population_operator import PopulationOperator, SlotChange, SlotCount
+from pwevent.jobs.common.population_operator import PopulationOperator, SlotChanges, SlotCount
 from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.noise import NumpyRandomness
@@ -68,13 +68,13 @@ def test_the_job_path_equals_the_replay_path(name: str) -> None:
     pending = list(declarations(name))
     job_log: list[dict] = []
     for slot in range(1, SLOTS + 1):
-        rows: list[SlotChange | SlotCount] = []
+        rows: list[SlotChanges | SlotCount] = []
         for _, user, req in [p for p in pending if p[0] == slot]:
             replay.declare(f"u{user}", slot, req)
             applied = membership.apply(f"u{user}", states.get(user, UserState()), slot, req)
             states[user] = applied.state
             if applied.change is not None:
-                rows.append(SlotChange(slot, applied.change))
+                rows.append(SlotChanges(slot, (applied.change,)))
         users, values = presence(slot)
         users_in = np.array([u for u in users if replay.index_of(f"u{u}") is not None], dtype=np.int64)
         cells = np.array([values[list(users).index(u)] for u in users_in], dtype=np.int64)

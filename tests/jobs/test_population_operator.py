@@ -19,7 +19,7 @@ from pwevent.jobs.common.population_operator import (
     STATE_VERSION,
     PopulationOperator,
     RejectedEvent,
-    SlotChange,
+    SlotChanges,
     SlotCount,
     row_from_json,
     row_to_json,
@@ -39,16 +39,16 @@ VERSION_1 = Path(__file__).parent / "data" / "population-state-v1.pickle"
 SLOTS, SPLIT = 12, 6
 
 
-def rows_of(slot: int, membership: Membership, states: dict[int, UserState]) -> list[SlotChange | SlotCount]:
+def rows_of(slot: int, membership: Membership, states: dict[int, UserState]) -> list[SlotChanges | SlotCount]:
     """The slot's membership changes and counts per (class, cell), as the job's SQL delivers them."""
-    out: list[SlotChange | SlotCount] = []
+    out: list[SlotChanges | SlotCount] = []
     for user in range(30):
         if user % 6 + 1 == slot:
             applied = membership.apply(f"u{user}", states.get(user, UserState()), slot,
                                        Requirement(10 + user % 3, 1.0 + 0.5 * (user % 2)))
             states[user] = applied.state
             assert applied.change is not None
-            out.append(SlotChange(slot, applied.change))
+            out.append(SlotChanges(slot, (applied.change,)))
     rng = np.random.default_rng(slot)
     counts: dict[tuple[str, int], int] = {}
     for state in states.values():
@@ -119,7 +119,7 @@ def test_rows_of_later_slots_wait_and_every_slot_is_decided_in_order() -> None:
     membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
     first, second = rows_of(1, membership, states), rows_of(2, membership, states)
     later = [SlotCount(5, c.cls, c.cell, c.n) for c in second if isinstance(c, SlotCount)]
-    closed = operator.on_slot_end(3, first + [r for r in second if isinstance(r, SlotChange)] + later, ended=False)
+    closed = operator.on_slot_end(3, first + [r for r in second if isinstance(r, SlotChanges)] + later, ended=False)
     assert [slot for slot, _ in closed.emitted.releases] == [1, 2, 3]
     assert closed.rest == later and closed.next_slot == 4
     assert [report.slot for report in closed.emitted.reports] == [1, 2, 3]
@@ -139,7 +139,7 @@ def test_kept_rows_are_versioned_json_and_come_back_equal() -> None:
     """The rows the host keeps until their slot ends (`row_to_json`); a rejected event is never kept."""
     membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
     rows = rows_of(1, membership, states)
-    assert {type(row) for row in rows} == {SlotChange, SlotCount}
+    assert {type(row) for row in rows} == {SlotChanges, SlotCount}
     for row in rows:
         data = row_to_json(row)
         assert json.loads(data)["version"] == ROW_VERSION

@@ -6,10 +6,11 @@ also those an earlier release kept (`kept_row`)."""
 import hashlib
 import json
 
+import orjson
 from pyflink.common import Row
 
 from pwevent.jobs.common.config import parse_config
-from pwevent.jobs.common.population_operator import PopulationOperator, SlotChange, SlotCount, row_to_json
+from pwevent.jobs.common.population_operator import PopulationOperator, SlotChanges, SlotCount, row_to_json
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL
 from pwevent.jobs.common.records import unknown_user
 from pwevent.jobs.streaming.rows import kept_row, population_row
@@ -60,15 +61,20 @@ def test_too_far_ahead_rows() -> None:
 
 
 def test_counts_and_changes_by_field_name_and_as_kept_before_and_now() -> None:
-    """A count and a change as the job's SQL makes them; kept as `row_to_json` writes them, and as the
-    ten positional values releases before it kept, they are the same typed rows."""
+    """A count and a batch of changes as the job's SQL makes them; kept as `row_to_json` writes them,
+    and as earlier releases kept them (the ten positional values, or one change of kind "change"),
+    they are the same typed rows."""
     change = MembershipChange.of(4, "u1", None, Requirement(10, 1.0))
     change_text = json.dumps(change.to_json())
+    other = MembershipChange.of(4, "u\"2", None, Requirement(5, 1.0))
     count = population_row(Row(slot=4, present=Row(cls=change.target, cell=1, n=3), change=None, rejected=None))
     assert count == SlotCount(4, change.target, 1, 3)
     legacy = (4, change.target, 1, 3, None, None, None, None, None, None)
     assert kept_row(row_to_json(count)) == count == kept_row(legacy)
-    changed = population_row(Row(slot=4, present=None, change=change_text, rejected=None))
-    assert changed == SlotChange(4, change)
+    batch = json.dumps([change.to_json(), other.to_json()])
+    changed = population_row(Row(slot=4, present=None, change=batch, rejected=None))
+    assert changed == SlotChanges(4, (change, other))
     assert kept_row(row_to_json(changed)) == changed
-    assert kept_row((4, change.target, None, None, change_text, None, None, None, None, None)) == changed
+    one = SlotChanges(4, (change,))
+    assert kept_row((4, change.target, None, None, change_text, None, None, None, None, None)) == one
+    assert kept_row(orjson.dumps({"version": 1, "kind": "change", "slot": 4, "change": change.to_json()})) == one

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import pickle
 
 import pytest
 from pyflink.common import Row
@@ -26,7 +25,8 @@ from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.hosts import ParseRequirements
 from pwevent.jobs.streaming.produce import _signed
-from pwevent.jobs.streaming.rows import DEAD_LETTERS, REGISTRATIONS, TimePath
+from pwevent.jobs.streaming.requirement_payload import RequirementPayload
+from pwevent.jobs.streaming.rows import DEAD_LETTERS, TimePath
 from pwevent.state.requirements import Requirement, RequirementCaps
 
 KEY_ENV = "PWEVENT_TEST_REQUIREMENT_KEY"
@@ -182,40 +182,21 @@ class _RuntimeContext:
 
 
 def test_the_streaming_job_dead_letters_an_unsigned_requirement():
+    """The reference parser of the requirements (every signed record goes there: the fast path is off
+    with a signature): an unsigned record is a dead letter and a refusal in its place (for
+    RequirementOrder, which writes the registrations), a signed one its payload."""
     config = parse_config({**config_with_signature(key_env=KEY_ENV), "origin": 0})
     host = ParseRequirements(config, "pwevent.requirements")
     runtime = _RuntimeContext()
     host.open(runtime)
     record = {"user": "a", "time": 0, "w": 4, "epsilon": 0.6}
-    (tag, text), refused, read = host.process_element(Row(json.dumps(record).encode(), 0, 3, None, 0, None),
-                                                      _Context())
+    (tag, text), refused = host.process_element(Row(json.dumps(record).encode(), 0, 3, None), _Context())
     assert tag is DEAD_LETTERS and json.loads(text)["reason"] == "unauthenticated_requirement"
-    assert refused == Row(None, None, None, 0, 3, None, int(TimePath.REFUSED))  # its offset, for ValidTime
-    assert read == (REGISTRATIONS, Row(None, None, None, 0, 3))  # how far the reader has got
+    assert refused == Row(None, None, None, 0, 3, None, int(TimePath.SLOW_REJECTED))  # its offset, for ValidTime
     counted = {path: c.count for path, c in runtime.counters.items() if c.count}
     assert counted == {"pwevent/reason=unauthenticated_requirement/dead_letters": 1}  # docs/operations.md, Metrics
-    registration, keyed = host.process_element(Row(json.dumps(sign(record, SIGNATURE)).encode(), 0, 4, None, 0, None),
-                                               _Context())
-    # what ValidTime knows users by (docs/streaming.md, Time)
-    assert registration == (REGISTRATIONS, Row("a", 1, None, 0, 4))
-    assert list(keyed[:5]) == ["a", 0, None, 0, 4] and keyed[6] == int(TimePath.FAST)
-    assert pickle.loads(keyed[5]).requested == Requirement(4, 0.6)
-
-
-def test_the_requirement_parser_says_how_far_it_has_read_with_every_record():
-    """Every requirement record, accepted or refused, gives one registrations row with its partition
-    and offset (and its user and slot if it registers), so that the events' ValidTime knows when the
-    requirements' backlog is registered, also after a restore (docs/streaming.md, "Time")."""
-    config = parse_config({**config_with_signature(key_env=KEY_ENV), "origin": 0})
-    host = ParseRequirements(config, "pwevent.requirements")
-    host.open(_RuntimeContext())
-    signed = json.dumps(sign({"user": "a", "time": 0, "w": 4, "epsilon": 0.6}, SIGNATURE)).encode()
-    unsigned = json.dumps({"user": "b", "time": 0, "w": 4, "epsilon": 0.6}).encode()
-
-    def registrations(value: bytes, partition: int, offset: int) -> list:
-        return [o[1] for o in host.process_element(Row(value, partition, offset, None, 0, None), _Context())
-                if o[0] is REGISTRATIONS]
-
-    assert registrations(signed, 0, 3) == [Row("a", 1, None, 0, 3)]
-    assert registrations(unsigned, 1, 2) == [Row(None, None, None, 1, 2)]  # refused: how far, nothing more
-    assert registrations(b"not json", 2, 0) == [Row(None, None, None, 2, 0)]
+    signed = json.dumps(sign(record, SIGNATURE)).encode()
+    (parsed,) = host.process_element(Row(signed, 0, 4, None), _Context())
+    assert list(parsed[:5]) == ["a", 0, None, 0, 4] and parsed[6] == int(TimePath.SLOW_ACCEPTED)
+    assert RequirementPayload.decode(parsed[5]) == RequirementPayload(
+        '{"epsilon":0.6,"w":4}', '{"epsilon":0.6,"w":4}', None, signed)

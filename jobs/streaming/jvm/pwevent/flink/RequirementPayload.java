@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * What a parsed requirement record carries to Membership, in the `original` field of
- * {@link ValidTime#IN}'s rows (jobs/streaming/rows.py, `requirement_payload`, writes the same bytes
+ * {@link ValidTime#IN}'s rows (jobs/streaming/requirement_payload.py writes the same bytes
  * in Python): the requirement as declared and the one its ledger would run at, both as canonical
  * JSON (keys sorted, no spaces: {@code orjson.dumps(r.to_json(), option=OPT_SORT_KEYS)}), or instead
  * of the latter why no ledger can (jobs/common/requirement_rules.py, {@code ledger_requirement}),
