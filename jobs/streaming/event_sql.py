@@ -55,9 +55,9 @@ from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _WS = " ?"  # at most one space: the canonical writers put none, or one after , and :
-_UINT = "(?:0|[1-9][0-9]{0,%d})"
+UINT = "(?:0|[1-9][0-9]{0,%d})"
 _USER_TEXT = f"[A-Za-z0-9_.:@-]{{1,{MAX_USER_CHARS}}}"
-_TIME = _UINT % 13  # at most 14 digits: below MAX_TIME_MS, so only the origin is checked in SQL
+TIME = UINT % 13  # at most 14 digits: below MAX_TIME_MS, so only the origin is checked in SQL
 _DECIMAL = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,20})?"
 _SAFE_TEXT = r"[ !#-\[\]-~]{0,256}"
 _SAFE_STRING = f'"{_SAFE_TEXT}"'
@@ -69,12 +69,12 @@ def sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _double(value: float) -> str:
+def double_literal(value: float) -> str:
     """A DOUBLE literal that is exactly `value` (17 significant digits round-trip)."""
     return f"{float(value):.17E}"
 
 
-def _member(name: str, value_regex: str) -> str:
+def member_regex(name: str, value_regex: str) -> str:
     return f'"{name}"{_WS}:{_WS}(?:{value_regex})'
 
 
@@ -85,7 +85,7 @@ def _path(name: str, *inner: str) -> str:
 #: The Java table function (jobs/streaming/jvm/pwevent/flink/RecordGroups.java) and its columns.
 RECORD_GROUPS = "pwevent_record_groups"
 RECORD_GROUPS_CLASS = "pwevent.flink.RecordGroups"
-_GROUP_COLUMNS = ["matched"] + [f"g{i}" for i in range(1, 9)]
+_GROUP_COLUMNS = ["matched"] + [f"g{i}" for i in range(1, 11)]
 _GROUP_NAME = re.compile(r"\(\?<([a-z]+)>")
 
 
@@ -105,7 +105,7 @@ def register_record_groups(t_env, avro: bool = False) -> None:  # type: ignore[n
 @dataclass(frozen=True)
 class EventSql:
     """The fast path for one configuration: `regex` (None: fast path off) and SQL expressions over the
-    columns of `RecordGroups` (`matched`, g1..g8: the regex's groups) and `ts_ms` (the Kafka timestamp
+    columns of `RecordGroups` (`matched`, g1..g10: the regex's groups) and `ts_ms` (the Kafka timestamp
     in epoch ms). `user`, `time_ms` and `cell` mean something only where `matched` holds, which
     `fast` (never NULL) requires."""
 
@@ -127,33 +127,51 @@ class EventSql:
 
     def groups_join(self, table: str) -> str:
         """`table` with the `RecordGroups` columns of its `value` (one row per row of `table`)."""
-        regex = self.regex if self.regex is not None else "(?!)"
-        return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}({self.text}, {sql_literal(regex)}, {self.max_bytes}))"
-                f" AS g({', '.join(_GROUP_COLUMNS)})")
+        return groups_join(table, self.regex, self.max_bytes, self.text)
 
 
-def _group(name: str, regex: str) -> str:
+def groups_join(table: str, regex: str | None, max_bytes: int, text: str = "`value`") -> str:
+    """`table` with the `RecordGroups` columns (`matched`, g1..g10) of `text` (SQL BYTES) under
+    `regex` (None: matches nothing), one row per row of `table`."""
+    regex = regex if regex is not None else "(?!)"
+    return (f"`{table}`, LATERAL TABLE({RECORD_GROUPS}({text}, {sql_literal(regex)}, {max_bytes}))"
+            f" AS g({', '.join(_GROUP_COLUMNS)})")
+
+
+def group_columns(regex: str) -> Callable[[str], str]:
+    """The `RecordGroups` column (g1..g10) of each named group of `regex` (every capturing group of a
+    fast-path regex is named, so the names' order is the groups' numbering)."""
+    order = _GROUP_NAME.findall(regex)
+    assert len(order) == len(set(order)) <= len(_GROUP_COLUMNS) - 1, order
+
+    def column(name: str) -> str:
+        return f"g{order.index(name) + 1}"
+    return column
+
+
+def group_regex(name: str, regex: str) -> str:
     """A capturing group; its column is found by the order of the names in the whole regex."""
     return f"(?<{name}>{regex})"
 
 
 def _grid_pair() -> str:
     """A grid value: {"lat": x, "lon": y} or [x, y] (in this order)."""
-    return (f"\\{{{_member('lat', _group('plat', _DECIMAL))},{_WS}{_member('lon', _group('plon', _DECIMAL))}\\}}"
-            f"|\\[{_group('alat', _DECIMAL)},{_WS}{_group('alon', _DECIMAL)}\\]")
+    lat, lon = member_regex("lat", group_regex("plat", _DECIMAL)), member_regex("lon", group_regex("plon", _DECIMAL))
+    return (f"\\{{{lat},{_WS}{lon}\\}}"
+            f"|\\[{group_regex('alat', _DECIMAL)},{_WS}{group_regex('alon', _DECIMAL)}\\]")
 
 
 def _value_members(config: Config) -> list[tuple[str, str]]:
     """(field path, value regex) of the fields that hold the event's value, in the domain's canonical form."""
     fields, domain = config.events, config.domain
     if isinstance(domain, BinaryDomain):
-        return [(fields.value, _group("value", "[01]|true|false"))]
+        return [(fields.value, group_regex("value", "[01]|true|false"))]
     if isinstance(domain, CellsDomain):
-        return [(fields.value, _group("value", _UINT % 9))]
+        return [(fields.value, group_regex("value", UINT % 9))]
     if isinstance(domain, CategoriesDomain):
-        return [(fields.value, f'"{_group("value", _SAFE_TEXT)}"')]
+        return [(fields.value, f'"{group_regex("value", _SAFE_TEXT)}"')]
     if fields.lat and fields.lon:
-        return [(fields.lat, _group("lat", _DECIMAL)), (fields.lon, _group("lon", _DECIMAL))]
+        return [(fields.lat, group_regex("lat", _DECIMAL)), (fields.lon, group_regex("lon", _DECIMAL))]
     return [(fields.value, _grid_pair())]
 
 
@@ -179,11 +197,11 @@ def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
 
     def index(coord: str, low: float, high: float, n: int) -> str:
         # GridDomain.cell: min(int((v - low) / (high - low) * n), n - 1), in the same DOUBLE steps
-        return (f"LEAST(CAST(FLOOR(({coord} - {_double(low)}) / {_double(high - low)} * {n}) AS INT),"
+        return (f"LEAST(CAST(FLOOR(({coord} - {double_literal(low)}) / {double_literal(high - low)} * {n}) AS INT),"
                 f" {n - 1})")
 
-    inside = (f"{x} BETWEEN {_double(domain.min_lat)} AND {_double(domain.max_lat)}"
-              f" AND {y} BETWEEN {_double(domain.min_lon)} AND {_double(domain.max_lon)}")
+    inside = (f"{x} BETWEEN {double_literal(domain.min_lat)} AND {double_literal(domain.max_lat)}"
+              f" AND {y} BETWEEN {double_literal(domain.min_lon)} AND {double_literal(domain.max_lon)}")
     row = index(x, domain.min_lat, domain.max_lat, domain.rows)
     col = index(y, domain.min_lon, domain.max_lon, domain.cols)
     return f"CASE WHEN {inside} THEN {row} * {domain.cols} + {col} END"
@@ -193,13 +211,13 @@ def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
 #: `optional` for the time under Kafka-timestamp event time (present or not, ignored) and for an
 #: object that holds only optional members.
 @dataclass(frozen=True)
-class _Member:
+class Member:
     key: str
-    value: str | tuple[_Member, ...]
+    value: str | tuple[Member, ...]
     optional: bool = False
 
 
-def _tree(leaves: list[tuple[tuple[str, ...], str, bool]]) -> tuple[_Member, ...] | None:
+def field_tree(leaves: list[tuple[tuple[str, ...], str, bool]]) -> tuple[Member, ...] | None:
     """The members of the objects the leaves' paths (keys, value regex, optional) make, each object's
     members in the order of their first leaf; None when two leaves share a path (a record would need
     the key twice)."""
@@ -215,26 +233,26 @@ def _tree(leaves: list[tuple[tuple[str, ...], str, bool]]) -> tuple[_Member, ...
             return None
         node[keys[-1]] = (regex, optional)
 
-    def members(node: dict[str, Any]) -> tuple[_Member, ...]:
+    def members(node: dict[str, Any]) -> tuple[Member, ...]:
         out = []
         for key, child in node.items():
             if isinstance(child, dict):
                 inner = members(child)
-                out.append(_Member(key, inner, all(m.optional for m in inner)))
+                out.append(Member(key, inner, all(m.optional for m in inner)))
             else:
-                out.append(_Member(key, child[0], child[1]))
+                out.append(Member(key, child[0], child[1]))
         return tuple(out)
 
     return members(root)
 
 
-def _object(members: tuple[_Member, ...]) -> str:
+def object_regex(members: tuple[Member, ...]) -> str:
     """The regex of an object of exactly `members`, in this order, each once; an optional member (at
     most one per object) may be absent, and carries its own comma."""
     body, required = "", False  # required: a required member is already in `body`
     for index, member in enumerate(members):
-        value = member.value if isinstance(member.value, str) else _object(member.value)
-        text = _member(member.key, value)
+        value = member.value if isinstance(member.value, str) else object_regex(member.value)
+        text = member_regex(member.key, value)
         if not member.optional:
             body += f",{_WS}{text}" if required else text
             required = True
@@ -247,12 +265,18 @@ def _object(members: tuple[_Member, ...]) -> str:
     return f"\\{{{body}\\}}"
 
 
+def user_regex() -> str:
+    """A user id in canonical form: a string of `[A-Za-z0-9_.:@-]{1,256}` (group `userstr`) or an
+    integer without sign or leading zero, at most 18 digits (group `usernum`)."""
+    return f'"{group_regex("userstr", _USER_TEXT)}"|{group_regex("usernum", UINT % 17)}'
+
+
 def _leaves(config: Config, kafka_time: bool) -> list[tuple[tuple[str, ...], str, bool]]:
     """(path keys, value regex, optional) of every configured field, in the canonical order."""
     fields = config.events
-    user = f'"{_group("userstr", _USER_TEXT)}"|{_group("usernum", _UINT % 17)}'
-    time = (field_path(fields.time), f"{_TIME}|{_SAFE_STRING}", True) if kafka_time \
-        else (field_path(fields.time), _group("time", _TIME), False)
+    user = user_regex()
+    time = (field_path(fields.time), f"{TIME}|{_SAFE_STRING}", True) if kafka_time \
+        else (field_path(fields.time), group_regex("time", TIME), False)
     return [(field_path(fields.user), user, False), time,
             *((field_path(path), regex, False) for path, regex in _value_members(config))]
 
@@ -268,12 +292,18 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     registry = config.events.schema_registry
     if registry is not None and registry.username is not None:
         return None
-    leaves = _leaves(config, kafka_time)
+    return anchored_regex(_leaves(config, kafka_time))
+
+
+def anchored_regex(leaves: list[tuple[tuple[str, ...], str, bool]]) -> str | None:
+    """The regex (anchored `^`...`\\z`) of an object of exactly the leaves (path keys, value regex,
+    optional) at their paths, in their order (`field_tree`, `object_regex`); None when two leaves
+    share a path, a key is outside `[A-Za-z0-9_]{1,64}` or the object is deeper than MAX_DEPTH."""
     depth = max(len(keys) + (1 if regex.startswith("\\{") else 0) for keys, regex, _ in leaves)
-    members = _tree(leaves)
+    members = field_tree(leaves)
     if members is None or depth > MAX_DEPTH or not all(_NAME.fullmatch(key) for keys, _, _ in leaves for key in keys):
         return None
-    return f"^{_object(members)}\\z"
+    return f"^{object_regex(members)}\\z"
 
 
 def avro_text(events: InputFormat, paths: list[tuple[str, ...]], max_bytes: int) -> str:
@@ -299,12 +329,7 @@ def event_sql(config: Config, kafka_time: bool = False) -> EventSql:
     if regex is None:
         return EventSql(None, "CAST(NULL AS STRING)", "CAST(NULL AS BIGINT)", "CAST(NULL AS INT)", config.origin_ms,
                         config.max_record_bytes)
-    order = _GROUP_NAME.findall(regex)
-    assert len(order) == len(set(order)) <= len(_GROUP_COLUMNS) - 1, order
-
-    def group(name: str) -> str:
-        return f"g{order.index(name) + 1}"
-
+    group = group_columns(regex)
     time_ms = "`ts_ms`" if kafka_time else f"TRY_CAST({group('time')} AS BIGINT)"
     text = "`value`"
     if config.events.format != "json":  # the time field is not rendered when it is ignored

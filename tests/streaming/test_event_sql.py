@@ -14,6 +14,7 @@ import json
 import math
 import random
 import struct
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -274,10 +275,10 @@ def t_env():
     return env
 
 
-def run_fast_path(t_env, records_by_case: list[list[bytes]],
-                  cases: list[tuple[str, Config, bool]] = CASES) -> list[list[tuple]]:
-    """One Flink job: every case's records through its fast-path columns; rows (offset, user, time_ms,
-    cell, fast) per case, by offset."""
+def run_queries(t_env, records_by_case: list[list[bytes]], queries: list[Callable[[str], str]]) -> list[list[tuple]]:
+    """One Flink job: case k's records (a view with `value`, `partition`, `offset`, `ts_ms`) through
+    `queries[k]` (the SQL of a query on that view's name whose first column is `offset`, the same
+    columns for every case); its rows per case, by offset."""
     from pyflink.table import DataTypes
 
     schema = DataTypes.ROW([DataTypes.FIELD(name, kind) for name, kind in (
@@ -286,18 +287,27 @@ def run_fast_path(t_env, records_by_case: list[list[bytes]],
     rows = [(k, bytearray(raw), 0, offset, TS_MS) for k, records in enumerate(records_by_case)
             for offset, raw in enumerate(records)]
     t_env.create_temporary_view("corpus", t_env.from_elements(rows, schema))
-    queries = []
-    for k, (_, config, kafka_time) in enumerate(cases):
+    union = []
+    for k, query in enumerate(queries):
         t_env.create_temporary_view(f"corpus_{k}", t_env.sql_query(f"SELECT * FROM corpus WHERE k = {k}"))
-        queries.append(f"SELECT {k} AS k, `offset`, `user`, `time_ms`, `cell`, `fast` FROM ("
-                       f"{parsed_events_sql(config, f'corpus_{k}', kafka_time)})")
-    out: list[list[tuple]] = [[] for _ in cases]
-    for row in query_rows(t_env, " UNION ALL ".join(queries)):
+        union.append(f"SELECT {k} AS k, * FROM ({query(f'corpus_{k}')})")
+    out: list[list[tuple]] = [[] for _ in queries]
+    for row in query_rows(t_env, " UNION ALL ".join(union)):
         out[row[0]].append(row[1:])
-    for k in range(len(cases)):
+    for k in range(len(queries)):
         t_env.drop_temporary_view(f"corpus_{k}")
     t_env.drop_temporary_view("corpus")
     return [sorted(rows) for rows in out]
+
+
+def run_fast_path(t_env, records_by_case: list[list[bytes]],
+                  cases: list[tuple[str, Config, bool]] = CASES) -> list[list[tuple]]:
+    """One Flink job: every case's records through its fast-path columns; rows (offset, user, time_ms,
+    cell, fast) per case, by offset."""
+    def query(config: Config, kafka_time: bool) -> Callable[[str], str]:
+        return lambda view: (f"SELECT `offset`, `user`, `time_ms`, `cell`, `fast` FROM ("
+                             f"{parsed_events_sql(config, view, kafka_time)})")
+    return run_queries(t_env, records_by_case, [query(config, kafka_time) for _, config, kafka_time in cases])
 
 
 def check_fast_implies_accept(case: int, records: list[bytes], rows: list[tuple],

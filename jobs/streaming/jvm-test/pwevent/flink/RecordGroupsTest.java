@@ -19,6 +19,10 @@ class RecordGroupsTest {
     }
 
     private static Row eval(byte[] value, int maxBytes) {
+        return eval(value, REGEX, maxBytes);
+    }
+
+    private static Row eval(byte[] value, String regex, int maxBytes) {
         List<Row> out = new ArrayList<>();
         RecordGroups groups = new RecordGroups();
         groups.setCollector(new Collector<Row>() {
@@ -30,7 +34,7 @@ class RecordGroupsTest {
             @Override
             public void close() {}
         });
-        groups.eval(value, REGEX, maxBytes);
+        groups.eval(value, regex, maxBytes);
         assertEquals(1, out.size());
         return out.get(0);
     }
@@ -42,6 +46,17 @@ class RecordGroupsTest {
         assertEquals("u1", row.getField(1));
         assertEquals("17", row.getField(2));
         assertNull(row.getField(3), "past the pattern's groups");
+    }
+
+    @Test
+    void allTenGroupsArePassedOn() {
+        String regex = "\\A" + "([a-z])".repeat(11) + "\\z";
+        Row row = eval("abcdefghijk".getBytes(StandardCharsets.US_ASCII), regex, 100);
+        assertEquals(10, RecordGroups.GROUPS, "the requirements' dynamic shape has 10 groups");
+        assertEquals(11, row.getArity());
+        assertEquals(true, row.getField(0));
+        assertEquals("a", row.getField(1));
+        assertEquals("j", row.getField(10), "the pattern's groups past the tenth are not passed on");
     }
 
     @Test
