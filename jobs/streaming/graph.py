@@ -116,6 +116,20 @@ def write_sink_tables(stage: Stage) -> None:
     stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
 
 
+def register_functions(stage: Stage) -> None:
+    """The Java functions the fast paths' SQL calls: `RecordGroups`, `IsoMillis` and, for Avro events,
+    `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar())."""
+    from pwevent.jobs.streaming.event_sql import register_record_groups
+    from pwevent.jobs.streaming.jars import avro_jar
+    from pwevent.jobs.streaming.requirement_sql import register_iso_millis
+
+    avro = stage.config.events.format != "json"
+    if avro:
+        stage.env.add_jars(avro_jar().resolve().as_uri())
+    register_record_groups(stage.t_env, avro)
+    register_iso_millis(stage.t_env)
+
+
 def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, restore_seed_ms: int | None,
                 read_to_end: frozenset[str]) -> None:
     """Views `raw_events` and `raw_requirements`: `value` (bytes), `partition`, `offset`, `kafka_ts`,
@@ -146,11 +160,9 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
-    from pwevent.jobs.streaming.event_sql import register_record_groups
     from pwevent.jobs.streaming.requirement_sql import parsed_requirements_sql
 
     t_env, clock = stage.t_env, stage.config.clock
-    register_record_groups(t_env)
     t_env.create_temporary_view("raw_requirements_ts", t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms FROM raw_requirements"))
     verdicts = t_env.to_data_stream(t_env.sql_query(
@@ -175,14 +187,9 @@ def split_events(stage: Stage) -> Any:
     offset order with the events (`rows.PARSED_EVENT`); those records on its side output (`value`,
     `partition`, `offset`, `ts_ms`). Returns the split's stream."""
     from pwevent.jobs.streaming import pyflink_internals as internals
-    from pwevent.jobs.streaming.event_sql import parsed_events_sql, register_record_groups
-    from pwevent.jobs.streaming.jars import avro_jar
+    from pwevent.jobs.streaming.event_sql import parsed_events_sql
 
     t_env = stage.t_env
-    avro = stage.config.events.format != "json"
-    if avro:  # AvroFields (the Avro events' fast path) decodes with Flink's relocated Apache Avro
-        stage.env.add_jars(avro_jar().resolve().as_uri())
-    register_record_groups(t_env, avro)
     t_env.create_temporary_view("raw_events_ts", t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms FROM raw_events"))
     parsed_sql = parsed_events_sql(stage.config, "raw_events_ts", stage.kafka_time)
@@ -387,6 +394,7 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     stage = Stage(env, t_env, config, settings, strategy, rowtime)
 
     write_sink_tables(stage)
+    register_functions(stage)
     read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
     registration_backlog = None if config.default_requirement is not None else start.registration_backlog
     requirements = parse_requirements(stage, start.requirements_backlog)

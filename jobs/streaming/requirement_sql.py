@@ -47,7 +47,7 @@ the parser allows.
 
 The input is a table with the Kafka raw value as BYTES and the passthrough columns (`partition`,
 `offset`, `ts_ms` by default). `register_record_groups` (event_sql.py) and `register_iso_millis`
-make the Java functions callable. Not wired into the job graph yet.
+make the Java functions callable (jobs/streaming/graph.py, `parse_requirements`).
 """
 
 from __future__ import annotations

@@ -154,16 +154,24 @@ class RequirementOrderTest {
     }
 
     @Test
-    void aReferenceParsersRowWithoutItsMarkIsABug() throws Exception {
+    void aReferenceParsersRowBeforeItsMarkWaitsForItAlsoAcrossARestore() throws Exception {
+        OperatorSubtaskState state;
         try (var order = harness(null)) {
             order.processElement1(only(0, 1L, ValidTime.PENDING));
-            var unmatched = assertThrows(IllegalStateException.class,
-                    () -> order.processElement2(only(0, 2L, ValidTime.SLOW_REJECTED)));
-            assertTrue(unmatched.getMessage().contains("partition 0, offset 2"), unmatched.getMessage());
-            assertThrows(IllegalStateException.class, () -> order.processElement2(slow("u", 0L, 1, 1L, true)));
-            order.processElement2(only(0, 1L, ValidTime.SLOW_REJECTED));
-            assertThrows(IllegalStateException.class, () -> order.processElement2(only(0, 1L, ValidTime.SLOW_REJECTED)),
-                    "a mark is resolved once");
+            order.processElement2(only(0, 2L, ValidTime.SLOW_REJECTED));  // before its mark: waits
+            assertThrows(IllegalStateException.class, () -> order.processElement2(only(0, 2L, ValidTime.SLOW_REJECTED)),
+                    "one reference parser's row per record");
+            assertEquals(List.of(), out(order));
+            state = order.snapshot(1L, 1L);
+        }
+        try (var order = harness(state)) {
+            order.processElement2(slow("u1", 0L, 0, 1L, true));
+            order.processElement1(only(0, 2L, ValidTime.PENDING));  // takes the row that came first, at once
+            order.processElement1(fast("u3", 0L, 0, 3L, true));
+            assertEquals(List.of(Arrays.asList(0, 1L, ValidTime.FAST, "u1"), Arrays.asList(0, 2L, ValidTime.REFUSED, null),
+                    Arrays.asList(0, 3L, ValidTime.FAST, "u3")), out(order));
+            assertEquals(List.of(Registrations.registration("u1", 1, 0, 1L), Registrations.read(0, 2L),
+                    Registrations.registration("u3", 1, 0, 3L)), registrations(order));
         }
     }
 }

@@ -39,16 +39,18 @@ import org.apache.flink.util.OutputTag;
  *
  * <p>Per partition, a queue of held rows: a fast row goes out at once if nothing of its partition is
  * held, else waits at the queue's end; a mark waits there until the reference parser's row of its
- * offset takes its place, and then the rows at the head up to the next mark go out. A reference
- * parser's row without its mark is a bug upstream (IllegalStateException). With consistent inputs
- * nothing is held once both have ended.
+ * offset takes its place, and then the rows at the head up to the next mark go out. The two inputs
+ * are separate channels, so the reference parser's row may also come before its mark: it then
+ * waits for the mark, which takes its place at once. With consistent inputs nothing is held once
+ * both have ended.
  *
  * <p>Watermarks: Flink's default, the smaller of the two inputs'. A held row leaves right after the
  * reference parser's row it waits for, which input 2's watermark does not pass before it comes, so
  * neither has the output's: as if the marked record had come on input 1 then. (While input 2 is idle
  * by its upstream's status, input 1's watermark alone counts, as for any Flink operator.)
  *
- * <p>State: the held rows and their timestamps, operator list state in their partitions' order, so
+ * <p>State: the held rows and their timestamps, and the reference parser's rows that came before
+ * their marks, operator list state in their partitions' order, so
  * a checkpoint restores what it held (with aligned barriers nothing: the reference parser's rows for
  * the marks before a barrier come before it on input 2). At the same parallelism each subtask gets
  * its own rows back; a rescale deals list state out in chunks, which may part a partition's rows from
@@ -67,17 +69,20 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
     private static final int OFFSET = 4;
     private static final int ORIGINAL = 5;
     private static final int PATH = 6;
-    /** A held row's fields in {@link #HELD}: {@link ValidTime#IN}'s, then its timestamp. */
+    /** A held row's fields in {@link #HELD}: {@link ValidTime#IN}'s, then its timestamp and whether it
+     *  is a reference parser's row that came before its mark. */
     private static final int[] ROW = {USER, TIME_MS, 2, PARTITION, OFFSET, ORIGINAL, PATH};
     private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held requirement rows",
             new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG},
-                new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path", "ts"}));
+                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG, Types.BOOLEAN},
+                new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path", "ts", "early"}));
 
     private final long originMs;
     private final long slotMs;
     /** Partition -> its held rows in offset order, the first a placeholder; no entry: none held. */
     private transient Map<Integer, ArrayDeque<Held>> held;
+    /** Partition -> offset -> the reference parser's row that came before its mark. */
+    private transient Map<Integer, Map<Long, Held>> early;
     private transient ListState<Row> saved;
 
     /** Slots of `slotMs` from `originMs`, for the registrations' slots ({@link SlotRules}). */
@@ -114,9 +119,14 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
         super.initializeState(context);
         saved = context.getOperatorStateStore().getListState(HELD);
         held = new HashMap<>();
+        early = new HashMap<>();
         for (Row row : saved.get()) {
-            held.computeIfAbsent(partition(row), p -> new ArrayDeque<>())
-                    .add(new Held(Row.project(row, ROW), (Long) row.getField(ROW.length)));
+            Held entry = new Held(Row.project(row, ROW), (Long) row.getField(ROW.length));
+            if (Boolean.TRUE.equals(row.getField(ROW.length + 1))) {
+                early.computeIfAbsent(partition(row), p -> new HashMap<>()).put(offset(row), entry);
+            } else {
+                held.computeIfAbsent(partition(row), p -> new ArrayDeque<>()).add(entry);
+            }
         }
     }
 
@@ -124,7 +134,10 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         List<Row> rows = new ArrayList<>();
-        held.values().forEach(queue -> queue.forEach(entry -> rows.add(Row.join(entry.row, Row.of(entry.timestamp)))));
+        held.values().forEach(queue -> queue.forEach(entry -> rows.add(Row.join(entry.row,
+                Row.of(entry.timestamp, false)))));
+        early.values().forEach(results -> results.values().forEach(entry -> rows.add(Row.join(entry.row,
+                Row.of(entry.timestamp, true)))));
         saved.update(rows);
     }
 
@@ -132,6 +145,13 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
     public void processElement1(StreamRecord<Row> record) {
         Row row = record.getValue();
         Long timestamp = record.hasTimestamp() ? record.getTimestamp() : null;
+        if (path(row) == ValidTime.PENDING) {
+            Held result = takeEarly(partition(row), offset(row));
+            if (result != null) {
+                row = result.row;
+                timestamp = result.timestamp;
+            }
+        }
         if (path(row) == ValidTime.PENDING || held.containsKey(partition(row))) {
             held.computeIfAbsent(partition(row), p -> new ArrayDeque<>()).add(new Held(row, timestamp));
         } else {
@@ -143,14 +163,29 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
     public void processElement2(StreamRecord<Row> record) {
         Row row = record.getValue();
         int partition = partition(row);
+        Long timestamp = record.hasTimestamp() ? record.getTimestamp() : null;
         Held mark = placeholder(held.get(partition), offset(row));
         if (mark == null) {
-            throw new IllegalStateException("the reference parser's row of requirements partition " + partition
-                    + ", offset " + offset(row) + ", has no record waiting for it");
+            Held before = early.computeIfAbsent(partition, p -> new HashMap<>()).put(offset(row), new Held(row, timestamp));
+            if (before != null) {
+                throw new IllegalStateException("two reference parser's rows of requirements partition " + partition
+                        + ", offset " + offset(row));
+            }
+            return;
         }
         mark.row = row;
-        mark.timestamp = record.hasTimestamp() ? record.getTimestamp() : null;
+        mark.timestamp = timestamp;
         release(partition);
+    }
+
+    /** The reference parser's row of `offset` in `partition` that came before its mark, or null. */
+    private Held takeEarly(int partition, long offset) {
+        Map<Long, Held> results = early.get(partition);
+        Held result = results == null ? null : results.remove(offset);
+        if (results != null && results.isEmpty()) {
+            early.remove(partition);
+        }
+        return result;
     }
 
     /** The placeholder of `offset` in `queue` (null: no queue), or null. */
