@@ -276,11 +276,12 @@ def explicit_records(config: Config) -> tuple[list[bytes], list[bytes]]:
 
 ISO_USUAL = st.integers(ORIGIN_MS, ORIGIN_MS + 10**11).map(lambda ms: json.dumps(iso_ms(ms)))
 TIME_ODD = st.one_of(TIME_LITERALS, st.sampled_from(ODD_TIMES))
-W_USUAL = st.integers(1, 1100).map(str)
+W_USUAL = st.integers(1, 120).map(str)
 W_ODD = st.one_of(st.sampled_from(ODD_WS), NUMBER_LITERALS)
-EPSILON_USUAL = st.builds(lambda i, f: f"{i}.{f}" if f else str(i), st.integers(0, 120),
-                          st.text("0123456789", max_size=10))
-EPSILON_ODD = st.one_of(st.sampled_from(ODD_EPSILONS), NUMBER_LITERALS,
+EPSILON_USUAL = st.builds(lambda i, f: f"{i}.{f}" if f else str(i), st.integers(0, 5),
+                          st.text("0123456789", max_size=3))
+EPSILON_ODD = st.one_of(st.sampled_from(ODD_EPSILONS), NUMBER_LITERALS, st.sampled_from(VALID_EPSILONS),
+                        st.builds(lambda i, f: f"{i}.{f}", st.integers(0, 1200), st.text("0123456789", max_size=10)),
                         st.floats(1e-9, 1e3).map(repr), st.floats(1e-9, 1e3).map(lambda v: orjson.dumps(v).decode()))
 
 
