@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pwevent.jobs.common.config import Config, parse_config
+from pwevent.jobs.common.provenance import sign
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import MAX_TIME_MS, MIN_TIME_MS, parse_requirement_update
 from pwevent.jobs.common.requirement_rules import RequirementRules
@@ -156,10 +157,12 @@ def requirement(config: Config, rng: random.Random) -> dict:
     return part().to_json()
 
 
-def canonical_records(config: Config, count: int, seed: int) -> list[bytes]:
+def canonical_records(config: Config, count: int, seed: int, valid_only: bool = True) -> list[bytes]:
     """Valid requirement records in the shapes the project writes (files.py through jsonl.dumps,
     bench_stream.py's f-strings, json.dumps with its default spaces), nested as the field paths say;
-    times ISO-8601 (`slots.iso`, 3 fraction digits) or epoch ms; every third one Confluent-framed."""
+    times ISO-8601 (`slots.iso`, 3 fraction digits) or epoch ms; every third one Confluent-framed;
+    signed when the configuration wants signatures. `valid_only`: only those the reference accepts (off
+    for the configurations whose fast path is off: some, such as Avro ones, accept none of them)."""
     rng = random.Random(seed)
     fields = config.requirements
     out: list[bytes] = []
@@ -170,10 +173,12 @@ def canonical_records(config: Config, count: int, seed: int) -> list[bytes]:
         put(record, fields.user, f"u{rng.randrange(10**6)}" if i % 5 else rng.randrange(10**9))
         put(record, fields.time, [iso(ms), iso_ms(ms), ms][i % 3])
         record.update(requirement(config, rng))
+        if fields.signature is not None:
+            record = sign(record, fields.signature)
         text = [json.dumps(record, separators=(",", ":")), json.dumps(record), orjson.dumps(record).decode()][i % 3 - 1]
         raw = text.encode()
         raw = frame(raw, rng.choice([0, 1, 2**32 - 1, rng.randrange(2**32)])) if i % 3 == 0 else raw
-        if accepted(config, raw):
+        if not valid_only or accepted(config, raw):
             out.append(raw)
     return out
 
@@ -185,7 +190,10 @@ def members(config: Config, user: str, time: str, parts: list[tuple[str, str]]) 
     names = [""] if len(parts) == 1 else ["backward.", "forward."]
     for name, (w, epsilon) in zip(names, parts, strict=True):
         leaves += [(f"{name}w", w), (f"{name}epsilon", epsilon)]
-    return nest(leaves)
+    try:
+        return nest(leaves)
+    except TypeError:  # a field path through a requirement key (a case whose fast path is off): flat
+        return list(leaves)
 
 
 def text(tree: list[tuple[str, object]], space: str = "") -> str:
@@ -268,11 +276,12 @@ def explicit_records(config: Config) -> tuple[list[bytes], list[bytes]]:
 
 ISO_USUAL = st.integers(ORIGIN_MS, ORIGIN_MS + 10**11).map(lambda ms: json.dumps(iso_ms(ms)))
 TIME_ODD = st.one_of(TIME_LITERALS, st.sampled_from(ODD_TIMES))
-W_USUAL = st.integers(1, 1100).map(str)
+W_USUAL = st.integers(1, 120).map(str)
 W_ODD = st.one_of(st.sampled_from(ODD_WS), NUMBER_LITERALS)
-EPSILON_USUAL = st.builds(lambda i, f: f"{i}.{f}" if f else str(i), st.integers(0, 120),
-                          st.text("0123456789", max_size=10))
-EPSILON_ODD = st.one_of(st.sampled_from(ODD_EPSILONS), NUMBER_LITERALS,
+EPSILON_USUAL = st.builds(lambda i, f: f"{i}.{f}" if f else str(i), st.integers(0, 5),
+                          st.text("0123456789", max_size=3))
+EPSILON_ODD = st.one_of(st.sampled_from(ODD_EPSILONS), NUMBER_LITERALS, st.sampled_from(VALID_EPSILONS),
+                        st.builds(lambda i, f: f"{i}.{f}", st.integers(0, 1200), st.text("0123456789", max_size=10)),
                         st.floats(1e-9, 1e3).map(repr), st.floats(1e-9, 1e3).map(lambda v: orjson.dumps(v).decode()))
 
 
@@ -362,7 +371,7 @@ def check_fast_implies_accept(name: str, config: Config, records: list[bytes], r
 @pytest.mark.flink
 @pytest.mark.slow
 def test_fast_path_only_takes_what_the_reference_accepts_identically_and_all_canonical_records(t_env, cases):
-    canon = [canonical_records(config, 300, seed) for seed, (_, config) in enumerate(cases)]
+    canon = [canonical_records(config, 300, seed, not off(name)) for seed, (name, config) in enumerate(cases)]
     explicit = [explicit_records(config) for _, config in cases]
     # the big poison records (megabytes) once, in the pbd case; the small ones framed too
     poison = [[data for _, data in poison_records(big=name == "pbd")]
