@@ -14,8 +14,8 @@ as a dead letter at once).
 State (`snapshot` / `restore`): one JSON document, `{"version": 2, "engine": .., "smoother": ..}`;
 version 1 (a pickled pair of the engine's bytes, with a hex-pickled generator state, and the
 smoother's snapshot) is still read. The rows a host keeps until their slot ends: `row_to_json` /
-`row_from_json`, `{"version": 1, "kind": "present" | "changes", ..}` (kind "change", one change,
-written by earlier releases, is still read).
+`row_from_json`, `{"version": 1, "kind": "present" | "groups", ..}`, the changes in groups
+(`change_groups`); kind "change", one change, written by earlier releases, is still read.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pwevent.jobs.common.service_metrics import SlotReport
 from pwevent.operators.noise import Randomness, pcg64_state_to_json
 from pwevent.state.population import MembershipChange
 from pwevent.state.release_history import ReleaseHistory
+from pwevent.state.requirements import parse_requirement
 
 #: The version `snapshot` writes.
 STATE_VERSION = 2
@@ -73,6 +74,32 @@ class RejectedEvent:
 
 
 PopulationRow = SlotCount | SlotChanges | RejectedEvent
+
+
+def change_groups(changes: tuple[MembershipChange, ...]) -> list[dict[str, Any]]:
+    """`changes` as JSON, grouped: one {"slot", "target", "previous", "requirement", "users"} per
+    (slot, target, previous, requirement), in the order of their first change, users in order."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for change in changes:
+        key = (change.slot, change.target, change.previous, change.requirement)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {"slot": change.slot, "target": change.target, "previous": change.previous,
+                                   "requirement": change.requirement.to_json(), "users": []}
+        group["users"].append(change.user)
+    return list(groups.values())
+
+
+def changes_of_groups(groups: list[dict[str, Any]], slot: int | None = None) -> tuple[MembershipChange, ...]:
+    """The changes of `change_groups`' groups (each group's "slot", or `slot` for groups without one,
+    as `pwevent.flink.ChangeBatches` writes them); each checked against its class id."""
+    out: list[MembershipChange] = []
+    for group in groups:
+        at = int(group["slot"]) if slot is None else slot
+        requirement = parse_requirement(group["requirement"])
+        target, previous = str(group["target"]), None if group["previous"] is None else str(group["previous"])
+        out += [MembershipChange(at, str(user), target, previous, requirement) for user in group["users"]]
+    return tuple(out)
 #: The version `row_to_json` writes.
 ROW_VERSION = 1
 
@@ -83,7 +110,7 @@ def row_to_json(row: PopulationRow) -> bytes:
     if isinstance(row, SlotCount):
         obj: dict[str, Any] = {"kind": "present", "slot": row.slot, "cls": row.cls, "cell": row.cell, "n": row.n}
     elif isinstance(row, SlotChanges):
-        obj = {"kind": "changes", "slot": row.slot, "changes": [change.to_json() for change in row.changes]}
+        obj = {"kind": "groups", "slot": row.slot, "groups": change_groups(row.changes)}
     else:
         raise ValueError(f"a {type(row).__name__} is written at once, never kept")
     return orjson.dumps({"version": ROW_VERSION, **obj})
@@ -96,8 +123,8 @@ def row_from_json(data: bytes) -> SlotCount | SlotChanges:
         raise ValueError(f"kept population row of version {obj.get('version')!r}; this release reads {ROW_VERSION}")
     if obj["kind"] == "present":
         return SlotCount(int(obj["slot"]), str(obj["cls"]), int(obj["cell"]), int(obj["n"]))
-    if obj["kind"] == "changes":
-        return SlotChanges(int(obj["slot"]), tuple(MembershipChange.from_json(c) for c in obj["changes"]))
+    if obj["kind"] == "groups":
+        return SlotChanges(int(obj["slot"]), changes_of_groups(obj["groups"]))
     if obj["kind"] == "change":
         return SlotChanges(int(obj["slot"]), (MembershipChange.from_json(obj["change"]),))
     raise ValueError(f"kept population row of kind {obj['kind']!r}")

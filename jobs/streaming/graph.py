@@ -116,9 +116,14 @@ def write_sink_tables(stage: Stage) -> None:
     stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
 
 
+#: The Java table function that splits the Population's audit rows into lines (`pwevent.flink.Lines`).
+LINES = "pwevent_lines"
+
+
 def register_functions(stage: Stage) -> None:
-    """The Java functions the fast paths' SQL calls: `RecordGroups`, `IsoMillis` and, for Avro events,
-    `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar())."""
+    """The Java functions the job's SQL calls: the fast paths' `RecordGroups`, `IsoMillis` and, for
+    Avro events, `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar());
+    `Lines` for the audit lines."""
     from pwevent.jobs.streaming.event_sql import register_record_groups
     from pwevent.jobs.streaming.jars import avro_jar
     from pwevent.jobs.streaming.requirement_sql import register_iso_millis
@@ -128,6 +133,7 @@ def register_functions(stage: Stage) -> None:
         stage.env.add_jars(avro_jar().resolve().as_uri())
     register_record_groups(stage.t_env, avro)
     register_iso_millis(stage.t_env)
+    stage.t_env.create_java_temporary_system_function(LINES, "pwevent.flink.Lines")
 
 
 def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, restore_seed_ms: int | None,
@@ -356,7 +362,8 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
 
 
 def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, members: Members) -> None:
-    """Releases (key = slot) and audit lines from `population_out`; dead letters from the parsers'
+    """Releases (key = slot) and audit lines (one message per line of its audit rows) from
+    `population_out`; dead letters from the parsers'
     side outputs, Membership's refusals and the Population (which also writes those of the late,
     too-far-ahead and unknown-user events); one statement set."""
     from pyflink.table.expressions import col
@@ -373,8 +380,9 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, me
     statements.add_insert("sink_releases", t_env.sql_query(
         f"SELECT k, v FROM population_out WHERE route = '{rows.RELEASE_ROUTE}'"))
     statements.add_insert("sink_dead_letters", dead)
-    statements.add_insert("sink_audit", t_env.sql_query(
-        f"SELECT v FROM population_out WHERE route = '{rows.AUDIT_ROUTE}'"))
+    statements.add_insert("sink_audit", t_env.sql_query(  # the Population joins many audit lines in a row
+        f"SELECT line AS v FROM population_out, LATERAL TABLE({LINES}(v)) AS l(line)"
+        f" WHERE route = '{rows.AUDIT_ROUTE}'"))
     statements.attach_as_datastream()
 
 

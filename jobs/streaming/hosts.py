@@ -209,6 +209,10 @@ class RequirementRejections(ProcessFunction):
                                   bytes(row[4]).decode("utf-8", errors="replace")))
 
 
+#: The most audit lines the Population hands on in one row (joined by "\n"; a JSON line holds none).
+AUDIT_LINES_PER_ROW = 4096
+
+
 class PopulationHost(KeyedProcessFunction):
     """The Flink host of `jobs.common.population_operator.PopulationOperator` (one key, parallelism
     1): it keeps the rows of open slots in list state, arms one event-time timer per slot end, saves
@@ -271,8 +275,9 @@ class PopulationHost(KeyedProcessFunction):
             current.check_restore(RestoreFingerprint.from_json(stored))
 
     def _routed(self, emitted: Emitted, watermark: int):  # type: ignore[no-untyped-def]
-        for line in emitted.audit:
-            yield Row(AUDIT_ROUTE, None, _json(line))
+        audit = emitted.audit
+        for at in range(0, len(audit), AUDIT_LINES_PER_ROW):  # split into messages in SQL (write_sinks)
+            yield Row(AUDIT_ROUTE, None, "\n".join(_json(line) for line in audit[at:at + AUDIT_LINES_PER_ROW]))
         for letter in emitted.dead_letters:
             self.metrics.dead_letter(letter["reason"])
             yield Row(DEAD_ROUTE, None, _json(letter))

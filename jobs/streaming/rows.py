@@ -14,13 +14,14 @@ Records between the operators:
   (`TimePath.SLOW_REJECTED`).
 - `POPULATION_IN`: Row(slot, present, change, rejected), exactly one of the last three set:
   `present` (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at
-  `slot`), `change` (a batch of membership changes, a JSON array, `pwevent.flink.ChangeBatches`) or
+  `slot`), `change` (a batch of membership changes, a JSON array of groups, `pwevent.flink.ChangeBatches`) or
   `rejected` (`POPULATION_REJECTED`: an event `SlotJudge` found `late` or `too_far_ahead`, or one of
   an `unknown_user`, to be written as a dead letter); keyed by a constant in Java. One stream, so
   that the SQL behind it (the window that sums the counts) is planned, and run, once;
   `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
   Population's host keeps it).
-- `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" or "dead".
+- `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" (v: lines joined by "\n", each
+  one message of the audit topic) or "dead".
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pwevent.jobs.common.population_operator import (
     RejectedEvent,
     SlotChanges,
     SlotCount,
+    changes_of_groups,
     row_from_json,
 )
 from pwevent.jobs.common.reasons import Reason
@@ -85,7 +87,7 @@ def population_row(row: Row) -> PopulationRow:
         return RejectedEvent(slot, Reason(rejected.reason), str(rejected.user), int(rejected.partition),
                              int(rejected.offset), bytes(rejected.original or b""))
     if row.change is not None:
-        return SlotChanges(slot, tuple(MembershipChange.from_json(change) for change in orjson.loads(row.change)))
+        return SlotChanges(slot, changes_of_groups(orjson.loads(row.change), slot))
     present = row.present
     return SlotCount(slot, str(present.cls), int(present.cell), int(present.n))
 

@@ -61,8 +61,8 @@ def test_too_far_ahead_rows() -> None:
 
 
 def test_counts_and_changes_by_field_name_and_as_kept_before_and_now() -> None:
-    """A count and a batch of changes as the job's SQL makes them; kept as `row_to_json` writes them,
-    and as earlier releases kept them (the ten positional values, or one change of kind "change"),
+    """A count and a batch of changes (in groups) as the job's SQL makes them; kept as `row_to_json`
+    writes them, and as earlier releases kept them (the ten positional values, or one change of kind "change"),
     they are the same typed rows."""
     change = MembershipChange.of(4, "u1", None, Requirement(10, 1.0))
     change_text = json.dumps(change.to_json())
@@ -71,7 +71,8 @@ def test_counts_and_changes_by_field_name_and_as_kept_before_and_now() -> None:
     assert count == SlotCount(4, change.target, 1, 3)
     legacy = (4, change.target, 1, 3, None, None, None, None, None, None)
     assert kept_row(row_to_json(count)) == count == kept_row(legacy)
-    batch = json.dumps([change.to_json(), other.to_json()])
+    batch = json.dumps([{"target": c.target, "previous": None, "requirement": c.requirement.to_json(),
+                         "users": [c.user]} for c in (change, other)])  # pwevent.flink.ChangeBatches' groups
     changed = population_row(Row(slot=4, present=None, change=batch, rejected=None))
     assert changed == SlotChanges(4, (change, other))
     assert kept_row(row_to_json(changed)) == changed

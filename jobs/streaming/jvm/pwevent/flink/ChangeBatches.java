@@ -1,6 +1,9 @@
 package pwevent.flink;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.TreeMap;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -15,9 +18,10 @@ import org.apache.flink.types.Row;
 
 /**
  * {@link Membership}'s changes, many to a row, for the Population (docs/streaming.md, "Topology"):
- * Row(slot, changes), `changes` a JSON array of the slot's changes as jobs/common's
- * {@code MembershipChange.to_json} writes them ({"slot", "user", "target", "previous",
- * "requirement"}), timed as the changes were (the slot's last millisecond). Chained behind
+ * Row(slot, changes), `changes` a JSON array of groups, each the changes of one (target, previous,
+ * requirement) at `slot`: {"target", "previous", "requirement", "users": [..]}
+ * (jobs/streaming/rows.py, `population_row`, reads them), timed as the changes were (the slot's
+ * last millisecond). Chained behind
  * Membership: a batch goes out when it holds {@link #MAX_CHANGES} changes, and whatever is held goes
  * out before a watermark is forwarded (so every change of a slot reaches the Population before the
  * watermark that closes it) and before a checkpoint barrier (so nothing is ever held in a
@@ -29,12 +33,13 @@ public final class ChangeBatches extends AbstractStreamOperator<Row> implements 
             new String[] {"slot", "changes"});
     static final int MAX_CHANGES = 4096;
 
-    /** Per slot: its rows' time and the changes' JSON so far. */
+    /** Per slot: its rows' time and its changes so far, by group. */
     private transient TreeMap<Long, Batch> held;
 
     private static final class Batch {
         final long time;
-        final StringBuilder json = new StringBuilder("[");
+        /** (target, previous, requirement) -> the users' JSON strings, comma-separated. */
+        final LinkedHashMap<List<String>, StringBuilder> groups = new LinkedHashMap<>();
         int n;
 
         Batch(long time) {
@@ -64,21 +69,29 @@ public final class ChangeBatches extends AbstractStreamOperator<Row> implements 
     private Batch add(Row change, long time) {
         long slot = (Long) change.getField(3);
         Batch batch = held.computeIfAbsent(slot, s -> new Batch(time));
-        if (batch.n > 0) {
-            batch.json.append(',');
+        StringBuilder users = batch.groups.computeIfAbsent(
+                Arrays.asList((String) change.getField(1), (String) change.getField(4), (String) change.getField(5)),
+                group -> new StringBuilder());
+        if (users.length() > 0) {
+            users.append(',');
         }
-        String previous = (String) change.getField(4);
-        batch.json.append("{\"slot\":").append(slot).append(",\"user\":").append(Json.string((String) change.getField(0)))
-                .append(",\"target\":").append(Json.string((String) change.getField(1)))
-                .append(",\"previous\":").append(previous == null ? "null" : Json.string(previous))
-                .append(",\"requirement\":").append(change.getField(5)).append('}');
+        users.append(Json.string((String) change.getField(0)));
         batch.n++;
         return batch;
     }
 
     private void flush(long slot) {
         Batch batch = held.remove(slot);
-        output.collect(new StreamRecord<>(Row.of(slot, batch.json.append(']').toString()), batch.time));
+        StringBuilder json = new StringBuilder("[");
+        batch.groups.forEach((group, users) -> {
+            if (json.length() > 1) {
+                json.append(',');
+            }
+            json.append("{\"target\":").append(Json.string(group.get(0))).append(",\"previous\":")
+                    .append(group.get(1) == null ? "null" : Json.string(group.get(1))).append(",\"requirement\":")
+                    .append(group.get(2)).append(",\"users\":[").append(users).append("]}");
+        });
+        output.collect(new StreamRecord<>(Row.of(slot, json.append(']').toString()), batch.time));
     }
 
     private void flushAll() {
