@@ -21,12 +21,15 @@ from pwevent.jobs.common.population_operator import (
     RejectedEvent,
     SlotChanges,
     SlotCount,
+    change_groups,
+    changes_of_groups,
     row_from_json,
     row_to_json,
 )
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.noise import NumpyRandomness
+from pwevent.state.population import MembershipChange
 from pwevent.state.requirements import Requirement
 
 #: The scenario the version-1 state was written with (30 users registering over slots 1-6, four
@@ -148,3 +151,21 @@ def test_kept_rows_are_versioned_json_and_come_back_equal() -> None:
         row_to_json(RejectedEvent(1, Reason.LATE, "u1", 0, 5, b"x"))
     with pytest.raises(ValueError, match="version 99"):
         row_from_json(json.dumps({"version": 99, "kind": "present"}).encode())
+
+
+def test_changes_in_groups_come_back_as_the_same_changes_in_order() -> None:
+    """`change_groups` (the kept form; `pwevent.flink.ChangeBatches` writes the same groups without
+    their slot) and `changes_of_groups`: registrations and forks, two slots and two requirements, each
+    change checked against its class id on the way back."""
+    a, b = Requirement(10, 1.0), Requirement(5, 0.5)
+    root = MembershipChange.of(3, "u1", None, a)
+    changes = (root, MembershipChange.of(3, "u\"2", None, b), MembershipChange.of(3, "u3", None, a),
+               MembershipChange.of(4, "u4", None, a))
+    groups = change_groups(changes)
+    assert [(g["slot"], g["users"]) for g in groups] == [(3, ["u1", "u3"]), (3, ['u"2']), (4, ["u4"])]
+    assert sorted(changes_of_groups(groups), key=lambda c: c.user) == sorted(changes, key=lambda c: c.user)
+    unslotted = [{k: v for k, v in g.items() if k != "slot"} for g in groups[:2]]
+    assert set(changes_of_groups(unslotted, 3)) == set(changes[:3])
+    forged = [{**groups[0], "target": "0" * 20}]
+    with pytest.raises(ValueError, match="is not the class of this change"):
+        changes_of_groups(forged)
