@@ -93,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pwevent.jobs.common.config import load_config
-    from pwevent.jobs.streaming.graph import sink_ddl
     from pwevent.jobs.streaming.job import announce_running, make_environment
     from pwevent.jobs.streaming.settings import stream_settings
+    from pwevent.jobs.streaming.sink_tables import sink_ddl
 
     config = load_config(args.config)
     settings = stream_settings(config, str(Path(args.config).resolve().parent))

@@ -12,7 +12,6 @@ from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.checkpoints import clean_checkpoints, cluster_restore, latest_checkpoint
 from pwevent.jobs.streaming.flink_config import flink_configuration
-from pwevent.jobs.streaming.graph import sink_ddl
 from pwevent.jobs.streaming.job import submit_command
 from pwevent.jobs.streaming.local_run import (
     LOCAL_ROCKSDB_MANAGED_MEMORY,
@@ -21,6 +20,7 @@ from pwevent.jobs.streaming.local_run import (
     local_configuration,
 )
 from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings
+from pwevent.jobs.streaming.sink_tables import sink_ddl
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 

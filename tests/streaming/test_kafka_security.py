@@ -17,7 +17,6 @@ import yaml
 from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
-from pwevent.jobs.streaming.graph import sink_ddl
 from pwevent.jobs.streaming.job import make_environment
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
 from pwevent.jobs.streaming.kafka_oauth import (
@@ -28,6 +27,7 @@ from pwevent.jobs.streaming.kafka_oauth import (
 )
 from pwevent.jobs.streaming.local_run import with_jvm_args
 from pwevent.jobs.streaming.settings import stream_settings
+from pwevent.jobs.streaming.sink_tables import sink_ddl
 from tests.streaming.token_endpoint import TokenEndpoint
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
