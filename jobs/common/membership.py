@@ -1,10 +1,12 @@
 """Which ledger class represents a user, decided from the user's requirement records alone.
 
-`Membership.apply` is the one rule, used by the replay (through `Engine.declare`) and by the
-streaming job's keyed Membership operator (through `UserMembership`): a requirement record registers
-the user in the root class of its requirement, a dynamic change forks the user's class, a repeat or
-a change to the requirement the class already runs at changes nothing, and anything the
-requirement rules refuse is a reject (docs/architecture.md, "Ledger classes").
+`Membership.apply` is the one rule, used by the replay (through `Engine.declare`) and, through
+`UserMembership`, the reference of the streaming job's keyed Membership operator (Java:
+`pwevent.flink.MembershipRule` and `UserMembership`, tested equal to these classes on
+tests/streaming/data/membership-scenarios.jsonl, written by tests/streaming/membership_vectors.py):
+a requirement record registers the user in the root class of its requirement, a dynamic change forks
+the user's class, a repeat or a change to the requirement the class already runs at changes nothing,
+and anything the requirement rules refuse is a reject (docs/architecture.md, "Ledger classes").
 
 `UserMembership` is what the keyed operator keeps per user: the state above plus the requirement
 records of slots that have not closed yet. A record counts from its own slot if it arrives before
@@ -28,7 +30,6 @@ from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.state.population import ClassId, MembershipChange, UserRequirement
-from pwevent.state.requirements import parse_requirement
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ class Rejection:
 
 @dataclass
 class UserMembership:
-    """Everything the keyed Membership operator keeps for one user (snapshot: `to_json`)."""
+    """Everything the keyed Membership operator keeps for one user (the JVM's
+    `pwevent.flink.UserMembership`, tested equal to this class on shared scenarios)."""
 
     state: UserState = field(default_factory=UserState)
     pending: list[PendingRequirement] = field(default_factory=list)
@@ -159,24 +161,3 @@ class UserMembership:
     @property
     def empty(self) -> bool:
         return self.state.declared is None and not self.pending and self.seen_at is None
-
-    def to_json(self) -> dict[str, Any]:
-        s = self.state
-        return {
-            "declared": s.declared.to_json() if s.declared else None,
-            "class": s.class_id,
-            "requirement": s.requirement.to_json() if s.requirement else None,
-            "pending": [[p.slot, list(p.order), p.requested.to_json(), p.position, p.original] for p in self.pending],
-            "seen_at": self.seen_at,
-        }
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> UserMembership:
-        state = UserState(
-            parse_requirement(obj["declared"]) if obj["declared"] else None,
-            obj["class"],
-            parse_requirement(obj["requirement"]) if obj["requirement"] else None,
-        )
-        pending = [PendingRequirement(int(s), (int(o[0]), int(o[1]), int(o[2])), parse_requirement(r), pos, orig)
-                   for s, o, r, pos, orig in obj["pending"]]
-        return cls(state, pending, obj.get("seen_at"))

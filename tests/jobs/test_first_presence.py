@@ -62,7 +62,7 @@ def run(name: str, steps: list[str], fed: set[int] | None) -> tuple[list[Any], d
             slot = int(step[1:])
             out.extend(user.close(slot, "u", current))
             watermark = max(watermark, CLOCK.end_ms(slot) - 1)
-    return out, user.to_json(), answers
+    return out, user, answers
 
 
 @pytest.mark.parametrize("name", sorted(REQUIREMENTS))
