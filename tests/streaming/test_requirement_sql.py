@@ -30,8 +30,6 @@ from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import MAX_TIME_MS, MIN_TIME_MS, parse_requirement_update
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import iso, parse_time_ms
-from pwevent.jobs.streaming.event_sql import register_record_groups
-from pwevent.jobs.streaming.jars import jvm_jar
 from pwevent.jobs.streaming.requirement_payload import canonical
 from pwevent.jobs.streaming.requirement_sql import (
     ISO_MILLIS,
@@ -39,7 +37,6 @@ from pwevent.jobs.streaming.requirement_sql import (
     canonical_epsilon,
     epsilon_regex,
     parsed_requirements_sql,
-    register_iso_millis,
     requirement_regex,
 )
 from pwevent.state.errors import InvalidRequirementError
@@ -319,18 +316,6 @@ def draw_tricky(cases: list[tuple[str, Config]], per_case: int) -> list[list[byt
 
 # ------------------------------------------------------------------------------------------------
 # The Flink tests
-
-
-@pytest.fixture(scope="module")
-def t_env():
-    from pyflink.table import EnvironmentSettings, TableEnvironment
-
-    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
-    env.get_config().set("parallelism.default", "1")
-    env.get_config().set("pipeline.jars", jvm_jar().as_uri())
-    register_record_groups(env)
-    register_iso_millis(env)
-    return env
 
 
 @pytest.fixture(scope="module")
