@@ -33,6 +33,9 @@ class SlotRulesTest {
         for (long[] v : rows) {
             assertEquals(v[4], SlotRules.slotLastMs(v[0], v[1], v[2]), () -> "slotLastMs of " + v[2]);
             assertEquals(v[3], SlotRules.slotOf(v[0], v[1], v[2]), () -> "slotOf " + v[2]);
+            assertEquals(v[4], SlotRules.lastMs(v[0], v[1], v[3]), () -> "lastMs of slot " + v[3]);
+            assertTrue(SlotRules.firstMs(v[0], v[1], v[3]) <= v[2]
+                    && SlotRules.firstMs(v[0], v[1], v[3] + 1) == v[4] + 1, () -> "firstMs of slot " + v[3]);
             assertEquals(v[3], SlotRules.closedBy(v[0], v[1], v[4]), () -> "closedBy the last ms of " + v[3]);
             assertEquals(v[3] - 1, SlotRules.closedBy(v[0], v[1], v[4] - 1), () -> "closedBy before it");
         }

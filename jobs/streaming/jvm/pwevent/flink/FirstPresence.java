@@ -11,7 +11,6 @@ import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
@@ -116,15 +115,6 @@ public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> 
             }
             sent.put(user, next);
             return true;
-        }
-    }
-
-    private static final class ByUser implements KeySelector<Row, String> {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        public String getKey(Row row) {
-            return (String) row.getField(0);
         }
     }
 

@@ -6,7 +6,6 @@ import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
@@ -58,8 +57,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
     /** Membership over `requirements` (the requirements' timed rows) and `presences`, both keyed by user. */
     public static SingleOutputStreamOperator<Row> apply(DataStream<Row> requirements, DataStream<Row> presences,
                                                         Membership membership) {
-        KeySelector<Row, String> user = row -> (String) row.getField(0);
-        return requirements.keyBy(user, Types.STRING).connect(presences.keyBy(user, Types.STRING))
+        return requirements.keyBy(new ByUser(), Types.STRING).connect(presences.keyBy(new ByUser(), Types.STRING))
                 .process(membership, OUT);
     }
 
@@ -108,7 +106,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
         UserMembership user = UserMembership.decode(users.value());
         for (Object done : user.close(SlotRules.slotOf(originMs, slotMs, timestamp), name, rule)) {
             if (done instanceof MembershipRule.Change change) {
-                out.collect(Row.of(name, change.target(), originMs + (change.slot() - 1) * slotMs, change.slot(),
+                out.collect(Row.of(name, change.target(), SlotRules.firstMs(originMs, slotMs, change.slot()), change.slot(),
                         change.previous(), change.requirement()));
             } else {
                 context.output(REJECTED, rejected((UserMembership.Rejection) done));
@@ -122,7 +120,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
     }
 
     private long lastMs(long slot) {
-        return originMs + slot * slotMs - 1;
+        return SlotRules.lastMs(originMs, slotMs, slot);
     }
 
     private static Row rejected(UserMembership.Rejection rejection) {

@@ -17,9 +17,19 @@ public final class SlotRules {
         return Math.floorDiv(time - originMs, slotMs) + 1;
     }
 
+    /** The first millisecond of slot {@code slot}: {@code SlotClock.start_ms}. */
+    public static long firstMs(long originMs, long slotMs, long slot) {
+        return originMs + (slot - 1) * slotMs;
+    }
+
+    /** The last millisecond of slot {@code slot}: {@code SlotClock.end_ms} - 1. */
+    public static long lastMs(long originMs, long slotMs, long slot) {
+        return firstMs(originMs, slotMs, slot + 1) - 1;
+    }
+
     /** The last millisecond of the slot holding {@code time}. */
     public static long slotLastMs(long originMs, long slotMs, long time) {
-        return originMs + slotOf(originMs, slotMs, time) * slotMs - 1;
+        return lastMs(originMs, slotMs, slotOf(originMs, slotMs, time));
     }
 
     /** The last slot watermark {@code mark} closed ({@code SlotClock.closed_by}): the one before the
@@ -37,6 +47,6 @@ public final class SlotRules {
     /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's
      *  rule for a late requirement record (jobs/common/membership.py, `UserMembership.receive`). */
     public static boolean closed(long slot, long watermarkMs, long originMs, long slotMs) {
-        return originMs + slot * slotMs - 1 <= watermarkMs;
+        return lastMs(originMs, slotMs, slot) <= watermarkMs;
     }
 }

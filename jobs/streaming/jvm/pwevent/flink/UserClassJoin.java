@@ -12,7 +12,6 @@ import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.StateInitializationContext;
@@ -78,15 +77,6 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
     /** The join of `versions` (input 1) and `rows` (input 2), both keyed by user. */
     public static SingleOutputStreamOperator<Row> join(DataStream<Row> versions, DataStream<Row> rows) {
         return versions.connect(rows).keyBy(new ByUser(), new ByUser()).transform("user class", OUT, new UserClassJoin());
-    }
-
-    private static final class ByUser implements KeySelector<Row, String> {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        public String getKey(Row row) {
-            return (String) row.getField(0);
-        }
     }
 
     @Override
