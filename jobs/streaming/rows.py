@@ -57,7 +57,7 @@ class TimePath(IntEnum):
     PENDING = 1  # a record the fast path handed to the reference parser (on the fast path's channel)
     SLOW_ACCEPTED = 2  # the reference parser's event for such a record
     SLOW_REJECTED = 3  # its refusal
-    REFUSED = 4  # a requirement record its parser refused (on the in-order channel)
+    REFUSED = 4  # a requirement record the reference parser refused (RequirementOrder's in-order rows)
 
 
 PARSED_EVENT = Types.ROW_NAMED(

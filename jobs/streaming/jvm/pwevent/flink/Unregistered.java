@@ -14,7 +14,7 @@ import org.apache.flink.types.Row;
  * The events {@link ValidTime} passed on before their users were known (docs/streaming.md, "Time"):
  * per slot, user and partition the latest such event (offset and time), so that a registration read
  * after them still lets them move time, as the replay counts them. The two topics are read
- * independently, and under load the requirement parser's registrations can reach ValidTime after a
+ * independently, and under load the requirements' registrations can reach ValidTime after a
  * whole backlog of events: without this, none of those events moved time, and a stream that then
  * went quiet closed no slot. A slot the watermark has closed is dropped (a registration for it counts
  * for nothing). Bounded like the slot window below, which holds every event of a user not known yet

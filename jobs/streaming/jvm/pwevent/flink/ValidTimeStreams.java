@@ -3,7 +3,6 @@ package pwevent.flink;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
-import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
@@ -16,8 +15,7 @@ import org.apache.flink.types.Row;
 /**
  * Where {@link ValidTime}'s two instances sit in the job graph (docs/streaming.md, "Time";
  * jobs/streaming/pyflink_internals.py builds them with these): the requirements' instance, the
- * events' instance, the requirements' valid time as rows for the events' input 2, and the
- * requirements' timed rows as Membership's keyed input.
+ * events' instance, and the requirements' valid time as rows for the events' input 2.
  */
 public final class ValidTimeStreams {
     private ValidTimeStreams() {
@@ -25,9 +23,10 @@ public final class ValidTimeStreams {
 
     /**
      * The requirements' instance: `records` with their valid event time; `registrations` (how far
-     * the requirements are read) are broadcast to every subtask. Its input 1 is the requirement
-     * parser's one row per record, in offset order ({@link ValidTime#FAST} with the parsed record in
-     * `original`, {@link ValidTime#REFUSED} for a refusal), every user known; with `backlogEnds`
+     * the requirements are read) are broadcast to every subtask. Its input 1 is
+     * {@link RequirementOrder}'s one row per record, in offset order ({@link ValidTime#FAST} with the
+     * record's {@link RequirementPayload} in `original`, {@link ValidTime#REFUSED} for a refusal),
+     * every user known; with `backlogEnds`
      * (partition -> one past its last committed record when the job was built) a partition whose
      * latest record is the last one it held then stops holding the others back at once, as the
      * source does.
@@ -72,14 +71,5 @@ public final class ValidTimeStreams {
         @Override
         public void processWatermarkStatus(WatermarkStatus status) {
         }
-    }
-
-    /** Output rows as Row(user, Row(original, ahead)), for a stream keyed by its first field (the
-     *  requirements' rows into Membership: `original` carries the parsed record). Timestamps kept. */
-    public static SingleOutputStreamOperator<Row> userValues(DataStream<Row> timed) {
-        RowTypeInfo value = new RowTypeInfo(new TypeInformation<?>[] {Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
-                new String[] {"original", "ahead"});
-        RowTypeInfo out = new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, value}, new String[] {"user", "value"});
-        return timed.map(row -> Row.of(row.getField(0), Row.of(row.getField(5), row.getField(6))), out);
     }
 }
