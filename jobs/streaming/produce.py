@@ -108,9 +108,10 @@ def produce_files(
 ) -> int:
     """Send the files slot by slot, only the slots from `first_slot` to `last_slot` that hold records,
     `pace_s` apart; returns the number of messages the broker acknowledged. `before_slot(slot, time)`
-    runs before a slot's first message, `on_slot(slot, time)` once all of them are acknowledged. Raises RecordsRefusedError after a slot in which the broker refused any
-    record, BrokerUnavailableError when no broker answers the first connection or a slot is not
-    acknowledged within `timeout_s`."""
+    runs before a slot's first message, `on_slot(slot, time)` once all of them are acknowledged.
+    Raises RecordsRefusedError after a slot in which the broker refused any record,
+    BrokerUnavailableError when no broker answers the first connection or a slot is not acknowledged
+    within `timeout_s`."""
     requirements = _slots(requirements_path, config.requirements, config)
     signature = config.requirements.signature
     if signature is not None:
