@@ -26,18 +26,24 @@ import org.junit.jupiter.api.Test;
  * restarts; an unreachable topic keeps them held.
  */
 class ReleaseWriterTest {
-    /** A release topic in memory: its committed and aborted (never read back) messages. */
+    /** A release topic in memory: its committed and its aborted messages. */
     static final class MemoryTopic implements ReleaseTopic {
         static final Map<String, MemoryTopic> TOPICS = new ConcurrentHashMap<>();
         final List<ReleaseLog.Release> committed = new ArrayList<>();
+        final List<ReleaseLog.Release> aborted = new ArrayList<>();
         int opened;
         int failWrites;
         int failAfterCommit;
 
         @Override
-        public Map<Long, byte[]> committedFrom(long fromSlot) {
-            Map<Long, byte[]> out = new HashMap<>();
-            committed.stream().filter(r -> r.slot() >= fromSlot).forEach(r -> out.put(r.slot(), r.value()));
+        public Map<Long, List<byte[]>> recordsFrom(long fromSlot, boolean onlyCommitted) {
+            Map<Long, List<byte[]>> out = new HashMap<>();
+            List<ReleaseLog.Release> all = new ArrayList<>(committed);
+            if (!onlyCommitted) {
+                all.addAll(aborted);
+            }
+            all.stream().filter(r -> r.slot() >= fromSlot)
+                    .forEach(r -> out.computeIfAbsent(r.slot(), k -> new ArrayList<>()).add(r.value()));
             return out;
         }
 
@@ -157,6 +163,47 @@ class ReleaseWriterTest {
         assertTrue(refused.getCause().getMessage().startsWith("refusing to start: the restored state decided slots "
                 + "up to 1 but the release topic already holds slot 2"), refused.getCause().getMessage());
         assertEquals(List.of(1L, 2L), topic("older").slots());
+    }
+
+    @Test
+    void anAbortedRecordOfALaterSlotRefusesAnOlderState() throws Exception {
+        var w = writer("aborted", null);
+        w.processElement(release(1, "[1,1]"));
+        OperatorSubtaskState one = w.snapshot(1, 1);
+        w.notifyOfCompletedCheckpoint(1);
+        w.close();
+        // A later checkpoint's write of slot 2 was aborted (the task died before its commit): readers
+        // at read_uncommitted saw it, so an older state must not draw slot 2 again.
+        topic("aborted").aborted.add(new ReleaseLog.Release(2, "{\"slot\":2}".getBytes(StandardCharsets.UTF_8), 0));
+        Exception refused = assertThrows(SuppressRestartsException.class, () -> writer("aborted", one));
+        assertTrue(refused.getCause().getMessage().contains("already holds slot 2"), refused.getCause().getMessage());
+    }
+
+    @Test
+    void anAbortedCopyOfAHeldReleaseIsWrittenAgainWithTheSameBytes() throws Exception {
+        var w = writer("copy", null);
+        w.processElement(release(1, "[1,1]"));
+        OperatorSubtaskState one = w.snapshot(1, 1);
+        w.close();
+        topic("copy").aborted.add(new ReleaseLog.Release(1, "{\"slot\":1,\"counts\":[1,1]}".getBytes(
+                StandardCharsets.UTF_8), 0));
+        writer("copy", one).close();
+        assertEquals(List.of(1L), topic("copy").slots(), "committed once, the same bytes as the aborted copy");
+        topic("copy").aborted.set(0, new ReleaseLog.Release(1, "{\"slot\":1,\"counts\":[0,0]}".getBytes(
+                StandardCharsets.UTF_8), 0));
+        assertThrows(SuppressRestartsException.class, () -> writer("copy", one), "an aborted copy with other bytes");
+    }
+
+    @Test
+    void aWriterWithoutStateRefusesToWriteOverAnotherOutcomeOfItsSlot() throws Exception {
+        // A job started without state (kafka.resume_after_last_release) after one that died while
+        // writing slot 3: readers saw that draw, so this job must not publish another one.
+        topic("fresh").aborted.add(new ReleaseLog.Release(3, "{\"slot\":3}".getBytes(StandardCharsets.UTF_8), 0));
+        var w = writer("fresh", null);
+        w.processElement(release(3, "[3,3]"));
+        w.snapshot(1, 1);
+        assertThrows(SuppressRestartsException.class, () -> w.notifyOfCompletedCheckpoint(1));
+        assertEquals(List.of(), topic("fresh").slots());
     }
 
     @Test

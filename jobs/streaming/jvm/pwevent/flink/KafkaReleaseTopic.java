@@ -2,6 +2,7 @@ package pwevent.flink;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,8 +21,8 @@ import org.apache.flink.kafka.shaded.org.apache.kafka.common.serialization.ByteA
 /**
  * The release topic through the Kafka clients the connector jar ships: one transactional producer
  * with a fixed transactional id (opening it fences any earlier producer of the id, a killed task's
- * included, and aborts what it left open), and a read_committed consumer for
- * {@link #committedFrom}. Messages are keyed by the slot's decimal number, as the releases always were.
+ * included, and aborts what it left open), and a consumer for {@link #recordsFrom}, read_committed or
+ * read_uncommitted. Messages are keyed by the slot's decimal number, as the releases always were.
  * A timeout or a retriable error is {@link ReleaseTopic.Unavailable}; any other error is thrown as
  * it is (the task fails and restores).
  */
@@ -98,14 +99,14 @@ final class KafkaReleaseTopic implements ReleaseTopic {
     }
 
     @Override
-    public Map<Long, byte[]> committedFrom(long fromSlot) throws Unavailable {
+    public Map<Long, List<byte[]>> recordsFrom(long fromSlot, boolean committed) throws Unavailable {
         Properties props = new Properties();
         props.putAll(properties);
-        props.put("isolation.level", "read_committed");
+        props.put("isolation.level", committed ? "read_committed" : "read_uncommitted");
         props.put("enable.auto.commit", "false");
         props.remove("group.id");
         long deadline = System.nanoTime() + SCAN_LIMIT.toNanos();
-        Map<Long, byte[]> found = new HashMap<>();
+        Map<Long, List<byte[]>> found = new HashMap<>();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             for (PartitionInfo info : consumer.partitionsFor(topic, SCAN_LIMIT)) {
@@ -117,30 +118,34 @@ final class KafkaReleaseTopic implements ReleaseTopic {
         return found;
     }
 
-    /** The partition's committed releases of slots from `fromSlot`, read backwards from its end in
-     *  steps of {@link #SCAN_STEP} until a step holds an earlier slot (the writer writes in slot
+    /** The partition's releases of slots from `fromSlot` the consumer can read, read backwards from its
+     *  end in steps of {@link #SCAN_STEP} until a step holds an earlier slot (the writer writes in slot
      *  order) or the partition's start is reached. */
     private static void scan(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, long fromSlot,
-            long deadline, Map<Long, byte[]> found) throws Unavailable {
+            long deadline, Map<Long, List<byte[]>> found) throws Unavailable {
         List<TopicPartition> one = List.of(partition);
         consumer.assign(one);
         long begin = consumer.beginningOffsets(one, SCAN_LIMIT).get(partition);
         long upTo = consumer.endOffsets(one, SCAN_LIMIT).get(partition);  // read_committed: the last stable offset
+        List<ConsumerRecord<byte[], byte[]>> step = new ArrayList<>();
         boolean earlier = false;
         while (!earlier && upTo > begin) {
             long from = Math.max(begin, upTo - SCAN_STEP);
             consumer.seek(partition, from);
+            step.clear();
             while (consumer.position(partition) < upTo) {
                 if (System.nanoTime() > deadline) {
                     throw new Unavailable("reading " + partition + " took longer than " + SCAN_LIMIT, null);
                 }
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200)).records(partition)) {
-                    Long slot = record.offset() < upTo ? slotOf(record.key()) : null;
-                    if (slot != null && slot < fromSlot) {
-                        earlier = true;
-                    } else if (slot != null) {
-                        found.put(slot, record.value());
-                    }
+                step.addAll(consumer.poll(Duration.ofMillis(200)).records(partition));
+            }
+            for (int i = step.size() - 1; i >= 0; i--) {  // backwards, so each slot's values end in offset order
+                ConsumerRecord<byte[], byte[]> record = step.get(i);
+                Long slot = record.offset() < upTo ? slotOf(record.key()) : null;
+                if (slot != null && slot < fromSlot) {
+                    earlier = true;
+                } else if (slot != null) {
+                    found.computeIfAbsent(slot, s -> new ArrayList<>()).add(0, record.value());
                 }
             }
             earlier |= from == begin;

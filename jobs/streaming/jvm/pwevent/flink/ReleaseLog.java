@@ -105,28 +105,29 @@ final class ReleaseLog {
     }
 
     /**
-     * Against the release topic's committed records of the slots from {@link #checkFrom} (slot ->
-     * value): drops the held releases the topic already has with the same bytes; throws
-     * {@link Conflict} for another value of a held slot, and, for a `restored` state, when the topic
-     * has a slot past the last one accepted (the state is older than the topic: its population would
-     * decide those slots again).
+     * Against what the release topic holds of the slots from {@link #checkFrom} (slot -> values in
+     * offset order): `committed`, its committed records, and `seen`, every record any reader can see
+     * (aborted ones too). Drops the held releases the topic has committed with the same bytes.
+     * Throws {@link Conflict} when any record of a held slot has other bytes, and, for a `restored`
+     * state, when the topic holds any record of a slot past the last one accepted (the state is older
+     * than the topic: its population would draw those slots again).
      */
-    void reconcile(Map<Long, byte[]> committed, boolean restored) {
-        long newest = committed.keySet().stream().mapToLong(Long::longValue).max().orElse(0);
+    void reconcile(Map<Long, List<byte[]>> committed, Map<Long, List<byte[]>> seen, boolean restored) {
+        long newest = seen.keySet().stream().mapToLong(Long::longValue).max().orElse(0);
         if (restored && newest > accepted) {
             throw new Conflict("the restored state decided slots up to " + accepted + " but the release topic "
                     + "already holds slot " + newest + ": the state is older than the release topic");
         }
-        int n = 0;
         for (Release release : held) {
-            byte[] there = committed.get(release.slot());
-            if (there == null) {
-                break;
+            for (byte[] there : seen.getOrDefault(release.slot(), List.of())) {
+                if (!Arrays.equals(there, release.value())) {
+                    throw new Conflict("the release topic holds another record of slot " + release.slot()
+                            + " than this job's state decided");
+                }
             }
-            if (!Arrays.equals(there, release.value())) {
-                throw new Conflict("the release topic holds another record of slot " + release.slot()
-                        + " than the restored state decided");
-            }
+        }
+        int n = 0;
+        while (n < held.size() && committed.containsKey(held.get(n).slot())) {
             n++;
         }
         delivered(n);

@@ -26,8 +26,9 @@ interface ReleaseTopic extends AutoCloseable {
         }
     }
 
-    /** The committed records keyed by a slot at or after `fromSlot`: slot -> value. */
-    Map<Long, byte[]> committedFrom(long fromSlot) throws Unavailable;
+    /** The records keyed by a slot at or after `fromSlot`, slot -> values in offset order: only the
+     *  committed ones (`committed`), or every record any reader can see, aborted ones included. */
+    Map<Long, List<byte[]>> recordsFrom(long fromSlot, boolean committed) throws Unavailable;
 
     /** `releases` in one transaction, committed before this returns. */
     void write(List<ReleaseLog.Release> releases) throws Unavailable;

@@ -30,12 +30,12 @@ import org.apache.flink.types.Row;
  *       one that first held it completes. Until then no reader can see it, so a failure before that
  *       only loses a draw nobody saw: the restored Population decides the slot again.</li>
  *   <li>Restored, it opens its producer (fencing the failed task's and aborting what it left open),
- *       reads the topic's committed releases of the slots it holds, drops those already there with
- *       the same bytes and writes the rest at once: every copy of a slot, committed or aborted, holds
+ *       reads what the topic holds of the slots it holds, drops those already committed with the
+ *       same bytes and writes the rest at once: every copy of a slot, committed or aborted, holds
  *       the same bytes.</li>
- *   <li>A restored state older than the topic (the topic holds a slot past the last one this state
- *       accepted, or another record of a held slot) fails the job without restarts: its Population
- *       would draw those slots again.</li>
+ *   <li>A restored state older than the topic (the topic holds a record, committed or aborted, of a
+ *       slot past the last one this state accepted, or another record of a held slot) fails the job
+ *       without restarts: its Population would draw those slots again.</li>
  *   <li>A topic that cannot be reached keeps the releases held; the next completed checkpoint tries
  *       again with a new producer, after reading what the topic got.</li>
  * </ul>
@@ -51,8 +51,8 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     private transient ReleaseLog log;
     private transient boolean restored;
     private transient ReleaseTopic topic;
-    /** Restored, or the last write failed: the topic may hold some of the held releases, so the next
-     *  write first reads what it has. */
+    /** Before the first write, and after a failed one: the topic may hold records of the held slots
+     *  (an earlier attempt's, committed or aborted), so the next write first reads what it has. */
     private transient boolean unsure;
 
     ReleaseWriter(ReleaseTopic.Factory topics, String route) {
@@ -85,8 +85,8 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     @Override
     public void open() throws Exception {
         super.open();
+        unsure = true;  // the first write reads the topic first, whatever started this writer
         if (restored) {
-            unsure = true;
             try {
                 topic = topics.open();
                 send(log.held());
@@ -145,7 +145,8 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
         if (unsure) {
             int before = log.held().size();
             try {
-                log.reconcile(topic.committedFrom(log.checkFrom()), restored);
+                long from = log.checkFrom();
+                log.reconcile(topic.recordsFrom(from, true), topic.recordsFrom(from, false), restored);
             } catch (ReleaseLog.Conflict e) {
                 throw new SuppressRestartsException(new IllegalStateException("refusing to start: " + e.getMessage()
                         + "; restore the newest checkpoint or savepoint (docs/streaming.md, 'A slot's outcome is "
