@@ -31,11 +31,11 @@ carry 2024 timestamps). Then:
    latest event per user and window -> count per (window, cell) -> exactly-once Kafka sink), with
    the job's Flink configuration. `--ceiling-format json|both`: the `format json` variant (instead of
    / as well as JSON_VALUE).
-2. `--job`: the real job (`python -m pwevent.jobs.cli.main run --config ... --ready-file ...`, PBD,
-   numpy-fast noise, exactly-once sinks) on the same backlog, then `--live-slots` more slots, one per
-   `--pace` seconds, for the latency: latency of slot t = time a read_committed consumer receives
-   slot t's release - time the first event of slot t+1 was sent (the event that moves the watermark
-   past slot t's end). Target: <= 2 x checkpoint interval + 1 s.
+2. `--job`: the real job (`python -m pwevent.jobs.cli.main run --config ... --insecure-test-randomness
+   --ready-file ...`, PBD, numpy-fast noise, exactly-once sinks) on the same backlog, then
+   `--live-slots` more slots, one per `--pace` seconds, for the latency: latency of slot t = time a
+   read_committed consumer receives slot t's release - time the first event of slot t+1 was sent
+   (the event that moves the watermark past slot t's end). Target: <= 2 x checkpoint interval + 1 s.
 `--events-format avro-confluent`: a Schema Registry is started too (deploy/local/schema-registry.sh,
 stopped by its pid), the events (the backlog and the closing events; the requirements stay JSON)
 are sent as {user: string, time: timestamp-millis, value: int} Avro datums in the Confluent wire
@@ -416,7 +416,8 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
         job_raw = job_config(args, bootstrap, job_name, topics, work, mechanism)
         job_path = work / f"job-{mechanism}.yaml"
         job_path.write_text(yaml.safe_dump(job_raw))
-        argv = [sys.executable, "-m", "pwevent.jobs.cli.main", "run", "--config", str(job_path)]
+        argv = [sys.executable, "-m", "pwevent.jobs.cli.main", "run", "--config", str(job_path),
+                "--insecure-test-randomness"]  # numpy-fast noise: a benchmark, not production
         label = f"job {mechanism}"
         print(f"{label}: running")
         result = RunResult(label, backlog)

@@ -4,8 +4,9 @@ Three record types, one JSON object per line (docs/formats.md):
 - `ledger`: a ledger came to exist; `parent`/`since` say that its history before `since` is the
   parent's (a class forked by a requirement change, `state.population`).
 - `member`: a user is represented by a ledger from slot `since` on.
-- `spend`: a ledger's actual calculation and publication spend at a slot, the decision, and the
-  requirement in force at that slot.
+- `spend`: a ledger's actual calculation and publication spend at a slot, the decision, the
+  requirement in force at that slot, and the label of the randomness that drew the slot's release
+  (operators/noise.py, `Randomness.label`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def spend_record(
     ledger: str,
     entry: SpendEntry,
     requirement: Requirement | DynamicRequirement,
+    noise: str,
     members: int = 1,
     projected_backward: float | None = None,
 ) -> dict[str, Any]:
@@ -44,6 +46,7 @@ def spend_record(
         "spend2": entry.spend2,
         "kind": entry.kind.value if entry.kind else None,
         "requirement": requirement.to_json(),
+        "noise": noise,
     }
     if projected_backward is not None:
         record["projected_backward"] = projected_backward

@@ -252,7 +252,8 @@ class Engine:
                     Projection(slot, cls.id, cls.members, cls.requirement.backward.epsilon, budget.projected_backward)
                 )
             if self._sink:
-                self._sink(spend_record(cls.id, entry, cls.requirement, cls.members, budget.projected_backward))
+                self._sink(spend_record(cls.id, entry, cls.requirement, self.rng.label, cls.members,
+                                         budget.projected_backward))
         self.history.record(slot, outcome.kind, outcome.counts)
         self.spec.policy.observe(outcome)
         return outcome, projections

@@ -131,6 +131,8 @@ RULES = {
                            "publication (null when not rescaled)",
     "decision_mismatch": "a publication whose dissimilarity did not clear its threshold, or a skip whose did",
     "noise_mismatch": "a noise label the configuration does not write, or two labels in one run",
+    "noise_label": "a release or spend line whose noise label the configuration does not allow (under noise: opendp "
+                   "only the secure source's), or a spend line whose label is not its slot's release's",
     "label_mismatch": "a release whose mechanism, family, start, end, domain or version is not the configuration's",
 }
 
@@ -406,6 +408,7 @@ class _Spend:
     spend2: float
     kind: str
     requirement: AnyRequirement
+    noise: Any = None
 
     @property
     def total(self) -> float:
@@ -490,7 +493,7 @@ def _read_log(records: Iterable[tuple[str, Any]], found: list[Violation]) -> _Lo
                 if amount is None:
                     found.append(Violation("bad_spend", slot, f"{label}={rec.get(label)!r}", ledger))
             spend = _Spend(ledger, slot, _need(rec, "members", where, int, 0), amounts[0] or 0.0, amounts[1] or 0.0,
-                           str(line_kind), _requirement(rec, where, seen))
+                           str(line_kind), _requirement(rec, where, seen), rec.get("noise"))
             if slot in spends[ledger]:
                 found.append(Violation("duplicate_line", slot, "two spend lines for one slot", ledger))
             else:
@@ -816,7 +819,8 @@ def _release_checks(
             if cleared != (release.kind == "publish") and release.kind in ("publish", "skip"):
                 finding("decision_mismatch", f"dissimilarity {release.dissimilarity!r}, threshold "
                         f"{release.threshold!r}, kind {release.kind}")
-        if labels["noise"] not in allowed_noise or labels["noise"] != first_noise:
+        if not isinstance(labels["noise"], str) or labels["noise"] not in allowed_noise \
+                or labels["noise"] != first_noise:
             finding("noise_mismatch", f"noise {labels['noise']!r}: the configuration's noise: {rules.noise} writes "
                     f"{NOISE_LABELS.get(rules.noise)!r} (or {SEEDED_NOISE_LABEL!r} with --seed), one label per run; "
                     f"the first release says {first_noise!r}")
@@ -835,6 +839,24 @@ def _release_checks(
                          f"{RELEASE_SCHEMA_VERSION})")
         if wrong:
             finding("label_mismatch", f"{', '.join(wrong)} under mechanism {rules.mechanism}")
+
+
+def _noise_labels(releases: dict[int, Release], log: _Log, noise: str, found: list[Violation]) -> None:
+    """Test randomness in a production run: every release and spend line names a source the
+    configuration allows (`noise: opendp` only the secure one; the seeded source, which `pwevent run`
+    starts only with its test switch, only under `noise: numpy-fast`), a spend line its release's.
+    One finding per run of consecutive slots with one label, of the releases and of each ledger."""
+    allowed = (NOISE_LABELS[noise], *([SEEDED_NOISE_LABEL] if noise == "numpy-fast" else []))  # a tuple: any JSON
+    said = {slot: release.labels["noise"] for slot, release in releases.items()}
+    series: dict[str | None, dict[int, Any]] = {None: said, **{
+        ledger: {slot: line.noise for slot, line in lines.items()} for ledger, lines in log.spends.items()}}
+    for ledger, labels in series.items():
+        wrong = ((slot, label) for slot, label in sorted(labels.items())
+                 if label not in allowed or label != said.get(slot, label))
+        for first, last, label in _runs(wrong):
+            what = "releases" if ledger is None else f"spend lines (their releases say {said.get(first)!r})"
+            found.append(Violation("noise_label", first, f"slots {first}..{last}: {what} name noise {label!r}; "
+                                   f"noise: {noise} allows {list(allowed)}", ledger))
 
 
 def _same_share(said: float | None, derived: float | None) -> bool:
@@ -1139,6 +1161,7 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
         population = _membership(log, users, horizon, found)
         _release_checks(releases, log, population, inputs.rules, found)
         notes = _release_field_checks(releases, inputs.rules, found)
+        _noise_labels(releases, log, inputs.rules.noise, found)
         windows += _user_checks(log, inputs, users, horizon, found)
     found.sort(key=lambda v: (v.slot, v.rule, v.ledger or "", v.user or ""))
     members: dict[str, list[str]] = defaultdict(list)

@@ -43,6 +43,32 @@ from pwevent.jobs.streaming.locations import python_root
 from pwevent.jobs.streaming.settings import StreamSettings, stream_settings
 from pwevent.jobs.streaming.startup import StartReads
 
+#: The switch without which `pwevent run` refuses test randomness (docs/streaming.md, "Test randomness").
+TEST_RANDOMNESS_SWITCH = "--insecure-test-randomness"
+
+
+def insecure_randomness(noise: str, seed: int | None) -> str | None:
+    """What makes a run's noise unfit for production, named as the user wrote it, or None for
+    production's (OpenDP's sampler, unseeded; docs/mechanisms.md section 10)."""
+    if seed is not None:
+        return ("--seed makes the noise predictable: whoever knows the seed and the public registrations "
+                "subtracts it and reads the true counts")
+    if noise == "numpy-fast":
+        return "noise: numpy-fast draws numpy's floating-point geometric sampler, not OpenDP's vetted one"
+    return None
+
+
+def refuse_insecure_randomness(noise: str, seed: int | None, allowed: bool, submission: bool = False) -> None:
+    """ConfigError (exit 2) when the run would draw test randomness: without the test switch
+    (`allowed`), and for a printed cluster submission (`submission`) even with it."""
+    why = insecure_randomness(noise, seed)
+    if why is None or (allowed and not submission):
+        return
+    if submission:
+        raise ConfigError(f"{why}; --print-submit never prints a cluster submission with test randomness, not "
+                          f"even with {TEST_RANDOMNESS_SWITCH} (use noise: opendp and no --seed)")
+    raise ConfigError(f"{why}; it is for tests only, and `run` starts it only with {TEST_RANDOMNESS_SWITCH}")
+
 
 def make_environment(settings: StreamSettings, restore: str | None,  # type: ignore[no-untyped-def]
                      run: LocalRun | None = None, allow_non_restored: bool = False):
@@ -99,10 +125,11 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     one at `jobmanager`, host:port of its REST endpoint, else the one in the CLI's configuration).
     Every path and argument is shell-quoted. `-p` is the configuration's `flink.parallelism` (the
     job's default parallelism; the Population and the events' ValidTime are pinned to 1 in the graph); `seed` (tests and
-    reproduction only) is passed on to the job; `restore` (a checkpoint/savepoint path or `latest`)
-    becomes `-s` (with `-n` when `allow_non_restored`) and tells the entry point that the job has
-    state; `resume` is
-    --resume-after-last-release (docs/streaming.md, "Starting twice").
+    reproduction only) is passed on to the job, and with it or `noise: numpy-fast` the test switch
+    (the tests' submissions to a local cluster; `pwevent run --print-submit` refuses both); `restore`
+    (a checkpoint/savepoint path or `latest`) becomes `-s` (with `-n` when `allow_non_restored`) and
+    tells the entry point that the job has state; `resume` is --resume-after-last-release
+    (docs/streaming.md, "Starting twice").
 
     The client reads the configuration; the cluster's TaskManagers need the interpreter at the same
     path, its site-packages on their PYTHONPATH (thread mode) and a checkpoint directory they reach
@@ -123,6 +150,7 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
             "-p", str(settings.flink.parallelism),
             "--jarfile", str(connector_jar()), "-pyclientexec", py, "-pyexec", py, "-pyfs", str(workers),
             "-py", str(Path(__file__).resolve()), "--config", str(Path(config_path).resolve()),
+            *([TEST_RANDOMNESS_SWITCH] if insecure_randomness(config.noise, seed) else []),
             *(["--seed", str(seed)] if seed is not None else []), *(["--restore", restore] if restore else []),
             *(["--resume-after-last-release"] if resume else [])]
     env = f"FLINK_HOME={shlex.quote(str(flink_home))} PYTHONPATH={shlex.quote(str(workers))}"
@@ -158,9 +186,12 @@ def announce_running(client: Any, ready_file: Path, timeout_s: float = 120) -> N
 
 
 def run_job(config_path: str, seed: int | None = None, restore: str | None = None,
-            ready_file: str | None = None, resume: bool = False, allow_non_restored: bool = False) -> int:
-    """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed."""
+            ready_file: str | None = None, resume: bool = False, allow_non_restored: bool = False,
+            insecure_test_randomness: bool = False) -> int:
+    """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed; test
+    randomness (`seed`, `noise: numpy-fast`) only with `insecure_test_randomness`."""
     config = load_config(config_path)
+    refuse_insecure_randomness(config.noise, seed, insecure_test_randomness)
     settings = with_resume(stream_settings(config, str(Path(config_path).resolve().parent)), resume)
     settings.kafka.require_bootstrap()
     if restore == "latest":
@@ -201,11 +232,17 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for `flink run -py jobs/streaming/job.py --config FILE` (cluster submission)."""
     parser = argparse.ArgumentParser(prog="flink_job.py")
     parser.add_argument("--config", required=True)
-    parser.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise")
+    parser.add_argument("--seed", type=int, help=f"TESTS ONLY: seeded numpy noise (with {TEST_RANDOMNESS_SWITCH})")
+    parser.add_argument(TEST_RANDOMNESS_SWITCH, action="store_true",
+                        help="TESTS ONLY: accept --seed and noise: numpy-fast (a local test cluster)")
     parser.add_argument("--restore", help="the path `flink run -s` restores from (the job has state)")
     parser.add_argument("--resume-after-last-release", action="store_true")
     args = parser.parse_args(argv)
     config = load_config(args.config)
+    try:
+        refuse_insecure_randomness(config.noise, args.seed, args.insecure_test_randomness)
+    except ConfigError as err:
+        parser.error(str(err))
     settings = with_resume(stream_settings(config, str(Path(args.config).resolve().parent)),
                            args.resume_after_last_release)
     from pyflink.common import Configuration
@@ -239,11 +276,12 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     STREAM.require()  # the extra `stream` (docs/architecture.md, "Dependencies")
     if args.print_submit:
+        refuse_insecure_randomness(load_config(args.config).noise, args.seed, False, submission=True)
         print(submit_command(args.config, args.jobmanager, args.seed, args.restore, args.resume_after_last_release,
                              args.allow_non_restored_state))
         return 0
     return run_job(args.config, args.seed, args.restore, args.ready_file, args.resume_after_last_release,
-                   args.allow_non_restored_state)
+                   args.allow_non_restored_state, args.insecure_test_randomness)
 
 
 def register(sub) -> None:  # type: ignore[no-untyped-def]
@@ -265,13 +303,17 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
                    "holds releases and no state is restored, continue after the last release the audit topic "
                    "confirms, with fresh ledgers (users' budgets in windows spanning the restart can be spent "
                    "twice; docs/streaming.md, 'Starting twice'); without either the job refuses")
-    p.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise instead of the secure "
-                   "default")
+    p.add_argument("--seed", type=int, help="TESTS ONLY, with --insecure-test-randomness: seeded numpy noise instead "
+                   "of the secure default (predictable to whoever knows the seed)")
+    p.add_argument(TEST_RANDOMNESS_SWITCH, action="store_true",
+                   help="TESTS ONLY, NEVER IN PRODUCTION: start the job with test randomness, --seed (noise "
+                   "predictable from the seed) or noise: numpy-fast (numpy's sampler, not OpenDP's); without this "
+                   "switch `run` refuses both (exit 2), and --print-submit refuses them even with it")
     p.add_argument("--ready-file",
                    help="write the job id to this file once the job is RUNNING")
     p.add_argument("--print-submit", action="store_true",
                    help="print the command that submits the job (detached) to a Flink session cluster, and exit "
-                   "(with -p flink.parallelism, and --seed if given)")
+                   "(with -p flink.parallelism; never with test randomness, --seed or noise: numpy-fast)")
     p.add_argument("--jobmanager", metavar="HOST:PORT",
                    help="with --print-submit: the cluster's REST address (else the flink CLI's configuration)")
     p.set_defaults(func=cmd_run)

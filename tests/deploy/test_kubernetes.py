@@ -27,6 +27,7 @@ from jsonschema import Draft202012Validator
 
 from pwevent.jobs.common.config import parse_config
 from pwevent.jobs.streaming.flink_config import flink_configuration
+from pwevent.jobs.streaming.job import refuse_insecure_randomness
 from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -276,6 +277,18 @@ def test_the_manifests_agree_with_the_job_and_the_image() -> None:
     assert deployment["podTemplate"]["metadata"]["annotations"]["prometheus.io/port"] == port
     container = deployment["podTemplate"]["spec"]["containers"][0]
     assert {"name": "metrics", "containerPort": int(port)} in container["ports"]
+
+
+@pytest.mark.usefixtures("secret_env")
+def test_the_deployment_never_carries_test_randomness() -> None:
+    """No seed, no numpy-fast noise and no test switch anywhere in the manifests, the image or the
+    Kubernetes page; the job's configuration is production noise, which the entry point accepts
+    without the switch (docs/streaming.md, "Test randomness")."""
+    config = parse_config(job_yaml())
+    assert config.noise == "opendp"
+    refuse_insecure_randomness(config.noise, None, allowed=False)
+    texts = {path: path.read_text() for path in [*K8S.rglob("*"), REPO / "docs" / "kubernetes.md"] if path.is_file()}
+    assert [path for path, text in texts.items() if re.search(r"--seed|numpy-fast|test-randomness", text)] == []
 
 
 @pytest.mark.usefixtures("secret_env")

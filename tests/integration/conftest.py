@@ -28,6 +28,7 @@ from pwevent.jobs.common.files import DEMO_ORIGIN_MS, write_synthetic
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.streaming.job import TEST_RANDOMNESS_SWITCH
 from pwevent.jobs.streaming.kafka_io import Message, read_topic
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
@@ -130,8 +131,9 @@ class StreamingJob:
         self.process_code: int | None = None
 
     def command(self, seed: int | None = 1, restore: str | None = None) -> list[str]:
-        """The `pwevent run` command line of this job."""
-        args = [*self.pwevent, "run", "--config", str(self.config_path)]
+        """The `pwevent run` command line of this job: a test run (numpy noise, seeded when `seed`
+        is given), so with the test switch."""
+        args = [*self.pwevent, "run", "--config", str(self.config_path), TEST_RANDOMNESS_SWITCH]
         if seed is not None:
             args += ["--seed", str(seed)]
         if restore:

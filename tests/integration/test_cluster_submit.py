@@ -1,6 +1,8 @@
-"""`pwevent run --print-submit` against real standalone Flink session clusters (deploy/local/flink-cluster.sh,
-one slot per TaskManager), and savepoints across clusters (docs/operations.md, "Savepoints, upgrades
-and rescaling"). The printed command submits the job, detached, at parallelism 2 on two TaskManagers:
+"""The command `pwevent run --print-submit` prints (`submit_command`) against real standalone Flink session
+clusters (deploy/local/flink-cluster.sh, one slot per TaskManager), and savepoints across clusters
+(docs/operations.md, "Savepoints, upgrades and rescaling"). The test builds the command itself, with
+the seed and the test switch that `--print-submit` refuses to print (docs/streaming.md, "Test
+randomness"): it submits the job, detached, at parallelism 2 on two TaskManagers:
 the keyed and JVM operators run as two subtasks, one on each TaskManager, and the Population as one.
 Started from a backlog of the first half of the input, it stops with a savepoint; the second half
 arrives and the savepoint is restored at parallelism 1 on a new cluster (as an upgrade in application
@@ -25,10 +27,10 @@ from typing import Any
 import pytest
 import yaml
 
+from pwevent.jobs.streaming.job import submit_command
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     FAST_CLOSE,
-    PWEVENT,
     REPO,
     SEED,
     StreamingJob,
@@ -74,12 +76,10 @@ class ClusterJob(StreamingJob):
         self.rest = rest
         self.job_id: str | None = None
 
-    def submit(self, seed: int, extra_args: tuple[str, ...] = ()) -> list[str]:
-        """Run the command `--print-submit` prints (with `extra_args` for `pwevent run`); returns its words."""
-        printed = subprocess.run([*PWEVENT, "run", "--config", str(self.config_path), "--print-submit",
-                                  "--jobmanager", self.rest, "--seed", str(seed), *extra_args], capture_output=True,
-                                 text=True, check=True, timeout=120)
-        command = printed.stdout.strip()
+    def submit(self, seed: int, restore: str | None = None) -> list[str]:
+        """Run the submission `--print-submit` prints, with the seed and the test switch it refuses
+        (`submit_command`, restoring `restore` if given); returns its words."""
+        command = submit_command(str(self.config_path), self.rest, seed, restore)
         submitted = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300,
                                    cwd=self.folder)
         assert "Job has been submitted with JobID" in submitted.stdout, \
@@ -170,7 +170,7 @@ def test_parallelism_2_on_two_taskmanagers_then_a_savepoint_restored_at_parallel
     with session_cluster(tmp_path / "cluster-2", 1) as rest:
         job.rest = rest
         try:
-            words = job.submit(SEED, ("--restore", savepoint))
+            words = job.submit(SEED, savepoint)
             assert words[words.index("-s") + 1] == savepoint and words[words.index("-p") + 1] == "1"
             wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
             check_equals_replay(job, events, requirements, SLOTS)

@@ -6,7 +6,9 @@ cluster as one that recovers its state and checks nothing itself; with HA on and
 HA here is ZooKeeper's (high-availability.type: zookeeper, through flink.extra), served on loopback
 by the ZooKeeper that Flink's own distribution carries (FlinkZooKeeperQuorumPeer in flink-dist, what
 bin/zookeeper.sh starts), with an empty data folder: no HA metadata. The entry point runs under
-`flink run -t local` (Flink's CLI with a local mini-cluster) with the command `--print-submit` prints.
+`flink run -t local` (Flink's CLI with a local mini-cluster) with the command `--print-submit` prints
+for the configuration (`submit_command`), here with the seed and the test switch, which `--print-submit`
+itself refuses to print (docs/streaming.md, "Test randomness").
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ import pyflink
 import pytest
 import yaml
 
+from pwevent.jobs.streaming.job import submit_command
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import PWEVENT, SEED, generate
+from tests.integration.conftest import SEED, generate
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -82,9 +85,7 @@ def test_ha_without_ha_metadata_over_releases_is_refused_by_the_population(strea
             "high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": quorum,
             "high-availability.storageDir": (tmp_path / "ha").as_uri()}})
         job.config_path.write_text(yaml.safe_dump(raw))
-        printed = subprocess.run([*PWEVENT, "run", "--config", str(job.config_path), "--print-submit", "--seed",
-                                  str(SEED)], capture_output=True, text=True, check=True, timeout=120)
-        words = shlex.split(printed.stdout.strip())
+        words = shlex.split(submit_command(str(job.config_path), seed=SEED))
         environment = dict(word.split("=", 1) for word in words[:2])  # FLINK_HOME=... PYTHONPATH=...
         # thread mode in the CLI's own mini-cluster: the venv's site-packages (pemja), as make_environment adds
         environment["PYTHONPATH"] += os.pathsep + sysconfig.get_paths()["purelib"]

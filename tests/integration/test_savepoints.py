@@ -19,6 +19,7 @@ import yaml
 
 from pwevent.jobs.common.slots import iso, parse_time_ms
 from pwevent.jobs.offline.replay import run_replay
+from pwevent.jobs.streaming.job import TEST_RANDOMNESS_SWITCH
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     FAST_CLOSE,
@@ -77,8 +78,9 @@ def test_local_run_stop_with_savepoint_and_restore(streaming_job: Any) -> None:
     changed["caps"]["max_w"] = 300
     changed["flink"]["restart_attempts"] = 0
     (job.folder / "changed.yaml").write_text(yaml.safe_dump(changed))
-    refused = subprocess.run([*PWEVENT, "run", "--config", str(job.folder / "changed.yaml"), "--seed", str(SEED),
-                              "--restore", savepoint], capture_output=True, text=True, timeout=600, cwd=job.folder)
+    refused = subprocess.run([*PWEVENT, "run", "--config", str(job.folder / "changed.yaml"), TEST_RANDOMNESS_SWITCH,
+                              "--seed", str(SEED), "--restore", savepoint], capture_output=True, text=True,
+                             timeout=600, cwd=job.folder)
     assert refused.returncode == 1, refused.stderr[-3000:]
     assert "failed: restore refused: the configuration changed caps (caps: state has" in refused.stderr, \
         refused.stderr[-3000:]

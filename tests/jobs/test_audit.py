@@ -29,7 +29,7 @@ FIXED = {"w": 3, "epsilon": 1.0}
 
 def spend(ledger, slot, s1, s2, requirement=None, kind="publish"):
     return {"record": "spend", "ledger": ledger, "slot": slot, "members": 1, "spend1": s1, "spend2": s2,
-            "kind": kind, "requirement": requirement or FIXED}
+            "kind": kind, "requirement": requirement or FIXED, "noise": NumpyRandomness(0).label}
 
 
 
@@ -100,7 +100,7 @@ def test_audit_file_reports_bad_json(tmp_path):
 # ------------------------------------------------------------------------------- the full audit
 
 CONFIG = parse_config({"mechanism": "DPBD", "slot": "1s", "origin": 0, "domain": {"type": "binary"},
-                       "caps": {"max_w": 10}})
+                       "caps": {"max_w": 10}, "noise": "numpy-fast"})  # the seeded label: a test run
 LOOSE = {"backward": {"w": 2, "epsilon": 2.0}, "forward": {"w": 2, "epsilon": 2.0}}
 TIGHT = {"backward": {"w": 2, "epsilon": 0.5}, "forward": {"w": 2, "epsilon": 0.5}}
 
@@ -175,7 +175,7 @@ def test_user_windows_use_the_declared_requirement_not_the_log():
 
 def test_baseline_ledger_must_run_at_the_global_requirement():
     config = parse_config({"mechanism": "BD", "slot": "1s", "origin": 0, "domain": {"type": "binary"},
-                           "window": 4, "epsilon": 1.0})
+                           "window": 4, "epsilon": 1.0, "noise": "numpy-fast"})
     own, stricter = {"w": 2, "epsilon": 3.0}, {"w": 5, "epsilon": 1.0}
     log = [
         {"record": "ledger", "ledger": "g", "parent": None, "since": 1, "requirement": {"w": 4, "epsilon": 1.0}},
@@ -194,7 +194,8 @@ def test_the_quick_audit_says_what_it_skipped():
 
 def test_cli_exit_codes(tmp_path, capsys):
     config = tmp_path / "c.yaml"
-    config.write_text("mechanism: DPBD\nslot: 1s\norigin: 0\ndomain: {type: binary}\ncaps: {max_w: 10}\n")
+    config.write_text("mechanism: DPBD\nslot: 1s\norigin: 0\ndomain: {type: binary}\ncaps: {max_w: 10}\n"
+                      "noise: numpy-fast\n")
     log = [{"record": "ledger", "ledger": "L", "parent": None, "since": 1, "requirement": LOOSE},
            {"record": "member", "user": "a", "ledger": "L", "since": 1}, spend("L", 1, 0.1, 0.2, LOOSE)]
     paths = {name: tmp_path / f"{name}.jsonl" for name in ("spend", "req", "rel")}
@@ -297,7 +298,7 @@ def test_the_audit_parses_the_requirements_with_the_configured_max_record_bytes(
     in the replay, and the audit, given the configuration, reads them alike (under the default limit
     it would not)."""
     limit = 2 * DEFAULT_MAX_RECORD_BYTES
-    settings = {"mechanism": "PBD", "slot": "1s", "origin": 0, "domain": {"type": "binary"}}
+    settings = {"mechanism": "PBD", "slot": "1s", "origin": 0, "domain": {"type": "binary"}, "noise": "numpy-fast"}
     config = parse_config({**settings, "max_record_bytes": limit})
     requirements = [json.dumps({"user": user, "time": 5, "w": 4, "epsilon": 1.0, "note": ""}) for user in "abc"]
     requirements[0] = requirements[0].replace('"note": ""', '"note": "' + "x" * (limit - len(requirements[0])) + '"')

@@ -1,6 +1,7 @@
 """Tampered spend logs, releases and inputs fail the full audit with the expected rule.
 
-Genuine runs come from the replay (30 users, 60 slots, seeded noise, users joining late and, under
+Genuine runs come from the replay (30 users, 60 slots, seeded noise under `noise: numpy-fast`, the
+configuration a test run declares, users joining late and, under
 the dynamic mechanisms, changing their requirements so that ledgers fork) for every mechanism; each
 passes the full audit. Every mutation below then changes one thing and must be caught.
 """
@@ -86,7 +87,8 @@ def replayed(tmp_path_factory: pytest.TempPathFactory, settings: dict[str, Any])
         entry = REGISTRY.get(name)
         switching = {entry.section: {"evidence": 4, "static_drift": 100.0}} if entry.section else {}  # Adaptive
         config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, **settings,
-                               **entry.global_keys(8, 1.0), **switching, "caps": {"max_w": 20}})
+                               **entry.global_keys(8, 1.0), **switching, "caps": {"max_w": 20},
+                               "noise": "numpy-fast"})
         requirements, events = inputs(name in DYNAMIC)
         texts = [json.dumps(r) for r in requirements]
         (folder / "req.jsonl").write_text("".join(t + "\n" for t in texts))
@@ -467,6 +469,20 @@ def noise_label_changed(run: Run) -> Run:
     return _releases(run, run.releases[5]["slot"], lambda r: r.update(noise="opendp-discrete-laplace"))
 
 
+def seeded_run_audited_as_production(run: Run) -> Run:
+    """The seeded run's releases and spend lines, audited under `noise: opendp`: test randomness."""
+    return replace(run, config=run.config.model_copy(update={"noise": "opendp"}))
+
+
+def spend_line_label_changed(run: Run) -> Run:
+    """One spend line claims the production source; its release names the seeded one."""
+    return _edit(run, _middle_line(run), lambda r: r.update(noise="opendp-discrete-laplace"))
+
+
+def spend_line_label_dropped(run: Run) -> Run:
+    return _edit(run, _middle_line(run), lambda r: r.pop("noise"))
+
+
 def population_changed(run: Run) -> Run:
     return _releases(run, run.releases[-1]["slot"], lambda r: r.update(population=r["population"] + 1))
 
@@ -586,6 +602,9 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "epsilon_calculation_doubled": (epsilon_calculation_doubled, "calculation_scale"),
     "skip_that_cleared_its_threshold": (skip_that_cleared_its_threshold, "decision_mismatch"),
     "noise_label_changed": (noise_label_changed, "noise_mismatch"),
+    "seeded_run_audited_as_production": (seeded_run_audited_as_production, "noise_label"),
+    "spend_line_label_changed": (spend_line_label_changed, "noise_label"),
+    "spend_line_label_dropped": (spend_line_label_dropped, "noise_label"),
     "population_changed": (population_changed, "population_mismatch"),
     "mechanism_relabelled": (mechanism_relabelled, "label_mismatch"),
     "domain_relabelled": (domain_relabelled, "label_mismatch"),

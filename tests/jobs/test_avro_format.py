@@ -385,7 +385,7 @@ def test_full_audit_reads_avro_requirements(tmp_path):
     path = tmp_path / "requirement.avsc"
     path.write_text(json.dumps(schema))
     config = parse_config({"mechanism": "PBD", "slot": "60s", "origin": ORIGIN, "domain": {"type": "cells", "d": 4},
-                           "requirements": {"format": "avro", "schema_file": str(path)}})
+                           "requirements": {"format": "avro", "schema_file": str(path)}, "noise": "numpy-fast"})
     records = [{"user": f"u{n}", "time": 1704067200000 + 60_000 * n, "w": 3 + n, "epsilon": 1.0} for n in range(5)]
     requirements = tmp_path / "requirements.avro"
     with open(requirements, "wb") as out:

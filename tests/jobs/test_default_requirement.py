@@ -89,7 +89,8 @@ def test_without_a_default_a_presence_registers_nobody():
     assert user.close(1, "u", membership("PBD", None)) == [] and user.state.class_id is None
 
 
-BASE = {"slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "cells", "d": 3}, "caps": {"max_w": 50}}
+BASE = {"slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "cells", "d": 3}, "caps": {"max_w": 50},
+        "noise": "numpy-fast"}  # seeded replays: test runs
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -275,7 +275,7 @@ def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, c
     config = tmp_path / "adaptive.yaml"
     config.write_text(yaml.safe_dump({"slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "binary"},
                                       "adaptive": {"evidence": 4, "static_drift": 100.0},
-                                      "caps": {"max_w": 200}}))
+                                      "caps": {"max_w": 200}, "noise": "numpy-fast"}))
     assert load_config(str(config)).mechanism == "Adaptive"  # the default
     files = {k: str(tmp_path / f"{k}.jsonl") for k in ("releases", "spend")}
     inputs = ["--requirements", str(folder / "requirements.jsonl")]

@@ -27,6 +27,9 @@ from pwevent.state.requirements import DynamicRequirement, Requirement
 from pwevent.state.spend import Kind, SpendEntry, actual_spend
 from pwevent.state.spend_log import spend_record
 
+#: The noise label of the spend lines written here by hand (a seeded test run's).
+SEEDED = NumpyRandomness(0).label
+
 HORIZON = 12
 budgets = st.sampled_from([0.1, 0.3, 0.6, 1.0, 1.7, 3.0])
 windows = st.integers(1, 8)
@@ -52,7 +55,7 @@ def run_ledgers(policy, ledgers, kinds, changes=None, families=None):
         kind = Kind.NULLIFY if slot <= max(b.border for b in budgets_) + 1e-9 else wanted
         for user, ledger in enumerate(ledgers):
             entry = ledger.settle(slot, kind)
-            log.append(spend_record(f"u{user}", entry, ledger.requirement))
+            log.append(spend_record(f"u{user}", entry, ledger.requirement, SEEDED))
     return log
 
 
@@ -180,7 +183,7 @@ def test_adaptive_held_in_bursts_spends_each_window_once(requirements, slots, pr
         kind = policy.scheduled_kind(slot)
         assert kind is not None and all(b.eps1 == 0.0 for b in budgets_)
         for user, ledger in enumerate(ledgers):
-            log.append(spend_record(f"u{user}", ledger.settle(slot, kind), ledger.requirement))
+            log.append(spend_record(f"u{user}", ledger.settle(slot, kind), ledger.requirement, SEEDED))
         policy.observe(SlotOutcome(slot, kind, np.zeros(1, dtype=np.int64), len(ledgers)))  # no level: held
     widest = max(req.w for req in requirements)
     bursts = [t for t in range(1, slots + 1) if t == 1 or (t - 2) % widest == 0]
@@ -217,7 +220,7 @@ def engine_run_passes_the_audit(data, name, fixed=engine_fixed_req, options=None
     spec = entry.spec(8, 0.3, options)
     config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "cells", "d": 3},
                            **entry.global_keys(8, 0.3), **({entry.section: options} if options else {}),
-                           "caps": {"max_w": HORIZON}, "postprocess": "none"})
+                           "caps": {"max_w": HORIZON}, "postprocess": "none", "noise": "numpy-fast"})
     log, releases, declared = [], [], []
     engine = Engine(spec, 3, NumpyRandomness(data.draw(st.integers(0, 10_000))), HORIZON, log.append)
 
@@ -306,7 +309,7 @@ def test_the_auditor_catches_a_ledger_that_forgets_publications():
         budget = charge_slot(PBD(), ledger, slot)
         entry = ledger.settle(slot, Kind.PUBLISH)
         spend1, spend2 = actual_spend(Kind.PUBLISH, budget.eps1, budget.eps2)
-        log.append(spend_record("u0", SpendEntry(slot, spend1, spend2, entry.kind), ledger.requirement))
+        log.append(spend_record("u0", SpendEntry(slot, spend1, spend2, entry.kind), ledger.requirement, SEEDED))
     report = audit_records(log)
     assert report.rules() == {"ledger_fixed_window"}
     assert "(w=6)" in report.render()
