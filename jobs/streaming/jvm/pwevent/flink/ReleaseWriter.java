@@ -69,7 +69,7 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
                 route);
         SingleOutputStreamOperator<Void> written = population.transform("write releases", Types.VOID, writer)
                 .setParallelism(1).setMaxParallelism(1);
-        written.sinkTo(new DiscardingSink<>()).name("releases written").setParallelism(1);
+        written.sinkTo(new DiscardingSink<>()).name("releases written").uid("release-writer-end").setParallelism(1);
         return written;
     }
 
