@@ -92,6 +92,21 @@ class ReleaseWriterTest {
         return new StreamRecord<>(Row.of("release", Long.toString(slot), "{\"slot\":" + slot + ",\"counts\":" + counts + "}"));
     }
 
+    /** A message of the topic: the record of `slot` with `counts`, as `release` writes it. */
+    static ReleaseLog.Release message(long slot, String counts) {
+        return new ReleaseLog.Release(slot, ((String) release(slot, counts).getValue().getField(2))
+                .getBytes(StandardCharsets.UTF_8), 0);
+    }
+
+    /** The state of a writer of `topic` that holds the release of slot 1 (counts [1,1]), not yet written. */
+    static OperatorSubtaskState holdingSlotOne(String topic) throws Exception {
+        var w = writer(topic, null);
+        w.processElement(release(1, "[1,1]"));
+        OperatorSubtaskState one = w.snapshot(1, 1);
+        w.close();
+        return one;
+    }
+
     static String value(MemoryTopic topic, int i) {
         return new String(topic.committed.get(i).value(), StandardCharsets.UTF_8);
     }
@@ -174,23 +189,18 @@ class ReleaseWriterTest {
         w.close();
         // A later checkpoint's write of slot 2 was aborted (the task died before its commit): readers
         // at read_uncommitted saw it, so an older state must not draw slot 2 again.
-        topic("aborted").aborted.add(new ReleaseLog.Release(2, "{\"slot\":2}".getBytes(StandardCharsets.UTF_8), 0));
+        topic("aborted").aborted.add(message(2, "[2,2]"));
         Exception refused = assertThrows(SuppressRestartsException.class, () -> writer("aborted", one));
         assertTrue(refused.getCause().getMessage().contains("already holds slot 2"), refused.getCause().getMessage());
     }
 
     @Test
     void anAbortedCopyOfAHeldReleaseIsWrittenAgainWithTheSameBytes() throws Exception {
-        var w = writer("copy", null);
-        w.processElement(release(1, "[1,1]"));
-        OperatorSubtaskState one = w.snapshot(1, 1);
-        w.close();
-        topic("copy").aborted.add(new ReleaseLog.Release(1, "{\"slot\":1,\"counts\":[1,1]}".getBytes(
-                StandardCharsets.UTF_8), 0));
+        OperatorSubtaskState one = holdingSlotOne("copy");
+        topic("copy").aborted.add(message(1, "[1,1]"));
         writer("copy", one).close();
         assertEquals(List.of(1L), topic("copy").slots(), "committed once, the same bytes as the aborted copy");
-        topic("copy").aborted.set(0, new ReleaseLog.Release(1, "{\"slot\":1,\"counts\":[0,0]}".getBytes(
-                StandardCharsets.UTF_8), 0));
+        topic("copy").aborted.set(0, message(1, "[0,0]"));
         assertThrows(SuppressRestartsException.class, () -> writer("copy", one), "an aborted copy with other bytes");
     }
 
@@ -198,7 +208,7 @@ class ReleaseWriterTest {
     void aWriterWithoutStateRefusesToWriteOverAnotherOutcomeOfItsSlot() throws Exception {
         // A job started without state (kafka.resume_after_last_release) after one that died while
         // writing slot 3: readers saw that draw, so this job must not publish another one.
-        topic("fresh").aborted.add(new ReleaseLog.Release(3, "{\"slot\":3}".getBytes(StandardCharsets.UTF_8), 0));
+        topic("fresh").aborted.add(message(3, "[0,0]"));
         var w = writer("fresh", null);
         w.processElement(release(3, "[3,3]"));
         w.snapshot(1, 1);
@@ -208,12 +218,8 @@ class ReleaseWriterTest {
 
     @Test
     void anotherRecordOfAHeldSlotOnTheTopicIsRefused() throws Exception {
-        var w = writer("other", null);
-        w.processElement(release(1, "[1,1]"));
-        OperatorSubtaskState one = w.snapshot(1, 1);
-        w.close();
-        topic("other").committed.add(new ReleaseLog.Release(1, "{\"slot\":1,\"counts\":[0,0]}".getBytes(
-                StandardCharsets.UTF_8), 0));
+        OperatorSubtaskState one = holdingSlotOne("other");
+        topic("other").committed.add(message(1, "[0,0]"));
         Exception refused = assertThrows(SuppressRestartsException.class, () -> writer("other", one));
         assertTrue(refused.getCause().getMessage().contains("another record of slot 1"));
     }
