@@ -95,6 +95,8 @@ def read_release_topic(kafka: KafkaSettings) -> TopicRead:
 
 @dataclass(frozen=True)
 class TopicAudit:
+    """The topic read and the audit's report, the topic check's findings among its violations."""
+
     read: TopicRead
     report: AuditReport
 
