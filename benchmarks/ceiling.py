@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     t_env.execute_sql(source_ddl(args.format, kafka.topics["events"], kafka.require_bootstrap(),
                                  f"{kafka.group_id}-events", kafka.jvm_properties(),
                                  settings.flink.out_of_orderness_ms, registry.url if registry else None))
-    t_env.execute_sql(sink_ddl("counts", args.counts_topic, "counts", False, settings))
+    t_env.execute_sql(sink_ddl("counts", args.counts_topic, "counts", settings))
     query = counts_sql(args.format, config.slot_ms, config.origin_ms)
     if args.explain:
         print(t_env.explain_sql(f"INSERT INTO counts {query}"))

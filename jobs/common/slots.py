@@ -34,6 +34,13 @@ def duration_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{err} (or a number of seconds)") from None
 
 
+def pace_arg(text: str) -> int:
+    """`duration_arg`, or zero (`0`, `0s`, `0ms`...): no wait at all."""
+    if re.fullmatch(r"\s*0+(\.0+)?\s*(ms|s|m|h|d)?\s*", text):
+        return 0
+    return duration_arg(text)
+
+
 def parse_time_ms(value: Any, field: str = "time") -> int:
     """ISO-8601 (a time without an offset is UTC; a date alone is its midnight UTC) or epoch milliseconds
     -> epoch milliseconds."""

@@ -2,7 +2,9 @@
 "What the auditor proves").
 
 It imports nothing from the ledgers, the budget policies or the engine (of the configuration it
-reads only the mechanism's name, the slot clock, the caps, the field names and the global (w, E)),
+reads only the mechanism's name, the slot clock, the caps, the parsing settings of the requirements
+(format, field paths, signature, `max_record_bytes`), the global (w, E), the domain, the noise and
+the post-processing, which it recomputes with the job's own filter bank: operators/postprocess.py),
 and it trusts none of the records it reads: it rebuilds each ledger's spend series from the raw
 `spend` lines (stitching forks onto their parents before `since`), follows every user through its
 `member` lines, derives each user's declared requirements from the requirements input itself, and
@@ -15,7 +17,8 @@ Two modes:
 - full (`audit_records(log, AuditInputs.build(requirement_lines, releases, config))`): also every
   user's windows against the requirement the user declared, membership, gaps, member counts, every
   line against its slot's release, and every release field that follows from the log, the
-  configuration and the earlier releases (repeats, OBS thresholds, population, labels).
+  configuration and the earlier releases (repeats, OBS thresholds, population, labels, one schema
+  version per run, `smoothed` and `interval`).
 
 Every finding is a `Violation` with a `rule` name (the `RULES` below). Window sums are compared with
 the relative precision of docs/mechanisms.md section 9 (`state.requirements.exceeds`).
@@ -26,17 +29,18 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
 from pwevent.jobs.common.avro_format import input_values
-from pwevent.jobs.common.config import Config, InputFormat, RequirementFields
+from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, InputFormat, RequirementFields
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.slots import SlotClock, iso
+from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import (
     DynamicRequirement,
@@ -65,6 +69,14 @@ RELEASE_SCHEMA_VERSION = 3
 #: Relative agreement asked of a release's OBS threshold and expected error with the auditor's own
 #: arithmetic (another summation order than the job's); a tampered value is off by far more.
 DERIVED_RTOL = 1e-6
+#: The first release version with each of these fields (docs/formats.md, Release; `interval`, also of
+#: version 2, goes with `smoothed` and is checked with it).
+FIELD_SINCE = {"domain": 2, "kept_share": 3}
+#: Agreement asked of a release's `smoothed` and `interval` with the auditor's recomputation: the
+#: record holds them rounded to 3 decimals (jobs/common/release.py), so half that step, plus 1e-9
+#: relative (absolute below 1) for another machine's arithmetic.
+SMOOTHED_ROUNDING = 0.0005
+SMOOTHED_RTOL = 1e-9
 
 AnyRequirement: TypeAlias = Requirement | DynamicRequirement
 #: Slots first..last (inclusive) that hold one requirement.
@@ -105,6 +117,14 @@ RULES = {
     "kind_mismatch": "a spend line whose kind differs from its slot's release",
     "calculation_without_dissimilarity": "calculation spend on a slot whose release ran no dissimilarity",
     "repeat_changed": "a skip or nullify release whose counts differ from the previous release's",
+    "schema_version_mixed": "a release whose schema_version differs from the run's first release's (absent: 1)",
+    "schema_fields_mismatch": "a release with a field its schema_version does not have, or without one it has",
+    "threshold_missing": "a release with a dissimilarity but without the threshold it was compared with, while "
+                         "it states a publication epsilon (or a threshold without one)",
+    "smoothed_mismatch": "a release whose smoothed is not the post-processing of the releases up to it (or "
+                         "present under postprocess: none, absent under kalman)",
+    "interval_mismatch": "a release whose interval is not the post-processing's (or absent under kalman from "
+                         "version 2 on, present before version 2 or under postprocess: none)",
     "population_mismatch": "a release whose population is not the number of users the member lines place",
     "publication_scale": "a publication whose epsilon_publication is not OBS's choice among the slot's spend2",
     "calculation_scale": "a dissimilarity whose epsilon_calculation is not OBS's choice among the slot's spend1",
@@ -161,6 +181,7 @@ class AuditReport:
     violations: tuple[Violation, ...]
     skipped: str | None = None
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -183,6 +204,7 @@ class AuditReport:
             lines.append(f"  ... and {len(self.violations) - limit} more")
         if self.skipped:
             lines.append(f"NOT CHECKED: {self.skipped}")
+        lines += [f"NOTE: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -220,6 +242,7 @@ class Release:
     dissimilarity: float | None
     labels: Mapping[str, Any]
     kept_share: float | None = None
+    record: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def dissimilarity_ran(self) -> bool:
@@ -236,14 +259,15 @@ class Release:
                    _finite(rec.get("threshold")), _finite(rec.get("dissimilarity")),
                    {key: rec.get(key) for key in ("mechanism", "family", "start", "end", "noise", "domain",
                                                   "schema_version")},
-                   _finite(rec.get("kept_share")))
+                   _finite(rec.get("kept_share")), rec)
 
 
 @dataclass(frozen=True)
 class InputRules:
     """What decides whether a requirement record registers its user (docs/formats.md, Requirement):
     the mechanism family, the slot clock, the caps, for a baseline the global requirement, and the
-    default requirement of users seen before any record of theirs."""
+    default requirement of users seen before any record of theirs; the largest record; and the
+    configured post-processing (`Config.smoother`, the job's own filter bank, fresh at each call)."""
 
     mechanism: str
     clock: SlotClock
@@ -254,6 +278,8 @@ class InputRules:
     d: int = 2
     noise: str = "opendp"
     domain: Mapping[str, Any] = field(default_factory=lambda: {"type": "binary"})
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    smoother: Callable[[], KalmanSmoother | None] = lambda: None
 
     @classmethod
     def from_config(cls, config: Config) -> InputRules:
@@ -261,7 +287,8 @@ class InputRules:
         if config.mechanism in BASELINE_MECHANISMS and config.window is not None and config.epsilon is not None:
             global_ = Requirement(config.window, config.epsilon)
         return cls(config.mechanism, config.clock, config.caps, config.requirements, global_,
-                   config.default_requirement, config.domain.d, config.noise, config.domain.describe())
+                   config.default_requirement, config.domain.d, config.noise, config.domain.describe(),
+                   config.max_record_bytes, config.smoother)
 
     @property
     def dynamic(self) -> bool:
@@ -321,11 +348,13 @@ class AuditInputs:
 def valid_updates(lines: Iterable[tuple[str, str | bytes]], rules: InputRules) -> dict[str, Updates]:
     """Each user's valid requirement records (position, text) as (slot, requirement), ordered by time,
     then by input order, as the replay applies them. Minimal on purpose: a record counts if it parses
-    within the caps, is not before the origin and is valid for the mechanism."""
+    (with the replay's parser and the configuration's parsing settings: format, field paths,
+    signature, `max_record_bytes`) within the caps, is not before the origin and is valid for the
+    mechanism."""
     parsed = []
     for order, (_, text) in enumerate(lines):
         try:
-            update = parse_requirement_update(text, rules.fields, rules.caps)
+            update = parse_requirement_update(text, rules.fields, rules.caps, rules.max_record_bytes)
         except Rejected:
             continue
         slot = rules.clock.slot_of(update.time_ms)
@@ -817,6 +846,171 @@ def _same_share(said: float | None, derived: float | None) -> bool:
     return abs(said - derived) <= DERIVED_RTOL * derived
 
 
+# ------------------------------------------------------ versions, skipped thresholds, post-processing
+
+
+def _release_field_checks(releases: dict[int, Release], rules: InputRules, found: list[Violation]) -> tuple[str, ...]:
+    """The release fields `_release_checks` leaves to these: one schema version per run and its
+    fields, the threshold wherever a dissimilarity ran, `smoothed` and `interval`. Returns the
+    report's notes (where the post-processing restarted)."""
+    version = _schema_checks(releases, found)
+    _threshold_checks(releases, found)
+    return _postprocess_checks(releases, rules, version, found)
+
+
+def _version(said: Any) -> int | None:
+    """A schema_version this auditor reads as a number (absent: 1), else None (label_mismatch)."""
+    if said is None:
+        return 1
+    return said if type(said) is int and said in (2, RELEASE_SCHEMA_VERSION) else None
+
+
+def _schema_checks(releases: dict[int, Release], found: list[Violation]) -> int | None:
+    """One schema_version for the whole run, the first release's (an absent one is 1), and every
+    release with exactly its version's fields (FIELD_SINCE: `domain` not null from version 2 on,
+    `kept_share`, null or not, from version 3 on, neither before). Returns the run's version."""
+    if not releases:
+        return RELEASE_SCHEMA_VERSION
+    first = min(releases)
+    run = releases[first].labels["schema_version"]
+    for slot, release in sorted(releases.items()):
+        said = release.labels["schema_version"]
+        if said != run or type(said) is not type(run):
+            found.append(Violation("schema_version_mixed", slot, f"schema_version {said!r}, the run's (its first "
+                                   f"release's, slot {first}) {run!r}; an absent version is 1"))
+        version = _version(said)
+        rec = release.record
+        has = {name: name in rec and (rec[name] is not None or name == "kept_share") for name in FIELD_SINCE}
+        wrong = [f"{'with' if has[name] else 'without'} {name}" for name, since in FIELD_SINCE.items()
+                 if version is not None and has[name] != (version >= since)]
+        if wrong:
+            found.append(Violation("schema_fields_mismatch", slot, f"version {version}, {', '.join(wrong)}"))
+    return _version(run)
+
+
+def _threshold_checks(releases: dict[int, Release], found: list[Violation]) -> None:
+    """Where a dissimilarity ran, the threshold it was compared with is there whenever the release
+    states a publication epsilon (both come from one OBS choice; neither when no user had publication
+    budget). A skip's threshold, which the log cannot give (a skip spends no publication budget), is
+    at least the noise's own standard deviation at its epsilon_publication: OBS's error contains the
+    noise variance (a publication's is derived exactly by `_release_checks`)."""
+    for slot, release in sorted(releases.items()):
+        if release.dissimilarity is None:
+            continue
+        epsilon, threshold = release.epsilon_publication, release.threshold
+        if (epsilon is None) != (threshold is None):
+            found.append(Violation("threshold_missing", slot, f"threshold {release.record.get('threshold')!r}, "
+                                   f"epsilon_publication {release.record.get('epsilon_publication')!r}"))
+        elif epsilon is not None and threshold is not None and release.kind == "skip":
+            with np.errstate(all="ignore"):
+                floor = math.sqrt(float(_discrete_laplace_variance(np.array(epsilon)))) if epsilon > 0 else math.inf
+            if threshold < floor * (1 - DERIVED_RTOL):
+                found.append(Violation("threshold_mismatch", slot, f"a skip's threshold {threshold!r} is below the "
+                                       f"noise's standard deviation {floor:.9g} at epsilon_publication {epsilon!r}"))
+
+
+def _postprocess_checks(
+    releases: dict[int, Release], rules: InputRules, version: int | None, found: list[Violation]
+) -> tuple[str, ...]:
+    """Under `postprocess: none` no release has `smoothed` or `interval`. Under `kalman`, the job's
+    own filter bank (`Config.smoother`) steps through the releases in slot order, read as
+    `PublicRelease.from_record` reads them, and each release's `smoothed` and (from version 2 on)
+    `interval` must be its output within SMOOTHED_ROUNDING + SMOOTHED_RTOL. A job that resumes after
+    the last release without state (`kafka.resume_after_last_release`) starts a fresh bank, so where
+    a release disagrees with the running bank but agrees with a fresh one, the bank restarts there
+    (a note says so). A missing or unreadable release (release_missing, bad_release) ends the check."""
+    smoother = rules.smoother()
+    if smoother is None:
+        found += [Violation(f"{name}_mismatch", slot, f"{name} under postprocess: none")
+                  for slot, release in sorted(releases.items()) for name in ("smoothed", "interval")
+                  if name in release.record]
+        return ()
+    wrong: dict[str, dict[int, tuple[Any, np.ndarray]]] = {"smoothed": {}, "interval": {}}
+    restarts = []
+    for slot in range(1, max(releases, default=0) + 1):
+        release = releases.get(slot)
+        public = _public_release(release, rules.d)
+        if release is None or public is None:
+            break
+        smoother, restarted, misses = _bank_step(smoother, rules, release, public, version != 1)
+        restarts += [slot] if restarted else []
+        for name, said, derived in misses:
+            wrong[name][slot] = (said, derived)
+    for name, slots in wrong.items():
+        for first, last in _spans(sorted(slots)):
+            said, derived = slots[first]
+            found.append(Violation(f"{name}_mismatch", first, f"slots {first}..{last}: not the post-processing of the "
+                                   f"releases (slot {first}: {str(said)[:80]}, the filter bank gives "
+                                   f"{np.round(derived, 3).tolist()!s:.80})"))
+    return tuple(f"post-processing restarted at slot {slot} (a job that resumed after slot {slot - 1} without state)"
+                 for slot in restarts)
+
+
+def _bank_step(
+    smoother: KalmanSmoother, rules: InputRules, release: Release, public: PublicRelease, with_interval: bool
+) -> tuple[KalmanSmoother, bool, list[tuple[str, Any, np.ndarray]]]:
+    """One slot: the running bank's output against the release and, where they disagree, a fresh
+    bank's (a restart when that one agrees). Returns the bank to go on with, whether it restarted,
+    and each field that disagrees as (name, the release's value, the running bank's)."""
+    derived = _smoothed(smoother, public)
+    misses = _disagreements(release, derived, with_interval)
+    if misses and release.slot > 1:
+        fresh = rules.smoother()
+        assert fresh is not None
+        if not _disagreements(release, _smoothed(fresh, public), with_interval):
+            return fresh, True, []
+    return smoother, False, [(name, release.record.get(name), derived[name]) for name in misses]
+
+
+def _public_release(release: Release | None, d: int) -> PublicRelease | None:
+    """What the post-processing reads of a release, None when it cannot be read."""
+    if release is None or release.counts is None or len(release.counts) != d or release.population is None:
+        return None
+    try:
+        return PublicRelease.from_record(dict(release.record))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _smoothed(smoother: KalmanSmoother, public: PublicRelease) -> dict[str, np.ndarray]:
+    """One step of the bank: the slot's `smoothed` and `interval`, unrounded."""
+    smoothed = smoother.step(public)
+    return {"smoothed": smoothed, "interval": smoother.interval(smoothed, public.population)}
+
+
+def _disagreements(release: Release, derived: dict[str, np.ndarray], with_interval: bool) -> list[str]:
+    """The fields of `smoothed` and `interval` that are not `derived` (interval: absent before version 2)."""
+    out = [] if _close(release.record.get("smoothed"), derived["smoothed"]) else ["smoothed"]
+    if not (_close(release.record.get("interval"), derived["interval"]) if with_interval
+            else "interval" not in release.record):
+        out.append("interval")
+    return out
+
+
+def _close(said: Any, derived: np.ndarray) -> bool:
+    values = _numbers(said)
+    return values is not None and values.shape == derived.shape and bool(np.all(
+        np.abs(values - derived) <= SMOOTHED_ROUNDING + SMOOTHED_RTOL * np.maximum(np.abs(derived), 1.0)))
+
+
+def _numbers(value: Any) -> np.ndarray | None:
+    """A list (of lists) of finite numbers as a float array; None for anything else (null, text,
+    booleans, ragged lists)."""
+    def leaves(item: Any) -> Iterator[Any]:
+        if isinstance(item, list):
+            for inner in item:
+                yield from leaves(inner)
+        else:
+            yield item
+
+    if not isinstance(value, list) or any(_finite(leaf) is None for leaf in leaves(value)):
+        return None
+    try:
+        return np.array(value, dtype=float)
+    except ValueError:
+        return None
+
+
 def _spans(slots: list[int]) -> list[tuple[int, int]]:
     """Sorted slots as runs of consecutive slots (first, last): one finding per run, not per slot."""
     return [(first, last) for first, last, _ in _runs((slot, None) for slot in slots)]
@@ -922,6 +1116,7 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
     log = _read_log(records, found)
     windows = _ledger_checks(log, found)
     users: dict[str, tuple[tuple[str, int], ...]] = {}
+    notes: tuple[str, ...] = ()
     if inputs is None:
         for line in (line for lines in log.spends.values() for line in lines.values()):
             _line_rules(line, None, found)
@@ -945,6 +1140,7 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
         users = {user: _segments(members) for user, members in by_user.items()}
         population = _membership(log, users, horizon, found)
         _release_checks(releases, log, population, inputs.rules, found)
+        notes = _release_field_checks(releases, inputs.rules, found)
         windows += _user_checks(log, inputs, users, horizon, found)
     found.sort(key=lambda v: (v.slot, v.rule, v.ledger or "", v.user or ""))
     members: dict[str, list[str]] = defaultdict(list)
@@ -952,7 +1148,7 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
         if member.user not in members[member.ledger]:
             members[member.ledger].append(member.user)
     return AuditReport(len(set(log.ledgers) | set(log.spends)), len(users), log.spend_lines, windows,
-                       tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()})
+                       tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()}, notes)
 
 
 def _json_lines(path: str) -> Iterator[tuple[str, Any]]:
@@ -969,17 +1165,11 @@ def _json_lines(path: str) -> Iterator[tuple[str, Any]]:
         raise AuditInputError(f"cannot read {path}: {err.strerror}") from None
 
 
-def _text_lines(path: str) -> list[tuple[str, str]]:
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-            return [(f"{path}:{n}", line) for n, line in enumerate(handle, 1) if line.strip()]
-    except OSError as err:
-        raise AuditInputError(f"cannot read {path}: {err.strerror}") from None
-
-
 def _values(path: str, fields: InputFormat) -> list[tuple[str, str | bytes]]:
-    """(path:number, value) of the records of an Avro requirements input (docs/formats.md, "Input
-    formats"): lines of a framed-records file, records of a container file, numbered from 1."""
+    """(path:number, value) of the records of a requirements input as the replay reads them
+    (docs/formats.md, "Input formats"): the bytes of each non-blank line of a JSON-lines file (its
+    newline taken off), the values of a framed-records file, the records of a container file,
+    numbered from 1."""
     try:
         return [(f"{path}:{n}", value) for n, value in enumerate(input_values(path, fields), 1)]
     except (OSError, ValueError) as err:
@@ -999,7 +1189,6 @@ def audit_file(
     if requirements is not None or release_records is not None or config is not None:
         if requirements is None or release_records is None or config is None:
             raise AuditInputError("the full audit needs the requirements, the releases and the configuration")
-        lines = (_text_lines(requirements) if config.requirements.format == "json"
-                 else _values(requirements, config.requirements))
+        lines = _values(requirements, config.requirements)
         inputs = AuditInputs.build(lines, release_records, config)
     return _audit(_json_lines(spend_log), inputs)

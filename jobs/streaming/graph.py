@@ -14,7 +14,8 @@ operator).
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
                    -> latest_with_class (with membership's changes) -> count_present
                    -> population (counts, changes, the events that do not count)
-                   -> write_sinks (releases, audit, dead letters)
+                   -> (ReleaseWriter: releases, once their checkpoint completed)
+                   -> write_sinks (audit, dead letters)
 """
 
 from __future__ import annotations
@@ -75,13 +76,13 @@ def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...]
 
 
 def write_sink_tables(stage: Stage) -> None:
-    """The three Kafka sink tables (exactly once; docs/streaming.md, "Which releases count"), in UTC:
-    tumbling windows on TIMESTAMP_LTZ align to the session time zone."""
+    """The Kafka sink tables of the dead letters and the audit lines (exactly once; docs/streaming.md,
+    "Which releases count"; the releases have their own writer, `population`), in UTC: tumbling
+    windows on TIMESTAMP_LTZ align to the session time zone."""
     topics, settings = stage.settings.kafka.topics, stage.settings
     stage.t_env.get_config().set("table.local-time-zone", "UTC")
-    stage.t_env.execute_sql(sink_ddl("sink_releases", topics["releases"], "releases", True, settings))
-    stage.t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", False, settings))
-    stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", False, settings))
+    stage.t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", settings))
+    stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", settings))
 
 
 #: The Java table function that splits the Population's audit rows into lines (`pwevent.flink.Lines`).
@@ -288,8 +289,10 @@ def count_present(stage: Stage, joined: Any) -> None:
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
     """Views `slot_counts`, `unknown_users`, `membership_changes` and `events_rejected` -> the Population
-    (Python, one key: the replay's Engine) -> view `population_out` (`rows.POPULATION_OUT`: releases,
-    audit lines, dead letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one
+    (Python, one key: the replay's Engine) -> its releases to `ReleaseWriter` (Java), which writes each
+    to the release topic once the checkpoint holding it has completed (docs/streaming.md, "A slot's
+    outcome is drawn once"), and view `population_out` (`rows.POPULATION_OUT`: audit lines, dead
+    letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one
     query so that the planner runs the window once: the count of present users per (slot, class,
     cell), the subtasks' counts summed in a window of the slot; Membership's
     changes, in batches; the events `SlotJudge` judged `late` or `too_far_ahead`; those of users without a class
@@ -326,13 +329,14 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     hosted = internals.keyed_by_first_field(population_in, Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
+    internals.release_writer(hosted, rows.RELEASE_ROUTE, kafka.release_writer_properties(), kafka.topics["releases"],
+                             kafka.release_transactional_id).uid("release-writer")
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
 
 def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, members: Members) -> None:
-    """Releases (key = slot) and audit lines (one message per line of its audit rows) from
-    `population_out`; dead letters from the parsers'
-    side outputs, Membership's refusals and the Population (which also writes those of the late,
+    """Audit lines (one message per line of its audit rows) from `population_out`; dead letters from
+    the parsers' side outputs, Membership's refusals and the Population (which also writes those of the late,
     too-far-ahead and unknown-user events); one statement set."""
     from pyflink.table.expressions import col
 
@@ -345,8 +349,6 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, me
     dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
         .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{rows.DEAD_ROUTE}'"))
     statements = t_env.create_statement_set()
-    statements.add_insert("sink_releases", t_env.sql_query(
-        f"SELECT k, v FROM population_out WHERE route = '{rows.RELEASE_ROUTE}'"))
     statements.add_insert("sink_dead_letters", dead)
     statements.add_insert("sink_audit", t_env.sql_query(  # the Population joins many audit lines in a row
         f"SELECT line AS v FROM population_out, LATERAL TABLE({LINES}(v)) AS l(line)"

@@ -2,9 +2,10 @@
 
 Input: any events and requirements files in the configured formats (docs/formats.md: JSON lines;
 for Avro, framed-records files or Avro object container files), or a synthetic stream
-generated on the fly (`jobs.synthetic`, written by `jobs.files.write_synthetic`). Each slot's
-requirement records go first, then its events; then the producer waits `--pace` of wall time before
-the next slot, so a live job closes one slot per pace. Lines are sent as they are, bad ones included
+generated on the fly (`jobs.synthetic`, written by `jobs.files.write_synthetic`). Only the slots
+that hold records are sent (a gap between them costs no time); each one's requirement records go
+first, then its events; then the producer waits `--pace` of wall time before the next one (`--pace
+0`: none, a backlog at full speed). Lines are sent as they are, bad ones included
 (the job routes them to the dead-letter topic), except that with `requirements.signature` configured
 every requirement line that is a JSON object is sent signed (jobs.common.provenance). The Kafka
 record timestamp is the record's event time when it has one (so `kafka.event_time: kafka` works
@@ -36,7 +37,7 @@ from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import field_value, load_object, load_record
-from pwevent.jobs.common.slots import duration_arg, parse_time_ms
+from pwevent.jobs.common.slots import duration_arg, pace_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, producer
 from pwevent.jobs.streaming.settings import KafkaSettings, load_settings
@@ -85,6 +86,12 @@ def _slots(path: str, fields: EventFields | RequirementFields, config: Config) -
     return out
 
 
+def occupied_slots(*slots: dict[int, list[Line]], first: int = 1, last: int | None = None) -> list[int]:
+    """The slots from `first` to `last` (default: the last one) that hold a record, in order."""
+    held = {slot for grouped in slots for slot, lines in grouped.items() if lines}
+    return sorted(slot for slot in held if slot >= first and (last is None or slot <= last))
+
+
 def _signed(line: bytes, signature: RequirementSignature) -> bytes:
     """A requirement line with its signature; a line that is not a JSON object goes as it is."""
     try:
@@ -99,23 +106,23 @@ def produce_files(
     on_slot: Callable[[int, float], None] | None = None, first_slot: int = 1, last_slot: int | None = None,
     before_slot: Callable[[int, float], None] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> int:
-    """Send the files slot by slot; returns the number of messages the broker acknowledged.
-    `before_slot(slot, time)` runs before a slot's first message, `on_slot(slot, time)` once all of
-    them are acknowledged. Raises RecordsRefusedError after a slot in which the broker refused any
-    record, BrokerUnavailableError when no broker answers the first connection or a slot is not
-    acknowledged within `timeout_s`."""
+    """Send the files slot by slot, only the slots from `first_slot` to `last_slot` that hold records,
+    `pace_s` apart; returns the number of messages the broker acknowledged. `before_slot(slot, time)`
+    runs before a slot's first message, `on_slot(slot, time)` once all of them are acknowledged.
+    Raises RecordsRefusedError after a slot in which the broker refused any record,
+    BrokerUnavailableError when no broker answers the first connection or a slot is not acknowledged
+    within `timeout_s`."""
     requirements = _slots(requirements_path, config.requirements, config)
     signature = config.requirements.signature
     if signature is not None:
         requirements = {slot: [(_signed(value, signature), key, stamp) for value, key, stamp in lines]
                         for slot, lines in requirements.items()}
     events = _slots(events_path, config.events, config)
-    top = max([*requirements, *events], default=0) if last_slot is None else last_slot
     client = producer(kafka, connect_timeout_s=timeout_s)
     sent = 0
     next_at = time.monotonic()
     try:
-        for slot in range(first_slot, top + 1):
+        for slot in occupied_slots(requirements, events, first=first_slot, last=last_slot):
             if before_slot:
                 before_slot(slot, time.time())
             futures, reasons = [], Counter[str]()
@@ -184,7 +191,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "produce", help="replay a dataset into the Kafka topics, paced slot by slot",
         description="Send an events file and a requirements file (or a generated synthetic stream) to the "
-        "configured events and requirements topics, one slot per --pace of wall time. Every record's "
+        "configured events and requirements topics, one slot that holds records per --pace of wall time (empty "
+        "slots are skipped). Every record's "
         f"acknowledgement is checked: a refused record stops the run after its slot (exit {EXIT_REFUSED}, with "
         "the count and the broker's reasons); no acknowledgement within --timeout is exit 4.",
     )
@@ -193,7 +201,8 @@ def register(sub: Any) -> None:
                    "(one base64 Kafka value a line) or an Avro object container file (default: generate a "
                    "synthetic stream)")
     p.add_argument("--requirements", help="requirements file in requirements.format (as --events)")
-    p.add_argument("--pace", default="1s", type=duration_arg, help="wall time per slot, e.g. 500ms, 2s (default 1s)")
+    p.add_argument("--pace", default="1s", type=pace_arg, help="wall time between two slots that hold records, "
+                   "e.g. 500ms, 2s (default 1s); 0: a backlog at full speed")
     p.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", type=duration_arg,
                    help="how long the broker may take to answer the first connection, and to acknowledge one "
                    f"slot's records, before the run fails with exit code 4 (default {DEFAULT_TIMEOUT_S:g}s); a "

@@ -239,6 +239,21 @@ def change_batches(changes: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.ChangeBatches.apply(changes._j_data_stream))
 
 
+def release_writer(population: Any, route: str, properties: dict[str, str], topic: str,
+                   transactional_id: str) -> Any:
+    """Java `ReleaseWriter` behind the Population (`population`, `rows.POPULATION_OUT`): the rows of
+    `route` written to `topic` once the checkpoint holding them has completed, by a transactional
+    producer with `transactional_id` and the Kafka clients' `properties` (bootstrap and security
+    included). Returns the writer's stream (it needs a uid; a discarding sink ends it)."""
+    from pyflink.datastream import DataStream
+
+    java_properties = _jvm().java.util.HashMap()
+    for key, value in properties.items():
+        java_properties.put(key, value)
+    return DataStream(_jvm().pwevent.flink.ReleaseWriter.apply(population._j_data_stream, route, java_properties,
+                                                               topic, transactional_id))
+
+
 def set_output_type(stream: Any, type_info: Any) -> Any:
     stream._j_data_stream.getTransformation().setOutputType(type_info.get_java_type_info())
     return stream

@@ -201,9 +201,21 @@ class KafkaSettings(Section):
                               "deploy/local/kafka.sh start")
         return self.bootstrap
 
+    @property
+    def release_transactional_id(self) -> str:
+        """The transactional id of the job's release writer (`pwevent.flink.ReleaseWriter`): one per job,
+        so that a restored writer fences a failed one's producer."""
+        return f"{self.transactional_id_prefix}-release-writer"
+
     def jvm_properties(self) -> dict[str, str]:
         """Java client properties of every Flink source and sink: `properties` and `security`."""
         return {**self.properties, **self.security.jvm_properties()}
+
+    def release_writer_properties(self) -> dict[str, str]:
+        """The Java client properties of the job's release writer (`pwevent.flink.ReleaseWriter`): the
+        bootstrap address, `jvm_properties` and the transaction timeout."""
+        return {"bootstrap.servers": self.require_bootstrap(), **self.jvm_properties(),
+                "transaction.timeout.ms": str(self.transaction_timeout_ms)}
 
     def client_options(self) -> dict[str, Any]:
         """kafka-python keyword arguments of the Python tools (security only)."""

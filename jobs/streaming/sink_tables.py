@@ -1,5 +1,6 @@
-"""The streaming job's Kafka sink tables as Flink SQL DDL (docs/streaming.md, "Which releases
-count"): exactly once, in Kafka transactions, with the clients' properties (security included)."""
+"""The streaming job's Kafka sink tables (dead letters, audit lines) as Flink SQL DDL
+(docs/streaming.md, "Which releases count"): exactly once, in Kafka transactions, with the clients'
+properties (security included). The releases have a writer of their own (`pwevent.flink.ReleaseWriter`)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def _kafka_options(settings: StreamSettings, topic: str) -> dict[str, str]:
     return options
 
 
-def sink_ddl(name: str, topic: str, role: str, keyed: bool, settings: StreamSettings) -> str:
-    """An exactly-once Kafka sink table; keyed sinks take the first column as the message key."""
+def sink_ddl(name: str, topic: str, role: str, settings: StreamSettings) -> str:
+    """An exactly-once Kafka sink table of one column, `v`, the message's value."""
     kafka = settings.kafka
     options = _kafka_options(settings, topic)
     options.update({
@@ -31,9 +32,4 @@ def sink_ddl(name: str, topic: str, role: str, keyed: bool, settings: StreamSett
         "properties.transaction.timeout.ms": str(kafka.transaction_timeout_ms),
         "value.format": "raw",
     })
-    if keyed:
-        options.update({"key.format": "raw", "key.fields": "k", "value.fields-include": "EXCEPT_KEY"})
-        columns = "`k` STRING, `v` STRING"
-    else:
-        columns = "`v` STRING"
-    return f"CREATE TEMPORARY TABLE `{name}` ({columns}) WITH ({_with(options)})"
+    return f"CREATE TEMPORARY TABLE `{name}` (`v` STRING) WITH ({_with(options)})"

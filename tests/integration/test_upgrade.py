@@ -76,7 +76,9 @@ def test_a_savepoint_of_an_earlier_release_restores(streaming_job: Any, mechanis
     assert job.process is not None and job.process.wait(timeout=120) == 0, job.log_tail()
 
     job.pwevent = PWEVENT
-    job.start(seed=SEED, restore=savepoint)
+    # The releases' SQL sink of releases before ReleaseWriter has no place in this graph (and the SQL
+    # sinks after it moved up one node): their state, committed by the stop, is dropped.
+    job.start(seed=SEED, restore=savepoint, extra_args=["--allow-non-restored-state"])
 
     def released_before(slot: int, _: float) -> None:
         if slot > HALF + 1:  # the slot before is released by the time the events of this one moved on

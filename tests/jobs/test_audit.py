@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 
 from pwevent.jobs.cli.main import main
-from pwevent.jobs.common.config import Config, load_config, parse_config
+from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, load_config, parse_config
 from pwevent.jobs.common.release import RELEASE_SCHEMA_VERSION
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.offline import audit
 from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
+from pwevent.jobs.offline.replay import run_replay
 from pwevent.operators.family import FAMILIES
 from pwevent.operators.noise import NumpyRandomness, SecureRandomness, discrete_laplace_variance
 from pwevent.operators.obs import MIN_KEPT_SHARE, optimal_budget
+from pwevent.operators.postprocess import PublicRelease
 from pwevent.operators.registry import REGISTRY
 
 FIXED = {"w": 3, "epsilon": 1.0}
@@ -110,8 +112,10 @@ def declared(user, slot, requirement):
 def releases_for(log: list[dict[str, Any]], slots: int, config: Config, kinds: dict[int, str] | None = None):
     """The releases the engine would write for a hand-made log: publications (or `kinds`) whose epsilons
     and thresholds come from operators.obs (the auditor's own OBS must agree), with dissimilarities that
-    clear the threshold, fresh counts and the seeded noise label."""
+    clear the threshold, fresh counts and the seeded noise label, as records of version 1 (no
+    schema_version, domain or interval); with the configuration's post-processing, its `smoothed`."""
     counts, out = [0] * config.domain.d, []
+    smoother = config.smoother()
     for t in range(1, slots + 1):
         lines = [r for r in log if r.get("record", "spend") == "spend" and r["slot"] == t]
         members = np.array([r["members"] for r in lines], dtype=float)
@@ -127,6 +131,8 @@ def releases_for(log: list[dict[str, Any]], slots: int, config: Config, kinds: d
                     "epsilon_publication": publication.epsilon if publication else None, "threshold": threshold,
                     "dissimilarity": (threshold or 0.0) + 1.0 if calculation else None,
                     "noise": NumpyRandomness(0).label})
+        if smoother is not None:
+            out[-1]["smoothed"] = [round(float(x), 3) for x in smoother.step(PublicRelease.from_record(out[-1]))]
     return out
 
 
@@ -283,3 +289,28 @@ def test_a_forged_release_slot_far_past_the_others_is_an_input_error_not_a_huge_
     lines = [("requirements:1", declared("a", 1, LOOSE))]
     with pytest.raises(AuditInputError, match="this sparse"):
         audit_records(log, AuditInputs.build(lines, releases, CONFIG))
+
+
+def test_the_audit_parses_the_requirements_with_the_configured_max_record_bytes(tmp_path):
+    """A correct run whose configuration allows larger records than the default: a requirement record
+    of exactly the configured max_record_bytes and one between the default and it register their users
+    in the replay, and the audit, given the configuration, reads them alike (under the default limit
+    it would not)."""
+    limit = 2 * DEFAULT_MAX_RECORD_BYTES
+    settings = {"mechanism": "PBD", "slot": "1s", "origin": 0, "domain": {"type": "binary"}}
+    config = parse_config({**settings, "max_record_bytes": limit})
+    requirements = [json.dumps({"user": user, "time": 5, "w": 4, "epsilon": 1.0, "note": ""}) for user in "abc"]
+    requirements[0] = requirements[0].replace('"note": ""', '"note": "' + "x" * (limit - len(requirements[0])) + '"')
+    requirements[1] = requirements[1].replace('"note": ""', '"note": "' + "y" * DEFAULT_MAX_RECORD_BYTES + '"')
+    sizes = [len(text.encode()) for text in requirements]
+    assert sizes[0] == limit and DEFAULT_MAX_RECORD_BYTES < sizes[1] < limit
+    paths = {name: tmp_path / f"{name}.jsonl" for name in ("req", "ev", "rel", "spend")}
+    paths["req"].write_text("".join(text + "\n" for text in requirements))
+    paths["ev"].write_text("".join(json.dumps({"user": user, "time": (slot - 1) * 1000 + 500, "value": slot % 2}) + "\n"
+                                   for slot in range(1, 11) for user in "abc"))
+    summary = run_replay(config, *(str(paths[name]) for name in ("ev", "req", "rel", "spend")), seed=1)
+    assert summary.users == 3 and not summary.rejects
+    report = audit_file(*(str(paths[name]) for name in ("spend", "req", "rel")), config)
+    assert report.ok, report.render()
+    under_default = audit_file(*(str(paths[name]) for name in ("spend", "req", "rel")), parse_config(settings))
+    assert "unregistered_member" in under_default.rules()

@@ -19,9 +19,11 @@ import numpy as np
 import pytest
 
 from pwevent.jobs.common.config import Config, parse_config
+from pwevent.jobs.common.population_operator import PopulationOperator
 from pwevent.jobs.offline.audit import AuditInputs, AuditReport, audit_records
 from pwevent.jobs.offline.replay import run_replay
-from pwevent.operators.noise import discrete_laplace_variance
+from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
+from pwevent.operators.postprocess import PublicRelease
 from pwevent.operators.registry import REGISTRY
 
 USERS, SLOTS = 30, 60
@@ -76,15 +78,15 @@ def inputs(dynamic: bool, seed: int = 11) -> tuple[list[Record], list[Record]]:
     return requirements, events
 
 
-@pytest.fixture(scope="module")
-def genuine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def replayed(tmp_path_factory: pytest.TempPathFactory, settings: dict[str, Any]) -> dict[str, Run]:
+    """One replay per mechanism of `inputs`, under `settings` (the domain and the post-processing)."""
     runs = {}
     for name in REGISTRY.names():
         folder = tmp_path_factory.mktemp(name)
         entry = REGISTRY.get(name)
         switching = {entry.section: {"evidence": 4, "static_drift": 100.0}} if entry.section else {}  # Adaptive
-        config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, "domain": {"type": "binary"},
-                               **entry.global_keys(8, 1.0), **switching, "caps": {"max_w": 20}, "postprocess": "none"})
+        config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, **settings,
+                               **entry.global_keys(8, 1.0), **switching, "caps": {"max_w": 20}})
         requirements, events = inputs(name in DYNAMIC)
         texts = [json.dumps(r) for r in requirements]
         (folder / "req.jsonl").write_text("".join(t + "\n" for t in texts))
@@ -95,6 +97,17 @@ def genuine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
                          for f in ("spend.jsonl", "rel.jsonl"))
         runs[name] = Run(config, tuple(log), tuple(releases), tuple(texts))
     return runs
+
+
+@pytest.fixture(scope="module")
+def genuine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    return replayed(tmp_path_factory, {"domain": {"type": "binary"}, "postprocess": "none"})
+
+
+@pytest.fixture(scope="module")
+def smoothed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Runs with the post-processing on four cells (two of them always empty), so that pooling applies."""
+    return replayed(tmp_path_factory, {"domain": {"type": "cells", "d": 4}, "postprocess": "kalman"})
 
 
 @pytest.mark.parametrize("name", REGISTRY.names())
@@ -467,6 +480,58 @@ def domain_relabelled(run: Run) -> Run:
     return _releases(run, run.releases[1]["slot"], lambda r: r.update(domain={"type": "cells", "d": 2}))
 
 
+def _decided_skip(run: Run) -> int:
+    """A skip decided by a dissimilarity against a threshold."""
+    slot = next((r["slot"] for r in run.releases if r["kind"] == "skip" and r["threshold"] is not None
+                 and r["dissimilarity"] is not None), None)
+    if slot is None:
+        pytest.skip("no skip decided by a dissimilarity")
+    return int(slot)
+
+
+def skip_threshold_nulled(run: Run) -> Run:
+    """A skip's threshold set to null (its dissimilarity and epsilon_publication stay): the decision can
+    no longer be checked."""
+    return _releases(run, _decided_skip(run), lambda r: r.update(threshold=None))
+
+
+def skip_threshold_below_its_noise(run: Run) -> Run:
+    """A skip's threshold lowered below the noise's own standard deviation at its epsilon_publication,
+    and its dissimilarity below that, so that the decision still follows."""
+    def change(r: Record) -> None:
+        r["threshold"] = 0.5 * math.sqrt(float(discrete_laplace_variance(r["epsilon_publication"])))
+        r["dissimilarity"] = min(r["dissimilarity"], r["threshold"] / 2)
+    return _releases(run, _decided_skip(run), change)
+
+
+def schema_version_dropped(run: Run) -> Run:
+    return _releases(run, run.releases[7]["slot"], lambda r: r.pop("schema_version"))
+
+
+def schema_version_downgraded(run: Run) -> Run:
+    """One release claims version 2, which has no kept_share to check."""
+    return _releases(run, run.releases[7]["slot"], lambda r: r.update(schema_version=2))
+
+
+def run_relabelled_version_2(run: Run) -> Run:
+    """Every release claims version 2 (one version for the run), with its kept_share still there."""
+    return replace(run, releases=tuple({**r, "schema_version": 2} for r in run.releases))
+
+
+def run_without_versions(run: Run) -> Run:
+    """No release carries a version (version 1, which had no domain), each with its domain still there."""
+    return replace(run, releases=tuple({k: v for k, v in r.items() if k != "schema_version"} for r in run.releases))
+
+
+def smoothed_without_post_processing(run: Run) -> Run:
+    """A run under `postprocess: none` with a smoothed histogram in one release."""
+    return _releases(run, run.releases[3]["slot"], lambda r: r.update(smoothed=[float(c) for c in r["counts"]]))
+
+
+def interval_without_post_processing(run: Run) -> Run:
+    return _releases(run, run.releases[3]["slot"], lambda r: r.update(interval=[[0.0, 1.0] for _ in r["counts"]]))
+
+
 def _by_family(personalized: str, baseline: str) -> Callable[[str], str]:
     return lambda name: personalized if REGISTRY.get(name).personalized else baseline
 
@@ -524,6 +589,14 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "population_changed": (population_changed, "population_mismatch"),
     "mechanism_relabelled": (mechanism_relabelled, "label_mismatch"),
     "domain_relabelled": (domain_relabelled, "label_mismatch"),
+    "skip_threshold_nulled": (skip_threshold_nulled, "threshold_missing"),
+    "skip_threshold_below_its_noise": (skip_threshold_below_its_noise, "threshold_mismatch"),
+    "schema_version_dropped": (schema_version_dropped, "schema_version_mixed"),
+    "schema_version_downgraded": (schema_version_downgraded, "schema_version_mixed"),
+    "run_relabelled_version_2": (run_relabelled_version_2, "schema_fields_mismatch"),
+    "run_without_versions": (run_without_versions, "schema_fields_mismatch"),
+    "smoothed_without_post_processing": (smoothed_without_post_processing, "smoothed_mismatch"),
+    "interval_without_post_processing": (interval_without_post_processing, "interval_mismatch"),
 }
 
 
@@ -534,3 +607,102 @@ def test_tampering_fails_the_audit(genuine: dict[str, Run], name: str, mutation:
     rule = expected if isinstance(expected, str) else expected(name)
     report = tamper(genuine[name]).audit()
     assert rule in report.rules(), report.render()
+
+
+# ------------------------------------------------------------------------------- post-processing
+
+
+def test_genuine_smoothed_runs_pass_the_full_audit(smoothed: dict[str, Run]) -> None:
+    for name, run in smoothed.items():
+        assert all("smoothed" in r and "interval" in r for r in run.releases), name
+        report = run.audit()
+        assert report.ok and not report.notes, f"{name}: {report.render()}"
+
+
+def _middle(run: Run) -> int:
+    """A slot in the middle whose smoothed histogram and interval are not all zeros."""
+    slots = [r["slot"] for r in run.releases if any(r["smoothed"]) and any(high for _, high in r["interval"])]
+    return int(slots[len(slots) // 2])
+
+
+def smoothed_shifted(run: Run) -> Run:
+    return _releases(run, _middle(run), lambda r: r.update(smoothed=[x + 100 for x in r["smoothed"]]))
+
+
+def smoothed_collapsed(run: Run) -> Run:
+    return _releases(run, _middle(run), lambda r: r.update(smoothed=[0.0 for _ in r["smoothed"]]))
+
+
+def interval_shifted(run: Run) -> Run:
+    return _releases(run, _middle(run), lambda r: r.update(interval=[[lo + 100, hi + 100] for lo, hi in r["interval"]]))
+
+
+def interval_collapsed(run: Run) -> Run:
+    return _releases(run, _middle(run), lambda r: r.update(interval=[[0.0, 0.0] for _ in r["interval"]]))
+
+
+def smoothed_dropped(run: Run) -> Run:
+    return _releases(run, _middle(run), lambda r: r.pop("smoothed"))
+
+
+def everything_shifted(run: Run) -> Run:
+    """Both fields of every release shifted by 100: no restart of the filter bank explains them."""
+    return replace(run, releases=tuple({**r, "smoothed": [x + 100 for x in r["smoothed"]],
+                                        "interval": [[lo + 100, hi + 100] for lo, hi in r["interval"]]}
+                                       for r in run.releases))
+
+
+#: name -> (tampering of a run with `postprocess: kalman`, the rules the audit must report).
+SMOOTHING_MUTATIONS: dict[str, tuple[Callable[[Run], Run], set[str]]] = {
+    "smoothed_shifted": (smoothed_shifted, {"smoothed_mismatch"}),
+    "smoothed_collapsed": (smoothed_collapsed, {"smoothed_mismatch"}),
+    "interval_shifted": (interval_shifted, {"interval_mismatch"}),
+    "interval_collapsed": (interval_collapsed, {"interval_mismatch"}),
+    "smoothed_dropped": (smoothed_dropped, {"smoothed_mismatch"}),
+    "everything_shifted": (everything_shifted, {"smoothed_mismatch", "interval_mismatch"}),
+}
+
+
+@pytest.mark.parametrize("mutation", SMOOTHING_MUTATIONS)
+@pytest.mark.parametrize("name", REGISTRY.names())
+def test_tampered_post_processing_fails_the_audit(smoothed: dict[str, Run], name: str, mutation: str) -> None:
+    tamper, rules = SMOOTHING_MUTATIONS[mutation]
+    report = tamper(smoothed[name]).audit()
+    assert rules <= report.rules(), report.render()
+
+
+def resumed_at(run: Run, slot: int) -> Run:
+    """The run as a job that resumed after slot - 1 without state would have smoothed it: a fresh filter
+    bank from `slot` on (`PopulationOperator` builds its smoother fresh and `resume_after` seeds only
+    the release history), rounded as jobs/common/release.py rounds."""
+    smoother = run.config.smoother()
+    assert smoother is not None
+    releases = []
+    for record in run.releases:
+        if record["slot"] >= slot:
+            out = smoother.step(PublicRelease.from_record(record))
+            record = {**record, "smoothed": [round(float(x), 3) for x in out],
+                      "interval": [[round(float(lo), 3), round(float(hi), 3)]
+                                   for lo, hi in smoother.interval(out, record["population"])]}
+        releases.append(record)
+    return replace(run, releases=tuple(releases))
+
+
+def test_resume_after_leaves_the_smoother_fresh(smoothed: dict[str, Run]) -> None:
+    """What the auditor's restart mirrors: a job resuming after its last release starts the post-processing anew."""
+    config = smoothed["PBD"].config
+    operator = PopulationOperator(config, NumpyRandomness(0), "events")
+    operator.resume_after(30, (5, 4, 0, 0), 28)
+    assert operator.smoother is not None and config.smoother() is not None
+    assert operator.smoother.snapshot() == config.smoother().snapshot()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", ["PBD", "DPBA", "Adaptive"])
+def test_a_resumed_job_restarts_the_post_processing(smoothed: dict[str, Run], name: str) -> None:
+    resumed = resumed_at(smoothed[name], 31)
+    assert resumed.releases[40]["smoothed"] != smoothed[name].releases[40]["smoothed"], "the restart changes nothing"
+    report = resumed.audit()
+    assert report.ok, report.render()
+    assert report.notes == ("post-processing restarted at slot 31 (a job that resumed after slot 30 without state)",)
+    for tamper, rules in SMOOTHING_MUTATIONS.values():
+        assert rules <= tamper(resumed).audit().rules()

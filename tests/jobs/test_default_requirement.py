@@ -142,6 +142,7 @@ def test_replay_and_keyed_membership_register_alike_and_the_audit_passes(name, s
                  NumpyRandomness(1), 20, job_log.append)
     rules = Membership(RequirementRules(spec, 20), default)
     keyed = {u: UserMembership() for u in range(5)}
+    smoother = config.smoother()  # the releases' post-processing, as the job's
     for slot, (records, present) in enumerate(slots, 1):
         for user, level in sorted(records.items()):
             replay.declare(f"u{user}", slot, _requirement(dynamic, level))
@@ -166,7 +167,7 @@ def test_replay_and_keyed_membership_register_alike_and_the_audit_passes(name, s
             counts.setdefault(replay.class_of(int(index)), np.zeros(3, dtype=np.int64))[cell] += 1
         got, _ = job.decide(slot, counts)
         assert (got.kind, got.counts.tolist()) == (outcome.kind, outcome.counts.tolist())
-        releases.append(release_record(outcome, config, NumpyRandomness(0).label, None))
+        releases.append(release_record(outcome, config, NumpyRandomness(0).label, smoother))
     assert sorted(map(str, job_log)) == sorted(map(str, replay_log))
     report = audit_records(replay_log, AuditInputs.build(lines, releases, config))
     assert report.ok and report.skipped is None, report.render()

@@ -81,12 +81,15 @@ def test_checkpoint_timeout_and_tolerance_reach_flink() -> None:
 def test_security_properties_reach_every_table() -> None:
     s = settings(kafka={"bootstrap": "127.0.0.1:1", "security": {"protocol": "SASL_PLAINTEXT", "username": "u",
                                                                 "password": "it's"}})
-    ddl = sink_ddl("b", "t", "releases", True, s)
+    ddl = sink_ddl("b", "t", "audit", s)
     assert "'properties.security.protocol' = 'SASL_PLAINTEXT'" in ddl
     assert """username="u" password="it''s";""" in ddl  # SQL quotes escaped
-    keyed = sink_ddl("b", "t", "releases", True, s)
-    assert "'sink.delivery-guarantee' = 'exactly-once'" in keyed and "'key.fields' = 'k'" in keyed
-    assert "'properties.transaction.timeout.ms' = '600000'" in keyed
+    assert "'sink.delivery-guarantee' = 'exactly-once'" in ddl
+    assert "'properties.transaction.timeout.ms' = '600000'" in ddl
+    writer = s.kafka.release_writer_properties()  # the releases' own writer (pwevent.flink.ReleaseWriter)
+    assert writer["security.protocol"] == "SASL_PLAINTEXT" and writer["bootstrap.servers"] == "127.0.0.1:1"
+    assert 'username="u" password="it\'s";' in writer["sasl.jaas.config"]
+    assert writer["transaction.timeout.ms"] == "600000"
 
 
 def test_the_submit_command_quotes_paths_for_the_shell(tmp_path, monkeypatch):

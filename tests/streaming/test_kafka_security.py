@@ -65,7 +65,7 @@ def test_one_section_drives_the_java_and_the_python_clients(ca: Path, monkeypatc
         "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "pwevent-job",
         "sasl_plain_password": SECRET, "ssl_cafile": str(ca), "ssl_check_hostname": True,
     }
-    ddl = sink_ddl("b", "t", "releases", True, settings(sasl_ssl(ca), str(ca.parent)))
+    ddl = sink_ddl("b", "t", "audit", settings(sasl_ssl(ca), str(ca.parent)))
     assert "'properties.security.protocol' = 'SASL_SSL'" in ddl and "'properties.sasl.jaas.config'" in ddl
 
 
