@@ -57,11 +57,15 @@ def analyst_read(kafka: Any, topic: str) -> list[Message]:
     return read_topic(kafka, topic, idle_s=2.0, max_s=GUARD_S, committed=False)
 
 
-def released_once(job: StreamingJob, events: str, requirements: str, slots: int) -> None:
+def released_once(job: StreamingJob, events: str, requirements: str, slots: int, seeded: bool = True) -> None:
     """What every test checks once its job has settled: the committed releases and the spend log
-    equal the replay's and pass the full audit; every slot read_uncommitted once or in identical
-    copies; `pwevent audit --release-topic` with the spend log passes."""
-    check_equals_replay(job, events, requirements, slots)
+    equal the replay's and pass the full audit (`seeded`; else every slot released); every slot
+    read_uncommitted once or in identical copies; `pwevent audit --release-topic` with the spend log
+    passes."""
+    if seeded:
+        check_equals_replay(job, events, requirements, slots)
+    else:
+        job.wait_releases(slots, timeout=GUARD_S)
     raw = analyst_read(job.kafka, job.topics["releases"])
     copies = Counter(m.key for m in raw)
     distinct = distinct_counts(raw)
@@ -103,7 +107,7 @@ def wait_committed(job: StreamingJob, slot: int, timeout: float = GUARD_S) -> No
 
 
 def kill_and_restore(job: StreamingJob, rng: random.Random, longest_s: float,
-                     down: threading.Event | None = None) -> None:
+                     down: threading.Event | None = None, seed: int | None = SEED) -> None:
     """A random moment (up to `longest_s`) after the job's tasks run, kill -9 and `--restore latest`;
     `down` is set from the kill until the restored job's tasks run."""
     delay = rng.uniform(0.0, longest_s)
@@ -112,42 +116,49 @@ def kill_and_restore(job: StreamingJob, rng: random.Random, longest_s: float,
         down.set()
     job.stop()
     print(f"kill -9 {delay:.2f} s after the tasks ran: {len(committed_slots(job))} slots committed")
-    job.start(seed=SEED, restore="latest")
+    job.start(seed=seed, restore="latest")
     if down is not None:
         down.clear()
 
 
-def test_kills_over_a_backlog(streaming_job: Any) -> None:
-    """KILLS `kill -9` at random points of a backlog (the job decides the whole of it within about a
-    second of running, so each kill comes within 1.5 s of the tasks running), each followed by
-    `--restore latest`."""
+@pytest.mark.parametrize("seeded", [True, False], ids=["seeded", "fresh-noise"])
+def test_kills_over_a_backlog(streaming_job: Any, seeded: bool) -> None:
+    """KILLS `kill -9` at random points of a backlog, each followed by `--restore latest`. The job
+    decides the whole backlog within about a second of running; each kill comes within 3 s of the
+    tasks running, with checkpoints 2 s apart, so that some kills meet decided releases that no
+    completed checkpoint holds yet and others come after one. Seeded, the job equals the replay.
+    With fresh noise (no `--seed`: each draw new, as in production) the replay cannot be compared,
+    but a slot decided again after a restore draws other noise: the read_uncommitted check is what
+    catches a second draw that was shown (seeded, a restored noise source repeats its draws, and
+    such a second draw would be identical)."""
     slots = 40
     rng = random.Random(SEED_KILLS)
     print(f"\nkill seed {SEED_KILLS}")
-    job = make_job(streaming_job, "PBD", {"flink": {"checkpoint_interval": "500ms"}})
+    seed = SEED if seeded else None
+    job = make_job(streaming_job, "PBD", {"flink": {"checkpoint_interval": "2s"}})
     events, requirements = generate(job.folder, users=40, slots=slots, w=5)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
-    job.start(seed=SEED)
+    job.start(seed=seed)
     for _ in range(KILLS):
-        kill_and_restore(job, rng, 1.5)
-    released_once(job, events, requirements, slots)
+        kill_and_restore(job, rng, 3.0, seed=seed)
+    released_once(job, events, requirements, slots, seeded)
 
 
 @contextmanager
-def paced_producer(job: StreamingJob, events: str, requirements: str, pace_s: float,
+def paced_producer(job: StreamingJob, events: str, requirements: str, pace_s: float, slots: int,
                    down: threading.Event) -> Iterator[threading.Event]:
-    """Produce the files slot by slot, `pace_s` apart, in a thread; the producer waits while the job
-    is `down` (from a kill until the restored job's tasks run), so that every kill meets records
-    arriving live. Yields the event set once the last slot is sent."""
+    """Produce the files one slot every `pace_s`, in a thread; the producer waits while the job is
+    `down` (from a kill until the restored job's tasks run) and then goes on at its pace, so that
+    every kill meets records arriving live. Yields the event set once the last slot is sent."""
     done, failed = threading.Event(), []
-
-    def before_slot(_slot: int, _: float) -> None:
-        while down.is_set():
-            time.sleep(0.1)
 
     def run() -> None:
         try:
-            produce_files(job.kafka, job.config, events, requirements, pace_s, before_slot=before_slot)
+            for slot in range(1, slots + 1):
+                while down.is_set():
+                    time.sleep(0.1)
+                produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=slot, last_slot=slot)
+                time.sleep(pace_s)
         except Exception as err:  # the test fails on it below
             failed.append(err)
         done.set()
@@ -171,7 +182,7 @@ def test_kills_over_a_live_stream(streaming_job: Any) -> None:
     events, requirements = generate(job.folder, users=30, slots=slots, w=5)
     job.start(seed=SEED)
     down = threading.Event()
-    with paced_producer(job, events, requirements, 0.5, down) as done:
+    with paced_producer(job, events, requirements, 0.5, slots, down) as done:
         for _ in range(KILLS):
             kill_and_restore(job, rng, 3.0, down)
         assert done.wait(GUARD_S)
@@ -241,7 +252,7 @@ def test_a_restore_from_an_older_checkpoint_is_refused(streaming_job: Any) -> No
     assert said and "older than the release topic" in said[0], stderr[-3000:]
     after = analyst_read(job.kafka, job.topics["releases"])
     assert [(m.key, m.value) for m in after] == [(m.key, m.value) for m in before]
-    produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=slot + 2)
+    produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=slot + 1)
     job.start(seed=SEED, restore="latest")
     released_once(job, events, requirements, slots)
 
@@ -304,37 +315,46 @@ def taskmanager_pid(run_dir: Path, resource_id: str) -> int:
     raise AssertionError(f"no TaskManager log names {resource_id}")
 
 
+def restarted(job: ClusterJob) -> bool:
+    """Whether the job has restarted at least once and runs again with all its tasks."""
+    if job.state() != "RUNNING":
+        return False
+    restarts = _rest(job.rest, f"/jobs/{job.job_id}/metrics?get=numRestarts")
+    vertices = _rest(job.rest, f"/jobs/{job.job_id}")["vertices"]
+    return bool(restarts) and int(restarts[0]["value"]) >= 1 and all(
+        v["tasks"].get("RUNNING", 0) == v["parallelism"] for v in vertices)
+
+
 def test_a_taskmanager_killed_on_a_standalone_cluster(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """Parallelism 2 on a session cluster of three one-slot TaskManagers; the TaskManager that runs
-    the Population is killed (-9) mid-backlog; the restart strategy restores the latest checkpoint on
-    the two left."""
-    slots = 20
+    """Parallelism 2 on a session cluster of three one-slot TaskManagers. Half the input as a
+    backlog; once it is released, one more slot and at once a kill -9 of the TaskManager that runs
+    the Population; the restart strategy restores the latest checkpoint on the two left, and the
+    rest of the input follows."""
+    slots, half = 20, 10
     with session_cluster(tmp_path / "cluster", 3) as rest:
         job = make_job(lambda mechanism, extra: ClusterJob(rest, kafka_bootstrap, tmp_path, mechanism, extra), "PBD",
                        {"flink": {"parallelism": CLUSTER_PARALLELISM, "checkpoint_interval": "500ms",
                                   "restart_attempts": 10, "restart_delay": "3s"}})
         assert isinstance(job, ClusterJob)
         events, requirements = generate(tmp_path, users=30, slots=slots, w=5)
-        produce_files(job.kafka, job.config, events, requirements, 0.0)
+        produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=half)
         try:
             job.submit(SEED)
             wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
-            job.wait_releases(4, timeout=GUARD_S)
+            job.wait_releases(half - 1, timeout=GUARD_S)
             vertices = _rest(rest, f"/jobs/{job.job_id}")["vertices"]
             population = next(v for v in vertices if "Population" in v["name"])
             hosts = _rest(rest, f"/jobs/{job.job_id}/vertices/{population['id']}/taskmanagers")["taskmanagers"]
             victim = taskmanager_pid(tmp_path / "cluster", hosts[0]["taskmanager-id"])
+            produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=half + 1, last_slot=half + 1)
             print(f"\nkill -9 of TaskManager {hosts[0]['taskmanager-id']} (pid {victim}), the Population's")
             os.kill(victim, signal.SIGKILL)
-            deadline = time.monotonic() + GUARD_S * 2  # restarts until the JobManager drops the dead TaskManager
-            while len(committed_slots(job)) < slots:
+            deadline = time.monotonic() + GUARD_S * 2  # the JobManager notices the loss, then restarts
+            while not restarted(job):
                 assert job.state() not in ("FAILED", "CANCELED", "FINISHED"), job.log_tail()
                 assert time.monotonic() < deadline, job.log_tail()
                 time.sleep(1.0)
-            wait_state(job, "RUNNING", ("RESTARTING", "CREATED", "INITIALIZING"))
+            produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=half + 2)
             released_once(job, events, requirements, slots)
-            restarts = _rest(rest, f"/jobs/{job.job_id}/metrics?get=numRestarts")
-            print(f"restarts: {restarts}")
-            assert int(restarts[0]["value"]) >= 1, restarts
         finally:
             job.stop()
