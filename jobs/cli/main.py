@@ -19,8 +19,9 @@ from pwevent.jobs.common.progress import progress_printer
 from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.evaluation.evaluate import add_evaluate_parser
-from pwevent.jobs.offline.audit import AuditInputError, audit_file
+from pwevent.jobs.offline.audit import AuditInputError, AuditReport, audit_file
 from pwevent.jobs.offline.privacy_test import add_privacy_test_parser
+from pwevent.jobs.offline.release_topic import TopicAudit, audit_release_topic, read_release_topic
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming import job as flink_job
 from pwevent.jobs.streaming import produce, stop, tail
@@ -41,14 +42,38 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_audit(args: argparse.Namespace) -> int:
+def _audit_usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with the audit's arguments, if anything."""
+    if args.release_topic:
+        if args.releases or not args.config:
+            return ("--release-topic reads the releases from the topic of --config's kafka: section, instead of "
+                    "--releases")
+        if args.requirements and not args.spend_log:
+            return "the full audit needs --spend-log and --requirements together"
+        return None
+    if not args.spend_log:
+        return "--spend-log is required (or --release-topic with --config)"
     full = (args.requirements, args.releases, args.config)
     if any(full) and not all(full):
-        print("pwevent audit: the full audit needs --requirements, --releases and --config together", file=sys.stderr)
+        return "the full audit needs --requirements, --releases and --config together"
+    return None
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    usage = _audit_usage(args)
+    if usage:
+        print(f"pwevent audit: {usage}", file=sys.stderr)
         return 2
-    config = load_settings(args.config)[0] if args.config else None  # a ConfigError: exit 2, not the auditor's 3
+    settings = load_settings(args.config) if args.config else None  # a ConfigError: exit 2, not the auditor's 3
+    config = settings[0] if settings else None
+    # the topic read before the auditor runs: no broker or no topic is exit 4, not the auditor's 3
+    read = read_release_topic(settings[1].kafka) if settings and args.release_topic else None
     try:
-        report = audit_file(args.spend_log, args.requirements, args.releases, config)
+        if settings and read is not None:
+            report: AuditReport | TopicAudit = audit_release_topic(settings[1].kafka, settings[0], args.spend_log,
+                                                                   args.requirements, read)
+        else:
+            report = audit_file(args.spend_log, args.requirements, args.releases, config)
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2
@@ -177,11 +202,17 @@ def build_parser() -> argparse.ArgumentParser:
         "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict). "
         "Rules: docs/mechanisms.md, 'What the auditor proves'.",
     )
-    audit.add_argument("--spend-log", required=True, help="spend log written by replay or the streaming job")
+    audit.add_argument("--spend-log", help="spend log written by replay or the streaming job (required unless "
+                       "--release-topic)")
     audit.add_argument("--requirements", help="the requirements input the run read (JSON lines; a dump of the "
                        "requirements topic for the streaming job)")
     audit.add_argument("--releases", help="the releases the run wrote (JSON lines, one per slot)")
     audit.add_argument("--config", help="the run's YAML configuration (mechanism, slot clock, caps, field names)")
+    audit.add_argument("--release-topic", action="store_true",
+                       help="read the releases from the release topic of --config's kafka: section as an analyst "
+                       "may, read_uncommitted (aborted transactions included): a slot with two different "
+                       "records is release_redrawn; the committed releases stand for --releases (with "
+                       "--spend-log, and --requirements for the full audit). Exit 4: no broker or no topic")
     audit.set_defaults(func=cmd_audit)
 
     generate = sub.add_parser(

@@ -110,6 +110,8 @@ RULES = {
     "user_forward_window": "a user's forward window over the EF the user declared at tau",
     "release_missing": "a slot between 1 and the last release without a release",
     "release_duplicate": "two releases for one slot",
+    "release_redrawn": "two different records of one slot on the release topic, read_uncommitted "
+                       "(aborted ones included: jobs/offline/release_topic.py)",
     "bad_release": "a release whose kind is not publish, skip or nullify",
     "no_release": "a spend line for a slot without a release",
     "kind_mismatch": "a spend line whose kind differs from its slot's release",
@@ -1198,14 +1200,18 @@ def _values(path: str, fields: InputFormat) -> list[tuple[str, str | bytes]]:
 
 
 def audit_file(
-    spend_log: str, requirements: str | None = None, releases: str | None = None, config: Config | None = None
+    spend_log: str, requirements: str | None = None, releases: str | None = None, config: Config | None = None,
+    release_records: Iterable[Any] | None = None,
 ) -> AuditReport:
-    """Audit a spend log file; with the requirements input, the releases and the configuration, the
-    full audit. Raises AuditInputError for an unreadable or corrupt file."""
+    """Audit a spend log file; with the requirements input, the releases (a file, or `release_records`
+    as read from the release topic) and the configuration, the full audit. Raises AuditInputError for
+    an unreadable or corrupt file."""
     inputs = None
-    if requirements is not None or releases is not None or config is not None:
-        if requirements is None or releases is None or config is None:
+    if releases is not None:
+        release_records = (rec for _, rec in _json_lines(releases))
+    if requirements is not None or release_records is not None or config is not None:
+        if requirements is None or release_records is None or config is None:
             raise AuditInputError("the full audit needs the requirements, the releases and the configuration")
         lines = _values(requirements, config.requirements)
-        inputs = AuditInputs.build(lines, (rec for _, rec in _json_lines(releases)), config)
+        inputs = AuditInputs.build(lines, release_records, config)
     return _audit(_json_lines(spend_log), inputs)

@@ -1,0 +1,138 @@
+"""The release topic as an analyst reads it (docs/operations.md, "The ACLs each principal needs").
+
+An analyst may read the release topic with any isolation level: `read_uncommitted` gives the records
+of open and aborted transactions too, and every record they see is a release of its slot whatever
+became of its transaction. Each slot (the message key) must therefore appear once, or in
+byte-identical copies; two different records of one slot are two draws of its outcome, of which
+the spend log charges one (`release_redrawn`).
+
+`slot_values` and `redrawn` are pure (what `pwevent audit --release-topic` and the failover tests
+check); `read_release_topic` reads the topic twice, read_uncommitted for that check and
+read_committed for the releases the audit compares with the spend log; `audit_release_topic` does
+both and gives the report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pwevent.jobs.common.config import Config
+from pwevent.jobs.offline.audit import AuditInputError, AuditReport, Violation, audit_file
+from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, Message, consumer, read_topic
+from pwevent.jobs.streaming.settings import KafkaSettings
+
+#: The rule of a slot with two different records (audit.RULES).
+RULE = "release_redrawn"
+#: How long a read of the whole topic may take.
+READ_LIMIT_S = 600.0
+
+
+def slot_key(message: Message) -> str:
+    """The slot a release record is keyed by, as text (the job writes the slot number)."""
+    return "" if message.key is None else message.key.decode("utf-8", errors="backslashreplace")
+
+
+def slot_values(messages: Iterable[Message]) -> dict[str, list[Message]]:
+    """Per slot key, one message of each distinct value (byte for byte), in the order read."""
+    out: dict[str, list[Message]] = {}
+    for message in messages:
+        seen = out.setdefault(slot_key(message), [])
+        if all(message.value != other.value for other in seen):
+            seen.append(message)
+    return out
+
+
+def redrawn(messages: Iterable[Message]) -> list[Violation]:
+    """One `release_redrawn` finding per slot whose records (as read, aborted ones included) are not
+    all byte-identical, naming where each distinct record lies."""
+    found = []
+    for key, distinct in slot_values(messages).items():
+        if len(distinct) > 1:
+            where = ", ".join(f"partition {m.partition} offset {m.offset}" for m in distinct)
+            slot = int(key) if key.isdigit() else 0
+            label = "" if key.isdigit() else f"key {key!r}: "
+            found.append(Violation(RULE, slot, f"{label}{len(distinct)} different records ({where})"))
+    return sorted(found, key=lambda v: v.slot)
+
+
+@dataclass(frozen=True)
+class TopicRead:
+    """The release topic read both ways at one time."""
+
+    topic: str
+    uncommitted: tuple[Message, ...]
+    committed: tuple[Message, ...]
+
+    def releases(self) -> list[Any]:
+        """The committed records, parsed (an AuditInputError for one that is not JSON)."""
+        out = []
+        for message in self.committed:
+            try:
+                out.append(json.loads(message.value))
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                raise AuditInputError(f"{self.topic} partition {message.partition} offset {message.offset}: "
+                                      f"not JSON ({err})") from None
+        return out
+
+
+def read_release_topic(kafka: KafkaSettings) -> TopicRead:
+    """Every record of the release topic up to its end: read_uncommitted (what any reader may see),
+    then read_committed."""
+    topic = kafka.topics["releases"]
+    client = consumer(kafka)
+    try:
+        if topic not in client.topics():
+            raise BrokerUnavailableError(f"topic {topic} does not exist at {kafka.bootstrap}")
+    finally:
+        client.close()
+    reads = [tuple(read_topic(kafka, topic, idle_s=2.0, max_s=READ_LIMIT_S, committed=committed))
+             for committed in (False, True)]
+    return TopicRead(topic, *reads)
+
+
+@dataclass(frozen=True)
+class TopicAudit:
+    """The topic read and the audit's report, the topic check's findings among its violations."""
+
+    read: TopicRead
+    report: AuditReport
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+    def render(self) -> str:
+        slots = len(slot_values(self.read.uncommitted))
+        head = (f"release topic {self.read.topic}: {len(self.read.uncommitted)} records read_uncommitted "
+                f"({len(self.read.committed)} committed) for {slots} slots")
+        return f"{head}\n{self.report.render()}"
+
+
+def with_findings(report: AuditReport, found: Iterable[Violation]) -> AuditReport:
+    """`report` with `found` among its violations, in the auditor's order."""
+    merged = sorted((*report.violations, *found), key=lambda v: (v.slot, v.rule, v.ledger or "", v.user or ""))
+    return replace(report, violations=tuple(merged))
+
+
+def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | None = None,
+                        requirements: str | None = None, read: TopicRead | None = None) -> TopicAudit:
+    """Every slot's records read_uncommitted once or identical; with `spend_log`, the audit of the
+    log (the full audit, against the committed releases, with `requirements` too)."""
+    read = read or read_release_topic(kafka)
+    found = redrawn(read.uncommitted)
+    if spend_log is None:
+        report = AuditReport(0, 0, 0, 0, (), "the spend log and every user's windows; pass --spend-log "
+                             "(and --requirements for the full audit)")
+    elif requirements is None:
+        report = audit_file(spend_log)
+    else:
+        report = audit_file(spend_log, requirements, None, config, release_records=read.releases())
+    return TopicAudit(read, with_findings(report, found))
+
+
+def distinct_counts(messages: Iterable[Message]) -> Mapping[str, int]:
+    """Per slot key, how many different records it has (1 where all copies are identical)."""
+    return {key: len(distinct) for key, distinct in slot_values(messages).items()}
