@@ -1,5 +1,5 @@
 """`pwevent audit --release-topic` against a real broker (jobs/offline/release_topic.py), and the
-mutation that shows the failover checks of test_released_once.py are not vacuous: the releases and
+mutation that shows the failover checks of test_released_once_*.py are not vacuous: the releases and
 spend log of a seeded replay are written to a release topic in committed transactions, and pass the
 full audit; a second draw of one slot (what a restore that draws fresh noise leaves), written in a
 transaction that is then aborted, is invisible to read_committed and fails the checker and the
