@@ -89,18 +89,21 @@ class RequirementRules:
         return self.requirement_action(None, requested).action is Action.REGISTER
 
     def requirement_action(self, declared: UserRequirement | None, requested: UserRequirement) -> RequirementAction:
-        """Register a new user, ignore a repeat, take a dynamic change, or reject (formats.md).
+        """Reject a requirement no ledger can run (`invalid_requirement`, whatever the user declared
+        before, so that the streaming job refuses it as soon as it arrives); else register a new user,
+        ignore a repeat, take a dynamic change, or reject a change under a fixed mechanism (formats.md).
 
         `declared` is what the user declared last (None for a user not registered yet).
         """
         try:
-            if declared is None:
-                return RequirementAction(Action.REGISTER, self.ledger_requirement(requested))
-            if requested == declared:
-                return RequirementAction(Action.IGNORE)
-            if not self.spec.dynamic:
-                return RequirementAction(Action.REJECT, None, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
-                                         self.fixed_change_detail)
-            return RequirementAction(Action.REDECLARE, self.ledger_requirement(requested))
+            ledger = self.ledger_requirement(requested)
         except InvalidRequirementError as err:
             return RequirementAction(Action.REJECT, None, Reason.INVALID_REQUIREMENT, str(err))
+        if declared is None:
+            return RequirementAction(Action.REGISTER, ledger)
+        if requested == declared:
+            return RequirementAction(Action.IGNORE)
+        if not self.spec.dynamic:
+            return RequirementAction(Action.REJECT, None, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
+                                     self.fixed_change_detail)
+        return RequirementAction(Action.REDECLARE, ledger)

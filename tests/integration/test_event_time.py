@@ -259,3 +259,40 @@ def test_a_burst_after_the_events_went_idle_counts_every_event(streaming_job: An
     check_equals_replay(job, events, requirements, slots, expected)
     assert job.read("dead_letters") == []
 
+
+
+def test_invalid_requirement_records_far_ahead_are_dead_letters_at_once(streaming_job: Any) -> None:
+    """Three invalid requirement records 50 slots (minutes) ahead of a live stream: a dynamic
+    requirement under PBD (it parses, but no ledger can run it: Membership refuses it on arrival,
+    whatever the user declared before), a duplicate key and a missing epsilon (the reference
+    parser's). While the events go on, slot by slot,
+    far from the records' slot, all three become dead letters; the releases equal the replay."""
+    slots, live_from = 30, 7
+    job = make_job(streaming_job, "PBD")
+    events, requirements = generate(job.folder, users=20, slots=slots)
+    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=live_from - 1)
+    job.start(seed=SEED)
+    job.wait_releases(live_from - 2, timeout=120)
+    ahead = slot_time(live_from + 50)
+    records = [json.dumps({"user": "u1", "time": ahead, "backward": {"w": 1, "epsilon": 10.0},
+                           "forward": {"w": 6, "epsilon": 1.0}}),
+               f'{{"user": "u2", "time": {ahead}, "w": 5, "w": 6, "epsilon": 1.0}}',
+               json.dumps({"user": "u3", "time": ahead, "w": 5})]
+    client = producer(job.kafka)
+    for record in records:
+        client.send(job.topics["requirements"], value=record.encode(), key=b"u")
+    client.flush()
+    client.close()
+    seen: list[int] = []  # the live slot being sent when the three dead letters were first read
+
+    def dead_letters_yet(slot: int, _: float) -> None:
+        if not seen and len(job.read("dead_letters", idle_s=0.3)) >= 3:
+            seen.append(slot)
+
+    produce_files(job.kafka, job.config, events, requirements, 0.5, first_slot=live_from, on_slot=dead_letters_yet)
+    assert seen, "no dead letters while the events went on (the records waited for their slot)"
+    print(f"\nthe three dead letters were read while slot {seen[0]} was sent")
+    dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
+    assert sorted(d["original"] for d in dead) == sorted(records), dead
+    assert {d["original"]: d["reason"] for d in dead}[records[0]] == "invalid_requirement"
+    check_equals_replay(job, events, requirements, slots - 1)

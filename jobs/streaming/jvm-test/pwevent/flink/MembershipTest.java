@@ -75,4 +75,19 @@ class MembershipTest {
                     membership.getSideOutput(Membership.REJECTED).stream().map(StreamRecord::getValue).toList());
         }
     }
+
+    @Test
+    void aRequirementNoLedgerCanRunIsRefusedAtOnceWhateverItsTime() throws Exception {
+        try (var membership = harness(null)) {
+            byte[] invalid = new RequirementPayload("{\"epsilon\":500.0,\"w\":10}", null, "epsilon over the cap",
+                    "r7".getBytes(StandardCharsets.UTF_8)).encode();
+            long farAhead = 3_000_000;  // 50 minutes of one-second slots past the watermark
+            membership.processElement1(new StreamRecord<>(Row.of("u1", farAhead, null, 0, 7L, invalid, false), farAhead));
+            assertEquals(List.of(rejected("invalid_requirement", "epsilon over the cap", 7)),
+                    membership.getSideOutput(Membership.REJECTED).stream().map(StreamRecord::getValue).toList(),
+                    "before any watermark reaches its slot");
+            membership.processBothWatermarks(new Watermark(Long.MAX_VALUE));
+            assertEquals(List.of(), membership.extractOutputValues(), "it registers nobody");
+        }
+    }
 }

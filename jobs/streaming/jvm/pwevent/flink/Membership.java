@@ -19,9 +19,10 @@ import org.apache.flink.util.OutputTag;
  * user: the host of {@link UserMembership} under {@link MembershipRule}.
  *
  * <p>Input 1: the requirements' {@link ValidTime#OUT} rows (user, time_ms, cell, partition, offset,
- * {@link RequirementPayload} bytes, ahead): a record is buffered until its slot closes, refused as
- * {@code late} if it already has, and as {@code too_far_ahead} when ValidTime's lead guard did not
- * believe its time. Input 2: {@link FirstPresence#PRESENCE} rows (user, slot): it carries the
+ * {@link RequirementPayload} bytes, ahead): a record is refused at once as {@code too_far_ahead} when
+ * ValidTime's lead guard did not believe its time, and as {@code invalid_requirement} when no ledger
+ * can run it (whatever its time: the rule refuses it whatever the user declared before); any other is
+ * buffered until its slot closes, or refused as {@code late} if it already has. Input 2: {@link FirstPresence#PRESENCE} rows (user, slot): it carries the
  * events' watermark, so that a requirement record is judged late against the events' progress and
  * its slot closes here no later than the events' slot does; with a default requirement also each
  * (user, slot) present without a class that Membership may still need. One event-time timer per
@@ -75,6 +76,11 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
         RequirementPayload payload = RequirementPayload.decode((byte[]) row.getField(5));
         if (Boolean.TRUE.equals(row.getField(6))) {
             context.output(REJECTED, Row.of(MembershipRule.TOO_FAR_AHEAD, tooFarAheadDetail, partition, offset,
+                    payload.original()));
+            return;
+        }
+        if (!payload.registers()) {  // no ledger can run it: refused whatever came before, so at once
+            context.output(REJECTED, Row.of(MembershipRule.INVALID_REQUIREMENT, payload.detail(), partition, offset,
                     payload.original()));
             return;
         }

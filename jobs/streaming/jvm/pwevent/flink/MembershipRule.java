@@ -11,10 +11,11 @@ import java.util.HexFormat;
  * jobs/common/requirement_rules.py's {@code requirement_action}) for the streaming job's
  * {@link Membership}, on requirements as canonical JSON ({@link RequirementPayload}): the parser
  * already decided what the rules say of a requirement alone (the ledger requirement, or why there
- * is none), so what is left is what depends on the user: a first requirement registers the user in
- * the root class of its ledger requirement (or is refused), a repeat is ignored, a change is
- * refused by a fixed mechanism and forks the user's class under a dynamic one (unless the ledger
- * requirement stays the same). Tested equal to the Python on shared scenarios
+ * is none), so what is left is what depends on the user: a requirement without a ledger is refused
+ * ({@code invalid_requirement}, whatever the user declared before), a first requirement registers the
+ * user in the root class of its ledger requirement, a repeat is ignored, a change is refused by a
+ * fixed mechanism and forks the user's class under a dynamic one (unless the ledger requirement
+ * stays the same). Tested equal to the Python on shared scenarios
  * (tests/streaming/data/membership-scenarios.tsv).
  */
 public final class MembershipRule implements Serializable {
@@ -74,15 +75,15 @@ public final class MembershipRule implements Serializable {
     }
 
     private Applied apply(String user, State state, long slot, String requested, String ledger, String detail) {
+        if (ledger == null) {  // whatever the user declared before: Membership refuses it on arrival
+            return new Applied(state, null, INVALID_REQUIREMENT, detail);
+        }
         boolean redeclare = state.declared() != null;
         if (redeclare && requested.equals(state.declared())) {
             return new Applied(state, null, null, null);
         }
         if (redeclare && !dynamic) {
             return new Applied(state, null, REQUIREMENT_CHANGE_UNDER_FIXED, fixedChangeDetail);
-        }
-        if (ledger == null) {
-            return new Applied(state, null, INVALID_REQUIREMENT, detail);
         }
         if (redeclare && ledger.equals(state.requirement())) {
             return new Applied(new State(requested, state.classId(), ledger), null, null, null);
