@@ -217,6 +217,21 @@ class ReleaseWriterTest {
     }
 
     @Test
+    void aRestoredStateThatAcceptedNothingMeetsTheByteCheckOnly() throws Exception {
+        // A new job over an old topic, restarted from a checkpoint taken before its first release: the
+        // Population's refusal to start twice speaks first; a slot it would draw again is refused.
+        topic("empty").committed.add(message(1, "[0,0]"));
+        var w = writer("empty", null);
+        OperatorSubtaskState none = w.snapshot(1, 1);
+        w.close();
+        var restored = writer("empty", none);
+        restored.processElement(release(1, "[1,1]"));
+        restored.snapshot(2, 2);
+        assertThrows(SuppressRestartsException.class, () -> restored.notifyOfCompletedCheckpoint(2));
+        assertEquals(List.of(1L), topic("empty").slots());
+    }
+
+    @Test
     void anotherRecordOfAHeldSlotOnTheTopicIsRefused() throws Exception {
         OperatorSubtaskState one = holdingSlotOne("other");
         topic("other").committed.add(message(1, "[0,0]"));

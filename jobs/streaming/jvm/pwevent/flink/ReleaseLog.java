@@ -109,12 +109,15 @@ final class ReleaseLog {
      * offset order): `committed`, its committed records, and `seen`, every record any reader can see
      * (aborted ones too). Drops the held releases the topic has committed with the same bytes.
      * Throws {@link Conflict} when any record of a held slot has other bytes, and, for a `restored`
-     * state, when the topic holds any record of a slot past the last one accepted (the state is older
-     * than the topic: its population would draw those slots again).
+     * state that accepted a release, when the topic holds any record of a slot past the last one
+     * accepted (the state is older than the topic: its population would draw those slots again). A
+     * state that accepted none (a job's checkpoint before its first release, say one whose
+     * Population refused to start) tells nothing of the topic: its slots meet the byte check when
+     * they come.
      */
     void reconcile(Map<Long, List<byte[]>> committed, Map<Long, List<byte[]>> seen, boolean restored) {
         long newest = seen.keySet().stream().mapToLong(Long::longValue).max().orElse(0);
-        if (restored && newest > accepted) {
+        if (restored && accepted > 0 && newest > accepted) {
             throw new Conflict("the restored state decided slots up to " + accepted + " but the release topic "
                     + "already holds slot " + newest + ": the state is older than the release topic");
         }

@@ -51,9 +51,11 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     private transient ReleaseLog log;
     private transient boolean restored;
     private transient ReleaseTopic topic;
-    /** Before the first write, and after a failed one: the topic may hold records of the held slots
-     *  (an earlier attempt's, committed or aborted), so the next write first reads what it has. */
-    private transient boolean unsure;
+    /** The last write failed: the next one opens a new producer (fencing the old one). */
+    private transient boolean failed;
+    /** The topic may hold records of the held slots that this writer did not see written (before its
+     *  first write, and after a failed one), so the next write first reads what it has. */
+    private transient boolean unchecked;
 
     ReleaseWriter(ReleaseTopic.Factory topics, String route) {
         this.topics = topics;
@@ -85,13 +87,14 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     @Override
     public void open() throws Exception {
         super.open();
-        unsure = true;  // the first write reads the topic first, whatever started this writer
+        unchecked = true;  // the first write reads the topic first, whatever started this writer
         if (restored) {
             try {
                 topic = topics.open();
                 send(log.held());
             } catch (ReleaseTopic.Unavailable e) {
                 LOG.warn("release topic unavailable after the restore; the releases stay held", e);
+                failed = true;
             }
         }
     }
@@ -116,16 +119,17 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     public void notifyCheckpointComplete(long checkpointId) throws Exception {
         super.notifyCheckpointComplete(checkpointId);
         List<ReleaseLog.Release> due = log.due(checkpointId);
-        if (due.isEmpty() && !unsure) {
+        if (due.isEmpty()) {
             return;
         }
         try {
-            if (topic == null || unsure) {
+            if (topic == null || failed) {
                 reopen();
             }
             send(due);
         } catch (ReleaseTopic.Unavailable e) {
             LOG.warn("release topic unavailable; {} releases stay held until a later checkpoint", log.held().size(), e);
+            failed = true;
         }
     }
 
@@ -138,11 +142,12 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
         topic = topics.open();
     }
 
-    /** Writes `releases` (a prefix of the held ones) in one transaction; after a restore or a failed
-     *  write, first drops what the topic already has (a conflict fails the job without restarts). */
+    /** Writes `releases` (a prefix of the held ones) in one transaction; before the first write and
+     *  after a failed one, first drops what the topic already has (a conflict fails the job without
+     *  restarts). */
     private void send(List<ReleaseLog.Release> releases) throws ReleaseTopic.Unavailable {
         List<ReleaseLog.Release> rest = releases;
-        if (unsure) {
+        if (unchecked) {
             int before = log.held().size();
             try {
                 long from = log.checkFrom();
@@ -153,16 +158,17 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
                         + "drawn once')", e));
             }
             rest = releases.subList(Math.min(releases.size(), before - log.held().size()), releases.size());
-            unsure = false;
+            unchecked = log.accepted() == 0;  // until a release of its own was checked against the topic
             restored = false;
         }
         if (!rest.isEmpty()) {
             try {
                 topic.write(rest);
             } catch (ReleaseTopic.Unavailable e) {
-                unsure = true;
+                unchecked = true;
                 throw e;
             }
+            failed = false;
             log.delivered(rest.size());
         }
     }
