@@ -221,7 +221,8 @@ def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: flo
               f"histogram given the generator's p_t (synthetic only), `{ZERO}` = publishing nothing.", ""]
     lines += lead_table(base, datasets, labels, references, default) if any(
         base[d].get(default) for d in datasets) else [f"({default} is not in the rows.)"]
-    lines += ["", f"## MSE at the defaults (E = {grid.epsilon}, w = {grid.w}, personalized uniform draw)", ""]
+    lines += ["", f"## MSE at the defaults (E = {grid.epsilon}, w = {grid.w} or a sparse workload's own widest window, "
+              "personalized uniform draw)", ""]
     lines += ["| mechanism | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
     for name in labels + references:
         cells = [_mse_cell(base[d][name]) if base[d].get(name) else "-" for d in datasets]
