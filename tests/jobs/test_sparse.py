@@ -9,7 +9,7 @@ import pytest
 
 from pwevent.jobs.common.synthetic import RequirementDraw
 from pwevent.jobs.evaluation.evaluate import dataset_of, run_mechanism
-from pwevent.jobs.evaluation.grid import DATASETS, GridSpec, Task
+from pwevent.jobs.evaluation.grid import DATASETS, GridSpec, Run, Task
 from pwevent.jobs.evaluation.report import default_runs
 from pwevent.jobs.evaluation.sparse import HELD_OUT, SHAPES, SPARSE, SparseShape, SparseStream, beta_b
 
@@ -82,6 +82,5 @@ def test_a_small_sparse_workload_runs_and_reports_at_its_default_point():
     assert len(released.records) == 40 and released.note.startswith("Sample from 1")
     assert dataset_of(task).name == "Sparse-daily-200"
     grid = GridSpec(datasets=("Sparse-daily-200",), workers=1)
-    from pwevent.jobs.evaluation.grid import Run
     row = Run("Sparse-daily-200", "Adaptive", "kalman", "epsilon", 0.6, 30, None, 0, 1.0, 1.0, 1.0, 0.1, 3, 0.1, "x")
     assert default_runs([row], grid)["Sparse-daily-200"]["Adaptive+KF"][0] is row

@@ -90,7 +90,8 @@ def test_the_state_round_trips_and_rules_are_validated():
         again.restore({"family": "BD", "since": 1, "recent": []})
     for bad in ({"evidence": 3}, {"evidence": "x"}, {"switch_rate": 0.95}, {"hysteresis": -0.1},
                 {"static_drift": -1.0}, {"static_drift": float("nan")}, {"start": "BD"},
-                {"probe": 0.0}, {"probe": 1.5}, {"probe": True}, {"probe": float("nan")}):
+                {"probe": 0.0}, {"probe": 1.5}, {"probe": True}, {"probe": float("nan")},
+                {"level_margin": -1.0}, {"level_margin": float("inf")}, {"level_margin": True}):
         with pytest.raises(ValueError):
             FamilyRule(**bad)  # type: ignore[arg-type]
 
