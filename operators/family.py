@@ -5,10 +5,10 @@ section 14).
 Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at the rest
 of the window; from then on one burst every widest w_i slots spends every user's whole window room,
 and the slots between repeat. After each burst a level test reads its release: with R its error per
-cell, the stream's mean square per cell M = mean(counts^2) - R; a stream whose M lies, with
-confidence, above LEVEL_MARGIN x period^2 x R (R scaled to a whole-E burst) is dense, and even
+cell, the stream's mean square per cell M = mean(counts^2) - R; a stream whose M is above
+level_margin x period^2 x R (R scaled to a whole-E burst; level_margin 4) is dense, and even
 spending takes over from the next slot: only such a stream can drift by more per slot than
-LEVEL_MARGIN x R, where even spending with the filter starts to beat one burst per window. Sparse
+4 R, where even spending with the filter starts to beat one burst per window. Sparse
 streams (cells of a few users, where one accurate release per window beats many noisy ones) stay
 in bursts. Even spending puts E_i/w_i on a publication at every slot; from the last
 `evidence` of its releases it estimates the stream's per-slot drift Q: with R the releases' error
@@ -52,12 +52,6 @@ FAMILIES = (EVEN, ABSORPTION, DISTRIBUTION, BURST)
 #: `evidence` releases, so a 10,000-slot stream sees ~40 tests; at 4 standard errors a stream whose
 #: true drift is exactly at the threshold passes one test with probability ~3e-5.
 DRIFT_CONFIDENCE = 4.0
-#: The level test (docs/mechanisms.md section 14, "Bursts and the level test"): even spending with the
-#: filter beats one burst per window of P slots only when the stream drifts per slot by more than
-#: about 4 R (R a whole-E burst's error per cell); streams drift per slot by at most about 1/P of their
-#: level (Q <= M / P^2), so only a stream with M > 4 P^2 R can (`FamilyRule.level_margin`, default 4).
-#: The estimate of M must clear it by LEVEL_CONFIDENCE of its standard errors under the release's noise.
-LEVEL_CONFIDENCE = 4.0
 
 
 @dataclass(frozen=True)
@@ -71,8 +65,8 @@ class FamilyRule:
     switch_rate - hysteresis switches to absorption. start: the family in force at slot 1. probe: the
     share of each E_i the first burst of a run of bursts spends (the level test reads it; the rest
     of the window goes to the next slot's burst, or to even spending if the probe found the stream
-    dense). level_margin: after a burst the stream is dense when its mean square per cell, less
-    LEVEL_CONFIDENCE standard errors, is above level_margin x period^2 x a whole-E burst's error."""
+    dense). level_margin: after a burst the stream is dense when its mean square per cell is above
+    level_margin x period^2 x a whole-E burst's error (`dense`)."""
 
     evidence: int = 240
     switch_rate: float = 0.5
@@ -238,22 +232,15 @@ class FamilySwitch:
         self.widest = int(obj.get("widest", 1))
 
 
-def level_bound(counts: np.ndarray, error: float) -> tuple[float, float]:
-    """(M, its standard error) from one burst's release: M = mean(counts^2) - error estimates the
-    stream's mean square per cell (unbiased: each count is its true value plus noise of variance
-    `error`); a cell's count^2 has variance about 4 x^2 error + 5 error^2 under Laplace-shaped noise
-    (x its true count, estimated by max(count^2 - error, 0)), the cells' noise is independent."""
-    squares = counts**2
-    truth = np.maximum(squares - error, 0.0)
-    spread = math.sqrt(float(np.sum(4.0 * truth * error + 5.0 * error**2))) / len(counts)
-    return float(squares.mean()) - error, spread
-
-
 def dense(counts: np.ndarray, error: float, share: float, period: int, margin: float) -> bool:
-    """The level test after a burst at `share` of E (section 14): M less LEVEL_CONFIDENCE standard
-    errors above margin x period^2 x R, R = error x share^2 the error of a whole-E burst."""
-    level, spread = level_bound(counts, error)
-    return level - LEVEL_CONFIDENCE * spread > margin * period**2 * error * share**2
+    """The level test after a burst at `share` of E (docs/mechanisms.md section 14, "Bursts and the
+    level test"): M = mean(counts^2) - error, an unbiased estimate of the stream's mean square per
+    cell, above margin x period^2 x R, R = error x share^2 the error of a whole-E burst. Even spending
+    with the filter beats one burst per window of P slots only when the stream drifts per slot by
+    more than about 4 R; streams drift per slot by at most about 1/P of their level (Q <= M / P^2),
+    so only a stream with M > 4 P^2 R can (margin 4, the default)."""
+    level = float(np.mean(counts**2)) - error
+    return level > margin * period**2 * error * share**2
 
 
 def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool) -> SlotBudget:

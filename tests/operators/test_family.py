@@ -18,11 +18,9 @@ from pwevent.operators.family import (
     DISTRIBUTION,
     DRIFT_CONFIDENCE,
     EVEN,
-    LEVEL_CONFIDENCE,
     Adaptive,
     FamilyRule,
     FamilySwitch,
-    level_bound,
 )
 from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
 from pwevent.operators.obs import BudgetChoice, optimal_budget
@@ -290,32 +288,28 @@ def test_a_dense_stream_leaves_bursts_after_the_probe():
 
 def test_the_level_test_compares_a_burst_with_what_even_spending_could_win():
     """After a burst: level M = mean(counts^2) - R (R the release's error per cell, scaled to a whole
-    burst by the share squared); M, less LEVEL_CONFIDENCE standard errors, above LEVEL_MARGIN x
-    period^2 x R means dense (even spending from the next slot)."""
+    burst by the share squared); M above level_margin x period^2 x R means dense (even spending from
+    the next slot)."""
     def outcome(slot: int, counts: list[int], error: float) -> SlotOutcome:
         return SlotOutcome(slot, Kind.PUBLISH, np.array(counts, dtype=np.int64), 10,
                            publication=BudgetChoice(1.0, error, 1.0))
 
-    assert (FamilyRule().level_margin, LEVEL_CONFIDENCE) == (4.0, 4.0)
+    assert FamilyRule().level_margin == 4.0
     dense = FamilySwitch(FamilyRule(probe=0.5))
     dense.widest = 10
-    # M = 1800 - 4 = 1796, standard error sqrt(4 x 3596 x 4 + 2 x 5 x 16) / 2 = 120.1: 1796 - 4 x 120.1
-    # = 1316 > 4 x period^2 10^2 x R 4 x share^2 0.25 = 400
-    dense.observe(outcome(1, [60, 0], 4.0))
+    dense.observe(outcome(1, [30, 0], 4.0))  # M = 450 - 4 = 446 > 4 x period^2 10^2 x R 4 x share^2 0.25 = 400
     assert (dense.family, dense.since) == (EVEN, 2)
-    assert level_bound(np.array([60.0, 0.0]), 4.0) == pytest.approx((1796.0, 120.1), abs=0.05)
-    noisy = FamilySwitch(FamilyRule(probe=0.5))
-    noisy.widest = 10
-    noisy.observe(outcome(1, [30, 0], 4.0))  # M = 446 > 400, but 446 - 4 x 60.2 < 400: not with confidence
-    assert (noisy.family, noisy.next_burst) == (BURST, 2)
     calm = FamilySwitch(FamilyRule(probe=0.5))
     calm.widest = 10
     calm.observe(outcome(1, [4, 2], 4.0))  # M = 10 - 4 = 6 <= 400: stays, the rest at slot 2
     assert (calm.family, calm.next_burst, calm.probing) == (BURST, 2, False)
     calm.observe(outcome(2, [6, 0], 1.0))  # M = 17: above period x R = 10, far below 4 x 10^2 x 1: stays
     assert (calm.family, calm.next_burst) == (BURST, 12)
-    calm.observe(outcome(12, [40, 0], 1.0))  # M = 799, standard error 40.1: 799 - 160.2 > 400: dense now
+    calm.observe(outcome(12, [29, 0], 1.0))  # M = 420.5 - 1 = 419.5 > 400: dense now
     assert (calm.family, calm.since) == (EVEN, 13)
+    loose = FamilySwitch(FamilyRule(probe=0.5, level_margin=0.0))
+    loose.observe(outcome(1, [4, 2], 4.0))  # margin 0: any level above the noise is dense
+    assert loose.family == EVEN
     empty = FamilySwitch(FamilyRule(probe=0.5))
     empty.observe(SlotOutcome(1, Kind.SKIP, np.zeros(2, dtype=np.int64), 0))  # no users: the probe waits
     assert (empty.family, empty.next_burst, empty.probing) == (BURST, 2, True)
