@@ -5,10 +5,12 @@ section 14).
 Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at the rest
 of the window; from then on one burst every widest w_i slots spends every user's whole window room,
 and the slots between repeat. After each burst a level test reads its release: with R its error per
-cell, the stream's mean square per cell M = mean(counts^2) - R; a stream with M above the period
-times R (R scaled to a whole-E burst) is dense, and even spending takes over from the next slot.
-Sparse streams (cells of a user or two, where one accurate release per window beats many noisy
-ones) stay in bursts. Even spending puts E_i/w_i on a publication at every slot; from the last
+cell, the stream's mean square per cell M = mean(counts^2) - R; a stream whose M is above
+level_margin x period^2 x R (R scaled to a whole-E burst; level_margin 4) is dense, and even
+spending takes over from the next slot: only such a stream can drift by more per slot than
+4 R, where even spending with the filter starts to beat one burst per window. Sparse
+streams (cells of a few users, where one accurate release per window beats many noisy ones) stay
+in bursts. Even spending puts E_i/w_i on a publication at every slot; from the last
 `evidence` of its releases it estimates the stream's per-slot drift Q: with R the releases' error
 (noise, sampling, the stream's own jitter), the mean squared difference per cell at lag k is 2R + k Q,
 so the lag-L and lag-1 differences give Q without knowing R. A stream whose drift is, with
@@ -63,7 +65,8 @@ class FamilyRule:
     switch_rate - hysteresis switches to absorption. start: the family in force at slot 1. probe: the
     share of each E_i the first burst of a run of bursts spends (the level test reads it; the rest
     of the window goes to the next slot's burst, or to even spending if the probe found the stream
-    dense)."""
+    dense). level_margin: after a burst the stream is dense when its mean square per cell is above
+    level_margin x period^2 x a whole-E burst's error (`dense`)."""
 
     evidence: int = 240
     switch_rate: float = 0.5
@@ -71,11 +74,12 @@ class FamilyRule:
     static_drift: float = 0.001
     start: str = BURST
     probe: float = 0.125
+    level_margin: float = 4.0
 
     def __post_init__(self) -> None:
         if isinstance(self.evidence, bool) or not isinstance(self.evidence, int):
             raise ValueError(f"evidence must be an integer number of slots, got {self.evidence!r}")
-        for name in ("switch_rate", "hysteresis", "static_drift"):
+        for name in ("switch_rate", "hysteresis", "static_drift", "level_margin"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a number (finite), got {value!r}")
@@ -88,6 +92,8 @@ class FamilyRule:
             raise ValueError(f"probe must be a share of E in (0, 1], got {self.probe!r}")
         if self.static_drift < 0:
             raise ValueError(f"static_drift must be at least 0, got {self.static_drift}")
+        if self.level_margin < 0:
+            raise ValueError(f"level_margin must be at least 0, got {self.level_margin}")
         if self.start not in FAMILIES:
             raise ValueError(f"start must be one of {', '.join(FAMILIES)}, got {self.start!r}")
 
@@ -156,10 +162,7 @@ class FamilySwitch:
     def _observe_burst(self, outcome: SlotOutcome) -> None:
         """After a burst: the next one (right after the probe, which left the rest of the window, else
         the widest charged window later; a slot without registered users moves the burst it was due
-        to hold to the next slot); then the level test. With R the release's error per cell,
-        scaled to a whole-E burst, and M = mean(counts^2) - R the stream's mean square per cell, a
-        stream with M > period x R is dense, and even spending with the filter is the better bet
-        from the next slot on (section 14, "Bursts and the level test")."""
+        to hold to the next slot); then the level test (`dense`)."""
         if outcome.slot != self.next_burst:
             return
         if outcome.population == 0:  # nobody registered: the burst (the probe too) moves to the next slot
@@ -172,9 +175,8 @@ class FamilySwitch:
         self.probing = False
         if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
             return
-        error = outcome.publication.error
-        level = float(np.mean(np.asarray(outcome.counts, dtype=float) ** 2)) - error
-        if level > period * error * share ** 2:
+        if dense(np.asarray(outcome.counts, dtype=float), outcome.publication.error, share, period,
+                 self.rule.level_margin):
             self.enter(EVEN, outcome.slot + 1)
 
     def _observe_even(self, outcome: SlotOutcome) -> None:
@@ -228,6 +230,17 @@ class FamilySwitch:
         self.next_burst = int(obj.get("next_burst", self.since))
         self.probing = bool(obj.get("probing", False))
         self.widest = int(obj.get("widest", 1))
+
+
+def dense(counts: np.ndarray, error: float, share: float, period: int, margin: float) -> bool:
+    """The level test after a burst at `share` of E (docs/mechanisms.md section 14, "Bursts and the
+    level test"): M = mean(counts^2) - error, an unbiased estimate of the stream's mean square per
+    cell, above margin x period^2 x R, R = error x share^2 the error of a whole-E burst. Even spending
+    with the filter beats one burst per window of P slots only when the stream drifts per slot by
+    more than about 4 R; streams drift per slot by at most about 1/P of their level (Q <= M / P^2),
+    so only a stream with M > 4 P^2 R can (margin 4, the default)."""
+    level = float(np.mean(counts**2)) - error
+    return level > margin * period**2 * error * share**2
 
 
 def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool) -> SlotBudget:

@@ -89,6 +89,9 @@ class RequirementDraw:
     strict_ratio: float | None = None
     types: int = 10
     change_every: int = 500
+    #: The windows users may declare, when not {40, 80, ..., w} (a sparse workload's own, e.g. 7, 14,
+    #: 30 for daily slots; jobs/evaluation/sparse.py); only those up to w are drawn.
+    windows: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.epsilon <= 1.0:
@@ -97,10 +100,18 @@ class RequirementDraw:
             raise ValueError(f"w must be a positive window, got {self.w}")
         if self.strict_ratio is not None and not 0 <= self.strict_ratio <= 1:
             raise ValueError(f"strict_ratio must be in [0, 1], got {self.strict_ratio}")
+        if self.windows is not None and not self.window_levels(self.w).size:
+            raise ValueError(f"no window of {self.windows} is at most w = {self.w}")
+
+    def window_levels(self, w: int) -> np.ndarray:
+        """The windows a user whose widest is w may draw: {40, 80, ..., w}, or `windows` up to w."""
+        if self.windows is None:
+            return window_levels(w)
+        return np.array(sorted(x for x in self.windows if x <= w))
 
     def fixed(self, users: int, seed: int) -> list[Requirement]:
         rng = np.random.default_rng([seed, 3])
-        budgets, windows = levels(self.epsilon), window_levels(self.w)
+        budgets, windows = levels(self.epsilon), self.window_levels(self.w)
         if self.strict_ratio is None:
             eps, win = rng.choice(budgets, users), rng.choice(windows, users)
         else:
@@ -123,7 +134,7 @@ class RequirementDraw:
             schedule[slot] = [
                 DynamicRequirement(
                     Requirement(1, 10.0),
-                    Requirement(int(rng.choice(window_levels(b.w))), float(rng.choice(levels(b.epsilon)))),
+                    Requirement(int(rng.choice(self.window_levels(b.w))), float(rng.choice(levels(b.epsilon)))),
                 )
                 for b in type_base
             ]

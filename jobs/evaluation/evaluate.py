@@ -47,6 +47,7 @@ from pwevent.jobs.evaluation.grid import GRIEFER, GridSpec, Run, Task
 from pwevent.jobs.evaluation.metrics import errors
 from pwevent.jobs.evaluation.references import REFERENCE, reference_errors
 from pwevent.jobs.evaluation.report import plot, summary_markdown
+from pwevent.jobs.evaluation.sparse import HELD_OUT, SPARSE, SparseStream
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import UserRequirement
@@ -85,6 +86,8 @@ def dataset_of(task: Task) -> Dataset:
     name = task.dataset.removesuffix(GRIEFER)
     if name == "Foursquare":
         return _foursquare(grid.real_slot_minutes, grid.real_slots)
+    if name in SPARSE:
+        return SparseStream(SPARSE[name], seed=task.rep)
     return SyntheticDataset(SyntheticStream(name, grid.users, grid.slots, seed=task.rep))
 
 
@@ -111,7 +114,9 @@ def _drive(engine: Engine, data: list[SlotValues], out: Released,
 def run_mechanism(name: str, task: Task, data: list[SlotValues], d: int, users: int) -> Released:
     """Drive the Engine over the slots; dynamic mechanisms redeclare on the type schedule (section 12)."""
     spec = mechanism(name, task.w, task.epsilon)
-    draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
+    shape = SPARSE.get(task.dataset.removesuffix(GRIEFER))
+    draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every,
+                           shape.windows if shape is not None else None)
     noise = task.noise(name)
     engine = Engine(spec, d, noise, task.w)
     out = Released(noise=noise.label)
@@ -326,8 +331,9 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
         "defaults, every mechanism raw and with Kalman post-processing, in parallel. Fast numpy noise "
         "('numpy-geometric (fast)'), named in the results. See docs/evaluation.md.",
     )
-    p.add_argument("--datasets", default=",".join(g.datasets), help="comma list of TLNS, Sin, Log, Foursquare, "
-                   f"each also as NAME{GRIEFER} (one more user at the budget floor)")
+    p.add_argument("--datasets", default=",".join(g.datasets), help="comma list of TLNS, Sin, Log, Foursquare and "
+                   "the sparse workloads (" + ", ".join(SPARSE) + "; held out of tuning: " + ", ".join(HELD_OUT)
+                   + f"), each also as NAME{GRIEFER} (one more user at the budget floor)")
     p.add_argument("--mechanisms", default=",".join(g.mechanisms), help="comma list of registered mechanisms")
     p.add_argument("--epsilons", default=",".join(map(str, g.epsilons)), help="E sweep (lowest personalized budget)")
     p.add_argument("--windows", default=",".join(map(str, g.windows)), help="w sweep (largest personalized window)")
@@ -339,7 +345,8 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--slots", type=int, default=g.slots, help="synthetic slots")
     p.add_argument("--real-slot-minutes", type=int, default=g.real_slot_minutes, help="Foursquare slot length")
     p.add_argument("--real-slots", type=int, help="Foursquare: only the first N slots")
-    p.add_argument("--real-sweeps", default=",".join(g.real_sweeps), help="sweeps run on Foursquare")
+    p.add_argument("--real-sweeps", default=",".join(g.real_sweeps), help="sweeps run on Foursquare and the "
+                   "sparse workloads (these never run the w sweep: their windows are their own)")
     p.add_argument("--types", type=int, default=g.types, help="dynamic: requirement types K")
     p.add_argument("--change-every", type=int, default=g.change_every, help="dynamic: slots S between redraws")
     p.add_argument("--workers", type=int, default=default_workers(), help="worker processes (default: cores)")

@@ -9,13 +9,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pwevent.jobs.common.synthetic import STREAMS
+from pwevent.jobs.evaluation.sparse import SPARSE
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY
 
 BASE_DATASETS = STREAMS + ("Foursquare",)
+#: The sparse workloads (jobs/evaluation/sparse.py); run only when named.
+SPARSE_DATASETS = tuple(SPARSE)
 #: A dataset with one more registered user at the budget floor: `TLNS+griefer` etc.
 GRIEFER = "+griefer"
-DATASETS = BASE_DATASETS + tuple(name + GRIEFER for name in BASE_DATASETS)
+DATASETS = tuple(name + suffix for suffix in ("", GRIEFER) for name in BASE_DATASETS + SPARSE_DATASETS)
 
 
 @dataclass(frozen=True)
@@ -62,19 +65,29 @@ class GridSpec:
             raise ValueError("the grid has no points: list E values (epsilons), windows or ratios, or drop "
                              "--no-default-point")
 
+    def default_w(self, dataset: str) -> int:
+        """The widest window of the default point: `w`, or a sparse workload's own widest window."""
+        shape = SPARSE.get(dataset.removesuffix(GRIEFER))
+        return self.w if shape is None else shape.w
+
     def points(self, dataset: str) -> list[tuple[str, float, int, float | None]]:
         """(sweep, E, w, ratio) of every sweep point; the default point is run once, as 'epsilon' (unless
-        `default_point` is False and the E sweep does not list it)."""
-        sweeps = self.real_sweeps if dataset.removesuffix(GRIEFER) == "Foursquare" else ("epsilon", "w", "ratio")
+        `default_point` is False and the E sweep does not list it). Foursquare runs `real_sweeps`; a
+        sparse workload runs them too, at its own windows, without the w sweep."""
+        name = dataset.removesuffix(GRIEFER)
+        sweeps = ("epsilon", "w", "ratio") if name in STREAMS else self.real_sweeps
+        if name in SPARSE:
+            sweeps = tuple(x for x in sweeps if x != "w")
+        w = self.default_w(dataset)
         out: list[tuple[str, float, int, float | None]] = [
-            ("epsilon", e, self.w, None) for e in (self.epsilons if "epsilon" in sweeps else ())
+            ("epsilon", e, w, None) for e in (self.epsilons if "epsilon" in sweeps else ())
         ]
         if self.default_point and all(e != self.epsilon for _, e, _, _ in out):
-            out.append(("epsilon", self.epsilon, self.w, None))
+            out.append(("epsilon", self.epsilon, w, None))
         if "w" in sweeps:
             out += [("w", self.epsilon, w, None) for w in self.windows if w != self.w]
         if "ratio" in sweeps:
-            out += [("ratio", self.epsilon, self.w, o) for o in self.ratios]
+            out += [("ratio", self.epsilon, w, o) for o in self.ratios]
         return out
 
     def tasks(self) -> list[Task]:

@@ -113,7 +113,7 @@ def default_runs(runs: list[Run], grid: GridSpec) -> Paired:
     """dataset -> label -> rep -> run at the default point (E, w, paper's uniform draw)."""
     out: Paired = defaultdict(lambda: defaultdict(dict))
     for run in runs:
-        if run.epsilon == grid.epsilon and run.w == grid.w and run.ratio is None:
+        if run.epsilon == grid.epsilon and run.w == grid.default_w(run.dataset) and run.ratio is None:
             out[run.dataset][label(run)][run.rep] = run
     return out
 
@@ -208,18 +208,21 @@ def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: flo
     lines = ["# Evaluation results", "", f"Regenerate: `{command}`", "",
              f"Noise: {runs[0].noise if runs else '-'} (fast experimental backend, docs/mechanisms.md section 10). "
              f"Users {grid.users}, slots {grid.slots} (synthetic); Foursquare slot {grid.real_slot_minutes} min; "
+             "sparse workloads at their own size and windows (docs/evaluation.md); "
              f"repetitions {grid.reps}; dynamic: K = {grid.types} types, redraw every S = {grid.change_every} slots. "
              "Intervals: 95% t-intervals over repetitions.", ""]
     if seconds is not None:
         lines += [f"Wall time of the grid: {seconds / 60:.1f} min on {grid.workers} worker processes.", ""]
-    lines += [f"## The default ({default}) against every mechanism (E = {grid.epsilon}, w = {grid.w})", "",
+    lines += [f"## The default ({default}) against every mechanism (E = {grid.epsilon}, w = {grid.w}; a sparse "
+              "workload's w is its own widest window)", "",
               f"Each cell: the mean over repetitions of MSE(X) / MSE({default}) on the same data and requirements, "
               f"with its 95% interval; above 1 the default is better, **bold**: X beats the default (its whole "
               f"interval below 1). References (evaluation-only, docs/evaluation.md): `{ORACLE}` = the expected "
               f"histogram given the generator's p_t (synthetic only), `{ZERO}` = publishing nothing.", ""]
     lines += lead_table(base, datasets, labels, references, default) if any(
         base[d].get(default) for d in datasets) else [f"({default} is not in the rows.)"]
-    lines += ["", f"## MSE at the defaults (E = {grid.epsilon}, w = {grid.w}, personalized uniform draw)", ""]
+    lines += ["", f"## MSE at the defaults (E = {grid.epsilon}, w = {grid.w} or a sparse workload's own widest window, "
+              "personalized uniform draw)", ""]
     lines += ["| mechanism | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
     for name in labels + references:
         cells = [_mse_cell(base[d][name]) if base[d].get(name) else "-" for d in datasets]
@@ -307,7 +310,7 @@ def sweep_values(runs: list[Run], dataset: str, sweep: str, grid: GridSpec) -> d
         if run.dataset != dataset:
             continue
         if sweep == "epsilon":
-            on_sweep = run.w == grid.w and run.ratio is None
+            on_sweep = run.w == grid.default_w(dataset) and run.ratio is None
         elif sweep == "w":
             on_sweep = run.epsilon == grid.epsilon and run.ratio is None
         else:

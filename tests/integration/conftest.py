@@ -353,7 +353,7 @@ BASELINE = {"window": 40, "epsilon": 0.6}
 FAST_CLOSE = {"flink": {"close_after": "1s", "source_idleness": "3s"}}
 #: Adaptive re-decides from a short evidence window and a loose drift test, so that 12 slots see it
 #: switch family (even spending to absorption).
-QUICK_SWITCH = {"adaptive": {"evidence": 4, "static_drift": 100.0}}
+QUICK_SWITCH = {"adaptive": {"evidence": 4, "static_drift": 100.0, "level_margin": 0.0}}
 
 
 def slot_time(slot: int, offset_ms: int = 0) -> int:

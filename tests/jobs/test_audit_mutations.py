@@ -85,7 +85,8 @@ def replayed(tmp_path_factory: pytest.TempPathFactory, settings: dict[str, Any])
     for name in REGISTRY.names():
         folder = tmp_path_factory.mktemp(name)
         entry = REGISTRY.get(name)
-        switching = {entry.section: {"evidence": 4, "static_drift": 100.0}} if entry.section else {}  # Adaptive
+        quick = {"evidence": 4, "static_drift": 100.0, "level_margin": 0.0}  # Adaptive: switches within a few slots
+        switching = {entry.section: quick} if entry.section else {}
         config = parse_config({"mechanism": name, "slot": "1s", "origin": 0, **settings,
                                **entry.global_keys(8, 1.0), **switching, "caps": {"max_w": 20},
                                "noise": "numpy-fast"})

@@ -103,12 +103,12 @@ def test_a_seeded_grid_repeats_its_results_and_names_its_noise():
 def test_the_evaluated_adaptive_is_the_deployable_one():
     """One implementation: the grid's Adaptive is the registry's policy in the shared Engine, and its
     note says which family was in force from which slot (from the releases' `family`)."""
-    task = Task(TINY, "Sin", "epsilon", 0.6, 40, None, 0)
+    task = Task(replace(TINY, users=3000), "Sin", "epsilon", 0.6, 40, None, 0)  # dense enough to leave bursts
     data = list(dataset_of(task).slot_values())
-    adaptive = run_mechanism("Adaptive", task, data, 2, 300)
+    adaptive = run_mechanism("Adaptive", task, data, 2, 3000)
     assert [r.slot for r in adaptive.records] == list(range(1, 201))
     assert set(adaptive.families) <= set(FAMILIES) and adaptive.note.startswith("Sample from 1, Uniform from 2")
-    assert run_mechanism("PBD", task, data, 2, 300).note == ""
+    assert run_mechanism("PBD", task, data, 2, 3000).note == ""
     assert family_note(["PBD", "PBD", "PBA", "PBA", "PBD"]) == "PBD from 1, PBA from 3, PBD from 5"
 
 

@@ -105,7 +105,8 @@ def test_adaptive_at_a_tiny_budget_keeps_every_window(tmp_path: Path) -> None:
     events = [{"user": r["user"], "time": (slot - 1) * 1000 + 500, "value": int(rng.random() < 0.5)}
               for slot in range(1, slots + 1) for r in requirements]
     config = {"mechanism": "Adaptive", "slot": "1s", "origin": 0, "domain": {"type": "binary"},
-              "adaptive": {"evidence": 4, "static_drift": 100.0, "switch_rate": 0.5, "hysteresis": 0.1},
+              "adaptive": {"evidence": 4, "static_drift": 100.0, "switch_rate": 0.5, "hysteresis": 0.1,
+                           "level_margin": 0.0},
               "postprocess": "none"}
     out = _replay(tmp_path, config, requirements, events)
     families = {r.get("family") for r in out["rel"]}

@@ -262,10 +262,11 @@ def test_every_duration_option_takes_a_unit_or_a_number_of_seconds() -> None:
 
 
 def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, capsys):
-    """`pwevent replay` with the default mechanism (a short evidence window and a loose drift test, so
-    that after the probe, which finds the stream dense, it switches between even spending and
-    absorption), then `pwevent audit` in full: every release names its family and is schema-valid, the
-    three families are used, and the audit of every user's windows passes (docs/mechanisms.md section 14)."""
+    """`pwevent replay` with the default mechanism (a short evidence window, a loose drift test and a
+    loose level test, so that after the probe, which finds this 60-user stream dense, it switches
+    between even spending and absorption), then `pwevent audit` in full: every release names its family
+    and is schema-valid, the three families are used, and the audit of every user's windows passes
+    (docs/mechanisms.md section 14)."""
     import jsonschema
     import yaml
 
@@ -274,7 +275,7 @@ def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, c
     folder = streams[False]
     config = tmp_path / "adaptive.yaml"
     config.write_text(yaml.safe_dump({"slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "binary"},
-                                      "adaptive": {"evidence": 4, "static_drift": 100.0},
+                                      "adaptive": {"evidence": 4, "static_drift": 100.0, "level_margin": 0.0},
                                       "caps": {"max_w": 200}, "noise": "numpy-fast"}))
     assert load_config(str(config)).mechanism == "Adaptive"  # the default
     files = {k: str(tmp_path / f"{k}.jsonl") for k in ("releases", "spend")}

@@ -88,7 +88,8 @@ def test_the_state_round_trips_and_rules_are_validated():
         again.restore({"family": "BD", "since": 1, "recent": []})
     for bad in ({"evidence": 3}, {"evidence": "x"}, {"switch_rate": 0.95}, {"hysteresis": -0.1},
                 {"static_drift": -1.0}, {"static_drift": float("nan")}, {"start": "BD"},
-                {"probe": 0.0}, {"probe": 1.5}, {"probe": True}, {"probe": float("nan")}):
+                {"probe": 0.0}, {"probe": 1.5}, {"probe": True}, {"probe": float("nan")},
+                {"level_margin": -1.0}, {"level_margin": float("inf")}, {"level_margin": True}):
         with pytest.raises(ValueError):
             FamilyRule(**bad)  # type: ignore[arg-type]
 
@@ -287,21 +288,28 @@ def test_a_dense_stream_leaves_bursts_after_the_probe():
 
 def test_the_level_test_compares_a_burst_with_what_even_spending_could_win():
     """After a burst: level M = mean(counts^2) - R (R the release's error per cell, scaled to a whole
-    burst by the share squared); M above period x R means dense (even spending from the next slot)."""
+    burst by the share squared); M above level_margin x period^2 x R means dense (even spending from
+    the next slot)."""
     def outcome(slot: int, counts: list[int], error: float) -> SlotOutcome:
         return SlotOutcome(slot, Kind.PUBLISH, np.array(counts, dtype=np.int64), 10,
                            publication=BudgetChoice(1.0, error, 1.0))
 
+    assert FamilyRule().level_margin == 4.0
     dense = FamilySwitch(FamilyRule(probe=0.5))
     dense.widest = 10
-    dense.observe(outcome(1, [20, 0], 4.0))  # M = 200 - 4 = 196 > period 10 x R 4 x share^2 0.25 = 10
+    dense.observe(outcome(1, [30, 0], 4.0))  # M = 450 - 4 = 446 > 4 x period^2 10^2 x R 4 x share^2 0.25 = 400
     assert (dense.family, dense.since) == (EVEN, 2)
     calm = FamilySwitch(FamilyRule(probe=0.5))
     calm.widest = 10
-    calm.observe(outcome(1, [4, 2], 4.0))  # M = 10 - 4 = 6 <= 10: stays, the rest at slot 2
+    calm.observe(outcome(1, [4, 2], 4.0))  # M = 10 - 4 = 6 <= 400: stays, the rest at slot 2
     assert (calm.family, calm.next_burst, calm.probing) == (BURST, 2, False)
-    calm.observe(outcome(2, [6, 0], 1.0))  # M = 17 > 10 x 1: dense now
-    assert (calm.family, calm.since) == (EVEN, 3)
+    calm.observe(outcome(2, [6, 0], 1.0))  # M = 17: above period x R = 10, far below 4 x 10^2 x 1: stays
+    assert (calm.family, calm.next_burst) == (BURST, 12)
+    calm.observe(outcome(12, [29, 0], 1.0))  # M = 420.5 - 1 = 419.5 > 400: dense now
+    assert (calm.family, calm.since) == (EVEN, 13)
+    loose = FamilySwitch(FamilyRule(probe=0.5, level_margin=0.0))
+    loose.observe(outcome(1, [4, 2], 4.0))  # margin 0: any level above the noise is dense
+    assert loose.family == EVEN
     empty = FamilySwitch(FamilyRule(probe=0.5))
     empty.observe(SlotOutcome(1, Kind.SKIP, np.zeros(2, dtype=np.int64), 0))  # no users: the probe waits
     assert (empty.family, empty.next_burst, empty.probing) == (BURST, 2, True)
