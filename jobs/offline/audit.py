@@ -851,7 +851,7 @@ def _noise_labels(releases: dict[int, Release], log: _Log, noise: str, found: li
     allowed = (NOISE_LABELS[noise], *([SEEDED_NOISE_LABEL] if noise == "numpy-fast" else []))  # a tuple: any JSON
     said = {slot: release.labels["noise"] for slot, release in releases.items()}
     series: dict[str | None, dict[int, Any]] = {None: said, **{
-        ledger: {slot: line.noise for slot, line in lines.items()} for ledger, lines in log.spends.items()}}
+        ledger: _spend_labels(lines, said) for ledger, lines in log.spends.items()}}
     for ledger, labels in series.items():
         wrong = ((slot, label) for slot, label in sorted(labels.items())
                  if label not in allowed or label != said.get(slot, label))
@@ -859,6 +859,16 @@ def _noise_labels(releases: dict[int, Release], log: _Log, noise: str, found: li
             what = "releases" if ledger is None else f"spend lines (their releases say {said.get(first)!r})"
             found.append(Violation("noise_label", first, f"slots {first}..{last}: {what} name noise {label!r}; "
                                    f"noise: {noise} allows {list(allowed)}", ledger))
+
+
+def _spend_labels(lines: Mapping[int, _Spend], said: Mapping[int, Any]) -> dict[int, Any]:
+    """A ledger's spend lines' noise labels by slot. Releases before 2026-12-06 wrote spend lines
+    without one: a ledger's lines before its first labelled line (a job upgraded from such a release)
+    stand for their release's label; from that line on a missing label is a label of None."""
+    labelled = [slot for slot, line in lines.items() if line.noise is not None]
+    since = min(labelled, default=None)
+    return {slot: said.get(slot) if line.noise is None and (since is None or slot < since) else line.noise
+            for slot, line in lines.items()}
 
 
 def _same_share(said: float | None, derived: float | None) -> bool:

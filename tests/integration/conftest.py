@@ -127,13 +127,15 @@ class StreamingJob:
         self.process: subprocess.Popen[bytes] | None = None
         self.runs = 0
         self.pwevent = PWEVENT  # the command that runs `pwevent` (test_wheel_install.py: an installed one)
+        #: what `pwevent run` needs for this test's noise (test_upgrade.py: an earlier release knows none)
+        self.test_switches = [TEST_RANDOMNESS_SWITCH]
         self.env: dict[str, str] | None = None  # the job's environment (None: this process's)
         self.process_code: int | None = None
 
     def command(self, seed: int | None = 1, restore: str | None = None) -> list[str]:
         """The `pwevent run` command line of this job: a test run (numpy noise, seeded when `seed`
         is given), so with the test switch."""
-        args = [*self.pwevent, "run", "--config", str(self.config_path), TEST_RANDOMNESS_SWITCH]
+        args = [*self.pwevent, "run", "--config", str(self.config_path), *self.test_switches]
         if seed is not None:
             args += ["--seed", str(seed)]
         if restore:

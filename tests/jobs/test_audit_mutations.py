@@ -726,3 +726,16 @@ def test_a_resumed_job_restarts_the_post_processing(smoothed: dict[str, Run], na
     assert report.notes == ("post-processing restarted at slot 31 (a job that resumed after slot 30 without state)",)
     for tamper, rules in SMOOTHING_MUTATIONS.values():
         assert rules <= tamper(resumed).audit().rules()
+
+
+def test_a_ledgers_unlabelled_lines_before_its_first_labelled_one_pass(genuine: dict[str, Run]) -> None:
+    """A job upgraded from a release before spend lines named their noise: each ledger's lines before
+    the upgrade carry no label, those after do; the releases' labels speak for the first. A label
+    dropped after a ledger's first labelled line still fails (`spend_line_label_dropped`)."""
+    run = genuine["PBD"]
+    cut = run.releases[len(run.releases) // 2]["slot"]
+    log = [{k: v for k, v in r.items() if k != "noise"} if r["record"] == "spend" and r["slot"] < cut else r
+           for r in run.log]
+    assert any("noise" not in r for r in log if r["record"] == "spend")
+    report = _log(run, log).audit()
+    assert report.ok, report.render()
