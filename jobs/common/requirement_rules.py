@@ -81,13 +81,6 @@ class RequirementRules:
         """The detail of a change a fixed mechanism refuses."""
         return f"{self.spec.name} keeps each user's first requirement for ever"
 
-    def registers(self, requested: UserRequirement) -> bool:
-        """Whether `requested`, as a user's first requirement, registers the user: a user is known
-        from the slot of the first of its requirement records for which this holds (the replay's
-        last slot and the job's event time count only events of known users; docs/streaming.md,
-        "Time")."""
-        return self.requirement_action(None, requested).action is Action.REGISTER
-
     def requirement_action(self, declared: UserRequirement | None, requested: UserRequirement) -> RequirementAction:
         """Reject a requirement no ledger can run (`invalid_requirement`, whatever the user declared
         before, so that the streaming job refuses it as soon as it arrives); else register a new user,

@@ -37,7 +37,7 @@ from pwevent.jobs.common.records import (
     unknown_user,
 )
 from pwevent.jobs.common.release import release_record
-from pwevent.jobs.common.requirement_rules import Action, RequirementRules
+from pwevent.jobs.common.requirement_rules import Action
 from pwevent.operators.noise import Randomness, make_randomness
 
 
@@ -215,24 +215,6 @@ class Replay:
         return SlotEvents(path, slots, data["user"][order], data["cell"][order], data["number"][order],
                           data["offset"][order], list(index))
 
-    def _last_known_slot(self, events: SlotEvents, requirements: dict[int, list[Any]]) -> int:
-        """The last slot with an event of a user known at that slot: with a default requirement every
-        user, else one registered from that slot or earlier (`RequirementRules.registers`, the
-        first such record's slot). An event of an unknown user moves no time, in the job as here
-        (docs/streaming.md, "Time")."""
-        if self.config.default_requirement is not None:
-            return events.last_slot
-        rules = RequirementRules(self.config.mechanism_spec(), self.config.caps.max_w)
-        since: dict[str, int] = {}
-        for slot in sorted(requirements):
-            for _, (update, _) in requirements[slot]:
-                if update.user not in since and rules.registers(update.requirement):
-                    since[update.user] = slot
-        never = np.iinfo(np.int64).max
-        first = np.array([since.get(name, never) for name in events.names], dtype=np.int64)
-        known = first[events.users] <= events.slots if len(events.slots) else np.zeros(0, dtype=bool)
-        return int(events.slots[known].max()) if known.any() else 0
-
     def _apply_requirement(
         self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: bytes
     ) -> None:
@@ -271,10 +253,10 @@ class Replay:
                 config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon,
                 default_requirement=config.default_requirement,
             )
-            last_slot = max([*requirements, self._last_known_slot(events, requirements)], default=0)
+            last_slot = max([*requirements, events.last_slot], default=0)
             smoother = config.smoother()
             with open(events_file, "rb") as originals:
-                for slot in range(1, max(last_slot, events.last_slot) + 1):
+                for slot in range(1, last_slot + 1):
                     for number, (update, line) in requirements.get(slot, []):
                         self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
                     latest: dict[int, int] = {}
@@ -294,8 +276,6 @@ class Replay:
                                          _read_line(originals, int(events.offsets[row]), framed_events))
                             continue
                         present[index] = int(events.cells[row])
-                    if slot > last_slot:  # only events of unknown users: they move no time, nothing is released
-                        continue
                     users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
                     values = np.fromiter(present.values(), dtype=np.int64, count=len(present))
                     outcome, projections = engine.step(slot, users, values)

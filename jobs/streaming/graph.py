@@ -51,9 +51,9 @@ class Stage:
 
 @dataclass(frozen=True)
 class Requirements:
-    """The requirement records: the reference parser's stream (dead letters as a side output), the
-    registrations they make (for the events' valid time) and every record's row in event time
-    (`timed`, `ValidTime.OUT`, `original` the `RequirementPayload`)."""
+    """The requirement records: the reference parser's stream (dead letters as a side output), how far
+    each partition is read (`registrations`, for their valid time) and every record's row in event
+    time (`timed`, `ValidTime.OUT`, `original` the `RequirementPayload`)."""
 
     parsed: Any
     registrations: Any
@@ -150,7 +150,7 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
         .name("parse requirements (reference parser)")
     ordered, registrations = internals.requirement_order(split, parsed, clock.origin_ms, clock.length_ms)
     ordered.uid("requirement-order").name("requirements in offset order")
-    timed = internals.valid_time(ordered, registrations, stage.strategy, True, None, requirements_backlog) \
+    timed = internals.valid_time(ordered, stage.strategy, None, registrations, requirements_backlog) \
         .uid("requirement-time").name("event time of valid requirements")
     return Requirements(parsed, registrations, timed)
 
@@ -191,23 +191,20 @@ def parse_events(stage: Stage, split: Any) -> tuple[Any, Any]:
 
 
 def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None,
-                registration_backlog: dict[int, int] | None, restored_ends: dict[int, int] | None) -> Any:
-    """Both paths' events -> `ValidTime` (event time from the valid events of known users only, each
-    partition's in offset order, judged once `registration_backlog` is registered; at parallelism 1
-    it follows the requirements' valid time while the events are idle, so no branch below goes idle
-    with the events and comes back later than another; docs/streaming.md, "Time") -> the valid
-    events (`ValidTime.OUT`), with `ahead` (past the lead guard). `restored_ends`: a restored job's events
-    partitions' ends when it is built (a silent source then holds nothing back if the restored state
-    had read them)."""
+                restored_ends: dict[int, int] | None) -> Any:
+    """Both paths' events -> `ValidTime` (event time from the valid events only, each partition's in
+    offset order, at the events' parallelism, each subtask over the partitions its source subtask
+    reads; while the events are idle it follows the requirements' valid time, so no branch below
+    goes idle with the events and comes back later than another; docs/streaming.md, "Time") -> the
+    valid events (`ValidTime.OUT`), with `ahead` (past the lead guard). `restored_ends`: a restored
+    job's events partitions' ends when it is built (a silent source then holds nothing back if the
+    restored state had read them)."""
     from pwevent.jobs.streaming import pyflink_internals as internals
 
-    timed, requirement_marks = internals.valid_time(events, requirements.registrations, stage.strategy,
-                                                    stage.config.default_requirement is not None, restore_seed_ms,
-                                                    follows=requirements.timed,
-                                                    registration_backlog=registration_backlog,
-                                                    restored_ends=restored_ends)
+    timed, requirement_marks = internals.valid_time(events, stage.strategy, restore_seed_ms,
+                                                    follows=requirements.timed, restored_ends=restored_ends)
     requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
-    return timed.uid("valid-time").name("event time of valid events").set_parallelism(1)
+    return timed.uid("valid-time").name("event time of valid events")
 
 
 def judge_events(stage: Stage, timed: Any, late_through: int) -> Any:
@@ -374,10 +371,9 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     write_sink_tables(stage)
     register_functions(stage)
     read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
-    registration_backlog = None if config.default_requirement is not None else start.registration_backlog
     requirements = parse_requirements(stage, start.requirements_backlog)
     parsed_events, events = parse_events(stage, split_events(stage))
-    timed = time_events(stage, events, requirements, start.restore_seed_ms, registration_backlog, start.events_ends)
+    timed = time_events(stage, events, requirements, start.restore_seed_ms, start.events_ends)
     present = judge_events(stage, timed, start.late_through)
     members = membership(stage, requirements, present)
     count_present(stage, latest_with_class(stage, present, members))

@@ -146,48 +146,38 @@ def first_presence(present: Any, default_on: bool) -> Any:
     return DataStream(_jvm().pwevent.flink.FirstPresence.apply(present._j_data_stream, default_on))
 
 
-def valid_time(events: Any, registrations: Any, strategy: dict[str, int], everyone_known: bool,
-               restore_seed_ms: int | None, backlog_ends: dict[int, int] | None = None,
-               follows: Any = None, registration_backlog: dict[int, int] | None = None,
-               restored_ends: dict[int, int] | None = None) -> Any:
-    """Java `ValidTime`: `events` (user, time_ms, cell, partition, offset, original, path: the two
+def valid_time(records: Any, strategy: dict[str, int], restore_seed_ms: int | None,
+               registrations: Any = None, backlog_ends: dict[int, int] | None = None,
+               follows: Any = None, restored_ends: dict[int, int] | None = None) -> Any:
+    """Java `ValidTime`: `records` (user, time_ms, cell, partition, offset, original, path: the two
     parsers' rows, `rows.TimePath`), the accepted ones timed and watermarked, in offset order per
-    partition, from the valid events of known users only (`registrations`: user,
-    slot; `everyone_known` with a default requirement), with the flag `ahead` for those the lead
-    guard does not believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time").
-    The requirements' instance: their parser's rows, everyone known, and `backlog_ends` as for
-    `kafka_source`'s `backlog_end`. `follows` (the events' instance: the requirements' timed rows):
-    while every events partition is idle, the output follows that stream's watermark (as
-    `Registrations.requirementsTime` rows, `ValidTimeStreams.timeOf`, beside the registrations; the
-    registrations' own watermark is never read) instead of going idle, so that no branch downstream
-    goes idle with the events and comes back after the others (docs/streaming.md, "Time"); both its
-    inputs are keyed by one key (its registered users are keyed state) and the caller runs it at
-    parallelism 1. `registration_backlog`
-    (the events' instance; partition -> one past the last record of the requirements' backlog):
-    no event is judged before those registrations have come (`RegistrationGate`), or no
-    registration for the longer of `source_start_grace` and `source_idleness`. `restored_ends` (a
-    restored events instance; partition -> one past its last record when the job was built): if the
-    restored state had read every partition through it, a silent source closes the restore seed's
-    slot after `close_after`, whatever the consumer group committed. Returns the operator,
+    partition, from the valid records only, with the flag `ahead` for those the lead guard does not
+    believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time"), at the
+    parallelism of `records` on forward channels. The requirements' instance: `registrations` (how
+    far each requirements partition is read), and `backlog_ends` as for `kafka_source`'s
+    `backlog_end`. The events' instance: `follows`, the requirements' timed rows; while every events
+    partition is idle, the output follows that stream's watermark (as
+    `Registrations.requirementsTime` rows from one task, `ValidTimeStreams.timeOf`) instead of going
+    idle, so that no branch downstream goes idle with the events and comes back after the others;
+    `restored_ends` (a restored job; partition -> one past its last record when the job was built): if
+    the restored state had read every partition through it, a silent source closes the restore
+    seed's slot after `close_after`, whatever the consumer group committed. Returns the operator,
     and with `follows` also the stream of time rows it reads (both need a uid)."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
     operator = jvm.pwevent.flink.ValidTime(
         strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
-        strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], everyone_known, restore_seed_ms,
+        strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], restore_seed_ms,
         None if backlog_ends is None else _java_offsets(backlog_ends), follows is not None,
-        None if registration_backlog is None else _java_offsets(registration_backlog),
-        max(strategy["start_grace_ms"], strategy["idle_after_ms"]),
         None if restored_ends is None else _java_offsets(restored_ends))
     if follows is None:
-        return DataStream(jvm.pwevent.flink.ValidTimeStreams.apply(events._j_data_stream, registrations._j_data_stream,
-                                                            operator))
-    marks = DataStream(jvm.pwevent.flink.ValidTimeStreams.timeOf(follows._j_data_stream,
-                                                          registrations._j_data_stream.getType()))
-    second = registrations.union(marks)
-    return DataStream(jvm.pwevent.flink.ValidTimeStreams.applyToEvents(events._j_data_stream, second._j_data_stream,
-                                                                operator)), marks
+        return DataStream(jvm.pwevent.flink.ValidTimeStreams.apply(records._j_data_stream,
+                                                                   registrations._j_data_stream, operator))
+    marks = DataStream(jvm.pwevent.flink.ValidTimeStreams.timeOf(
+        follows._j_data_stream, jvm.pwevent.flink.RequirementOrder.REGISTRATIONS.getTypeInfo()))
+    return DataStream(jvm.pwevent.flink.ValidTimeStreams.applyToEvents(records._j_data_stream, marks._j_data_stream,
+                                                                       operator)), marks
 
 
 def requirement_split(verdicts: Any) -> tuple[Any, Any]:

@@ -21,8 +21,6 @@ class StartReads:
     late_through: every event of a slot up to it is `late` (a resumed job's decided slots).
     requirements_backlog: one past each requirements partition's last record now, so that its
     partitions stop holding event time back as soon as they have read what they held.
-    registration_backlog: the same for the partitions whose registrations the events wait for
-    (`registration_backlog`).
     restore_seed_ms (restored jobs): the slot an events partition that stays silent after the restore
     closes. read_to_end: the sources ("events", "requirements") whose restored readers have nothing
     left to read, so that their silent partitions skip `source_start_grace`. events_ends (restored
@@ -31,7 +29,6 @@ class StartReads:
 
     late_through: int = 0
     requirements_backlog: dict[int, int] | None = None
-    registration_backlog: dict[int, int] | None = None
     restore_seed_ms: int | None = None
     read_to_end: frozenset[str] = field(default_factory=frozenset)
     events_ends: dict[int, int] | None = None
@@ -41,7 +38,6 @@ class StartReads:
         """The reads of a start that restores `restored` (None: a start without state)."""
         backlog = requirements_backlog(settings)
         return cls(late_through(settings, restored, config.domain.d), backlog,
-                   registration_backlog(backlog),
                    restore_seed(config, settings) if restored else None,
                    restored_read_to_end(settings) if restored else frozenset(),
                    topic_ends(settings, "events") if restored else None)
@@ -85,17 +81,6 @@ def topic_ends(settings: StreamSettings, role: str) -> dict[int, int] | None:
         print(f"pwevent run: where the {role} partitions end is unknown ({err}); their silent partitions "
               "wait for flink.source_start_grace or flink.source_idleness", file=sys.stderr)
         return None
-
-
-def registration_backlog(backlog: dict[int, int] | None) -> dict[int, int] | None:
-    """The requirements partitions whose backlog the events wait for (docs/streaming.md, "Time": no
-    event is judged before the registrations of the requirements' backlog), with their ends
-    (`requirements_backlog`): every one with a record. A restored job's ValidTime knows from its own
-    state which of them its reader had read through before the checkpoint, and waits for the others.
-    None when the backlog is unknown: the events then wait for nothing."""
-    if backlog is None:
-        return None
-    return {p: end for p, end in backlog.items() if end > 0}
 
 
 def restored_read_to_end(settings: StreamSettings) -> frozenset[str]:

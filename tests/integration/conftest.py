@@ -92,10 +92,12 @@ class StreamingJob:
     """One run of the real job against fresh topics; stop() kills its process group (our own pid)."""
 
     def __init__(self, bootstrap: str, folder: Path, mechanism: str, extra: dict[str, Any] | None = None,
-                 admin: dict[str, Any] | None = None, inputs_of: StreamingJob | None = None) -> None:
+                 admin: dict[str, Any] | None = None, inputs_of: StreamingJob | None = None,
+                 events_partitions: int = 2) -> None:
         """`admin`: kafka-python security arguments that may create topics (a secured broker's admin).
         `inputs_of`: an earlier job whose events and requirements topics and consumer group id this
-        one shares (its output topics and transactional ids stay its own)."""
+        one shares (its output topics and transactional ids stay its own). `events_partitions`: of a
+        new events topic."""
         self.folder = folder
         name = f"t{uuid.uuid4().hex[:8]}"
         roles = ("events", "requirements", "releases", "dead_letters", "audit")
@@ -121,7 +123,7 @@ class StreamingJob:
         self.config = load_config(str(self.config_path))
         self.kafka: KafkaSettings = stream_settings(self.config, str(folder)).kafka
         create = load_script("create-topics.py").create_topics
-        partitions = {"events": 2, **{role: 1 for role in roles[1:]}}
+        partitions = {"events": events_partitions, **{role: 1 for role in roles[1:]}}
         outcome = create(bootstrap, {self.topics[r]: partitions[r] for r in roles if r not in shared}, client=admin)
         assert set(outcome.values()) == {"created"}, outcome
         self.process: subprocess.Popen[bytes] | None = None

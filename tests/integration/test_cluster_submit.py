@@ -28,14 +28,18 @@ import pytest
 import yaml
 
 from pwevent.jobs.streaming.job import submit_command
+from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     FAST_CLOSE,
     REPO,
     SEED,
     StreamingJob,
+    check_dead_letters,
     check_equals_replay,
     generate,
+    replay,
+    slot_time,
     stop_with_savepoint,
 )
 
@@ -71,8 +75,8 @@ def _rest(address: str, path: str, method: str = "GET") -> Any:
 class ClusterJob(StreamingJob):
     """The job on the session cluster: alive while the cluster reports it RUNNING; stop() cancels it."""
 
-    def __init__(self, rest: str, *args: Any) -> None:
-        super().__init__(*args)
+    def __init__(self, rest: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.rest = rest
         self.job_id: str | None = None
 
@@ -176,5 +180,71 @@ def test_parallelism_2_on_two_taskmanagers_then_a_savepoint_restored_at_parallel
             check_equals_replay(job, events, requirements, SLOTS)
             vertices = {v["name"]: v["parallelism"] for v in _rest(rest, f"/jobs/{job.job_id}")["vertices"]}
             assert set(vertices.values()) == {1}, vertices
+        finally:
+            job.stop()
+
+
+#: Records the replay rejects, sent to every events partition amid the backlog: unparsable, out of
+#: the domain (timed in slot 3), a repeated time key.
+INVALID = [b"{not json", json.dumps({"user": "u1", "time": slot_time(3, 5), "value": 7}).encode(),
+           b'{"user": "u2", "time": %d, "value": 1, "time": %d}' % (slot_time(3, 5), slot_time(3, 9))]
+
+
+def records_read(rest: str, job_id: str) -> dict[str, tuple[int, int]]:
+    """Per vertex of the job: (parallelism, records it has read), as Flink's REST API says."""
+    vertices = _rest(rest, f"/jobs/{job_id}")["vertices"]
+    return {v["name"]: (v["parallelism"], int(v["metrics"]["read-records"])) for v in vertices}
+
+
+def settled_records_read(rest: str, job_id: str, population_after: int) -> dict[str, tuple[int, int]]:
+    """`records_read` once the REST API's metrics (fetched every 10 s by default) show the Population
+    past `population_after` records and two fetches 11 s apart agree."""
+    deadline, last = time.monotonic() + 180, None  # a guard against a hang, not a measured duration
+    while True:
+        read = records_read(rest, job_id)
+        population = [count for name, (_, count) in read.items() if name.startswith("Population")]
+        if population and population[0] > population_after and read == last:
+            return read
+        assert time.monotonic() < deadline, read
+        last = read
+        time.sleep(11)
+
+
+def test_no_event_reaches_a_task_at_parallelism_1(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """docs/streaming.md, "Topology": at parallelism 2 on two TaskManagers, over a backlog on 4 events
+    partitions with invalid records mixed in, the releases equal the replay, the dead letters have its
+    reasons, and no vertex at parallelism 1 reads a number of records of the order of the events
+    (each reads less than 5% of them: per-slot counts, membership changes, releases, time rows)."""
+    slots = 8
+    with session_cluster(tmp_path / "cluster", TASKMANAGERS) as rest:
+        job = ClusterJob(rest, kafka_bootstrap, tmp_path, "PBD", {"flink": {"parallelism": PARALLELISM,
+                                                                            **FAST_CLOSE["flink"]}},
+                         events_partitions=4)
+        events, requirements = generate(tmp_path, users=400, slots=slots)
+        mixed = tmp_path / "mixed-events.jsonl"
+        mixed.write_text(Path(events).read_text() + "".join(f"{r.decode()}\n" for r in INVALID * 4))
+        expected = replay(job, str(mixed), requirements)
+        produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=4)
+        client = producer(job.kafka)
+        for partition in range(4):
+            for record in INVALID:
+                client.send(job.topics["events"], value=record, partition=partition)
+        client.flush()
+        client.close()
+        produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=5)
+        try:
+            job.submit(SEED)
+            wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
+            check_equals_replay(job, events, requirements, slots, expected)
+            check_dead_letters(job, expected["rejects"])
+            n_events = len(Path(events).read_text().splitlines())
+            read = settled_records_read(rest, str(job.job_id), slots)
+            print(f"\n{n_events} events; records read per vertex (parallelism, records):")
+            for name, (parallelism, count) in read.items():
+                print(f"  {parallelism}  {count:>7}  {name[:100]}")
+            single = {name: count for name, (parallelism, count) in read.items() if parallelism == 1}
+            assert single and all(count < 0.05 * n_events for count in single.values()), single
+            wide = [name for name, (parallelism, _) in read.items() if "event time of valid events" in name]
+            assert wide and all(read[name][0] == PARALLELISM for name in wide), read
         finally:
             job.stop()

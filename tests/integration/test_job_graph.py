@@ -43,12 +43,11 @@ for node in env._generate_stream_graph(False).getStreamNodes().toArray():
         name = factory.getClass().getName()
     nodes.append([node.getOperatorName(), name])
 print("GRAPH " + json.dumps(nodes))
-# ValidTime's parallelism, and the partitioner of every edge from the events source up to the
-# operators that feed ValidTime's first input
+# ValidTime's parallelism, and the partitioner of every edge from the events source to ValidTime's
+# first input
 by_id = {node.getId(): node for node in env._generate_stream_graph(False).getStreamNodes().toArray()}
 valid_time = next(n for n in by_id.values() if n.getOperatorName().startswith("event time of valid events"))
 edges, todo = [], [e for e in valid_time.getInEdges().toArray() if e.getTypeNumber() == 1]
-todo = [e for edge in todo for e in by_id[edge.getSourceId()].getInEdges().toArray()]
 while todo:
     edge = todo.pop()
     edges.append(edge.getPartitioner().toString())
@@ -80,11 +79,11 @@ def test_only_the_hosts_of_the_core_run_python_and_time_is_utc(tmp_path: Path, e
     assert python == PYTHON_OPERATORS
     # ValidTime keeps each partition's time in offset order across the fast path and the reference
     # parser: a partition's rows must reach it on the channels of the subtask that read them. It runs
-    # as one subtask (it never goes idle, docs/streaming.md, "Time"), so each upstream subtask reaches
-    # it on its own channel whatever the last edge's partitioner; every edge before that is forward.
+    # at the job's parallelism (docs/streaming.md, "Topology": no per-event work at parallelism 1),
+    # every edge from the source to it forward.
     edge_line = next(line for line in done.stdout.splitlines() if line.startswith("EDGES "))
     edges = json.loads(edge_line.removeprefix("EDGES "))
     assert len(edges) > 5 and set(edges) == {"FORWARD"}, edges
-    assert "VALID_TIME_PARALLELISM 1" in done.stdout.splitlines()
+    assert "VALID_TIME_PARALLELISM 2" in done.stdout.splitlines()
     # Slot windows and the Kafka timestamp in epoch ms assume UTC, whatever the JVM's zone (TZ above).
     assert "ZONE UTC" in done.stdout.splitlines()

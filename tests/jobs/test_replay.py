@@ -145,34 +145,39 @@ def test_dynamic_rejects_fixed_form_and_reports_infeasible_backward(tmp_path):
     assert audit_file(str(tmp_path / "spend.jsonl")).ok
 
 
-def test_only_events_of_known_users_move_time(tmp_path):
-    """docs/streaming.md, "Time": the last slot is that of the last valid event (or requirement). A
-    user without a requirement in force, a user whose only requirement is refused (stricter than the
-    baseline's global one, so it never registers) or a record the parser refuses, however far
-    ahead, adds no slot; their events are still rejected, each with its reason."""
+def test_every_valid_event_moves_time_and_only_valid_ones(tmp_path):
+    """docs/streaming.md, "Which records move time": the last slot is that of the last valid event
+    (or requirement), whether or not its user is registered: a user without a requirement in force,
+    or whose only requirement is refused (stricter than the baseline's global one), moves time as
+    the job's ValidTime has it, and its events are `unknown_user`. A record the parser refuses,
+    however far ahead, adds no slot. Every run releases the same first slots."""
     requirements = [{"user": "a", "time": 0, "w": 120, "epsilon": 1.0},
                     {"user": "late", "time": 2500, "w": 120, "epsilon": 1.0},  # registered from slot 3
                     {"user": "strict", "time": 0, "w": 400, "epsilon": 0.1}]   # refused: never registered
     valid = ['{"user": "a", "time": 100, "value": 1}', '{"user": "a", "time": 1100, "value": 0}',
              '{"user": "late", "time": 2100, "value": 1}']
-    invalid = ['{"user": "late", "time": 1900, "value": 1}',            # unknown at slot 2
-               '{"user": "ghost", "time": 50000, "value": 1}',           # never registered
-               '{"user": "strict", "time": 60000, "value": 1}',          # its requirement was refused
-               '{"user": "a", "time": 70000, "value": -1}',              # out of the domain
+    refused = ['{"user": "a", "time": 70000, "value": -1}',              # out of the domain
                '{"user": "a", "time": 1000, "value": 1, "time": 80000}']  # a repeated key
+    unknown = ['{"user": "late", "time": 1900, "value": 1}',            # unknown at slot 2
+               '{"user": "ghost", "time": 5000, "value": 1}',            # never registered: slot 6
+               '{"user": "strict", "time": 4000, "value": 1}']           # its requirement was refused
     (tmp_path / "req.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requirements))
     runs = {}
-    for name, lines in (("valid", valid), ("mixed", valid + invalid)):
+    for name, lines in (("valid", valid), ("refused", valid + refused), ("unknown", valid + unknown)):
         (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
         summary = run_replay(config_for("BD", origin=0, slot="1s"), str(tmp_path / f"{name}.jsonl"),
                              str(tmp_path / "req.jsonl"), str(tmp_path / f"{name}-rel.jsonl"),
                              str(tmp_path / f"{name}-spend.jsonl"), None, str(tmp_path / f"{name}-rej.jsonl"), seed=1)
         runs[name] = (summary, read(tmp_path / f"{name}-rel.jsonl"), read(tmp_path / f"{name}-spend.jsonl"))
-    (valid_summary, valid_releases, valid_spend), (mixed_summary, mixed_releases, mixed_spend) = runs.values()
-    assert valid_summary.slots == mixed_summary.slots == 3
-    assert mixed_releases == valid_releases and mixed_spend == valid_spend
-    assert mixed_summary.rejects - valid_summary.rejects == {"unknown_user": 3, "out_of_domain": 1,
-                                                             "duplicate_key": 1}
+    valid_summary, valid_releases, valid_spend = runs["valid"]
+    refused_summary, refused_releases, refused_spend = runs["refused"]
+    unknown_summary, unknown_releases, _ = runs["unknown"]
+    assert valid_summary.slots == refused_summary.slots == 3
+    assert refused_releases == valid_releases and refused_spend == valid_spend
+    assert refused_summary.rejects - valid_summary.rejects == {"out_of_domain": 1, "duplicate_key": 1}
+    assert unknown_summary.slots == 6
+    assert [r["slot"] for r in unknown_releases] == list(range(1, 7))
+    assert unknown_summary.rejects - valid_summary.rejects == {"unknown_user": 3}
 
 
 def test_baseline_refuses_users_stricter_than_its_global_requirement(tmp_path):

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
-from pwevent.jobs.common.membership import Membership, UserState
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import Action, RequirementRules
-from pwevent.operators.registry import REGISTRY, mechanism
+from pwevent.operators.registry import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
 FIXED = Requirement(40, 0.6)
@@ -38,17 +35,3 @@ def test_baseline_runs_the_global_requirement_and_refuses_stricter_users():
     assert loose.action is Action.REGISTER and loose.requirement == Requirement(120, 0.6)
     assert rules.requirement_action(None, Requirement(200, 0.6)).action is Action.REJECT
 
-
-REQUIREMENTS = [Requirement(1, 0.1), Requirement(40, 0.6), Requirement(120, 1.0), Requirement(400, 0.1),
-                Requirement(10, 50.0), DYNAMIC, DynamicRequirement(Requirement(400, 1.0), Requirement(30, 1.0))]
-
-
-@pytest.mark.parametrize("name", REGISTRY.names())
-def test_registers_is_what_membership_does_with_a_first_record(name):
-    """`registers` (what the replay's last slot and the job's event time know users by) against
-    Membership applying the requirement as a user's first record."""
-    rules = RequirementRules(mechanism(name, 120, 0.6), 200)
-    membership = Membership(rules)
-    for requirement in REQUIREMENTS:
-        applied = membership.apply("u", UserState(), 1, requirement)
-        assert rules.registers(requirement) == (applied.change is not None), (name, requirement)

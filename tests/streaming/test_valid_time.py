@@ -1,9 +1,7 @@
 """The rules by which `pwevent.flink.ValidTime` lets an event move time (docs/streaming.md, "Time"),
-against their Python definitions: a user is known at an event's slot exactly as the replay has it,
-a registration counts unless its slot has closed exactly as Membership refuses a late requirement,
-and what counts as a registration is `RequirementRules.registers` (tests/jobs/test_requirement_rules.py);
-a partition's time follows its offsets across the two parsers (`OffsetOrder`), whatever
-the interleaving of the fast path's channel and the reference parser's.
+against their Python definitions: a record of a slot is late once its slot has closed exactly as
+Membership refuses a late requirement; a partition's time follows its offsets across the two
+parsers (`OffsetOrder`), whatever the interleaving of the fast path's channel and the reference parser's.
 The job's integration test (tests/integration/test_event_time.py,
 `test_only_valid_records_move_event_time`) runs the operator end to end."""
 
@@ -30,11 +28,10 @@ TIMES = st.integers(-62_135_596_800_000, 253_402_300_799_999)
 
 @dataclass(frozen=True)
 class JavaRules:
-    """`SlotRules.knownAt`, `.closed` and `.closedBy`, the class `ValidTime` (its constants) and
+    """`SlotRules.closed` and `.closedBy`, the class `ValidTime` (its constants) and
     `OffsetOrder`."""
 
-    knownAt: Callable[..., bool]  # noqa: N815 (the Java names)
-    closed: Callable[..., bool]
+    closed: Callable[..., bool]  # (the Java names)
     closedBy: Callable[..., int]  # noqa: N815
     java: object
     offset_order: Callable[[], Any]  # a py4j object
@@ -51,25 +48,8 @@ def valid_time() -> JavaRules:
     gateway = get_gateway()
     add_jars_to_context_class_loader([jvm_jar().resolve().as_uri()])
     rules = gateway.jvm.pwevent.flink.SlotRules
-    return JavaRules(rules.knownAt, rules.closed, rules.closedBy, gateway.jvm.pwevent.flink.ValidTime,
+    return JavaRules(rules.closed, rules.closedBy, gateway.jvm.pwevent.flink.ValidTime,
                      gateway.jvm.pwevent.flink.OffsetOrder)
-
-
-def replay_known(since: int | None, time_ms: int, clock: SlotClock) -> bool:
-    """jobs/offline/replay.py, `_last_known_slot`: registered from slot `since`, known at `time_ms`'s slot."""
-    return since is not None and since <= clock.slot_of(time_ms)
-
-
-@pytest.mark.flink
-@settings(max_examples=1500, deadline=None)
-@given(origin=ORIGINS, length=LENGTHS, time_ms=TIMES, since=st.none() | st.integers(-5, 10**9),
-       near=st.booleans())
-def test_known_at_is_the_replays_rule(valid_time: JavaRules, origin: int, length: int, time_ms: int,
-                                      since: int | None, near: bool) -> None:
-    clock = SlotClock(origin, length)
-    if near and since is not None:  # the slot borders: since at, before and after the event's slot
-        since = clock.slot_of(time_ms) + since % 3 - 1
-    assert valid_time.knownAt(since, time_ms, origin, length) == replay_known(since, time_ms, clock)
 
 
 @pytest.mark.flink

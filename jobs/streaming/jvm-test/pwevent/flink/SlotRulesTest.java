@@ -50,15 +50,4 @@ class SlotRulesTest {
             assertFalse(SlotRules.closed(slot, last - 1, origin, length), () -> "open before the last ms of " + slot);
         }
     }
-
-    @Test
-    void aUserIsKnownFromTheSlotOfItsRegistration() throws Exception {
-        for (long[] v : vectors()) {
-            long origin = v[0], length = v[1], time = v[2], slot = v[3];
-            assertTrue(SlotRules.knownAt(slot, time, origin, length));
-            assertTrue(SlotRules.knownAt(slot - 1, time, origin, length));
-            assertFalse(SlotRules.knownAt(slot + 1, time, origin, length));
-            assertFalse(SlotRules.knownAt(null, time, origin, length));
-        }
-    }
 }

@@ -26,10 +26,10 @@ class ValidTimeIdleTest {
     private static final long IDLE_AFTER = 3_000L;
 
     /** What came out after one event at 30 s (slot 1), the source idle, and quiet for longer than
-     *  the idleness; then a watermark of input 2 far ahead (the registrations' own), and the
+     *  the idleness; then a watermark of input 2 far ahead (its own), and the
      *  requirements' valid time at the end of slot 3; then a second event (slot 4). */
     static List<Object> run(boolean follows) throws Exception {
-        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null, null, follows, null, 0, null);
+        ValidTime operator = new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, null, null, follows, null);
         try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = new TwoInputStreamOperatorTestHarness<>(operator)) {
             harness.getExecutionConfig().setAutoWatermarkInterval(100);
             harness.setup(ValidTime.OUT.createSerializer(harness.getExecutionConfig().getSerializerConfig()));
@@ -42,7 +42,7 @@ class ValidTimeIdleTest {
             }
             harness.processWatermarkStatus1(WatermarkStatus.IDLE);
             harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 100);
-            harness.processWatermark2(new Watermark(55 * SLOT));  // the registrations' own: never read
+            harness.processWatermark2(new Watermark(55 * SLOT));  // input 2's own: never read
             harness.processElement2(new StreamRecord<>(Registrations.requirementsTime(3 * SLOT - 1)));  // the requirements' valid time
             harness.setProcessingTime(CLOSE_AFTER + IDLE_AFTER + 200);
             harness.processWatermarkStatus1(WatermarkStatus.ACTIVE);
@@ -109,8 +109,8 @@ class ValidTimeIdleTest {
     }
 
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> requirementsHarness() throws Exception {
-        return RegistrationGateTest.harness(new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, null,
-                Map.of(0, 7L), false, null, 0, null));
+        return ValidTimeHarness.harness(new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, null,
+                Map.of(0, 7L), false, null));
     }
 
     @Test
@@ -145,8 +145,8 @@ class ValidTimeIdleTest {
     }
 
     static TwoInputStreamOperatorTestHarness<Row, Row, Row> eventsHarness() throws Exception {
-        return RegistrationGateTest.harness(new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, true, 150_000L,
-                null, true, null, 0, Map.of(0, 2L)));
+        return ValidTimeHarness.harness(new ValidTime(0, 3_600_000L, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, 150_000L,
+                null, true, Map.of(0, 2L)));
     }
 
     @Test

@@ -19,7 +19,7 @@ class ValidTimeRestoreTest {
     private static final long SLOT = 60_000L;
 
     static ValidTime operator() {
-        return new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, true, null, null, false, null, 0, null);
+        return new ValidTime(0, 3_600_000L, 1_000L, 3_000L, 0, SLOT, null, null, false, null);
     }
 
     static Row event(long time, long offset) {
@@ -28,13 +28,13 @@ class ValidTimeRestoreTest {
 
     /** Whether the event 300 slots ahead, the first after a restore of `state` (null: none), is ahead. */
     static Object farEventAheadAfter(OperatorSubtaskState state) throws Exception {
-        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = RegistrationGateTest.harness(operator())) {
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = ValidTimeHarness.harness(operator())) {
             if (state != null) {
                 harness.initializeState(state);
             }
             harness.open();
             harness.processElement1(new StreamRecord<>(event(300 * SLOT, 2L), 300 * SLOT));
-            List<List<Object>> rows = RegistrationGateTest.judged(List.copyOf(harness.getOutput()));
+            List<List<Object>> rows = ValidTimeHarness.judged(List.copyOf(harness.getOutput()));
             return rows.get(0).get(1);
         }
     }
@@ -42,7 +42,7 @@ class ValidTimeRestoreTest {
     @Test
     void theFirstEventAfterARestoreMeetsTheGuardOfBefore() throws Exception {
         OperatorSubtaskState state;
-        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = RegistrationGateTest.harness(operator())) {
+        try (TwoInputStreamOperatorTestHarness<Row, Row, Row> harness = ValidTimeHarness.harness(operator())) {
             harness.open();
             harness.processElement1(new StreamRecord<>(event(30_000L, 0L), 30_000L));
             harness.processElement1(new StreamRecord<>(event(40_000L, 1L), 40_000L));

@@ -57,15 +57,6 @@ public final class OffsetOrder {
         settle();
     }
 
-    /** An event already passed at `offset` (on either channel) that moves time to `time` after all,
-     *  at `now`: its user registered after it passed ({@link Unregistered}). Held in offset order
-     *  like any other time. */
-    public void credit(long offset, long time, long now) {
-        held.merge(offset, time, Math::max);
-        lastActivity = now;
-        settle();
-    }
-
     private void settle() {
         long first = pending.isEmpty() ? Long.MAX_VALUE : pending.first();
         while (!held.isEmpty() && held.firstKey() < first && held.firstKey() <= frontier) {

@@ -3,15 +3,13 @@ package pwevent.flink;
 import org.apache.flink.types.Row;
 
 /**
- * The rows of {@link ValidTime}'s input 2 (jobs/streaming/rows.py, `REGISTRATIONS`; docs/streaming.md,
- * "Time"): Row(user, slot, requirements_ms, partition, offset). One per requirement record, with its
- * partition and offset (how far the requirements' reader has got), and its user and slot if its
- * requirement registers its user when it is the user's first (jobs/common/requirement_rules.py,
- * {@code RequirementRules.registers}); or, `requirements_ms` alone, the requirements' valid time.
+ * The rows of {@link ValidTime}'s input 2 (docs/streaming.md, "Time"): Row(user, slot,
+ * requirements_ms, partition, offset). One per requirement record, with its partition and offset
+ * (how far the requirements' reader has got); or, `requirements_ms` alone, the requirements' valid
+ * time. `user` and `slot` are always null: releases before 2026-12-06 named the user a record
+ * registered, and the row type stays theirs.
  */
 public final class Registrations {
-    private static final int USER = 0;
-    private static final int SLOT = 1;
     private static final int REQUIREMENTS_MS = 2;
     private static final int PARTITION = 3;
     private static final int OFFSET = 4;
@@ -19,14 +17,7 @@ public final class Registrations {
     private Registrations() {
     }
 
-    /** The requirement record at `offset` of requirements partition `partition` registers `user`
-     *  from `slot` on. */
-    public static Row registration(String user, long slot, int partition, long offset) {
-        return Row.of(user, slot, null, partition, offset);
-    }
-
-    /** The requirement record at `offset` of requirements partition `partition`, which registers
-     *  nobody. */
+    /** The requirement record at `offset` of requirements partition `partition` has been read. */
     public static Row read(int partition, long offset) {
         return Row.of(null, null, null, partition, offset);
     }
@@ -40,16 +31,6 @@ public final class Registrations {
     static Long requirementsMs(Row row) {
         Object ms = row.getField(REQUIREMENTS_MS);
         return ms == null ? null : ((Number) ms).longValue();
-    }
-
-    /** The user a record registers; null if it registers nobody. */
-    static String user(Row row) {
-        return (String) row.getField(USER);
-    }
-
-    /** The slot a record registers its user from (only with a user). */
-    static long slot(Row row) {
-        return ((Number) row.getField(SLOT)).longValue();
     }
 
     static int partition(Row row) {

@@ -22,7 +22,7 @@ import org.apache.flink.util.OutputTag;
 
 /**
  * The requirement records of both parsers in each Kafka partition's offset order, each with its
- * {@link Registrations} row, as the requirements' {@link ValidTime} and the events' need them.
+ * {@link Registrations} row, as the requirements' {@link ValidTime} needs them.
  *
  * <p>Input 1: {@link RequirementSplit}'s output ({@link ValidTime#FAST} rows and
  * {@link ValidTime#PENDING} marks). Input 2: the reference parser's rows ({@link ValidTime#IN}:
@@ -33,9 +33,7 @@ import org.apache.flink.util.OutputTag;
  * payload ({@link RequirementPayload}), a refused one as {@link ValidTime#REFUSED} (partition and
  * offset only), with the timestamp of the row it comes from (the reference parser's for a marked
  * record; none if that had none). Side output {@link #REGISTRATIONS}, right before each output row:
- * {@link Registrations#registration} of its user from the slot of its time_ms
- * ({@link SlotRules#slotOf}) if it is accepted and its requirement registers
- * ({@link RequirementPayload#registers}), else {@link Registrations#read}.
+ * {@link Registrations#read}, its partition and offset (how far the requirements' reader has got).
  *
  * <p>Per partition, a queue of held rows: a fast row goes out at once if nothing of its partition is
  * held, else waits at the queue's end; a mark waits there until the reference parser's row of its
@@ -220,19 +218,8 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
                 ? Row.of(null, null, null, partition, offset, null, ValidTime.REFUSED)
                 : Row.of(row.getField(USER), row.getField(TIME_MS), null, partition, offset, row.getField(ORIGINAL),
                         ValidTime.FAST);
-        output.collect(REGISTRATIONS, timed(registration(out), timestamp));
+        output.collect(REGISTRATIONS, timed(Registrations.read(partition(out), offset(out)), timestamp));
         output.collect(timed(out, timestamp));
-    }
-
-    /** The registration of output row `out`: its user's from the slot of its time_ms if it is
-     *  accepted and its requirement registers, else its record's read. */
-    private Row registration(Row out) {
-        if (path(out) == ValidTime.REFUSED || !RequirementPayload.decode((byte[]) out.getField(ORIGINAL)).registers()) {
-            return Registrations.read(partition(out), offset(out));
-        }
-        long time = ((Number) out.getField(TIME_MS)).longValue();
-        return Registrations.registration((String) out.getField(USER), SlotRules.slotOf(originMs, slotMs, time),
-                partition(out), offset(out));
     }
 
     private static StreamRecord<Row> timed(Row row, Long timestamp) {

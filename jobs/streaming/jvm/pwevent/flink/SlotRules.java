@@ -4,8 +4,8 @@ package pwevent.flink;
  * The slot rules the JVM operators share, each the Java side of a Python rule and tested equal to it
  * (jobs/streaming/jvm-test/pwevent/flink/SlotRulesTest.java and tests/streaming/test_slot_rules.py
  * on tests/streaming/data/slot-rules.tsv; tests/streaming/test_valid_time.py against the replay):
- * time -> slot, a slot's last millisecond, the slots a watermark closed, whether a registered user
- * is known at a time, and whether a registration comes after its slot closed. Slots of `slotMs`
+ * time -> slot, a slot's last millisecond, the slots a watermark closed, and whether a record of a
+ * slot comes after its slot closed. Slots of `slotMs`
  * from `originMs`, numbered from 1 (docs/streaming.md, "Time").
  */
 public final class SlotRules {
@@ -36,12 +36,6 @@ public final class SlotRules {
      *  slot of mark + 1; every slot at Long.MAX_VALUE (the end of a bounded input). */
     public static long closedBy(long originMs, long slotMs, long mark) {
         return mark == Long.MAX_VALUE ? Long.MAX_VALUE : slotOf(originMs, slotMs, mark + 1) - 1;
-    }
-
-    /** Whether a user registered from slot `since` (null: never) is known at the slot of `time`:
-     *  the replay's rule (jobs/offline/replay.py, `_last_known_slot`). */
-    public static boolean knownAt(Long since, long time, long originMs, long slotMs) {
-        return since != null && since <= slotOf(originMs, slotMs, time);
     }
 
     /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's

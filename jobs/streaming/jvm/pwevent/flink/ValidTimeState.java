@@ -11,21 +11,22 @@ import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.types.Row;
 
 /**
- * {@link ValidTime}'s operator state (docs/streaming.md, "Restored jobs"): the input-1 rows the
- * registration gate holds, the lead guard's partitions, the events passed on before their user
- * registered ({@link Unregistered}), and how far each input was read ({@link ReadOffsets}).
- * Restored into the objects the operator works with, and written from them at every checkpoint.
- * The state names are those of every release so far: a savepoint restores into them.
+ * {@link ValidTime}'s operator state (docs/streaming.md, "Restored jobs"): the lead guard's
+ * partitions and how far each input was read ({@link ReadOffsets}). Restored into the objects the
+ * operator works with, and written from them at every checkpoint. The state names are those of
+ * every release so far: a savepoint restores into them. A release before 2026-12-06 also kept the
+ * input-1 rows its registration gate held (judged once after a restore, then cleared) and, in
+ * state this release does not read, the events passed on before their users registered and the
+ * registered users themselves (they no longer decide what moves time).
  */
 final class ValidTimeState {
+    /** Written by releases before 2026-12-06 only. */
     private static final ListStateDescriptor<Row> HELD =
             new ListStateDescriptor<>("held before registration", ValidTime.IN);
     /** The lead guard's partitions (partition, latest, pending jump or Long.MIN_VALUE), every
      *  subtask's given to every subtask on a restore. */
     private static final ListStateDescriptor<Row> GUARD = new ListStateDescriptor<>("lead guard", new RowTypeInfo(
             new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG}, new String[] {"partition", "latest", "jump"}));
-    private static final ListStateDescriptor<Row> UNREGISTERED =
-            new ListStateDescriptor<>("passed before registration", Unregistered.ROW);
     /** Per requirements partition, the highest offset of its records read (every subtask reads them
      *  all; every subtask's given to every subtask on a restore). */
     private static final ListStateDescriptor<Row> REQUIREMENTS_READ = ReadOffsets.descriptor("requirements read");
@@ -34,20 +35,19 @@ final class ValidTimeState {
 
     private final ListState<Row> held;
     private final ListState<Row> guard;
-    private final ListState<Row> unregistered;
     private final ListState<Row> requirementsRead;
     private final ListState<Row> inputRead;
 
     ValidTimeState(OperatorStateStore store) throws Exception {
         held = store.getListState(HELD);
         guard = store.getUnionListState(GUARD);
-        unregistered = store.getListState(UNREGISTERED);
         requirementsRead = store.getUnionListState(REQUIREMENTS_READ);
         inputRead = store.getUnionListState(INPUT_READ);
     }
 
-    /** The rows the gate held at the checkpoint, in their order (none without state). */
-    List<Row> held() throws Exception {
+    /** The rows an earlier release's registration gate held at the checkpoint, in their order
+     *  (none without state, or from this release's). */
+    List<Row> heldBefore() throws Exception {
         List<Row> rows = new ArrayList<>();
         for (Row row : held.get()) {
             rows.add(row);
@@ -66,15 +66,6 @@ final class ValidTimeState {
         return restored;
     }
 
-    /** The events passed on before their user registered, at the checkpoint. */
-    Unregistered unregistered() throws Exception {
-        Unregistered restored = new Unregistered();
-        for (Row row : unregistered.get()) {
-            restored.add(row);
-        }
-        return restored;
-    }
-
     /** How far the requirement records had been read. */
     ReadOffsets requirementsRead() throws Exception {
         return ReadOffsets.restore(requirementsRead.get());
@@ -85,16 +76,15 @@ final class ValidTimeState {
         return ReadOffsets.restore(inputRead.get());
     }
 
-    /** Write the operator's objects (`heldRows` null: the gate is open, nothing held). */
-    void snapshot(List<Row> heldRows, SlotWatermarks.LeadGuard leadGuard, Unregistered passed,
-                  ReadOffsets requirementsReadTo, ReadOffsets inputReadTo) throws Exception {
-        held.update(heldRows == null ? List.of() : heldRows);
+    /** Write the operator's objects (`heldRows`: an earlier release's held rows not judged yet). */
+    void snapshot(List<Row> heldRows, SlotWatermarks.LeadGuard leadGuard, ReadOffsets requirementsReadTo,
+                  ReadOffsets inputReadTo) throws Exception {
+        held.update(heldRows);
         List<Row> partitions = new ArrayList<>();
         for (long[] state : leadGuard.snapshot()) {
             partitions.add(Row.of((int) state[0], state[1], state[2]));
         }
         guard.update(partitions);
-        unregistered.update(passed.rows());
         requirementsReadTo.snapshot(requirementsRead);
         inputReadTo.snapshot(inputRead);
     }

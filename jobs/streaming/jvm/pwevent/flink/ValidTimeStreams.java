@@ -1,8 +1,6 @@
 package pwevent.flink;
 
 import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
@@ -36,21 +34,33 @@ public final class ValidTimeStreams {
         return records.connect(registrations.broadcast()).transform("valid event time", ValidTime.OUT, operator);
     }
 
-    /** The events' instance: `events` with their valid event time, both inputs keyed by
-     *  {@link ValidTime#KEY} (one subtask; the registered users in keyed state). */
-    public static SingleOutputStreamOperator<Row> applyToEvents(DataStream<Row> events, DataStream<Row> second,
+    /** The events' instance: `events` with their valid event time, at their parallelism, on forward
+     *  channels (each subtask times the partitions its source subtask reads); `requirementsTime`
+     *  ({@link #timeOf}) broadcast to every subtask. */
+    public static SingleOutputStreamOperator<Row> applyToEvents(DataStream<Row> events, DataStream<Row> requirementsTime,
                                                                 ValidTime operator) {
-        KeySelector<Row, Integer> one = row -> ValidTime.KEY;
-        return events.keyBy(one, Types.INT).connect(second.keyBy(one, Types.INT))
-                .transform("valid event time", ValidTime.OUT, operator);
+        return events.connect(requirementsTime.broadcast()).transform("valid event time", ValidTime.OUT, operator)
+                .setParallelism(events.getParallelism());
     }
 
-    /** `timed`'s watermarks as {@link Registrations#requirementsTime} rows of type `as` (the registrations'
-     *  type, to be unioned with them: input 2 of the events' instance, which follows that time while
-     *  its own partitions are idle), without `timed`'s rows and without any watermark or status of its
-     *  own. */
+    /** `timed`'s watermark, the smallest over its subtasks, as {@link Registrations#requirementsTime}
+     *  rows of type `as` (input 2 of the events' instance, which follows that time while its own
+     *  partitions are idle): `timed`'s rows stop in its own tasks ({@link WatermarksOnly}, chained),
+     *  and one task turns the watermarks of all of them into rows, without any watermark or status of
+     *  its own. */
     public static SingleOutputStreamOperator<Row> timeOf(DataStream<Row> timed, TypeInformation<Row> as) {
-        return timed.transform("time of", as, new TimeRows());
+        return timed.transform("watermarks of", timed.getType(), new WatermarksOnly())
+                .setParallelism(timed.getParallelism()).uid("requirement-watermarks-only")
+                .transform("time of", as, new TimeRows()).setParallelism(1);
+    }
+
+    /** Drops every row, passes watermarks and statuses on. */
+    static final class WatermarksOnly extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void processElement(StreamRecord<Row> record) {
+        }
     }
 
     /** {@link #timeOf}'s operator. */
