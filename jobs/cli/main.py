@@ -16,7 +16,7 @@ from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.progress import progress_printer
-from pwevent.jobs.common.slots import duration_arg
+from pwevent.jobs.common.slots import SlotClock, duration_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.evaluation.evaluate import add_evaluate_parser
 from pwevent.jobs.offline.audit import AuditInputError, AuditReport, audit_file
@@ -32,11 +32,25 @@ from pwevent.jobs.streaming.settings import load_settings
 from pwevent.operators.registry import REGISTRY
 
 
+def horizon_slot(raw: str, clock: SlotClock) -> int:
+    """`--through`: a slot number (from 1), or a time (ISO-8601 or epoch ms) whose slot is the last."""
+    if raw.isdigit() and int(raw) >= 1 and len(raw) < 10:
+        return int(raw)
+    try:
+        slot = clock.slot_of(parse_time_ms(raw, "--through"))
+    except ValueError as err:
+        raise ConfigError(f"--through must be a slot number (from 1) or a time, got {raw!r} ({err})") from None
+    if slot < 1:
+        raise ConfigError(f"--through {raw} lies before the configured origin")
+    return slot
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     config, _ = load_settings(args.config)
     summary = run_replay(
         config, args.events, args.requirements, args.releases_out, args.spend_log,
         args.truth_out, args.rejects_out, args.seed, None if args.quiet else progress_printer("replay"),
+        horizon_slot(args.through, config.clock),
     )
     print(summary.render())
     return 0
@@ -187,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--spend-log", required=True, help="where to write the spend log")
     replay.add_argument("--truth-out", help="where to write the true histogram of each slot (evaluation only)")
     replay.add_argument("--rejects-out", help="where to write rejected records with their reasons")
+    replay.add_argument("--through", required=True, metavar="SLOT|TIME",
+                        help="the public horizon: release every slot from 1 to this slot number, or to the slot "
+                             "of this time (ISO-8601 or epoch ms), whether or not anything arrived, as the job's "
+                             "schedule does; never a bound read from the data (docs/streaming.md, \"Time\")")
     replay.add_argument("--seed", type=int, help="TEST/REPRODUCTION ONLY: seeded numpy noise instead of the "
                         "secure default, which draws from the operating system")
     replay.add_argument("--quiet", action="store_true", help="no progress line")

@@ -93,6 +93,8 @@ class Section(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
     derived: ClassVar[frozenset[str]] = frozenset()
+    #: Keys of earlier releases this version no longer takes -> what took their place.
+    replaced: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def input_keys(cls) -> set[str]:
@@ -111,6 +113,10 @@ class Section(BaseModel):
             return raw  # pydantic's error: not a mapping
         allowed = cls.input_keys()
         unknown = sorted(str(key) for key in raw if key not in allowed)
+        gone = [key for key in unknown if key in cls.replaced]
+        if gone:
+            raise PydanticCustomError("replaced_key", "unknown key {key}: {instead}",
+                                      {"key": gone[0], "instead": cls.replaced[gone[0]]})
         if unknown:
             raise PydanticCustomError("unknown_key", "unknown key {key} (allowed: {allowed})",
                                       {"key": unknown[0], "allowed": ", ".join(sorted(allowed))})
@@ -127,6 +133,8 @@ def config_error(err: ValidationError, section: str = "") -> ConfigError:
     kind, ctx = first["type"], first.get("ctx", {})
     if kind == "unknown_key":
         return ConfigError(f"unknown key {path + '.' if path else ''}{ctx['key']} (allowed: {ctx['allowed']})")
+    if kind == "replaced_key":
+        return ConfigError(f"unknown key {path + '.' if path else ''}{ctx['key']}: {ctx['instead']}")
     if kind == "missing":
         return ConfigError(f"missing key {path}")
     if kind in ("model_type", "model_attributes_type", "dict_type"):

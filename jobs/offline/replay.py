@@ -48,6 +48,7 @@ class ReplaySummary:
     kinds: Counter[str] = field(default_factory=Counter)
     rejects: Counter[str] = field(default_factory=Counter)
     noise: str = ""
+    beyond: int = 0  # valid records of slots after the horizon: not replayed (not rejected either)
 
     def render(self) -> str:
         lines = [
@@ -55,6 +56,8 @@ class ReplaySummary:
             "decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kinds.items())),
             "rejects: " + (", ".join(f"{k} {v}" for k, v in sorted(self.rejects.items())) or "none"),
         ]
+        if self.beyond:
+            lines.append(f"{self.beyond} valid records of slots after slot {self.slots} were not replayed")
         return "\n".join(lines)
 
 
@@ -231,7 +234,13 @@ class Replay:
         on_truth: Callable[[dict[str, Any]], None] | None,
         spend_sink: Callable[[dict[str, Any]], None] | None,
         progress: Progress | None = None,
+        through: int | None = None,
     ) -> ReplaySummary:
+        """Replay slots 1 to `through`, the public horizon: every one of them is released, whether or
+        not anything arrived, as the job's schedule releases them (docs/streaming.md, "Time"); valid
+        records of later slots are counted in the summary, not replayed. `through` None: to the last
+        slot that holds a valid event or requirement record, which depends on the input (a research
+        run over a finished dataset; `pwevent replay` always asks for a horizon)."""
         with ExitStack() as stack:
             config = self.config
             d = config.domain.d
@@ -253,7 +262,9 @@ class Replay:
                 config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon,
                 default_requirement=config.default_requirement,
             )
-            last_slot = max([*requirements, events.last_slot], default=0)
+            last_slot = max([*requirements, events.last_slot], default=0) if through is None else through
+            self.summary.beyond = (sum(len(records) for slot, records in requirements.items() if slot > last_slot)
+                                   + int(np.count_nonzero(events.slots > last_slot)))
             smoother = config.smoother()
             with open(events_file, "rb") as originals:
                 for slot in range(1, last_slot + 1):
@@ -314,8 +325,10 @@ def run_replay(
     rejects_out: str | None = None,
     seed: int | None = None,
     progress: Progress | None = None,
+    through: int | None = None,
 ) -> ReplaySummary:
-    """Run the replay with its outputs in files; returns the summary."""
+    """Run the replay through slot `through` (`Replay.run`) with its outputs in files; returns the
+    summary."""
     with ExitStack() as stack:
         on_release = _writer(stack, releases_out)
         spend = _writer(stack, spend_log)
@@ -324,7 +337,7 @@ def run_replay(
         assert on_release is not None
         count_only: Callable[[dict[str, Any]], None] = lambda record: None  # noqa: E731
         replay = Replay(config, make_randomness(config.noise, seed), rejects or count_only)
-        summary = replay.run(events_path, requirements_path, on_release, truth, spend, progress)
+        summary = replay.run(events_path, requirements_path, on_release, truth, spend, progress, through)
     if rejects_out is None and summary.rejects:
         print(f"{sum(summary.rejects.values())} records rejected; pass --rejects-out to keep them", file=sys.stderr)
     return summary

@@ -33,14 +33,16 @@ from pwevent.jobs.streaming.startup import NOTHING_READ, StartReads
 
 @dataclass(frozen=True)
 class Stage:
-    """What every stage reads: the environments, the configuration, the sources' time strategy (the
-    JVM's `SlotWatermarks` and `ValidTime` settings) and the schema that gives a view its rowtime."""
+    """What every stage reads: the environments, the configuration, the time settings of `ValidTime`
+    (`strategy`), where each input topic's partitions ended when the job was built (`ends`, by role:
+    the backlog the start found) and the schema that gives a view its rowtime."""
 
     env: Any
     t_env: Any
     config: Config
     settings: StreamSettings
     strategy: dict[str, int]
+    ends: dict[str, dict[int, int]]
     rowtime: Any
 
     @property
@@ -51,12 +53,10 @@ class Stage:
 
 @dataclass(frozen=True)
 class Requirements:
-    """The requirement records: the reference parser's stream (dead letters as a side output), how far
-    each partition is read (`registrations`, for their valid time) and every record's row in event
-    time (`timed`, `ValidTime.OUT`, `original` the `RequirementPayload`)."""
+    """The requirement records: the reference parser's stream (dead letters as a side output) and
+    every record's row in event time (`timed`, `ValidTime.OUT`, `original` the `RequirementPayload`)."""
 
     parsed: Any
-    registrations: Any
     timed: Any
 
 
@@ -105,12 +105,11 @@ def register_functions(stage: Stage) -> None:
     stage.t_env.create_java_temporary_system_function(LINES, "pwevent.flink.Lines")
 
 
-def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, restore_seed_ms: int | None,
-                read_to_end: frozenset[str]) -> None:
+def read_topics(stage: Stage) -> None:
     """Views `raw_events` and `raw_requirements`: `value` (bytes), `partition`, `offset`, `kafka_ts`,
     `jtime` (the source's time of the record: its time field read in the JVM for JSON, else its
-    Kafka timestamp; docs/streaming.md, "Time") and `rt`. `kafka.start` moves the events only:
-    Membership needs every requirement record ever declared."""
+    Kafka timestamp) and `rt`; no watermark (ValidTime makes it, docs/streaming.md, "Time").
+    `kafka.start` moves the events only: Membership needs every requirement record ever declared."""
     from pwevent.jobs.streaming import pyflink_internals as internals
 
     kafka, config = stage.settings.kafka, stage.config
@@ -119,14 +118,11 @@ def read_topics(stage: Stage, requirements_backlog: dict[int, int] | None, resto
         start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
         stream = internals.kafka_source(stage.env, f"kafka {role}", kafka.require_bootstrap(), kafka.topics[role],
                                         kafka.source_group_id(role), kafka.jvm_properties(), time_path,
-                                        config.max_record_bytes, stage.strategy, start,
-                                        requirements_backlog if role == "requirements" else None,
-                                        restore_seed_ms if role == "events" else None,
-                                        role in read_to_end).uid(f"source-{role}")
+                                        config.max_record_bytes, start).uid(f"source-{role}")
         stage.t_env.create_temporary_view(f"raw_{role}", stage.t_env.from_data_stream(stream, stage.rowtime))
 
 
-def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None) -> Requirements:
+def parse_requirements(stage: Stage) -> Requirements:
     """`raw_requirements` -> the SQL fast path's verdict on every record (jobs/streaming/requirement_sql.py),
     converted once -> `RequirementSplit` (Java, chained): the fast path's records and a mark for each
     of the others, which go to ParseRequirements (Python, the reference parser) -> `RequirementOrder`
@@ -137,7 +133,7 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
     from pwevent.jobs.streaming import rows
     from pwevent.jobs.streaming.requirement_sql import parsed_requirements_sql
 
-    t_env, clock = stage.t_env, stage.config.clock
+    t_env = stage.t_env
     t_env.create_temporary_view("raw_requirements_ts", t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms FROM raw_requirements"))
     verdicts = t_env.to_data_stream(t_env.sql_query(
@@ -148,11 +144,10 @@ def parse_requirements(stage: Stage, requirements_backlog: dict[int, int] | None
     parsed = slow.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
                           output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements") \
         .name("parse requirements (reference parser)")
-    ordered, registrations = internals.requirement_order(split, parsed, clock.origin_ms, clock.length_ms)
-    ordered.uid("requirement-order").name("requirements in offset order")
-    timed = internals.valid_time(ordered, stage.strategy, None, registrations, requirements_backlog) \
-        .uid("requirement-time").name("event time of valid requirements")
-    return Requirements(parsed, registrations, timed)
+    ordered = internals.requirement_order(split, parsed).uid("requirement-order").name("requirements in offset order")
+    timed = internals.valid_time(ordered, stage.strategy, stage.ends["requirements"],
+                                 "event time of valid requirements").uid("requirement-time")
+    return Requirements(parsed, timed)
 
 
 def split_events(stage: Stage) -> Any:
@@ -190,21 +185,15 @@ def parse_events(stage: Stage, split: Any) -> tuple[Any, Any]:
     return parsed, split.union(parsed)
 
 
-def time_events(stage: Stage, events: Any, requirements: Requirements, restore_seed_ms: int | None,
-                restored_ends: dict[int, int] | None) -> Any:
+def time_events(stage: Stage, events: Any) -> Any:
     """Both paths' events -> `ValidTime` (event time from the valid events only, each partition's in
-    offset order, at the events' parallelism, each subtask over the partitions its source subtask
-    reads; while the events are idle it follows the requirements' valid time, so no branch below
-    goes idle with the events and comes back later than another; docs/streaming.md, "Time") -> the
-    valid events (`ValidTime.OUT`), with `ahead` (past the lead guard). `restored_ends`: a restored
-    job's events partitions' ends when it is built (a silent source then holds nothing back if the
-    restored state had read them)."""
+    offset order over the backlog the start found, then the release schedule; at the job's
+    parallelism, each partition's rows routed to the subtask that owns it; docs/streaming.md, "Time")
+    -> the valid events (`ValidTime.OUT`), with `ahead` (past the lead guard)."""
     from pwevent.jobs.streaming import pyflink_internals as internals
 
-    timed, requirement_marks = internals.valid_time(events, stage.strategy, restore_seed_ms,
-                                                    follows=requirements.timed, restored_ends=restored_ends)
-    requirement_marks.uid("requirement-watermarks").name("valid time of requirements, as rows")
-    return timed.uid("valid-time").name("event time of valid events")
+    return internals.valid_time(events, stage.strategy, stage.ends["events"], "event time of valid events") \
+        .uid("valid-time")
 
 
 def judge_events(stage: Stage, timed: Any, late_through: int) -> Any:
@@ -359,21 +348,19 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     stage; `start`: what the start read from the topics (jobs/streaming/startup.py)."""
     from pyflink.table import Schema
 
-    flink, clock = settings.flink, config.clock
+    flink = settings.flink
     strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
-                "close_after_ms": flink.close_after_ms, "idle_after_ms": flink.source_idleness_ms,
-                "start_grace_ms": flink.source_start_grace_ms,
-                "origin_ms": clock.origin_ms, "slot_ms": clock.length_ms}
+                "release_delay_ms": flink.release_delay_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
-    stage = Stage(env, t_env, config, settings, strategy, rowtime)
+    stage = Stage(env, t_env, config, settings, strategy, start.ends, rowtime)
 
     write_sink_tables(stage)
     register_functions(stage)
-    read_topics(stage, start.requirements_backlog, start.restore_seed_ms, start.read_to_end)
-    requirements = parse_requirements(stage, start.requirements_backlog)
+    read_topics(stage)
+    requirements = parse_requirements(stage)
     parsed_events, events = parse_events(stage, split_events(stage))
-    timed = time_events(stage, events, requirements, start.restore_seed_ms, start.events_ends)
+    timed = time_events(stage, events)
     present = judge_events(stage, timed, start.late_through)
     members = membership(stage, requirements, present)
     count_present(stage, latest_with_class(stage, present, members))

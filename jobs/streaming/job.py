@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     start = StartReads.read(config, settings, restored)
     # The job's JVM jar, by `add_jars`, both halves needed (tested on a standalone cluster,
     # tests/integration/test_cluster_submit.py): it puts the jar on the py4j gateway's context class
-    # loader (the client constructs PositionedRecords and SlotWatermarks), and appends it to this
+    # loader (the client constructs PositionedRecords and ValidTime), and appends it to this
     # environment's `pipeline.jars` after the `--jarfile` connector jar, so the client uploads it with
     # the job graph and the JobManager and TaskManagers load it from their blob servers: no path on the
     # cluster's hosts, unlike `-C`. With the class loader alone, submission fails in the JobManager

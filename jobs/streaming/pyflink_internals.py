@@ -43,18 +43,12 @@ def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
 
 
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
-                 time_path: tuple[str, ...] | None, max_bytes: int, strategy: dict[str, int],
-                 start: tuple[str, int | None] = ("earliest", None), backlog_end: dict[int, int] | None = None,
-                 restore_seed_ms: int | None = None, read_to_end: bool = False) -> Any:
-    """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.PositionedRecords`)
-    with the per-partition `pwevent.flink.SlotWatermarks` (keys of `strategy`: out_of_orderness_ms,
-    max_lead_ms, close_after_ms, idle_after_ms, start_grace_ms, origin_ms, slot_ms), read from `start` (a
-    `kafka.start` position and its time) when no state is restored. `time_path`: the keys of the time's
-    field path (None: the Kafka record timestamp). `backlog_end` (partition -> end
-    offset when the job was built): a partition that has read up to there stops holding the watermark
-    back at once. `restore_seed_ms` (a restored job): the slot a silent partition closes. `read_to_end` (a
-    restored job whose group had read every partition to its end): a silent partition has nothing left to
-    give, so no start grace applies to it (docs/streaming.md, "Time")."""
+                 time_path: tuple[str, ...] | None, max_bytes: int,
+                 start: tuple[str, int | None] = ("earliest", None)) -> Any:
+    """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.PositionedRecords`),
+    read from `start` (a `kafka.start` position and its time) when no state is restored, without
+    watermarks (`pwevent.flink.ValidTime` makes them from the valid records; docs/streaming.md,
+    "Time"). `time_path`: the keys of the time's field path (None: the Kafka record timestamp)."""
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream import DataStream
 
@@ -70,12 +64,8 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
     )
     for key, value in properties.items():
         builder = builder.setProperty(key, value)
-    j_strategy = jvm.pwevent.flink.SlotWatermarks(
-        strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
-        strategy["idle_after_ms"], strategy["start_grace_ms"], strategy["origin_ms"], strategy["slot_ms"],
-        None if backlog_end is None else _java_offsets(backlog_end), restore_seed_ms, read_to_end)
-    j_stream = env._j_stream_execution_environment.fromSource(builder.build(), WatermarkStrategy(j_strategy)
-                                                              ._j_watermark_strategy, name)
+    j_stream = env._j_stream_execution_environment.fromSource(
+        builder.build(), WatermarkStrategy.no_watermarks()._j_watermark_strategy, name)
     return DataStream(j_stream)
 
 
@@ -146,38 +136,20 @@ def first_presence(present: Any, default_on: bool) -> Any:
     return DataStream(_jvm().pwevent.flink.FirstPresence.apply(present._j_data_stream, default_on))
 
 
-def valid_time(records: Any, strategy: dict[str, int], restore_seed_ms: int | None,
-               registrations: Any = None, backlog_ends: dict[int, int] | None = None,
-               follows: Any = None, restored_ends: dict[int, int] | None = None) -> Any:
+def valid_time(records: Any, strategy: dict[str, int], ends: dict[int, int], name: str) -> Any:
     """Java `ValidTime`: `records` (user, time_ms, cell, partition, offset, original, path: the two
-    parsers' rows, `rows.TimePath`), the accepted ones timed and watermarked, in offset order per
-    partition, from the valid records only, with the flag `ahead` for those the lead guard does not
-    believe (keys of `strategy` as for `kafka_source`; docs/streaming.md, "Time"), at the
-    parallelism of `records` on forward channels. The requirements' instance: `registrations` (how
-    far each requirements partition is read), and `backlog_ends` as for `kafka_source`'s
-    `backlog_end`. The events' instance: `follows`, the requirements' timed rows; while every events
-    partition is idle, the output follows that stream's watermark (as
-    `Registrations.requirementsTime` rows from one task, `ValidTimeStreams.timeOf`) instead of going
-    idle, so that no branch downstream goes idle with the events and comes back after the others;
-    `restored_ends` (a restored job; partition -> one past its last record when the job was built): if
-    the restored state had read every partition through it, a silent source closes the restore
-    seed's slot after `close_after`, whatever the consumer group committed. Returns the operator,
-    and with `follows` also the stream of time rows it reads (both need a uid)."""
+    parsers' rows, `rows.TimePath`), the accepted ones timed, with the flag `ahead` for those the lead
+    guard does not believe, and the watermark: event time of the valid records over each partition's
+    backlog (`ends`: one past each partition's last committed record when the job is built), then the
+    release schedule (keys of `strategy`: out_of_orderness_ms, max_lead_ms, release_delay_ms;
+    docs/streaming.md, "Time"). Each partition's rows are routed to the subtask that owns it, at the
+    job's parallelism. Needs a uid."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
-    operator = jvm.pwevent.flink.ValidTime(
-        strategy["out_of_orderness_ms"], strategy["max_lead_ms"], strategy["close_after_ms"],
-        strategy["idle_after_ms"], strategy["origin_ms"], strategy["slot_ms"], restore_seed_ms,
-        None if backlog_ends is None else _java_offsets(backlog_ends), follows is not None,
-        None if restored_ends is None else _java_offsets(restored_ends))
-    if follows is None:
-        return DataStream(jvm.pwevent.flink.ValidTimeStreams.apply(records._j_data_stream,
-                                                                   registrations._j_data_stream, operator))
-    marks = DataStream(jvm.pwevent.flink.ValidTimeStreams.timeOf(
-        follows._j_data_stream, jvm.pwevent.flink.RequirementOrder.REGISTRATIONS.getTypeInfo()))
-    return DataStream(jvm.pwevent.flink.ValidTimeStreams.applyToEvents(records._j_data_stream, marks._j_data_stream,
-                                                                       operator)), marks
+    operator = jvm.pwevent.flink.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"],
+                                           strategy["release_delay_ms"], _java_offsets(ends))
+    return DataStream(jvm.pwevent.flink.ValidTime.apply(records._j_data_stream, operator, name))
 
 
 def requirement_split(verdicts: Any) -> tuple[Any, Any]:
@@ -192,16 +164,13 @@ def requirement_split(verdicts: Any) -> tuple[Any, Any]:
     return DataStream(split), DataStream(split.getSideOutput(flink.RequirementSplit.SLOW))
 
 
-def requirement_order(split: Any, parsed: Any, origin_ms: int, slot_ms: int) -> tuple[Any, Any]:
+def requirement_order(split: Any, parsed: Any) -> Any:
     """Java `RequirementOrder`: `split`'s rows with the reference parser's (`parsed`) in their place,
-    one row per record in each partition's offset order (`ValidTime.IN`, paths FAST and REFUSED),
-    and the registrations (`pwevent.flink.Registrations` rows) in the same order. Returns (the operator's
-    stream, which needs a uid; the registrations)."""
+    one row per record in each partition's offset order (`ValidTime.IN`, paths FAST and REFUSED).
+    Needs a uid."""
     from pyflink.datastream import DataStream
 
-    flink = _jvm().pwevent.flink
-    ordered = flink.RequirementOrder.apply(split._j_data_stream, parsed._j_data_stream, origin_ms, slot_ms)
-    return DataStream(ordered), DataStream(ordered.getSideOutput(flink.RequirementOrder.REGISTRATIONS))
+    return DataStream(_jvm().pwevent.flink.RequirementOrder.apply(split._j_data_stream, parsed._j_data_stream))
 
 
 def membership(requirements: Any, presences: Any, dynamic: bool, fixed_change_detail: str,

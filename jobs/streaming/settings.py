@@ -38,11 +38,10 @@ flink:
                                      # $XDG_STATE_HOME/pwevent/checkpoints (jobs/streaming/locations.py)
   state_backend: hashmap          # hashmap | rocksdb
   incremental_checkpoints: false  # rocksdb: each checkpoint writes only what changed since the last
-  out_of_orderness: 0ms           # bounded out-of-orderness of event time, per partition
-  close_after: 5s                 # a partition quiet this long closes the slot of its latest record
-                                  # (so a quiet stream's last slot is released); 0 = never
-  source_idleness: 10s            # a partition quiet this long stops holding event time back
-  source_start_grace: 60s         # ... but one that has given no record yet, only after this long
+  out_of_orderness: 0ms           # bounded out-of-orderness of event time, per partition, in a backlog
+  release_delay: 1m               # the public schedule: once the backlog a start found is read, a slot
+                                  # is released this long after its end, whether or not anything came;
+                                  # an event that arrives later is late (docs/streaming.md, "Time")
   bundle_size: 1000               # process mode: python.fn-execution.bundle.size
   bundle_time: 100ms              # process mode: python.fn-execution.bundle.time
   max_lead: 1h                    # a record timed further ahead of its partition's event time goes to
@@ -273,8 +272,15 @@ def _extra(raw: Any) -> dict[str, str]:
     return out
 
 
+_SCHEDULE = ("replaced by flink.release_delay: slots close on a public schedule once the backlog is read, "
+             "never after a quiet spell (docs/streaming.md, \"Time\")")
+
+
 class FlinkSettings(Section):
     """`flink:`."""
+
+    replaced: ClassVar[dict[str, str]] = dict.fromkeys(("close_after", "source_idleness", "source_start_grace"),
+                                                        _SCHEDULE)
 
     execution_mode: Literal["thread", "process"] = "thread"
     parallelism: StrictInt = Field(1, ge=1)
@@ -285,9 +291,7 @@ class FlinkSettings(Section):
     state_backend: Literal["hashmap", "rocksdb"] = "hashmap"
     incremental_checkpoints: StrictBool = False
     out_of_orderness_ms: DurationOrZero = Field(0, alias="out_of_orderness")
-    close_after_ms: DurationOrZero = Field("5s", alias="close_after", validate_default=True)
-    source_idleness_ms: Duration = Field("10s", alias="source_idleness", validate_default=True)
-    source_start_grace_ms: DurationOrZero = Field("60s", alias="source_start_grace", validate_default=True)
+    release_delay_ms: DurationOrZero = Field("1m", alias="release_delay", validate_default=True)
     bundle_size: StrictInt = Field(1000, ge=1)
     bundle_time_ms: Duration = Field("100ms", alias="bundle_time", validate_default=True)
     max_lead_ms: DurationOrZero = Field("1h", alias="max_lead", validate_default=True)

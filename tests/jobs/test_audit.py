@@ -276,7 +276,7 @@ def test_a_configuration_error_exits_2_with_the_message_replay_gives(tmp_path, c
                  "--config", str(config)]) == 2
     audit_err = capsys.readouterr().err
     assert main(["replay", "--config", str(config), "--events", str(empty), "--requirements", str(empty),
-                 "--releases-out", str(tmp_path / "r"), "--spend-log", str(tmp_path / "s")]) == 2
+                 "--releases-out", str(tmp_path / "r"), "--spend-log", str(tmp_path / "s"), "--through", "1"]) == 2
     assert audit_err == capsys.readouterr().err
     assert audit_err.startswith("pwevent: configuration error: ") and "Traceback" not in audit_err
 

@@ -107,7 +107,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files["config"].write_text(CONFIG)
     assert main(["replay", "--quiet", "--config", str(files["config"]), "--events", str(events), "--requirements",
                  str(requirements), "--releases-out", str(files["releases"]), "--spend-log", str(files["spend"]),
-                 "--seed", "1"]) == 0
+                 "--seed", "1", "--through", "3"]) == 0
     return files
 
 
@@ -126,7 +126,8 @@ def test_every_command_that_reads_a_config_checks_its_kafka_and_flink_sections(
     out = tmp_path / "out"
     argv = {
         "replay": ["--events", str(replayed["events"]), "--requirements", str(replayed["requirements"]),
-                   "--releases-out", str(out), "--spend-log", str(tmp_path / "spend.jsonl"), "--quiet"],
+                   "--releases-out", str(out), "--spend-log", str(tmp_path / "spend.jsonl"), "--quiet",
+                   "--through", "3"],
         "audit": ["--spend-log", str(replayed["spend"]), "--requirements", str(replayed["requirements"]),
                   "--releases", str(replayed["releases"])],
         "generate": ["--users", "3", "--slots", "2", "--out", str(out)],

@@ -122,5 +122,5 @@ def test_the_schema_accepts_a_full_configuration() -> None:
            "default_requirement": {"w": 5, "epsilon": 1.0}, "max_record_bytes": 4096,
            "kafka": {"bootstrap": "127.0.0.1:1", "start": "2024-01-01T00:03:00Z", "properties": {"linger.ms": 5},
                      "security": {"protocol": "SASL_PLAINTEXT", "username": "u", "password": "${P}"}},
-           "flink": {"close_after": 0, "prometheus": {"port": "9249-9259"}, "extra": {"pipeline.name": "p"}}}
+           "flink": {"release_delay": 0, "prometheus": {"port": "9249-9259"}, "extra": {"pipeline.name": "p"}}}
     validator().validate(raw)

@@ -46,7 +46,7 @@ def test_without_pyflink_every_command_but_run_works(tmp_path: Path) -> None:
     commands = [
         ["generate", "--users", "20", "--slots", "5", "--out", "data"],
         ["replay", "--quiet", "--config", str(config), "--events", "data/events.jsonl", "--requirements",
-         "data/requirements.jsonl", "--releases-out", "releases.jsonl", "--spend-log", "spend.jsonl"],
+         "data/requirements.jsonl", "--releases-out", "releases.jsonl", "--spend-log", "spend.jsonl", "--through", "5"],
         ["audit", "--spend-log", "spend.jsonl", "--requirements", "data/requirements.jsonl", "--releases",
          "releases.jsonl", "--config", str(config)],
         ["demo", "--users", "30", "--slots", "10", "--out", "demo"],

@@ -37,7 +37,7 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     assert s.flink.incremental_checkpoints is False
     assert s.kafka.topics["releases"] == "pwevent.releases"
     assert s.kafka.transaction_timeout_ms == 600_000
-    assert s.flink.source_start_grace_ms == 60_000 and s.flink.source_idleness_ms == 10_000
+    assert s.flink.release_delay_ms == 60_000
 
 
 @pytest.mark.parametrize(("sections", "message"), [
@@ -53,7 +53,9 @@ def test_defaults_and_relative_checkpoint_dir() -> None:
     ({"flink": {"max_lead": "soon"}}, "flink.max_lead"),
     ({"flink": {"checkpoint_timeout": "never"}}, "flink.checkpoint_timeout"),
     ({"flink": {"tolerable_failed_checkpoints": -1}}, "flink.tolerable_failed_checkpoints"),
-    ({"flink": {"source_start_grace": "later"}}, "flink.source_start_grace"),
+    ({"flink": {"release_delay": "later"}}, "flink.release_delay"),
+    ({"flink": {"close_after": "5s"}}, "unknown key flink.close_after: replaced by flink.release_delay"),
+    ({"flink": {"source_idleness": "10s"}}, "unknown key flink.source_idleness: replaced by flink.release_delay"),
     ({"flink": {"restart_attempts": -1}}, "flink.restart_attempts"),
     ({"flink": {"restart_delay": "later"}}, "flink.restart_delay"),
     ({"flink": {"web_port": 70000}}, "flink.web_port"),

@@ -195,7 +195,7 @@ def test_cli_replay_and_audit(streams, tmp_path, capsys):
     spend = str(tmp_path / "spend.jsonl")
     code = main(["replay", "--config", str(config), "--events", str(folder / "events.jsonl"), "--requirements",
                  str(folder / "requirements.jsonl"), "--releases-out", str(tmp_path / "r.jsonl"),
-                 "--spend-log", spend, "--seed", "3", "--quiet"])
+                 "--spend-log", spend, "--seed", "3", "--quiet", "--through", "150"])
     assert code == 0
     assert "decisions:" in capsys.readouterr().out
     assert main(["audit", "--spend-log", spend]) == 0
@@ -286,7 +286,8 @@ def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, c
     files = {k: str(tmp_path / f"{k}.jsonl") for k in ("releases", "spend")}
     inputs = ["--requirements", str(folder / "requirements.jsonl")]
     assert main(["replay", "--config", str(config), "--events", str(folder / "events.jsonl"), *inputs,
-                 "--releases-out", files["releases"], "--spend-log", files["spend"], "--seed", "5", "--quiet"]) == 0
+                 "--releases-out", files["releases"], "--spend-log", files["spend"], "--seed", "5", "--quiet",
+                 "--through", "150"]) == 0
     releases = read(files["releases"])
     validator = jsonschema.Draft202012Validator(json.loads(
         (Path(__file__).parents[2] / "docs" / "schemas" / "release.schema.json").read_text()))

@@ -28,11 +28,10 @@ TIMES = st.integers(-62_135_596_800_000, 253_402_300_799_999)
 
 @dataclass(frozen=True)
 class JavaRules:
-    """`SlotRules.closed` and `.closedBy`, the class `ValidTime` (its constants) and
+    """`SlotRules.closed`, the class `ValidTime` (its constants) and
     `OffsetOrder`."""
 
     closed: Callable[..., bool]  # (the Java names)
-    closedBy: Callable[..., int]  # noqa: N815
     java: object
     offset_order: Callable[[], Any]  # a py4j object
 
@@ -48,7 +47,7 @@ def valid_time() -> JavaRules:
     gateway = get_gateway()
     add_jars_to_context_class_loader([jvm_jar().resolve().as_uri()])
     rules = gateway.jvm.pwevent.flink.SlotRules
-    return JavaRules(rules.closed, rules.closedBy, gateway.jvm.pwevent.flink.ValidTime,
+    return JavaRules(rules.closed, gateway.jvm.pwevent.flink.ValidTime,
                      gateway.jvm.pwevent.flink.OffsetOrder)
 
 
@@ -64,20 +63,6 @@ def test_a_closed_slots_registration_is_membership_late(valid_time: JavaRules, o
     rejection = UserMembership().receive(pending, watermark, clock)
     late = rejection is not None and rejection.reason is Reason.LATE
     assert valid_time.closed(slot, watermark, origin, length) == late
-
-
-@pytest.mark.flink
-@settings(max_examples=1500, deadline=None)
-@given(origin=ORIGINS, length=LENGTHS, watermark=TIMES, slot_end=st.booleans())
-def test_the_slots_a_watermark_closed_are_the_clocks(valid_time: JavaRules, origin: int, length: int, watermark: int,
-                                                     slot_end: bool) -> None:
-    """`SlotRules.closedBy` (which slots' events of unregistered users become dead letters) is
-    `SlotClock.closed_by`, also at a slot's last millisecond and at the end of a bounded input."""
-    clock = SlotClock(origin, length)
-    if slot_end:
-        watermark = clock.end_ms(clock.slot_of(watermark)) - 1
-    assert valid_time.closedBy(origin, length, watermark) == clock.closed_by(watermark)
-    assert valid_time.closedBy(origin, length, 2**63 - 1) == 2**63 - 1
 
 
 @pytest.mark.flink
@@ -119,10 +104,10 @@ def test_a_partitions_time_follows_its_offsets_across_both_parsers(valid_time: J
                 marked.add(offset)
                 time = None  # the mark carries no time; its result does
             else:
-                offset_order.fast(offset, time, 0)
+                offset_order.fast(offset, time)
         else:
             offset, time = slow_channel.pop(0)
-            offset_order.resolved(offset, time, 0)
+            offset_order.resolved(offset, time)
             resolved.add(offset)
         if time is not None:
             arrived[offset] = time

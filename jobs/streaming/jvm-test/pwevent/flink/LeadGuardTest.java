@@ -5,14 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
-/** SlotWatermarks.LeadGuard (docs/streaming.md, "Time"): what a partition's event time believes. */
+/** LeadGuard (docs/streaming.md, "Time"): what a partition's event time believes. */
 class LeadGuardTest {
     private static final long NOW = 1_800_000_000_000L;
     private static final long LEAD = 60_000L;
 
     @Test
     void aLoneRecordFarAheadIsNotBelievedAndASecondOneConfirmsTheJump() {
-        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        LeadGuard guard = new LeadGuard(LEAD);
         long t = NOW - 10 * LEAD;
         assertTrue(guard.believe(0, t, NOW));
         assertFalse(guard.believe(0, t + 5 * LEAD, NOW), "a jump past maxLead, alone");
@@ -23,14 +23,14 @@ class LeadGuardTest {
 
     @Test
     void partitionsAreJudgedApart() {
-        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        LeadGuard guard = new LeadGuard(LEAD);
         assertTrue(guard.believe(0, NOW - 100 * LEAD, NOW));
         assertTrue(guard.believe(1, NOW - LEAD, NOW), "partition 1's first record is its own");
     }
 
     @Test
     void timesPastTheWallClockOrOutsideTheYearsOneToNineThousandNineHundredNinetyNineAreNotBelieved() {
-        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        LeadGuard guard = new LeadGuard(LEAD);
         assertFalse(guard.believe(0, NOW + LEAD + 1, NOW));
         assertTrue(guard.believe(0, NOW + LEAD, NOW));
         assertFalse(guard.believe(1, null, NOW));
@@ -40,28 +40,18 @@ class LeadGuardTest {
 
     @Test
     void aRestoredGuardJudgesAsTheOneItWasTakenFrom() {
-        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
+        LeadGuard guard = new LeadGuard(LEAD);
         long t = NOW - 10 * LEAD;
         assertTrue(guard.believe(0, t, NOW));
         assertTrue(guard.believe(1, t - LEAD, NOW));
         assertFalse(guard.believe(1, t + 5 * LEAD, NOW), "a pending jump on partition 1");
-        SlotWatermarks.LeadGuard restored = new SlotWatermarks.LeadGuard(LEAD);
-        SlotWatermarks.LeadGuard older = new SlotWatermarks.LeadGuard(LEAD);
+        LeadGuard restored = new LeadGuard(LEAD);
+        LeadGuard older = new LeadGuard(LEAD);
         assertTrue(older.believe(0, t - 2 * LEAD, NOW));
         restored.restore(older.snapshot());  // another subtask's older view of partition 0: the later one wins
         restored.restore(guard.snapshot());
         assertFalse(restored.believe(0, t + 5 * LEAD, NOW), "a lone jump past partition 0's latest time");
         assertTrue(restored.believe(1, t + 5 * LEAD + 10, NOW), "partition 1's pending jump, confirmed");
-        assertTrue(new SlotWatermarks.LeadGuard(LEAD).believe(0, t + 5 * LEAD, NOW), "what a guard without state believes");
-    }
-
-    @Test
-    void plausibleChangesNothing() {
-        SlotWatermarks.LeadGuard guard = new SlotWatermarks.LeadGuard(LEAD);
-        long t = NOW - 10 * LEAD;
-        assertTrue(guard.believe(0, t, NOW));
-        assertFalse(guard.plausible(0, t + 5 * LEAD, NOW));
-        assertFalse(guard.plausible(0, t + 5 * LEAD + 1, NOW), "plausible recorded no pending jump");
-        assertFalse(guard.believe(0, t + 5 * LEAD, NOW));
+        assertTrue(new LeadGuard(LEAD).believe(0, t + 5 * LEAD, NOW), "what a guard without state believes");
     }
 }

@@ -5,63 +5,82 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** The watermark rule over one input's partitions, with an injected clock (docs/streaming.md, "Time"). */
+/**
+ * The release schedule over one subtask's partitions, with an injected clock (docs/streaming.md,
+ * "Time"): event time over the backlog, the clock less the delay once read through; no quiet spell
+ * closes anything.
+ */
 class PartitionTimesTest {
     private static final long SLOT = 60_000;
     private static final long OUT_OF_ORDERNESS = 1_000;
-    private static final long CLOSE_AFTER = 5_000;
-    private static final long IDLE_AFTER = 30_000;
+    private static final long DELAY = 10_000;
+    private static final long NOW = 100 * SLOT;
 
-    private static PartitionTimes times(Long restoreSeedMs, Map<Integer, Long> backlogEnds) {
-        return new PartitionTimes(OUT_OF_ORDERNESS, CLOSE_AFTER, IDLE_AFTER, 0, SLOT, restoreSeedMs, backlogEnds);
+    /** One subtask of one: it owns every partition of `ends`; `read` what it has read. */
+    private static PartitionTimes times(Map<Integer, Long> ends, ReadOffsets read) {
+        return new PartitionTimes(OUT_OF_ORDERNESS, DELAY, ends, read, 0, 1);
+    }
+
+    /** `times` reading `offset` of `partition` at `time` (null: a refused record). */
+    private static void read(PartitionTimes times, ReadOffsets read, int partition, long offset, Long time) {
+        read.read(partition, offset);
+        times.of(partition).fast(offset, time);
     }
 
     @Test
-    void theMarkTrailsTheSlowestActivePartition() {
-        PartitionTimes times = times(null, null);
-        times.of(0).fast(0, 10_000L, 0);
-        times.of(1).fast(0, 20_000L, 0);
-        assertEquals(new PartitionTimes.Marks(true, 10_000 - OUT_OF_ORDERNESS - 1, 20_000 - OUT_OF_ORDERNESS - 1),
-                times.marks(1_000));
+    void theBacklogIsEventTimeTheSlowestPartitionFirst() {
+        ReadOffsets read = new ReadOffsets();
+        PartitionTimes times = times(Map.of(0, 5L, 1, 5L), read);
+        assertEquals(Long.MIN_VALUE, times.watermark(NOW), "nothing read: every partition with a backlog waits");
+        read(times, read, 0, 0, 10_000L);
+        assertEquals(Long.MIN_VALUE, times.watermark(NOW), "partition 1 has not started");
+        read(times, read, 1, 0, 20_000L);
+        assertEquals(10_000 - OUT_OF_ORDERNESS - 1, times.watermark(NOW));
     }
 
     @Test
-    void aQuietPartitionClosesItsSlotAndAnIdleOneStopsHoldingBack() {
-        PartitionTimes times = times(null, null);
-        times.of(0).fast(0, 10_000L, 0);
-        times.of(1).fast(0, 70_000L, 0);
-        times.of(1).fast(1, 70_500L, 40_000);  // partition 1 keeps sending; partition 0 went quiet at 0
-        assertEquals(SLOT - 1, times.marks(CLOSE_AFTER).lowest(), "quiet for closeAfter: its slot's last ms");
-        assertEquals(SLOT - 1, times.marks(IDLE_AFTER - 1).lowest());
-        PartitionTimes.Marks idle = times.marks(IDLE_AFTER);
-        assertEquals(70_500 - OUT_OF_ORDERNESS - 1, idle.lowest(), "idle: only partition 1 holds back");
-        assertEquals(true, idle.active());
+    void aReadThroughPartitionFollowsTheScheduleAndAQuietOneClosesNothingEarlier() {
+        ReadOffsets read = new ReadOffsets();
+        PartitionTimes times = times(Map.of(0, 2L), read);
+        read(times, read, 0, 0, 10_000L);
+        assertEquals(10_000 - OUT_OF_ORDERNESS - 1, times.watermark(NOW), "offset 1 still to come");
+        read(times, read, 0, 1, 30_000L);
+        assertEquals(NOW - DELAY, times.watermark(NOW), "read through: the clock less the delay");
+        read(times, read, 0, 2, NOW + 50_000L);  // a live record ahead of the schedule moves nothing
+        assertEquals(NOW + 1 - DELAY, times.watermark(NOW + 1));
+        assertEquals(NOW + 10 * SLOT - DELAY, times.watermark(NOW + 10 * SLOT), "quiet for 10 slots: the schedule");
     }
 
     @Test
-    void aPendingResultHoldsEveryPartitionBackAndIsNeverQuiet() {
-        PartitionTimes times = times(null, null);
-        times.of(0).fast(0, 10_000L, 0);
-        times.of(1).pending(0);
-        assertEquals(new PartitionTimes.Marks(true, Long.MIN_VALUE, SLOT - 1), times.marks(IDLE_AFTER * 10),
-                "partition 0, quiet, closed its slot; partition 1 waits for its result");
+    void aPendingResultHoldsItsPartitionInItsBacklog() {
+        ReadOffsets read = new ReadOffsets();
+        PartitionTimes times = times(Map.of(0, 1L), read);
+        read(times, read, 0, 0, 10_000L);
+        read.read(0, 1);
         times.of(0).pending(1);
-        assertEquals(Long.MIN_VALUE, times.marks(IDLE_AFTER * 10).lowest());
+        assertEquals(10_000 - OUT_OF_ORDERNESS - 1, times.watermark(NOW), "offset 1's result is pending");
+        times.of(0).resolved(1, 20_000L);
+        assertEquals(NOW - DELAY, times.watermark(NOW));
     }
 
     @Test
-    void aPartitionAtItsBacklogsEndHoldsNothingBack() {
-        PartitionTimes times = times(null, Map.of(0, 3L));
-        times.of(0).fast(0, 10_000L, 0);
-        times.of(0).fast(1, 11_000L, 0);
-        assertEquals(true, times.marks(0).active(), "offset 1 is not the backlog's last (2)");
-        times.of(0).fast(2, 12_000L, 0);
-        assertEquals(new PartitionTimes.Marks(false, Long.MAX_VALUE, 12_000 - OUT_OF_ORDERNESS - 1), times.marks(0));
+    void emptyOrNewPartitionsAndNoneAtAllFollowTheSchedule() {
+        ReadOffsets read = new ReadOffsets();
+        assertEquals(NOW - DELAY, times(Map.of(0, 0L, 1, 0L), read).watermark(NOW), "empty when built");
+        assertEquals(NOW - DELAY, times(Map.of(), read).watermark(NOW), "no partition at all");
+        PartitionTimes times = times(Map.of(0, 0L), read);
+        read(times, read, 7, 0, 10_000L);
+        assertEquals(NOW - DELAY, times.watermark(NOW), "a partition added since the build");
     }
 
     @Test
-    void theRestoreSeedsSlotEndIsTheCapBeforeAnyEvent() {
-        assertEquals(new PartitionTimes.Marks(false, Long.MAX_VALUE, 2 * SLOT - 1), times(SLOT + 5L, null).marks(0));
-        assertEquals(new PartitionTimes.Marks(false, Long.MAX_VALUE, Long.MIN_VALUE), times(null, null).marks(0));
+    void aSubtaskOwnsThePartitionsItsRowsAreRoutedTo() {
+        assertEquals(1, PartitionTimes.owns(5, 2));
+        assertEquals(0, PartitionTimes.owns(4, 2));
+        ReadOffsets read = new ReadOffsets();
+        PartitionTimes second = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, Map.of(0, 5L, 1, 0L), read, 1, 2);
+        assertEquals(NOW - DELAY, second.watermark(NOW), "partition 0's backlog is subtask 0's");
+        PartitionTimes first = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, Map.of(0, 5L, 1, 0L), read, 0, 2);
+        assertEquals(Long.MIN_VALUE, first.watermark(NOW));
     }
 }

@@ -9,7 +9,7 @@ import java.util.TreeSet;
  * One partition's event time in {@link ValidTime} (docs/streaming.md, "Time"), in offset order: the latest time of the valid events up to the
  * fast path's channel's position (every record passes it, as an event or as the mark of one
  * the reference parser takes) and before the first record whose reference-parser result is
- * pending; and when a valid event last arrived. The two channels do not keep pace: a result may
+ * pending, and how far the channel has got. The two channels do not keep pace: a result may
  * come before or after its mark, and events after the first pending record before its result;
  * their times (offset and time only; the events themselves are not delayed) are held until the
  * fast channel has passed them and nothing before them is pending. Not checkpointed: at an
@@ -23,15 +23,13 @@ public final class OffsetOrder {
     private final TreeMap<Long, Long> held = new TreeMap<>();
     private long frontier = Long.MIN_VALUE;
     private long latest = Long.MIN_VALUE;
-    private long lastActivity;
 
     /** The fast path's channel reached the record at `offset`: an event that moves time to
-     *  `time` (null: one that does not), arrived at `now`. */
-    public void fast(long offset, Long time, long now) {
+     *  `time` (null: one that does not). */
+    public void fast(long offset, Long time) {
         frontier = Math.max(frontier, offset);
         if (time != null) {
             held.put(offset, time);
-            lastActivity = now;
         }
         settle();
     }
@@ -45,14 +43,13 @@ public final class OffsetOrder {
         settle();
     }
 
-    /** The reference parser's result for `offset`: the time it moves (null: none) at `now`. */
-    public void resolved(long offset, Long time, long now) {
+    /** The reference parser's result for `offset`: the time it moves (null: none). */
+    public void resolved(long offset, Long time) {
         if (!pending.remove(offset)) {
             early.add(offset);
         }
         if (time != null) {
             held.put(offset, time);
-            lastActivity = now;
         }
         settle();
     }
@@ -72,11 +69,6 @@ public final class OffsetOrder {
     /** The latest time of the settled valid events (Long.MIN_VALUE: none yet). */
     public long latest() {
         return latest;
-    }
-
-    /** When a valid event last arrived (the operator's clock). */
-    public long lastActivity() {
-        return lastActivity;
     }
 
     /** Whether a time waits: a result pending, or one that came before the fast channel passed it. */

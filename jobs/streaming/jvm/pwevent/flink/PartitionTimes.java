@@ -2,43 +2,53 @@ package pwevent.flink;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeSet;
 
 /**
- * The watermark rule over one input's partitions in {@link ValidTime} (docs/streaming.md, "Time"),
- * without Flink: per partition ({@link OffsetOrder}, over the events that moved time), the mark
- * trails the latest time by the out-of-orderness bound; a partition quiet for `closeAfterMs` closes
- * the slot of its latest time; one quiet for `idleAfterMs`, or whose latest record is the last one
- * its backlog held (`backlogEnds`), stops holding the others back. A partition whose result is
- * pending is never quiet. Clock: the `now` each call is given.
+ * The watermark rule over the partitions one {@link ValidTime} subtask times (docs/streaming.md,
+ * "Time"), without Flink. Each partition is in one of two states:
+ * <ul>
+ *   <li><b>backlog</b>: it has not yet been read through the last record it held when the job was
+ *       built ({@code ends}: partition -> one past that record; 0 for a partition without one).
+ *       Its mark trails the latest time of its valid records ({@link OffsetOrder}) by the
+ *       out-of-orderness bound; nothing settled yet: it holds everything back. Event time alone
+ *       decides the backlog's slots, as the replay does.
+ *   <li><b>live</b>: read through (by this run, or by the run a restored state comes from), nothing
+ *       of it pending. Its mark is the public schedule: the clock less
+ *       the release delay, whether or not anything arrives, and whatever the records' times say.
+ * </ul>
+ * The watermark is the smallest mark over the partitions this subtask owns ({@link #owns}: the job's
+ * rule that sends a partition's rows to a subtask) and those it has seen rows of; with none, the
+ * schedule's. So once every partition is read through, a slot is released a release delay after its
+ * end, and no quiet spell closes a slot before that.
  */
 final class PartitionTimes {
-    /**
-     * The partitions' marks: `active` whether any partition holds the others back, `lowest` the
-     * smallest mark over those (Long.MIN_VALUE while one has nothing settled yet), `cap` the highest
-     * mark any partition gives (at least the restore seed's slot end; Long.MIN_VALUE with neither).
-     */
-    record Marks(boolean active, long lowest, long cap) {
-    }
-
     private final long outOfOrdernessMs;
-    private final long closeAfterMs;
-    private final long idleAfterMs;
-    private final long originMs;
-    private final long slotMs;
-    private final Long restoreSeedMs;
-    private final Map<Integer, Long> backlogEnds;
+    private final long releaseDelayMs;
+    private final Map<Integer, Long> ends;
+    private final ReadOffsets read;
+    private final TreeSet<Integer> owned = new TreeSet<>();
     private final Map<Integer, OffsetOrder> partitions = new HashMap<>();
 
-    /** `restoreSeedMs` and `backlogEnds` (partition -> one past its backlog's last record) may be null. */
-    PartitionTimes(long outOfOrdernessMs, long closeAfterMs, long idleAfterMs, long originMs, long slotMs,
-                   Long restoreSeedMs, Map<Integer, Long> backlogEnds) {
+    /** `ends`: every partition of the topic when the job was built; `read`: how far each partition
+     *  has been read, by this run and the one a restored state comes from (the operator keeps it
+     *  up to date); this subtask is `subtask` of `subtasks`. */
+    PartitionTimes(long outOfOrdernessMs, long releaseDelayMs, Map<Integer, Long> ends, ReadOffsets read,
+                   int subtask, int subtasks) {
         this.outOfOrdernessMs = outOfOrdernessMs;
-        this.closeAfterMs = closeAfterMs;
-        this.idleAfterMs = idleAfterMs;
-        this.originMs = originMs;
-        this.slotMs = slotMs;
-        this.restoreSeedMs = restoreSeedMs;
-        this.backlogEnds = backlogEnds;
+        this.releaseDelayMs = releaseDelayMs;
+        this.ends = ends;
+        this.read = read;
+        for (int partition : ends.keySet()) {
+            if (owns(partition, subtasks) == subtask) {
+                owned.add(partition);
+            }
+        }
+    }
+
+    /** The subtask of `subtasks` that times `partition` (the job routes its rows there). */
+    static int owns(int partition, int subtasks) {
+        return Math.floorMod(partition, subtasks);
     }
 
     /** Partition `partition`'s time (created empty on first use). */
@@ -46,49 +56,32 @@ final class PartitionTimes {
         return partitions.computeIfAbsent(partition, p -> new OffsetOrder());
     }
 
-    /** The marks at `now` (the clock {@link OffsetOrder}'s activity times were given in). */
-    Marks marks(long now) {
-        boolean active = false;
+    /** The watermark at clock `nowMs`. */
+    long watermark(long nowMs) {
+        long schedule = nowMs - releaseDelayMs;
         long lowest = Long.MAX_VALUE;
-        long cap = restoreSeedMs == null ? Long.MIN_VALUE : SlotRules.slotLastMs(originMs, slotMs, restoreSeedMs);
-        for (Map.Entry<Integer, OffsetOrder> entry : partitions.entrySet()) {
-            OffsetOrder seen = entry.getValue();
-            if (seen.latest() == Long.MIN_VALUE) {  // nothing settled: holds the others back while it waits
-                if (seen.waiting()) {
-                    active = true;
-                    lowest = Long.MIN_VALUE;
-                }
-                continue;
-            }
-            long quiet = seen.waiting() ? 0 : now - seen.lastActivity();
-            long mark = mark(seen.latest(), quiet, outOfOrdernessMs, closeAfterMs, originMs, slotMs);
-            cap = Math.max(cap, mark);
-            if (!drained(entry.getKey(), seen) && (idleAfterMs <= 0 || quiet < idleAfterMs)) {
-                active = true;
-                lowest = Math.min(lowest, mark);
-            }
+        TreeSet<Integer> all = new TreeSet<>(owned);
+        all.addAll(partitions.keySet());
+        for (int partition : all) {
+            lowest = Math.min(lowest, live(partition) ? schedule : backlogMark(partitions.get(partition)));
         }
-        return new Marks(active, lowest, cap);
+        return lowest == Long.MAX_VALUE ? schedule : lowest;
     }
 
-    /** One partition's mark, also the source's ({@link SlotWatermarks}): its `latest` time less the
-     *  out-of-orderness bound, or, once it has been quiet for `closeAfterMs` (> 0), at least the last
-     *  millisecond of the slot of `latest`. */
-    static long mark(long latest, long quietMs, long outOfOrdernessMs, long closeAfterMs, long originMs, long slotMs) {
-        long mark = latest - outOfOrdernessMs - 1;
-        if (closeAfterMs > 0 && quietMs >= closeAfterMs) {
-            mark = Math.max(mark, SlotRules.slotLastMs(originMs, slotMs, latest));
-        }
-        return mark;
-    }
-
-    /** Whether partition `partition`'s latest record is the last one its backlog held, and nothing
-     *  of it waits ({@link SlotWatermarks}' `backlogEnd` rule, by the rows' offsets). */
-    private boolean drained(int partition, OffsetOrder seen) {
-        if (backlogEnds == null || seen.waiting()) {
+    /** Whether `partition` has been read through its backlog and nothing of it is pending. */
+    boolean live(int partition) {
+        OffsetOrder seen = partitions.get(partition);
+        if (seen != null && seen.waiting()) {
             return false;
         }
-        Long end = backlogEnds.get(partition);
-        return end != null && seen.frontier() == end - 1;
+        Long end = ends.get(partition);
+        if (end == null || end == 0) {  // a partition without a record when the job was built, or added since
+            return true;
+        }
+        return read.readThrough(partition, end);
+    }
+
+    private long backlogMark(OffsetOrder seen) {
+        return seen == null || seen.latest() == Long.MIN_VALUE ? Long.MIN_VALUE : seen.latest() - outOfOrdernessMs - 1;
     }
 }

@@ -56,12 +56,4 @@ final class ReadOffsets {
     boolean readThrough(int partition, long end) {
         return through(read.get(partition), end);
     }
-
-    /** Whether every partition of `ends` (partition -> one past its last record; 0: none; null:
-     *  unknown) has been read through, at least one record having been read at all. */
-    boolean readThroughAll(Map<Integer, Long> ends) {
-        return ends != null && !ends.isEmpty() && !read.isEmpty()
-                && ends.entrySet().stream()
-                        .allMatch(end -> end.getValue() == 0 || readThrough(end.getKey(), end.getValue()));
-    }
 }

@@ -18,11 +18,10 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.TwoInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.OutputTag;
 
 /**
- * The requirement records of both parsers in each Kafka partition's offset order, each with its
- * {@link Registrations} row, as the requirements' {@link ValidTime} needs them.
+ * The requirement records of both parsers in each Kafka partition's offset order, as the
+ * requirements' {@link ValidTime} needs them.
  *
  * <p>Input 1: {@link RequirementSplit}'s output ({@link ValidTime#FAST} rows and
  * {@link ValidTime#PENDING} marks). Input 2: the reference parser's rows ({@link ValidTime#IN}:
@@ -32,8 +31,7 @@ import org.apache.flink.util.OutputTag;
  * order: an accepted record (either parser's) as {@link ValidTime#FAST} with user, time_ms and
  * payload ({@link RequirementPayload}), a refused one as {@link ValidTime#REFUSED} (partition and
  * offset only), with the timestamp of the row it comes from (the reference parser's for a marked
- * record; none if that had none). Side output {@link #REGISTRATIONS}, right before each output row:
- * {@link Registrations#read}, its partition and offset (how far the requirements' reader has got).
+ * record; none if that had none).
  *
  * <p>Per partition, a queue of held rows: a fast row goes out at once if nothing of its partition is
  * held, else waits at the queue's end; a mark waits there until the reference parser's row of its
@@ -57,10 +55,6 @@ import org.apache.flink.util.OutputTag;
 public final class RequirementOrder extends AbstractStreamOperator<Row>
         implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
-    /** One row per output row, of {@link Registrations}' type. */
-    public static final OutputTag<Row> REGISTRATIONS = new OutputTag<>("registrations", new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.LONG, Types.INT, Types.LONG},
-            new String[] {"user", "slot", "requirements_ms", "partition", "offset"}));
     private static final int USER = 0;
     private static final int TIME_MS = 1;
     private static final int PARTITION = 3;
@@ -75,25 +69,15 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG, Types.BOOLEAN},
                 new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path", "ts", "early"}));
 
-    private final long originMs;
-    private final long slotMs;
     /** Partition -> its held rows in offset order, the first a placeholder; no entry: none held. */
     private transient Map<Integer, ArrayDeque<Held>> held;
     /** Partition -> offset -> the reference parser's row that came before its mark. */
     private transient Map<Integer, Map<Long, Held>> early;
     private transient ListState<Row> saved;
 
-    /** Slots of `slotMs` from `originMs`, for the registrations' slots ({@link SlotRules}). */
-    public RequirementOrder(long originMs, long slotMs) {
-        this.originMs = originMs;
-        this.slotMs = slotMs;
-    }
-
     /** `split` ({@link RequirementSplit#apply}) and `parsed` (the reference parser's rows), merged. */
-    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> split, DataStream<Row> parsed, long originMs,
-                                                        long slotMs) {
-        return split.connect(parsed).transform("requirements in offset order", ValidTime.IN,
-                new RequirementOrder(originMs, slotMs));
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> split, DataStream<Row> parsed) {
+        return split.connect(parsed).transform("requirements in offset order", ValidTime.IN, new RequirementOrder());
     }
 
     /** A held row ({@link ValidTime#IN}) and its timestamp (null: none); a placeholder until the
@@ -210,7 +194,7 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
         }
     }
 
-    /** `row` out, as accepted (by either parser) or refused, its registration right before it. */
+    /** `row` out, as accepted (by either parser) or refused. */
     private void emit(Row row, Long timestamp) {
         Object partition = row.getField(PARTITION);
         Object offset = row.getField(OFFSET);
@@ -218,7 +202,6 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
                 ? Row.of(null, null, null, partition, offset, null, ValidTime.REFUSED)
                 : Row.of(row.getField(USER), row.getField(TIME_MS), null, partition, offset, row.getField(ORIGINAL),
                         ValidTime.FAST);
-        output.collect(REGISTRATIONS, timed(Registrations.read(partition(out), offset(out)), timestamp));
         output.collect(timed(out, timestamp));
     }
 

@@ -4,8 +4,8 @@ package pwevent.flink;
  * The slot rules the JVM operators share, each the Java side of a Python rule and tested equal to it
  * (jobs/streaming/jvm-test/pwevent/flink/SlotRulesTest.java and tests/streaming/test_slot_rules.py
  * on tests/streaming/data/slot-rules.tsv; tests/streaming/test_valid_time.py against the replay):
- * time -> slot, a slot's last millisecond, the slots a watermark closed, and whether a record of a
- * slot comes after its slot closed. Slots of `slotMs`
+ * time -> slot, a slot's last millisecond, and whether a record of a slot comes after its slot
+ * closed. Slots of `slotMs`
  * from `originMs`, numbered from 1 (docs/streaming.md, "Time").
  */
 public final class SlotRules {
@@ -30,12 +30,6 @@ public final class SlotRules {
     /** The last millisecond of the slot holding {@code time}. */
     public static long slotLastMs(long originMs, long slotMs, long time) {
         return lastMs(originMs, slotMs, slotOf(originMs, slotMs, time));
-    }
-
-    /** The last slot watermark {@code mark} closed ({@code SlotClock.closed_by}): the one before the
-     *  slot of mark + 1; every slot at Long.MAX_VALUE (the end of a bounded input). */
-    public static long closedBy(long originMs, long slotMs, long mark) {
-        return mark == Long.MAX_VALUE ? Long.MAX_VALUE : slotOf(originMs, slotMs, mark + 1) - 1;
     }
 
     /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's

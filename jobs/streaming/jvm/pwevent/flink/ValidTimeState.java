@@ -12,12 +12,13 @@ import org.apache.flink.types.Row;
 
 /**
  * {@link ValidTime}'s operator state (docs/streaming.md, "Restored jobs"): the lead guard's
- * partitions and how far each input was read ({@link ReadOffsets}). Restored into the objects the
+ * partitions and how far each partition was read ({@link ReadOffsets}). Restored into the objects the
  * operator works with, and written from them at every checkpoint. The state names are those of
  * every release so far: a savepoint restores into them. A release before 2026-12-06 also kept the
  * input-1 rows its registration gate held (judged once after a restore, then cleared) and, in
  * state this release does not read, the events passed on before their users registered and the
- * registered users themselves (they no longer decide what moves time).
+ * registered users themselves and how far the requirements were read (none of which decides
+ * time any more).
  */
 final class ValidTimeState {
     /** Written by releases before 2026-12-06 only. */
@@ -27,21 +28,17 @@ final class ValidTimeState {
      *  subtask's given to every subtask on a restore. */
     private static final ListStateDescriptor<Row> GUARD = new ListStateDescriptor<>("lead guard", new RowTypeInfo(
             new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG}, new String[] {"partition", "latest", "jump"}));
-    /** Per requirements partition, the highest offset of its records read (every subtask reads them
-     *  all; every subtask's given to every subtask on a restore). */
-    private static final ListStateDescriptor<Row> REQUIREMENTS_READ = ReadOffsets.descriptor("requirements read");
-    /** Per partition of input 1, the highest offset of its rows read. */
+    /** Per partition of the input, the highest offset of its rows read (every subtask's given to
+     *  every subtask on a restore). */
     private static final ListStateDescriptor<Row> INPUT_READ = ReadOffsets.descriptor("input read");
 
     private final ListState<Row> held;
     private final ListState<Row> guard;
-    private final ListState<Row> requirementsRead;
     private final ListState<Row> inputRead;
 
     ValidTimeState(OperatorStateStore store) throws Exception {
         held = store.getListState(HELD);
         guard = store.getUnionListState(GUARD);
-        requirementsRead = store.getUnionListState(REQUIREMENTS_READ);
         inputRead = store.getUnionListState(INPUT_READ);
     }
 
@@ -56,8 +53,8 @@ final class ValidTimeState {
     }
 
     /** A lead guard of `maxLeadMs` with every subtask's partitions at the checkpoint. */
-    SlotWatermarks.LeadGuard guard(long maxLeadMs) throws Exception {
-        SlotWatermarks.LeadGuard restored = new SlotWatermarks.LeadGuard(maxLeadMs);
+    LeadGuard guard(long maxLeadMs) throws Exception {
+        LeadGuard restored = new LeadGuard(maxLeadMs);
         List<long[]> partitions = new ArrayList<>();
         for (Row row : guard.get()) {
             partitions.add(new long[] {(Integer) row.getField(0), (Long) row.getField(1), (Long) row.getField(2)});
@@ -66,26 +63,19 @@ final class ValidTimeState {
         return restored;
     }
 
-    /** How far the requirement records had been read. */
-    ReadOffsets requirementsRead() throws Exception {
-        return ReadOffsets.restore(requirementsRead.get());
-    }
-
-    /** How far input 1's rows had been read. */
+    /** How far the input's rows had been read. */
     ReadOffsets inputRead() throws Exception {
         return ReadOffsets.restore(inputRead.get());
     }
 
     /** Write the operator's objects (`heldRows`: an earlier release's held rows not judged yet). */
-    void snapshot(List<Row> heldRows, SlotWatermarks.LeadGuard leadGuard, ReadOffsets requirementsReadTo,
-                  ReadOffsets inputReadTo) throws Exception {
+    void snapshot(List<Row> heldRows, LeadGuard leadGuard, ReadOffsets inputReadTo) throws Exception {
         held.update(heldRows);
         List<Row> partitions = new ArrayList<>();
         for (long[] state : leadGuard.snapshot()) {
             partitions.add(Row.of((int) state[0], state[1], state[2]));
         }
         guard.update(partitions);
-        requirementsReadTo.snapshot(requirementsRead);
         inputReadTo.snapshot(inputRead);
     }
 }
