@@ -19,9 +19,10 @@ DEMO_ORIGIN_MS = 1_704_067_200_000
 def write_synthetic(
     stream: SyntheticStream, out_dir: str, epsilon: float, w: int, slot_ms: int, dynamic: bool = False,
     types: int = 10, change_every: int = 500, signature: RequirementSignature | None = None,
+    origin_ms: int = DEMO_ORIGIN_MS,
 ) -> tuple[Path, Path]:
-    """events.jsonl and requirements.jsonl for a synthetic stream; every user registers at slot 1.
-    With a `signature`, every requirement record is signed (jobs.common.provenance)."""
+    """events.jsonl and requirements.jsonl for a synthetic stream of slots from `origin_ms`; every user
+    registers at slot 1. With a `signature`, every requirement record is signed (jobs.common.provenance)."""
 
     def requirement_line(record: dict[str, Any]) -> str:
         return dumps(record if signature is None else sign(record, signature)) + "\n"
@@ -34,16 +35,16 @@ def write_synthetic(
             draw = RequirementDraw(epsilon, w, types=types, change_every=change_every)
             user_type, schedule = draw.dynamic(stream.users, stream.slots, stream.seed)
             for slot, per_type in schedule.items():
-                time = iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
+                time = iso(origin_ms + (slot - 1) * slot_ms)
                 for user in range(stream.users):
                     requirement = per_type[int(user_type[user])].to_json()
                     handle.write(requirement_line({"user": f"u{user}", "time": time, **requirement}))
         else:
             for user, req in enumerate(RequirementDraw(epsilon, w).fixed(stream.users, stream.seed)):
-                handle.write(requirement_line({"user": f"u{user}", "time": DEMO_ORIGIN, **req.to_json()}))
+                handle.write(requirement_line({"user": f"u{user}", "time": iso(origin_ms), **req.to_json()}))
     with events.open("w", encoding="utf-8") as handle:
         for slot, values in enumerate(stream.values(), 1):
-            start = DEMO_ORIGIN_MS + (slot - 1) * slot_ms
+            start = origin_ms + (slot - 1) * slot_ms
             # spread a slot's events over its first half so every event falls inside it
             offsets = np.linspace(0, slot_ms // 2, num=len(values), dtype=np.int64)
             for user, (value, offset) in enumerate(zip(values, offsets, strict=True)):

@@ -24,7 +24,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pwevent.jobs.common.config import load_config
-from pwevent.jobs.common.files import DEMO_ORIGIN_MS, write_synthetic
+from pwevent.jobs.common.files import iso, write_synthetic
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
@@ -109,12 +109,12 @@ class StreamingJob:
             self.topics.update({role: inputs_of.topics[role] for role in shared})
             group_id = inputs_of.kafka.group_id
         raw: dict[str, Any] = {
-            "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
+            "mechanism": mechanism, "slot": "60s", "origin": iso(TEST_ORIGIN_MS), "domain": {"type": "binary"},
             "noise": "numpy-fast", "caps": {"max_w": 200},
             "kafka": {"bootstrap": bootstrap, "group_id": group_id, "transactional_id_prefix": name,
                       "topics": self.topics, "transaction_timeout": "60s"},
             "flink": {"checkpoint_interval": "400ms", "checkpoint_dir": str(folder / "checkpoints"),
-                      "log_dir": str(folder / "logs")},
+                      "log_dir": str(folder / "logs"), **SCHEDULE["flink"]},
         }
         for key, value in (extra or {}).items():
             raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
@@ -286,20 +286,25 @@ def streaming_job(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Any]:
 
 SEED = 1
 SLOT_MS = 60_000
+#: The tests' origin: 90 one-minute slots before the session started, so that a test's input (at most
+#: 40 slots) is a backlog the release schedule has passed: once the job has read it, every slot up to
+#: the clock less `flink.release_delay` is released (docs/streaming.md, "Time").
+TEST_ORIGIN_MS = time.time_ns() // 1_000_000 // SLOT_MS * SLOT_MS - 90 * SLOT_MS
 
 
 def generate(folder: Path, users: int, slots: int, dynamic: bool = False, w: int = 40) -> tuple[str, str]:
     stream = SyntheticStream("Sin", users, slots, seed=3)
     events, requirements = write_synthetic(stream, str(folder / "data"), 0.6, w, SLOT_MS, dynamic,
-                                           types=3, change_every=4)
+                                           types=3, change_every=4, origin_ms=TEST_ORIGIN_MS)
     return str(events), str(requirements)
 
 
-def replay(job: StreamingJob, events: str, requirements: str) -> dict[str, list[dict[str, Any]]]:
+def replay(job: StreamingJob, events: str, requirements: str, through: int) -> dict[str, list[dict[str, Any]]]:
+    """`pwevent replay` of the job's configuration through slot `through` (the public horizon)."""
     out = job.folder / "replay"
     out.mkdir(exist_ok=True)
     run_replay(job.config, events, requirements, str(out / "releases.jsonl"), str(out / "spend.jsonl"),
-               rejects_out=str(out / "rejects.jsonl"), seed=SEED)
+               rejects_out=str(out / "rejects.jsonl"), seed=SEED, through=through)
     return {name: [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
             for name in ("releases", "spend", "rejects")}
 
@@ -338,7 +343,7 @@ def check_equals_replay(job: StreamingJob, events: str, requirements: str, slots
     the replay's spend log, line for line, and passes the full audit. Returns the releases."""
     releases = job.wait_releases(slots, timeout=240)
     by_slot = check_releases(releases, slots)
-    expected = expected or replay(job, events, requirements)
+    expected = expected or replay(job, events, requirements, slots)
     for slot in range(1, slots + 1):
         assert by_slot[slot] == expected["releases"][slot - 1], f"slot {slot} differs from the replay"
     decided = [r for r in releases if r["slot"] <= slots]
@@ -354,14 +359,15 @@ def check_equals_replay(job: StreamingJob, events: str, requirements: str, slots
 
 #: Baselines run every user at one global requirement; the synthetic users' own are looser (w 40, E >= 0.6).
 BASELINE = {"window": 40, "epsilon": 0.6}
-FAST_CLOSE = {"flink": {"close_after": "1s", "source_idleness": "3s"}}
+#: A short release delay: once a test's backlog is read, its slots are released within a second.
+SCHEDULE = {"flink": {"release_delay": "1s"}}
 #: Adaptive re-decides from a short evidence window and a loose drift test, so that 12 slots see it
 #: switch family (even spending to absorption).
 QUICK_SWITCH = {"adaptive": {"evidence": 4, "static_drift": 100.0, "level_margin": 0.0}}
 
 
 def slot_time(slot: int, offset_ms: int = 0) -> int:
-    return DEMO_ORIGIN_MS + (slot - 1) * SLOT_MS + offset_ms
+    return TEST_ORIGIN_MS + (slot - 1) * SLOT_MS + offset_ms
 
 
 @contextmanager
@@ -378,7 +384,7 @@ def cpu_burner() -> Iterator[None]:
 def make_job(streaming_job: Any, mechanism: str, extra: dict[str, Any] | None = None) -> StreamingJob:
     entry = REGISTRY.get(mechanism)
     own = {k: v for k, v in {**BASELINE, **QUICK_SWITCH}.items() if k in entry.config_keys}
-    merged: dict[str, Any] = {**FAST_CLOSE, **own}
+    merged: dict[str, Any] = {**SCHEDULE, **own}
     for key, value in (extra or {}).items():
         merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
     return streaming_job(mechanism, merged)

@@ -96,7 +96,7 @@ def test_avro_confluent_equals_the_replay_with_invalid_records_mixed_in(streamin
     assert v2_schema_id and v2_schema_id[0] != v1
     events = job.folder / "events.b64"
     events.write_bytes(b"".join(framed_line(v) + b"\n" for v in values))
-    expected = replay(job, str(events), requirements)
+    expected = replay(job, str(events), requirements, slots)
     assert len(expected["releases"]) == slots and not expected["rejects"]
 
     far = slot_time(bad_at, 50 * 60_000)
@@ -116,7 +116,7 @@ def test_avro_confluent_equals_the_replay_with_invalid_records_mixed_in(streamin
     ]
     mixed = job.folder / "mixed-events.b64"
     mixed.write_bytes(events.read_bytes() + b"".join(framed_line(v) + b"\n" for v, _ in bad + bad))
-    whole = replay(job, str(mixed), requirements)
+    whole = replay(job, str(mixed), requirements, slots)
     assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
 
     produce_files(job.kafka, job.config, str(events), requirements, 0.0, last_slot=bad_at - 1)
@@ -156,7 +156,7 @@ def test_plain_avro_container_file_equals_the_replay(streaming_job: Any, tmp_pat
     events = job.folder / "events.avro"
     with open(events, "wb") as out:
         fastavro.writer(out, fastavro.parse_schema(EVENT_V1), [reading(r["user"], r["time"], r["value"]) for r in flat])
-    expected = replay(job, str(events), requirements)
+    expected = replay(job, str(events), requirements, slots)
     assert len(expected["releases"]) == slots and not expected["rejects"]
     produce_files(job.kafka, job.config, str(events), requirements, 0.0)
     good = encode_datum(reading("u1", slot_time(2), 1), fastavro.parse_schema(EVENT_V1))

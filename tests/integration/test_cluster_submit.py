@@ -31,7 +31,7 @@ from pwevent.jobs.streaming.job import submit_command
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    FAST_CLOSE,
+    SCHEDULE,
     REPO,
     SEED,
     StreamingJob,
@@ -156,7 +156,7 @@ def test_parallelism_2_on_two_taskmanagers_then_a_savepoint_restored_at_parallel
     that ran one (pemja fails with NoSuchFieldException loadedLibraryNames, docs/operations.md)."""
     with session_cluster(tmp_path / "cluster-1", TASKMANAGERS) as rest:
         job = ClusterJob(rest, kafka_bootstrap, tmp_path, "DPBD", {"flink": {"parallelism": PARALLELISM,
-                                                                             **FAST_CLOSE["flink"]}})
+                                                                             **SCHEDULE["flink"]}})
         events, requirements = generate(tmp_path, users=40, slots=SLOTS, dynamic=True)
         produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)  # a backlog
         try:
@@ -218,12 +218,12 @@ def test_no_event_reaches_a_task_at_parallelism_1(kafka_bootstrap: str, tmp_path
     slots = 8
     with session_cluster(tmp_path / "cluster", TASKMANAGERS) as rest:
         job = ClusterJob(rest, kafka_bootstrap, tmp_path, "PBD", {"flink": {"parallelism": PARALLELISM,
-                                                                            **FAST_CLOSE["flink"]}},
+                                                                            **SCHEDULE["flink"]}},
                          events_partitions=4)
         events, requirements = generate(tmp_path, users=400, slots=slots)
         mixed = tmp_path / "mixed-events.jsonl"
         mixed.write_text(Path(events).read_text() + "".join(f"{r.decode()}\n" for r in INVALID * 4))
-        expected = replay(job, str(mixed), requirements)
+        expected = replay(job, str(mixed), requirements, slots)
         produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=4)
         client = producer(job.kafka)
         for partition in range(4):

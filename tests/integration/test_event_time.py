@@ -16,7 +16,7 @@ from pwevent.jobs.common.slots import parse_duration_ms
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    FAST_CLOSE,
+    SCHEDULE,
     SEED,
     StreamingJob,
     check_equals_replay,
@@ -89,7 +89,7 @@ def test_a_partition_read_ahead_drops_nothing(streaming_job: Any, late_start: bo
         send_partition(job, events, 1)
     job.start(seed=SEED)
     if late_start:
-        time.sleep(3 * parse_duration_ms(FAST_CLOSE["flink"]["source_idleness"]) / 1000)
+        time.sleep(3 * parse_duration_ms(SCHEDULE["flink"]["source_idleness"]) / 1000)
         send_partition(job, events, 1)
     check_equals_replay(job, events, requirements, slots)
     dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
@@ -102,7 +102,7 @@ def test_an_event_far_ahead_is_a_dead_letter_and_closes_no_slot(streaming_job: A
     slots = 10
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=30, slots=slots)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, slots)
     lines = Path(events).read_text().splitlines()
     far = json.dumps({"user": "u1", "time": slot_time(5 + 300), "value": 1})
     Path(events).write_text("\n".join(lines[: len(lines) // 2] + [far] + lines[len(lines) // 2:]) + "\n")
@@ -138,7 +138,7 @@ def test_events_read_before_their_users_registrations_are_judged_as_if_registere
         for n in range(20_000):
             out.write(json.dumps({**first, "user": f"other{n}"}) + "\n")
         out.write(Path(real).read_text())
-    expected = replay(job, events, str(requirements))
+    expected = replay(job, events, str(requirements), slots)
     produce_files(job.kafka, job.config, events, str(requirements), 0.0, last_slot=slots)
     far = json.dumps({"user": "u1", "time": slot_time(5 + 300), "value": 1})
     client = producer(job.kafka)
@@ -172,11 +172,11 @@ def test_only_valid_records_move_event_time(streaming_job: Any) -> None:
     slots, live_from, bad_at = 11, 6, 9
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=200, slots=slots)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, slots)
     bad = [record for _ in range(2) for record in _invalid_but_timed(bad_at)]
     mixed = job.folder / "mixed-events.jsonl"
     mixed.write_text(Path(events).read_text() + "".join(f"{record.decode()}\n" for record in bad))
-    whole = replay(job, str(mixed), requirements)
+    whole = replay(job, str(mixed), requirements, slots)
     assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=live_from - 1)
     job.start(seed=SEED)
@@ -211,7 +211,7 @@ def test_only_valid_requirement_records_move_event_time(streaming_job: Any) -> N
     valid records."""
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=60, slots=5)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, 5)
     assert len(expected["releases"]) == 5
     far = slot_time(5, 50 * 60_000)
     bad = [json.dumps({"user": "u1", "time": far, "w": 0, "epsilon": 1.0}).encode(),
@@ -219,7 +219,7 @@ def test_only_valid_requirement_records_move_event_time(streaming_job: Any) -> N
            b'{"user": "u3", "time": %d, "w": 3, "epsilon": 1.0, "w": 4}' % far]
     mixed = job.folder / "mixed-requirements.jsonl"
     mixed.write_text(Path(requirements).read_text() + "".join(f"{record.decode()}\n" for record in bad))
-    whole = replay(job, events, str(mixed))
+    whole = replay(job, events, str(mixed), 5)
     assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
@@ -233,7 +233,7 @@ def test_only_valid_requirement_records_move_event_time(streaming_job: Any) -> N
     dead = job.wait_records("dead_letters", len(bad) + 1, keep=lambda d: d.get("source") == "requirements")
     assert Counter(d["reason"] for d in dead) == Counter({"invalid_requirement": 2, "duplicate_key": 1,
                                                          "too_far_ahead": 1}), dead
-    idleness_ms = parse_duration_ms(FAST_CLOSE["flink"]["source_idleness"], "source_idleness")
+    idleness_ms = parse_duration_ms(SCHEDULE["flink"]["source_idleness"], "source_idleness")
     job.wait_checkpoints(idleness_ms // 400 + 5)  # 400 ms apart: the requirements source goes idle meanwhile
     releases = [m.json() for m in job.read("releases")]
     assert max(r["slot"] for r in releases) == 5, sorted({r["slot"] for r in releases})[:12]
@@ -249,8 +249,8 @@ def test_a_burst_after_the_events_went_idle_counts_every_event(streaming_job: An
     slots = 11
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=60, slots=slots)
-    expected = replay(job, events, requirements)
-    idleness_ms = parse_duration_ms(FAST_CLOSE["flink"]["source_idleness"], "source_idleness")
+    expected = replay(job, events, requirements, slots)
+    idleness_ms = parse_duration_ms(SCHEDULE["flink"]["source_idleness"], "source_idleness")
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=5)
     job.start(seed=SEED)
     for first, last in ((6, 8), (9, 11)):

@@ -98,7 +98,7 @@ def test_nested_paths_and_framed_json_equal_the_replay_with_invalid_records_mixe
     flat_events, flat_requirements = generate(job.folder, users=40, slots=slots)
     events = rewrite(flat_events, nested_event)
     requirements = rewrite(flat_requirements, nested_requirement)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, slots)
     assert len(expected["releases"]) == slots and not expected["rejects"]
 
     bad = invalid_events(bad_at)
@@ -107,7 +107,7 @@ def test_nested_paths_and_framed_json_equal_the_replay_with_invalid_records_mixe
     mixed_requirements = job.folder / "mixed-requirements.jsonl"
     mixed_requirements.write_bytes(Path(requirements).read_bytes()
                                    + b"".join(record + b"\n" for record in INVALID_REQUIREMENTS))
-    whole = replay(job, str(mixed_events), str(mixed_requirements))
+    whole = replay(job, str(mixed_events), str(mixed_requirements), slots)
     assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
 
     client = producer(job.kafka)

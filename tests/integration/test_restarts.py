@@ -102,7 +102,7 @@ def test_no_second_life_without_state(streaming_job: Any) -> None:
     events, requirements = generate(job.folder, users=20, slots=slots + 4)
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=slots)
     job.start(seed=SEED)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, slots)
     first = job.wait_releases(slots, timeout=180)
     for release in first:
         assert release == expected["releases"][release["slot"] - 1]

@@ -22,7 +22,7 @@ from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.job import TEST_RANDOMNESS_SWITCH
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    FAST_CLOSE,
+    SCHEDULE,
     PWEVENT,
     SEED,
     check_equals_replay,
@@ -50,7 +50,7 @@ def listening_addresses(port: int) -> set[str]:
 
 
 def test_local_run_stop_with_savepoint_and_restore(streaming_job: Any) -> None:
-    job = streaming_job("PBA", FAST_CLOSE)
+    job = streaming_job("PBA", SCHEDULE)
     events, requirements = generate(job.folder, users=30, slots=SLOTS, w=5)
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
     job.start(seed=SEED)
@@ -110,7 +110,7 @@ def test_a_restore_switches_the_default_requirement_off_and_on(streaming_job: An
     default on every user). A presence still pending at a savepoint (FirstPresence's epoch) needs
     parallelism above 1 to happen; tests/jobs/test_first_presence.py covers it."""
     default = {"w": 5, "epsilon": 1.0}
-    job = streaming_job("PBD", {**FAST_CLOSE, "default_requirement": default})
+    job = streaming_job("PBD", {**SCHEDULE, "default_requirement": default})
     events, generated = generate(job.folder, users=30, slots=SLOTS, w=5)
     clock, fields = job.config.clock, job.config.events
     # u0-u9 from slot 1 with their records; u10-u29 first seen at slot 1 + (n - 10) % 12, every slot from then

@@ -15,11 +15,10 @@ import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.errors import KafkaError
 
-from pwevent.jobs.common.files import DEMO_ORIGIN_MS
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.streaming.kafka_io import Message, consumer
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import SLOT_MS, StreamingJob, check_equals_replay, generate, replay
+from tests.integration.conftest import SLOT_MS, TEST_ORIGIN_MS, StreamingJob, check_equals_replay, generate, replay
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -110,7 +109,7 @@ def check_releases_of(job: StreamingJob, events: str, requirements: str, slots: 
 
 def test_a_job_started_at_a_time_equals_the_replay_of_the_events_from_that_time(streaming_job: Any) -> None:
     slots, first_read = 4, 3
-    start_ms = DEMO_ORIGIN_MS + (first_read - 1) * SLOT_MS
+    start_ms = TEST_ORIGIN_MS + (first_read - 1) * SLOT_MS
     job = streaming_job("PBD", {"kafka": {"start": iso(start_ms)}, "flink": QUIET})
     events, requirements = generate(job.folder, users=30, slots=slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)  # all of it in the topics first
@@ -139,11 +138,11 @@ def test_a_job_started_at_latest_never_counts_the_events_already_in_the_topic(st
     assert started_at == early_end
     produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=first_later)
     lines = Path(events).read_text().splitlines()
-    later = [line for line in lines if json.loads(line)["time"] >= DEMO_ORIGIN_MS + (first_later - 1) * SLOT_MS]
+    later = [line for line in lines if json.loads(line)["time"] >= TEST_ORIGIN_MS + (first_later - 1) * SLOT_MS]
     assert 0 < len(later) < len(lines)
     read = events_file(job.folder / "data" / "events-read.jsonl", later)
     # the test can fail: a job that counted the early events would release something else
-    assert replay(job, events, requirements)["releases"] != replay(job, read, requirements)["releases"]
+    assert replay(job, events, requirements, slots)["releases"] != replay(job, read, requirements, slots)["releases"]
     check_releases_of(job, read, requirements, slots, 30)
 
 
@@ -179,6 +178,6 @@ def test_a_job_started_at_committed_continues_where_its_consumer_group_got_to(st
     after = [m for m in topic if m.offset >= committed.get(m.partition, 0)]
     assert {m.partition for m in after} == {0, 1} and len(after) < len(topic)  # not the latest, not all
     read = events_file(second.folder / "data" / "events-read.jsonl", in_file_order(events, after))
-    assert replay(second, events, requirements)["releases"] != replay(second, read, requirements)["releases"]
+    assert replay(second, events, requirements, slots)["releases"] != replay(second, read, requirements, slots)["releases"]
     second.start()  # without --restore
     check_releases_of(second, read, requirements, slots, 30)

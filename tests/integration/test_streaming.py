@@ -60,7 +60,7 @@ def test_job_equals_replay_from_a_backlog_on_a_busy_machine(streaming_job: Any, 
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     with cpu_burner():
         job.start(seed=SEED)
-        expected = replay(job, events, requirements)
+        expected = replay(job, events, requirements, slots)
         check_equals_replay(job, events, requirements, slots, expected)
     if mechanism == "Adaptive":  # a probe, then even spending and absorption, in the job as in the replay
         assert expected["releases"][0]["family"] == "Sample"
@@ -89,7 +89,7 @@ def test_an_events_topic_alone_with_a_default_requirement(streaming_job: Any) ->
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     with cpu_burner():
         job.start(seed=SEED)
-        expected = replay(job, events, requirements)
+        expected = replay(job, events, requirements, slots)
         check_equals_replay(job, events, requirements, slots, expected)
     members = {r["user"] for r in expected["spend"] if r.get("record") == "member"}
     assert len(members) == 40 and not [r for r in expected["rejects"] if r["reason"] == "unknown_user"]
@@ -109,7 +109,7 @@ def test_an_events_topic_without_any_requirement_record_starts_at_once(streaming
     Path(requirements).write_text("")
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, slots)
     check_equals_replay(job, events, requirements, slots, expected)
     assert len({r["user"] for r in expected["spend"] if r.get("record") == "member"}) == 20
 
@@ -167,7 +167,7 @@ def test_bad_input_goes_to_dead_letters_and_changes_no_release(streaming_job: An
     slots = 8
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=30, slots=slots)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     client = producer(job.kafka)
     for line in BAD_REQUIREMENTS:
@@ -213,7 +213,7 @@ def test_poison_records_are_dead_letters_and_change_no_release(streaming_job: An
     slots = 8
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=30, slots=slots)
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, slots)
     limit = 16 << 20
     admin = KafkaAdminClient(bootstrap_servers=job.kafka.require_bootstrap())
     admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, job.topics[role],

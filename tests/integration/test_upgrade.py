@@ -80,7 +80,7 @@ def test_a_savepoint_of_an_earlier_release_restores(streaming_job: Any, mechanis
     assert job.process is not None and job.process.wait(timeout=120) == 0, job.log_tail()
     # The earlier release's spend lines carry no noise label (docs/mechanisms.md, `noise_label`).
     earlier = max(m.json()["slot"] for m in job.read("releases"))
-    expected = replay(job, events, requirements)
+    expected = replay(job, events, requirements, SLOTS)
     for line in expected["spend"]:
         if line.get("record") == "spend" and line["slot"] <= earlier:
             line.pop("noise")
