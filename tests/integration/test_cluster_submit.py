@@ -31,8 +31,8 @@ from pwevent.jobs.streaming.job import submit_command
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    SCHEDULE,
     REPO,
+    SCHEDULE,
     SEED,
     StreamingJob,
     check_dead_letters,

@@ -22,8 +22,8 @@ from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.job import TEST_RANDOMNESS_SWITCH
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    SCHEDULE,
     PWEVENT,
+    SCHEDULE,
     SEED,
     check_equals_replay,
     generate,

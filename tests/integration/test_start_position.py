@@ -178,6 +178,7 @@ def test_a_job_started_at_committed_continues_where_its_consumer_group_got_to(st
     after = [m for m in topic if m.offset >= committed.get(m.partition, 0)]
     assert {m.partition for m in after} == {0, 1} and len(after) < len(topic)  # not the latest, not all
     read = events_file(second.folder / "data" / "events-read.jsonl", in_file_order(events, after))
-    assert replay(second, events, requirements, slots)["releases"] != replay(second, read, requirements, slots)["releases"]
+    assert (replay(second, events, requirements, slots)["releases"]
+            != replay(second, read, requirements, slots)["releases"])
     second.start()  # without --restore
     check_releases_of(second, read, requirements, slots, 30)
