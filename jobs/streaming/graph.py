@@ -34,16 +34,22 @@ from pwevent.jobs.streaming.startup import NOTHING_READ, StartReads
 @dataclass(frozen=True)
 class Stage:
     """What every stage reads: the environments, the configuration, the time settings of `ValidTime`
-    (`strategy`), where each input topic's partitions ended when the job was built (`ends`, by role:
-    the backlog the start found) and the schema that gives a view its rowtime."""
+    (`strategy`) and the schema that gives a view its rowtime."""
 
     env: Any
     t_env: Any
     config: Config
     settings: StreamSettings
     strategy: dict[str, int]
-    ends: dict[str, dict[int, int]]
     rowtime: Any
+
+    def valid_time(self, rows: Any, role: str, name: str) -> Any:
+        """`rows` of topic `role` (`ValidTime.IN`) -> `ValidTime` (docs/streaming.md, "Time")."""
+        from pwevent.jobs.streaming import pyflink_internals as internals
+
+        kafka = self.settings.kafka
+        properties = {"bootstrap.servers": kafka.require_bootstrap(), **kafka.jvm_properties()}
+        return internals.valid_time(rows, self.strategy, properties, kafka.topics[role], name)
 
     @property
     def kafka_time(self) -> bool:
@@ -145,8 +151,7 @@ def parse_requirements(stage: Stage) -> Requirements:
                           output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements") \
         .name("parse requirements (reference parser)")
     ordered = internals.requirement_order(split, parsed).uid("requirement-order").name("requirements in offset order")
-    timed = internals.valid_time(ordered, stage.strategy, stage.ends["requirements"],
-                                 "event time of valid requirements").uid("requirement-time")
+    timed = stage.valid_time(ordered, "requirements", "event time of valid requirements").uid("requirement-time")
     return Requirements(parsed, timed)
 
 
@@ -187,13 +192,10 @@ def parse_events(stage: Stage, split: Any) -> tuple[Any, Any]:
 
 def time_events(stage: Stage, events: Any) -> Any:
     """Both paths' events -> `ValidTime` (event time from the valid events only, each partition's in
-    offset order over the backlog the start found, then the release schedule; at the job's
+    offset order over the backlog a subtask finds at its (re)start, then the release schedule; at the job's
     parallelism, each partition's rows routed to the subtask that owns it; docs/streaming.md, "Time")
     -> the valid events (`ValidTime.OUT`), with `ahead` (past the lead guard)."""
-    from pwevent.jobs.streaming import pyflink_internals as internals
-
-    return internals.valid_time(events, stage.strategy, stage.ends["events"], "event time of valid events") \
-        .uid("valid-time")
+    return stage.valid_time(events, "events", "event time of valid events").uid("valid-time")
 
 
 def judge_events(stage: Stage, timed: Any, late_through: int) -> Any:
@@ -353,7 +355,7 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
                 "release_delay_ms": flink.release_delay_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
-    stage = Stage(env, t_env, config, settings, strategy, start.ends, rowtime)
+    stage = Stage(env, t_env, config, settings, strategy, rowtime)
 
     write_sink_tables(stage)
     register_functions(stage)

@@ -129,55 +129,6 @@ def last_messages(kafka: KafkaSettings, topic: str, count: int) -> dict[int, lis
     return out
 
 
-def record_ends(kafka: KafkaSettings, topic: str, look_back: int) -> dict[int, int]:
-    """Partition -> one past the offset of its last committed record now. A topic written in
-    transactions ends in a marker, and maybe in aborted records, which no read_committed reader
-    gives; a partition without a committed record among its last `look_back` offsets is left out."""
-    by_partition = last_messages(kafka, topic, look_back)
-    if not by_partition:
-        raise BrokerUnavailableError(f"topic {topic} does not exist")
-    return {p: messages[-1].offset + 1 for p, messages in by_partition.items() if messages}
-
-
-def empty_partitions(kafka: KafkaSettings, topic: str) -> set[int]:
-    """The partitions of `topic` that hold no offset at all now (their first offset is their end)."""
-    client = consumer(kafka)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
-        starts, ends = client.beginning_offsets(partitions), client.end_offsets(partitions)
-        return {tp.partition for tp in partitions if starts[tp] == ends[tp]}
-    finally:
-        client.close()
-
-
-def committed_offsets(kafka: KafkaSettings, topic: str, group_id: str) -> dict[int, int | None]:
-    """Partition -> the offset consumer group `group_id` has committed for it (None: none)."""
-    client = consumer(kafka, group_id=group_id)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
-        return {tp.partition: client.committed(tp) for tp in partitions}
-    finally:
-        client.close()
-
-
-def read_to_end(kafka: KafkaSettings, topic: str, group_id: str, look_back: int) -> bool:
-    """Whether consumer group `group_id` has committed, for every partition of `topic`, an offset at or
-    past one past its last committed record now (`record_ends`): a reader restored at those offsets
-    has nothing left to read. An empty partition counts as read; one whose last `look_back` offsets
-    hold no committed record does not (unknown)."""
-    ends = record_ends(kafka, topic, look_back)
-    empty = empty_partitions(kafka, topic)
-    committed = committed_offsets(kafka, topic, group_id)
-    for partition, offset in committed.items():
-        if partition not in ends:
-            if partition not in empty:
-                return False
-            continue
-        if offset is None or offset < ends[partition]:
-            return False
-    return bool(committed)
-
-
 def read_topic(
     kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0, committed: bool = True
 ) -> list[Message]:

@@ -69,12 +69,11 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
     return DataStream(j_stream)
 
 
-def _java_offsets(offsets: dict[int, int]) -> Any:
-    """A java.util.HashMap of partition -> offset (py4j boxes each int as Integer or Long by its size;
-    SlotWatermarks takes either)."""
+def _java_strings(properties: dict[str, str]) -> Any:
+    """A java.util.HashMap of the Kafka clients' `properties`."""
     out = _jvm().java.util.HashMap()
-    for partition, offset in offsets.items():
-        out.put(int(partition), int(offset))
+    for key, value in properties.items():
+        out.put(key, value)
     return out
 
 
@@ -136,19 +135,20 @@ def first_presence(present: Any, default_on: bool) -> Any:
     return DataStream(_jvm().pwevent.flink.FirstPresence.apply(present._j_data_stream, default_on))
 
 
-def valid_time(records: Any, strategy: dict[str, int], ends: dict[int, int], name: str) -> Any:
+def valid_time(records: Any, strategy: dict[str, int], properties: dict[str, str], topic: str, name: str) -> Any:
     """Java `ValidTime`: `records` (user, time_ms, cell, partition, offset, original, path: the two
-    parsers' rows, `rows.TimePath`), the accepted ones timed, with the flag `ahead` for those the lead
-    guard does not believe, and the watermark: event time of the valid records over each partition's
-    backlog (`ends`: one past each partition's last committed record when the job is built), then the
-    release schedule (keys of `strategy`: out_of_orderness_ms, max_lead_ms, release_delay_ms;
-    docs/streaming.md, "Time"). Each partition's rows are routed to the subtask that owns it, at the
-    job's parallelism. Needs a uid."""
+    parsers' rows, `rows.TimePath`) of `topic`, the accepted ones timed, with the flag `ahead` for
+    those the lead guard does not believe, and the watermark: event time of the valid records over
+    each partition's backlog (what it held when the subtask (re)started, read with the Kafka client
+    `properties`), then the release schedule (keys of `strategy`: out_of_orderness_ms, max_lead_ms,
+    release_delay_ms; docs/streaming.md, "Time"). Each partition's rows are routed to the subtask that
+    owns it, at the job's parallelism. Needs a uid."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
+    ends = jvm.pwevent.flink.KafkaPartitionEnds(_java_strings(properties), topic)
     operator = jvm.pwevent.flink.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"],
-                                           strategy["release_delay_ms"], _java_offsets(ends))
+                                           strategy["release_delay_ms"], ends)
     return DataStream(jvm.pwevent.flink.ValidTime.apply(records._j_data_stream, operator, name))
 
 
@@ -206,11 +206,8 @@ def release_writer(population: Any, route: str, properties: dict[str, str], topi
     included). Returns the writer's stream (it needs a uid; a discarding sink ends it)."""
     from pyflink.datastream import DataStream
 
-    java_properties = _jvm().java.util.HashMap()
-    for key, value in properties.items():
-        java_properties.put(key, value)
-    return DataStream(_jvm().pwevent.flink.ReleaseWriter.apply(population._j_data_stream, route, java_properties,
-                                                               topic, transactional_id))
+    return DataStream(_jvm().pwevent.flink.ReleaseWriter.apply(population._j_data_stream, route,
+                                                               _java_strings(properties), topic, transactional_id))
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

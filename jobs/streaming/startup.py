@@ -1,16 +1,15 @@
-"""What a start reads from the topics before it builds the graph (docs/streaming.md, "Time" and
-"Starting twice"): where each partition of the two input topics ends (the backlog the start finds),
-and the slots a resumed job has already decided. Each read is bounded and says so when the broker
-does not answer.
+"""What a start reads from the topics before it builds the graph (docs/streaming.md, "Starting
+twice"): the slots a resumed job has already decided. The read is bounded and says so when the
+broker does not answer. (Where the input topics' partitions end, the backlog, each `ValidTime`
+subtask reads itself at every (re)start: `pwevent.flink.KafkaPartitionEnds`.)
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pwevent.jobs.common.config import Config
-from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError
 from pwevent.jobs.streaming.settings import StreamSettings
 
 
@@ -18,50 +17,18 @@ from pwevent.jobs.streaming.settings import StreamSettings
 class StartReads:
     """What `graph.build_pipeline` takes from the topics at a start (the defaults: nothing read).
 
-    late_through: every event of a slot up to it is `late` (a resumed job's decided slots).
-    ends: per source ("events", "requirements"), one past each partition's last committed record
-    now (0 for an empty partition): the backlog this start finds, which event time alone decides
-    before the release schedule takes over (docs/streaming.md, "Time")."""
+    late_through: every event of a slot up to it is `late` (a resumed job's decided slots)."""
 
     late_through: int = 0
-    ends: dict[str, dict[int, int]] = field(default_factory=lambda: {"events": {}, "requirements": {}})
 
     @classmethod
     def read(cls, config: Config, settings: StreamSettings, restored: str | None) -> StartReads:
         """The reads of a start that restores `restored` (None: a start without state)."""
-        return cls(late_through(settings, restored, config.domain.d),
-                   {role: topic_ends(settings, role) for role in ("events", "requirements")})
+        return cls(late_through(settings, restored, config.domain.d))
 
 
 #: A start that read nothing from the topics (a graph built for inspection, e.g. tests).
 NOTHING_READ = StartReads()
-
-
-#: How many of each partition's last offsets `topic_ends` looks at for its last committed record (the
-#: rest may be transaction markers and aborted records).
-BACKLOG_LOOK_BACK = 100
-
-
-class BacklogUnknownError(BrokerUnavailableError):
-    """The broker did not tell where a topic's partitions end: a start cannot tell its backlog."""
-
-
-def topic_ends(settings: StreamSettings, role: str) -> dict[int, int]:
-    """Per partition of topic `role`, one past its last committed record now (among its last
-    `BACKLOG_LOOK_BACK` offsets), 0 for an empty partition. Raises BacklogUnknownError when the broker
-    does not tell: without it the job could not tell its backlog from live records (docs/streaming.md,
-    "Time")."""
-    from kafka.errors import KafkaError
-
-    from pwevent.jobs.streaming.kafka_io import empty_partitions, record_ends
-
-    topic = settings.kafka.topics[role]
-    try:
-        ends = record_ends(settings.kafka, topic, BACKLOG_LOOK_BACK)
-        return {**ends, **dict.fromkeys(empty_partitions(settings.kafka, topic), 0)}
-    except (BrokerUnavailableError, KafkaError) as err:
-        raise BacklogUnknownError(f"where the {role} topic {topic}'s partitions end is unknown ({err}); "
-                                  "the job needs it to tell the backlog it starts with from live records") from err
 
 
 def late_through(settings: StreamSettings, restored: str | None, cells: int) -> int:

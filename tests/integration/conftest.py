@@ -292,10 +292,11 @@ SLOT_MS = 60_000
 TEST_ORIGIN_MS = time.time_ns() // 1_000_000 // SLOT_MS * SLOT_MS - 90 * SLOT_MS
 
 
-def generate(folder: Path, users: int, slots: int, dynamic: bool = False, w: int = 40) -> tuple[str, str]:
+def generate(folder: Path, users: int, slots: int, dynamic: bool = False, w: int = 40,
+             origin_ms: int = TEST_ORIGIN_MS) -> tuple[str, str]:
     stream = SyntheticStream("Sin", users, slots, seed=3)
     events, requirements = write_synthetic(stream, str(folder / "data"), 0.6, w, SLOT_MS, dynamic,
-                                           types=3, change_every=4, origin_ms=TEST_ORIGIN_MS)
+                                           types=3, change_every=4, origin_ms=origin_ms)
     return str(events), str(requirements)
 
 

@@ -1,6 +1,8 @@
-"""Event time in the streaming job (docs/streaming.md, "Time"): per-partition watermarks, a read
-requirements backlog, far-ahead and invalid records that move no time, a burst after idleness. Each
-test runs the real job (PyFlink mini-cluster, local broker) and compares it with `pwevent replay`."""
+"""Event time in the streaming job (docs/streaming.md, "Time"): per-partition event time over a
+backlog, a read requirements backlog, far-ahead and invalid records that move no time, the release
+schedule after the backlog, and the trailing slots the job and the replay release alike. Each test
+runs the real job (PyFlink mini-cluster, local broker) and compares it with `pwevent replay` through
+the same public horizon."""
 
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.common.slots import parse_duration_ms
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    SCHEDULE,
     SEED,
+    SLOT_MS,
+    TEST_ORIGIN_MS,
     StreamingJob,
     check_equals_replay,
     generate,
@@ -37,7 +39,7 @@ def end_in_an_aborted_transaction(job: StreamingJob) -> None:
         client.init_transactions()
         client.begin_transaction()
         client.send(job.topics["requirements"], key=b"intruder", value=json.dumps(
-            {"user": "intruder", "time": "2024-01-01T00:00:00Z", "w": 40, "epsilon": 0.6}).encode())
+            {"user": "intruder", "time": slot_time(1), "w": 40, "epsilon": 0.6}).encode())
         client.flush()
         client.abort_transaction()
     finally:
@@ -47,14 +49,12 @@ def end_in_an_aborted_transaction(job: StreamingJob) -> None:
 @pytest.mark.parametrize("tail", ["records", "aborted-transaction"])
 def test_a_read_requirements_backlog_holds_no_slot_back(streaming_job: Any, tail: str) -> None:
     """The requirements partition stops holding event time back once it has read what it held when
-    the job started (docs/streaming.md, "Time"), not after flink.source_idleness: with an idleness
-    of an hour, every slot is still released, equal to the replay. (Before, the quiet partition held
-    the events at slot 1 for the whole idleness: 10 s of every backlog start with the default.)
+    the job started (docs/streaming.md, "Time"): every slot is released, equal to the replay.
     "aborted-transaction": the topic ends in an aborted record and its marker, offsets no reader is
-    given; the last committed record still counts as the end of the backlog (before, a transaction
-    marker at the end disabled the rule), and the aborted registration stays unseen."""
+    given; the last committed record still counts as the end of the backlog, and the aborted
+    registration stays unseen."""
     slots = 6
-    job = make_job(streaming_job, "PBD", {"flink": {"source_idleness": "1h"}})
+    job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=20, slots=slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     if tail == "aborted-transaction":
@@ -73,32 +73,26 @@ def send_partition(job: StreamingJob, events: str, partition: int) -> None:
     client.close()
 
 
-@pytest.mark.parametrize("late_start", [False, True], ids=["before-start", "after-start"])
-def test_a_partition_read_ahead_drops_nothing(streaming_job: Any, late_start: bool) -> None:
-    """All of partition 0 is written before any of partition 1: per-partition watermarks at the
-    source keep partition 1's events on time, so nothing is late and the releases equal the replay.
-    after-start: partition 1 stays empty until the job has run longer than `source_idleness` (a
-    first fetch slowed by start-up or load looks the same): a partition that has never given a
-    record does not go idle before `source_start_grace`, so partition 0 closes no slot without it."""
+def test_a_partition_read_ahead_drops_nothing(streaming_job: Any) -> None:
+    """All of partition 0 is written before any of partition 1: each partition's event time holds
+    the others back until it has read its backlog, so nothing is late and the releases equal the
+    replay."""
     slots = 10
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=40, slots=slots)
     produce_files(job.kafka, job.config, "/dev/null", requirements, 0.0)
     send_partition(job, events, 0)
-    if not late_start:
-        send_partition(job, events, 1)
+    send_partition(job, events, 1)
     job.start(seed=SEED)
-    if late_start:
-        time.sleep(3 * parse_duration_ms(SCHEDULE["flink"]["source_idleness"]) / 1000)
-        send_partition(job, events, 1)
     check_equals_replay(job, events, requirements, slots)
     dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
     assert [d for d in dead if d["reason"] == "late"] == []
 
 
 def test_an_event_far_ahead_is_a_dead_letter_and_closes_no_slot(streaming_job: Any) -> None:
-    """One event 300 slots ahead in the middle of a backlog: a too_far_ahead dead letter; the slots
-    after the stream's end are not released and the releases equal the replay of the other records."""
+    """One event 300 slots ahead in the middle of a backlog (hours past the clock): a too_far_ahead
+    dead letter; no slot past the release schedule is released, and the releases equal the replay
+    of the other records."""
     slots = 10
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=30, slots=slots)
@@ -113,10 +107,9 @@ def test_an_event_far_ahead_is_a_dead_letter_and_closes_no_slot(streaming_job: A
     client.close()
     job.start(seed=SEED)
     releases = check_equals_replay(job, events, requirements, slots, expected)
-    # Slot 10 closed once its partition was quiet, so the far event had been read: a release it caused
-    # would be committed by the second checkpoint from now at the latest.
     job.wait_checkpoints(2)
-    assert max(m.json()["slot"] for m in job.read("releases")) <= slots
+    scheduled = (time.time() * 1000 - TEST_ORIGIN_MS) // SLOT_MS  # the slots whose end the clock has passed
+    assert max(m.json()["slot"] for m in job.read("releases")) <= scheduled
     assert len({r["slot"] for r in releases}) == len(releases)
     dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
     assert [d["reason"] for d in dead] == ["too_far_ahead"]
@@ -164,12 +157,12 @@ def _invalid_but_timed(slot: int) -> list[bytes]:
 
 
 def test_only_valid_records_move_event_time(streaming_job: Any) -> None:
-    """Issue 18's reproduction: 200 users, a backlog of slots 1-5, then live slots 6-11 (1.5 s apart);
-    before slot 9's events, on every events partition, records the replay rejects but whose time
-    reads, 50 minutes ahead. They move no event time: the releases equal the replay of the valid
-    records (which is also the replay of the whole input), no valid event is `late`, and no slot
-    after the last valid one is released."""
-    slots, live_from, bad_at = 11, 6, 9
+    """Issue 18's reproduction, in a backlog: 200 users over slots 1-11; before slot 9's events, on
+    every events partition, records the parser refuses but whose time reads, 50 minutes ahead. They
+    move no event time (had they, slots 9-58 would have closed before slot 9's events came): the
+    releases equal the replay of the valid records (which is also the replay of the whole input) and
+    no valid event is `late`."""
+    slots, bad_at = 11, 9
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=200, slots=slots)
     expected = replay(job, events, requirements, slots)
@@ -178,8 +171,6 @@ def test_only_valid_records_move_event_time(streaming_job: Any) -> None:
     mixed.write_text(Path(events).read_text() + "".join(f"{record.decode()}\n" for record in bad))
     whole = replay(job, str(mixed), requirements, slots)
     assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
-    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=live_from - 1)
-    job.start(seed=SEED)
     client = producer(job.kafka)
 
     def before(slot: int, _: float) -> None:
@@ -189,92 +180,86 @@ def test_only_valid_records_move_event_time(streaming_job: Any) -> None:
                     client.send(job.topics["events"], value=record, partition=partition)
             client.flush()
 
-    produce_files(job.kafka, job.config, events, requirements, 1.5, first_slot=live_from, last_slot=slots,
-                  before_slot=before)
+    produce_files(job.kafka, job.config, events, requirements, 0.0, before_slot=before)
     client.close()
-    releases = check_equals_replay(job, events, requirements, slots, expected)
-    assert {r["slot"] for r in releases} == set(range(1, slots + 1))
+    job.start(seed=SEED)
+    check_equals_replay(job, events, requirements, slots, expected)
     dead = job.wait_records("dead_letters", 4)
     reasons = Counter(d["reason"] for d in dead)
     assert reasons == Counter({"out_of_domain": 2, "duplicate_key": 2}), reasons
-    assert max(m.json()["slot"] for m in job.read("releases")) == slots
 
 
 def test_only_valid_requirement_records_move_event_time(streaming_job: Any) -> None:
-    """The same for the requirements topic: once the backlog of slots 1-5 is released and the events
-    have gone idle (the requirements' time alone then drives Membership and the class join),
-    requirement records the replay rejects but whose time reads, 50 minutes ahead: a window of
-    w = 0, one over the `max_w` cap and a repeated key; and a valid one two days past the wall clock,
-    which the requirements' lead guard does not believe (`too_far_ahead`, from Membership). They are
-    dead letters and move no event time: while checkpoints spanning more than `source_idleness`
-    complete, no slot after the last valid one is released, and the releases equal the replay of the
-    valid records."""
-    job = make_job(streaming_job, "PBD")
-    events, requirements = generate(job.folder, users=60, slots=5)
-    expected = replay(job, events, requirements, 5)
-    assert len(expected["releases"]) == 5
-    far = slot_time(5, 50 * 60_000)
+    """The same for the requirements topic, in a backlog under DPBD (requirement changes at slots 5
+    and 9): before slot 5's records, requirement records the parser or the rules refuse whose time
+    reads, 50 minutes into slot 2 (a window of w = 0, one over the `max_w` cap, a repeated key), and a
+    valid one two days past the wall clock, which the requirements' lead guard does not believe
+    (`too_far_ahead`, from Membership). They are dead letters and move no event time (had they, slot
+    5's changes would have been `late`): the releases equal the replay of the valid records."""
+    slots = 10
+    job = make_job(streaming_job, "DPBD")
+    events, requirements = generate(job.folder, users=60, slots=slots, dynamic=True)
+    expected = replay(job, events, requirements, slots)
+    far = slot_time(2, 50 * 60_000)
     bad = [json.dumps({"user": "u1", "time": far, "w": 0, "epsilon": 1.0}).encode(),
            json.dumps({"user": "u2", "time": far, "w": 100_000, "epsilon": 1.0}).encode(),
            b'{"user": "u3", "time": %d, "w": 3, "epsilon": 1.0, "w": 4}' % far]
-    mixed = job.folder / "mixed-requirements.jsonl"
-    mixed.write_text(Path(requirements).read_text() + "".join(f"{record.decode()}\n" for record in bad))
-    whole = replay(job, events, str(mixed), 5)
-    assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
-    produce_files(job.kafka, job.config, events, requirements, 0.0)
-    job.start(seed=SEED)
-    check_equals_replay(job, events, requirements, 5, expected)
-    future = json.dumps({"user": "zz", "time": int(time.time() * 1000) + 2 * 86_400_000, "w": 3, "epsilon": 1.0})
+    future = json.dumps({"user": "zz", "time": int(time.time() * 1000) + 2 * 86_400_000,
+                         "backward": {"w": 1, "epsilon": 10.0}, "forward": {"w": 40, "epsilon": 1.0}}).encode()
     client = producer(job.kafka)
-    for record in [*bad, future.encode()]:
-        client.send(job.topics["requirements"], value=record)
-    client.flush()
+
+    def before(slot: int, _: float) -> None:
+        if slot == 5:
+            for record in [*bad, future]:
+                client.send(job.topics["requirements"], value=record)
+            client.flush()
+
+    produce_files(job.kafka, job.config, events, requirements, 0.0, before_slot=before)
     client.close()
+    job.start(seed=SEED)
+    check_equals_replay(job, events, requirements, slots, expected)
     dead = job.wait_records("dead_letters", len(bad) + 1, keep=lambda d: d.get("source") == "requirements")
     assert Counter(d["reason"] for d in dead) == Counter({"invalid_requirement": 2, "duplicate_key": 1,
                                                          "too_far_ahead": 1}), dead
-    idleness_ms = parse_duration_ms(SCHEDULE["flink"]["source_idleness"], "source_idleness")
-    job.wait_checkpoints(idleness_ms // 400 + 5)  # 400 ms apart: the requirements source goes idle meanwhile
-    releases = [m.json() for m in job.read("releases")]
-    assert max(r["slot"] for r in releases) == 5, sorted({r["slot"] for r in releases})[:12]
+    assert [m.json() for m in job.read("dead_letters") if m.json()["reason"] == "late"] == []
 
 
-def test_a_burst_after_the_events_went_idle_counts_every_event(streaming_job: Any) -> None:
-    """The backlog of slots 1-5 released, the events idle for longer than `source_idleness`, then
-    slots 6-8 sent at once; idle again, then slots 9-11 at once. When the events come back, every
-    branch into the class join and the Population is active again before any of them carries a
-    watermark past the idle point (the events' ValidTime never goes idle: it follows the
-    requirements' valid time instead), so each slot is decided after its counts: the releases equal
-    the replay and no event is a dead letter (docs/streaming.md, "Time")."""
-    slots = 11
-    job = make_job(streaming_job, "PBD")
-    events, requirements = generate(job.folder, users=60, slots=slots)
-    expected = replay(job, events, requirements, slots)
-    idleness_ms = parse_duration_ms(SCHEDULE["flink"]["source_idleness"], "source_idleness")
-    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=5)
+@pytest.mark.parametrize("kill", [False, True], ids=["straight", "killed"])
+def test_a_trailing_requirement_slot_is_released_by_job_and_replay(streaming_job: Any, kill: bool) -> None:
+    """Issue 40's reproduction: the last event is in slot 6, a requirement change in slot 8 (DPBD).
+    The replay through slot 8 and the job release slots 1-8 alike (before, the job never released
+    slot 8); "killed": the job is killed (SIGKILL) after its first releases and restored from its
+    latest checkpoint, and still releases each of slots 1-8 once, equal to the replay."""
+    job = make_job(streaming_job, "DPBD")
+    events, requirements = generate(job.folder, users=30, slots=6, dynamic=True)
+    change = json.loads(Path(requirements).read_text().splitlines()[-1])
+    with open(requirements, "a") as out:
+        out.write(json.dumps({**change, "user": "u0", "time": slot_time(8, 5_000),
+                              "forward": {"w": 80, "epsilon": 1.0}}) + "\n")
+    expected = replay(job, events, requirements, 8)
+    assert len(expected["releases"]) == 8
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
-    for first, last in ((6, 8), (9, 11)):
-        job.wait_releases(first - 1)
-        job.wait_checkpoints(idleness_ms // 400 + 5)  # 400 ms apart: the events go idle meanwhile
-        produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=first, last_slot=last)
-    check_equals_replay(job, events, requirements, slots, expected)
-    assert job.read("dead_letters") == []
-
+    if kill:
+        job.wait_releases(2, timeout=180)
+        job.stop()
+        job.start(seed=SEED, restore="latest")
+    check_equals_replay(job, events, requirements, 8, expected)
 
 
 def test_invalid_requirement_records_far_ahead_are_dead_letters_at_once(streaming_job: Any) -> None:
-    """Three invalid requirement records 50 slots (minutes) ahead of a live stream: a dynamic
-    requirement under PBD (it parses, but no ledger can run it: Membership refuses it on arrival,
-    whatever the user declared before), a duplicate key and a missing epsilon (the reference
-    parser's). While the events go on, slot by slot,
-    far from the records' slot, all three become dead letters; the releases equal the replay."""
-    slots, live_from = 30, 7
+    """Three invalid requirement records 50 slots (minutes) ahead of the stream, sent once its
+    backlog is released: a dynamic requirement under PBD (it parses, but no ledger can run it:
+    Membership refuses it on arrival, whatever the user declared before), a duplicate key and a
+    missing epsilon (the reference parser's). All three become dead letters without any further
+    input, long before the release schedule reaches their slot; the releases equal the replay."""
+    slots = 6
     job = make_job(streaming_job, "PBD")
     events, requirements = generate(job.folder, users=20, slots=slots)
-    produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=live_from - 1)
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
-    job.wait_releases(live_from - 2, timeout=120)
-    ahead = slot_time(live_from + 50)
+    check_equals_replay(job, events, requirements, slots)
+    ahead = int(time.time() * 1000) + 50 * SLOT_MS
     records = [json.dumps({"user": "u1", "time": ahead, "backward": {"w": 1, "epsilon": 10.0},
                            "forward": {"w": 6, "epsilon": 1.0}}),
                f'{{"user": "u2", "time": {ahead}, "w": 5, "w": 6, "epsilon": 1.0}}',
@@ -284,16 +269,6 @@ def test_invalid_requirement_records_far_ahead_are_dead_letters_at_once(streamin
         client.send(job.topics["requirements"], value=record.encode(), key=b"u")
     client.flush()
     client.close()
-    seen: list[int] = []  # the live slot being sent when the three dead letters were first read
-
-    def dead_letters_yet(slot: int, _: float) -> None:
-        if not seen and len(job.read("dead_letters", idle_s=0.3)) >= 3:
-            seen.append(slot)
-
-    produce_files(job.kafka, job.config, events, requirements, 0.5, first_slot=live_from, on_slot=dead_letters_yet)
-    assert seen, "no dead letters while the events went on (the records waited for their slot)"
-    print(f"\nthe three dead letters were read while slot {seen[0]} was sent")
-    dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
+    dead = job.wait_records("dead_letters", 3)
     assert sorted(d["original"] for d in dead) == sorted(records), dead
     assert {d["original"]: d["reason"] for d in dead}[records[0]] == "invalid_requirement"
-    check_equals_replay(job, events, requirements, slots - 1)

@@ -18,7 +18,7 @@ class PartitionTimesTest {
 
     /** One subtask of one: it owns every partition of `ends`; `read` what it has read. */
     private static PartitionTimes times(Map<Integer, Long> ends, ReadOffsets read) {
-        return new PartitionTimes(OUT_OF_ORDERNESS, DELAY, ends, read, 0, 1);
+        return new PartitionTimes(OUT_OF_ORDERNESS, DELAY, read, ends);
     }
 
     /** `times` reading `offset` of `partition` at `time` (null: a refused record). */
@@ -78,9 +78,12 @@ class PartitionTimesTest {
         assertEquals(1, PartitionTimes.owns(5, 2));
         assertEquals(0, PartitionTimes.owns(4, 2));
         ReadOffsets read = new ReadOffsets();
-        PartitionTimes second = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, Map.of(0, 5L, 1, 0L), read, 1, 2);
+        Map<Integer, Long> ends = Map.of(0, 5L, 1, 0L);
+        PartitionTimes second = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, read,
+                new ValidTimeHarness.FixedEnds(ends).owned(1, 2));
         assertEquals(NOW - DELAY, second.watermark(NOW), "partition 0's backlog is subtask 0's");
-        PartitionTimes first = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, Map.of(0, 5L, 1, 0L), read, 0, 2);
+        PartitionTimes first = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, read,
+                new ValidTimeHarness.FixedEnds(ends).owned(0, 2));
         assertEquals(Long.MIN_VALUE, first.watermark(NOW));
     }
 }

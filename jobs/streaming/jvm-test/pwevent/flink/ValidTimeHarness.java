@@ -1,6 +1,7 @@
 package pwevent.flink;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.flink.streaming.api.watermark.Watermark;
@@ -16,9 +17,31 @@ final class ValidTimeHarness {
     private ValidTimeHarness() {
     }
 
-    /** Out-of-orderness 0, lead guard of an hour, release delay `delayMs`, partitions' `ends`. */
+    /** Out-of-orderness 0, lead guard of an hour, release delay `delayMs`, the topic's partitions
+     *  ending at `ends` (each subtask given those it owns). */
     static ValidTime operator(long delayMs, Map<Integer, Long> ends) {
-        return new ValidTime(0, LEAD, delayMs, ends);
+        return new ValidTime(0, LEAD, delayMs, new FixedEnds(ends));
+    }
+
+    /** {@link PartitionEnds} that do not change. */
+    static final class FixedEnds implements PartitionEnds {
+        private static final long serialVersionUID = 1L;
+        private final HashMap<Integer, Long> ends;
+
+        FixedEnds(Map<Integer, Long> ends) {
+            this.ends = new HashMap<>(ends);
+        }
+
+        @Override
+        public Map<Integer, Long> owned(int subtask, int subtasks) {
+            Map<Integer, Long> mine = new HashMap<>();
+            ends.forEach((partition, end) -> {
+                if (PartitionTimes.owns(partition, subtasks) == subtask) {
+                    mine.put(partition, end);
+                }
+            });
+            return mine;
+        }
     }
 
     static OneInputStreamOperatorTestHarness<Row, Row> harness(ValidTime operator) throws Exception {

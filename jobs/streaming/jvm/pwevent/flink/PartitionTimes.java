@@ -8,8 +8,8 @@ import java.util.TreeSet;
  * The watermark rule over the partitions one {@link ValidTime} subtask times (docs/streaming.md,
  * "Time"), without Flink. Each partition is in one of two states:
  * <ul>
- *   <li><b>backlog</b>: it has not yet been read through the last record it held when the job was
- *       built ({@code ends}: partition -> one past that record; 0 for a partition without one).
+ *   <li><b>backlog</b>: it has not yet been read through the last record it held when this subtask
+ *       (re)started ({@code ends}: partition -> one past that record; 0 for a partition without one).
  *       Its mark trails the latest time of its valid records ({@link OffsetOrder}) by the
  *       out-of-orderness bound; nothing settled yet: it holds everything back. Event time alone
  *       decides the backlog's slots, as the replay does.
@@ -18,8 +18,8 @@ import java.util.TreeSet;
  *       the release delay, whether or not anything arrives, and whatever the records' times say.
  * </ul>
  * The watermark is the smallest mark over the partitions this subtask owns ({@link #owns}: the job's
- * rule that sends a partition's rows to a subtask) and those it has seen rows of; with none, the
- * schedule's. So once every partition is read through, a slot is released a release delay after its
+ * rule that sends a partition's rows to a subtask; {@code ends} lists them) and those it has seen
+ * rows of; with none, the schedule's. So once every partition is read through, a slot is released a release delay after its
  * end, and no quiet spell closes a slot before that.
  */
 final class PartitionTimes {
@@ -30,20 +30,15 @@ final class PartitionTimes {
     private final TreeSet<Integer> owned = new TreeSet<>();
     private final Map<Integer, OffsetOrder> partitions = new HashMap<>();
 
-    /** `ends`: every partition of the topic when the job was built; `read`: how far each partition
-     *  has been read, by this run and the one a restored state comes from (the operator keeps it
-     *  up to date); this subtask is `subtask` of `subtasks`. */
-    PartitionTimes(long outOfOrdernessMs, long releaseDelayMs, Map<Integer, Long> ends, ReadOffsets read,
-                   int subtask, int subtasks) {
+    /** `read`: how far each partition has been read, by this run and the one a restored state comes
+     *  from (the operator keeps it up to date); `ends`: the partitions this subtask owns, each with
+     *  one past its last record at the (re)start. */
+    PartitionTimes(long outOfOrdernessMs, long releaseDelayMs, ReadOffsets read, Map<Integer, Long> ends) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.releaseDelayMs = releaseDelayMs;
         this.ends = ends;
         this.read = read;
-        for (int partition : ends.keySet()) {
-            if (owns(partition, subtasks) == subtask) {
-                owned.add(partition);
-            }
-        }
+        owned.addAll(ends.keySet());
     }
 
     /** The subtask of `subtasks` that times `partition` (the job routes its rows there). */
@@ -75,7 +70,7 @@ final class PartitionTimes {
             return false;
         }
         Long end = ends.get(partition);
-        if (end == null || end == 0) {  // a partition without a record when the job was built, or added since
+        if (end == null || end == 0) {  // a partition without a record at the (re)start, or added since
             return true;
         }
         return read.readThrough(partition, end);

@@ -1,8 +1,6 @@
 package pwevent.flink;
 
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import org.apache.flink.api.common.functions.Partitioner;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -38,8 +36,9 @@ import org.apache.flink.types.Row;
  * comes out with {@code ahead} (a {@code too_far_ahead} dead letter). Whether an event's user is
  * registered does not matter (docs/streaming.md, "Which records move time"). Per partition, time
  * follows the offsets across the two parsers ({@link OffsetOrder}). The watermark is
- * {@link PartitionTimes}': event time over a partition's backlog (what it held when the job was
- * built, {@code ends}), the clock less {@code releaseDelayMs} once it is read through. The
+ * {@link PartitionTimes}': event time over a partition's backlog (what it held when this subtask
+ * last (re)started, {@link PartitionEnds}: a failover's restored subtask reads what was written
+ * while it was down as a backlog too), the clock less {@code releaseDelayMs} once it is read through. The
  * upstream's watermarks and idle statuses are not read (the sources give none but the end of a
  * bounded input, which is passed on); this operator never goes idle.
  *
@@ -73,7 +72,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     private final long outOfOrdernessMs;
     private final long maxLeadMs;
     private final long releaseDelayMs;
-    private final HashMap<Integer, Long> ends;
+    private final PartitionEnds ends;
 
     private transient ValidTimeState state;
     /** How far the input's rows have been read, before the checkpoint too. */
@@ -84,14 +83,12 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     private transient PartitionTimes partitions;
     private transient long emittedMs;
 
-    /** `ends`: per partition of the topic, one past its last committed record when the job was built
-     *  (0: none); py4j hands the numbers over as Integer or Long. */
-    public ValidTime(long outOfOrdernessMs, long maxLeadMs, long releaseDelayMs, Map<?, ?> ends) {
+    /** `ends`: where the topic's partitions end, asked at every (re)start of a subtask. */
+    public ValidTime(long outOfOrdernessMs, long maxLeadMs, long releaseDelayMs, PartitionEnds ends) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.releaseDelayMs = releaseDelayMs;
-        this.ends = new HashMap<>();
-        ends.forEach((partition, end) -> this.ends.put(((Number) partition).intValue(), ((Number) end).longValue()));
+        this.ends = ends;
     }
 
     /** `rows` timed by `operator`, each partition's rows routed to the subtask that owns it. */
@@ -137,9 +134,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     @Override
     public void open() throws Exception {
         super.open();
-        partitions = new PartitionTimes(outOfOrdernessMs, releaseDelayMs, ends, inputRead,
-                getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-                getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks());
+        partitions = new PartitionTimes(outOfOrdernessMs, releaseDelayMs, inputRead,
+                ends.owned(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
+                        getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks()));
         emittedMs = Long.MIN_VALUE;
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
