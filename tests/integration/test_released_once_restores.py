@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
+from pwevent.jobs.common.files import iso
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     SEED,
     StreamingJob,
+    ahead_origin,
     generate,
     make_job,
     stop_with_savepoint,
@@ -34,10 +36,13 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
 
 def test_a_savepoint_restored_at_another_parallelism(streaming_job: Any) -> None:
-    """Stop with a savepoint at parallelism 2, the second half of the input, restore at parallelism 1."""
+    """Stop with a savepoint at parallelism 2, the second half of the input, restore at parallelism 1.
+    The input lies ahead of the clock (`ahead_origin`): its slots close by event time, all but the
+    last."""
     slots, half = 20, 10
-    job = make_job(streaming_job, "DPBD", {"flink": {"parallelism": 2}})
-    events, requirements = generate(job.folder, users=30, slots=slots, dynamic=True, w=5)
+    origin = ahead_origin()
+    job = make_job(streaming_job, "DPBD", {"origin": iso(origin), "flink": {"parallelism": 2}})
+    events, requirements = generate(job.folder, users=30, slots=slots, dynamic=True, w=5, origin_ms=origin)
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=half)
     job.start(seed=SEED)
     job.wait_releases(half // 2, timeout=GUARD_S)
@@ -48,7 +53,7 @@ def test_a_savepoint_restored_at_another_parallelism(streaming_job: Any) -> None
     raw["flink"]["parallelism"] = 1
     job.config_path.write_text(yaml.safe_dump(raw))
     job.start(seed=SEED, restore=savepoint)
-    released_once(job, events, requirements, slots)
+    released_once(job, events, requirements, slots - 1)
 
 
 def retained_before(job: StreamingJob, stamp_ms: int) -> list[Path]:
@@ -62,13 +67,15 @@ def retained_before(job: StreamingJob, stamp_ms: int) -> list[Path]:
 def test_a_restore_from_an_older_checkpoint_is_refused(streaming_job: Any) -> None:
     """A retained checkpoint triggered before a slot's records were produced cannot hold its release;
     once that slot is committed, a restore from it is refused (exit 2, the topic unchanged), and
-    `--restore latest` then continues as if nothing happened."""
+    `--restore latest` then continues as if nothing happened. The input lies ahead of the clock
+    (`ahead_origin`): a slot is released once the next one's records come."""
     slots, first = 16, 8
-    job = make_job(streaming_job, "PBD", {"flink": {"checkpoint_interval": "1500ms"}})
-    events, requirements = generate(job.folder, users=25, slots=slots, w=5)
+    origin = ahead_origin()
+    job = make_job(streaming_job, "PBD", {"origin": iso(origin), "flink": {"checkpoint_interval": "1500ms"}})
+    events, requirements = generate(job.folder, users=25, slots=slots, w=5, origin_ms=origin)
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=first)
     job.start(seed=SEED)
-    job.wait_releases(first, timeout=GUARD_S)
+    job.wait_releases(first - 1, timeout=GUARD_S)
     older: list[Path] = []
     slot = first
     while not older:  # until a retained checkpoint predates a committed slot (each round one slot more)
@@ -76,7 +83,7 @@ def test_a_restore_from_an_older_checkpoint_is_refused(streaming_job: Any) -> No
         produced_ms = int(time.time() * 1000)
         slot += 1
         produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=slot, last_slot=slot)
-        wait_committed(job, slot)
+        wait_committed(job, slot - 1)
         older = retained_before(job, produced_ms)
     job.stop()
     older = [path for path in older if path.is_dir()]
@@ -98,4 +105,4 @@ def test_a_restore_from_an_older_checkpoint_is_refused(streaming_job: Any) -> No
     assert [(m.key, m.value) for m in after] == [(m.key, m.value) for m in before]
     produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=slot + 1)
     job.start(seed=SEED, restore="latest")
-    released_once(job, events, requirements, slots)
+    released_once(job, events, requirements, slots - 1)

@@ -58,7 +58,8 @@ final class PartitionTimes {
         TreeSet<Integer> all = new TreeSet<>(owned);
         all.addAll(partitions.keySet());
         for (int partition : all) {
-            lowest = Math.min(lowest, live(partition) ? schedule : backlogMark(partitions.get(partition)));
+            long mark = eventMark(partitions.get(partition));
+            lowest = Math.min(lowest, live(partition) ? Math.max(mark, schedule) : mark);
         }
         return lowest == Long.MAX_VALUE ? schedule : lowest;
     }
@@ -76,7 +77,7 @@ final class PartitionTimes {
         return read.readThrough(partition, end);
     }
 
-    private long backlogMark(OffsetOrder seen) {
+    private long eventMark(OffsetOrder seen) {
         return seen == null || seen.latest() == Long.MIN_VALUE ? Long.MIN_VALUE : seen.latest() - outOfOrdernessMs - 1;
     }
 }

@@ -38,7 +38,8 @@ import org.apache.flink.types.Row;
  * follows the offsets across the two parsers ({@link OffsetOrder}). The watermark is
  * {@link PartitionTimes}': event time over a partition's backlog (what it held when this subtask
  * last (re)started, {@link PartitionEnds}: a failover's restored subtask reads what was written
- * while it was down as a backlog too), the clock less {@code releaseDelayMs} once it is read through. The
+ * while it was down as a backlog too); once it is read through, the later of event time and the
+ * clock less {@code releaseDelayMs}. The
  * upstream's watermarks and idle statuses are not read (the sources give none but the end of a
  * bounded input, which is passed on); this operator never goes idle.
  *
