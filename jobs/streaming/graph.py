@@ -26,7 +26,7 @@ from typing import Any
 from pwevent.jobs.common.config import Config, EventFields, RequirementFields
 from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.streaming import slot_sql
-from pwevent.jobs.streaming.settings import StreamSettings
+from pwevent.jobs.streaming.settings import KafkaSettings, StreamSettings
 from pwevent.jobs.streaming.sink_tables import sink_ddl
 from pwevent.jobs.streaming.startup import NOTHING_READ, StartReads
 
@@ -48,8 +48,9 @@ class Stage:
         from pwevent.jobs.streaming import pyflink_internals as internals
 
         kafka = self.settings.kafka
-        properties = {"bootstrap.servers": kafka.require_bootstrap(), **kafka.jvm_properties()}
-        return internals.valid_time(rows, self.strategy, properties, kafka.topics[role], name)
+        properties = {"bootstrap.servers": kafka.require_bootstrap(), **kafka.jvm_properties(),
+                      "group.id": kafka.source_group_id(role)}
+        return internals.valid_time(rows, self.strategy, properties, kafka.topics[role], start_of(kafka, role), name)
 
     @property
     def kafka_time(self) -> bool:
@@ -73,6 +74,12 @@ class Members:
 
     changes: Any
     dead_letters: Any
+
+
+def start_of(kafka: KafkaSettings, role: str) -> tuple[str, int | None]:
+    """Where the source of topic `role` starts reading without restored state: `kafka.start` for the
+    events; the earliest offset for the requirements (Membership needs every record ever declared)."""
+    return (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
 
 
 def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
@@ -121,7 +128,7 @@ def read_topics(stage: Stage) -> None:
     kafka, config = stage.settings.kafka, stage.config
     for role, time_path in (("events", None if stage.kafka_time else source_time_path(config.events)),
                             ("requirements", source_time_path(config.requirements))):
-        start = (kafka.start, kafka.start_time_ms) if role == "events" else ("earliest", None)
+        start = start_of(kafka, role)
         stream = internals.kafka_source(stage.env, f"kafka {role}", kafka.require_bootstrap(), kafka.topics[role],
                                         kafka.source_group_id(role), kafka.jvm_properties(), time_path,
                                         config.max_record_bytes, start).uid(f"source-{role}")

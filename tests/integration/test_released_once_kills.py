@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.streaming.produce import produce_files
 from pwevent.jobs.common.files import iso
+from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     SEED,
     ahead_origin,

@@ -18,14 +18,17 @@ from kafka.errors import KafkaError
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.streaming.kafka_io import Message, consumer
 from pwevent.jobs.streaming.produce import produce_files
-from tests.integration.conftest import SLOT_MS, TEST_ORIGIN_MS, StreamingJob, check_equals_replay, generate, replay
+from tests.integration.conftest import (
+    SLOT_MS,
+    TEST_ORIGIN_MS,
+    StreamingJob,
+    ahead_origin,
+    check_equals_replay,
+    generate,
+    replay,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
-
-#: A quiet partition closes its slot after 1 s and stops holding the watermark after 3 s, so the last
-#: slot is released without more input.
-QUIET = {"close_after": "1s", "source_idleness": "3s"}
-
 
 def events_group(job: StreamingJob) -> str:
     """The consumer group of the job's events source (jobs/streaming/job.py)."""
@@ -110,7 +113,7 @@ def check_releases_of(job: StreamingJob, events: str, requirements: str, slots: 
 def test_a_job_started_at_a_time_equals_the_replay_of_the_events_from_that_time(streaming_job: Any) -> None:
     slots, first_read = 4, 3
     start_ms = TEST_ORIGIN_MS + (first_read - 1) * SLOT_MS
-    job = streaming_job("PBD", {"kafka": {"start": iso(start_ms)}, "flink": QUIET})
+    job = streaming_job("PBD", {"kafka": {"start": iso(start_ms)}})
     events, requirements = generate(job.folder, users=30, slots=slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)  # all of it in the topics first
     job.start()
@@ -123,10 +126,13 @@ def test_a_job_started_at_a_time_equals_the_replay_of_the_events_from_that_time(
 def test_a_job_started_at_latest_never_counts_the_events_already_in_the_topic(streaming_job: Any) -> None:
     """The first slots' events (and every requirement record: generate() declares them all in slot 1)
     are in the topics before the job starts; the later slots' events are produced only once the
-    source has committed its start offsets, i.e. resolved `latest` (no race with that resolution)."""
-    slots, first_later = 4, 3
-    job = streaming_job("PBD", {"kafka": {"start": "latest"}, "flink": QUIET})
-    events, requirements = generate(job.folder, users=30, slots=slots)
+    source has committed its start offsets, i.e. resolved `latest` (no race with that resolution).
+    The input lies ahead of the clock (`ahead_origin`): its slots close by event time, all but the
+    last."""
+    slots, first_later = 5, 3
+    origin = ahead_origin()
+    job = streaming_job("PBD", {"kafka": {"start": "latest"}, "origin": iso(origin)})
+    events, requirements = generate(job.folder, users=30, slots=slots, origin_ms=origin)
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=first_later - 1)
     assert len(job.read("requirements")) == len(Path(requirements).read_text().splitlines())
     early_end = end_offsets(job)
@@ -138,12 +144,14 @@ def test_a_job_started_at_latest_never_counts_the_events_already_in_the_topic(st
     assert started_at == early_end
     produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=first_later)
     lines = Path(events).read_text().splitlines()
-    later = [line for line in lines if json.loads(line)["time"] >= TEST_ORIGIN_MS + (first_later - 1) * SLOT_MS]
+    later = [line for line in lines if json.loads(line)["time"] >= origin + (first_later - 1) * SLOT_MS]
     assert 0 < len(later) < len(lines)
     read = events_file(job.folder / "data" / "events-read.jsonl", later)
     # the test can fail: a job that counted the early events would release something else
-    assert replay(job, events, requirements, slots)["releases"] != replay(job, read, requirements, slots)["releases"]
-    check_releases_of(job, read, requirements, slots, 30)
+    decided = slots - 1
+    assert (replay(job, events, requirements, decided)["releases"]
+            != replay(job, read, requirements, decided)["releases"])
+    check_releases_of(job, read, requirements, decided, 30)
 
 
 def test_a_job_started_at_committed_continues_where_its_consumer_group_got_to(streaming_job: Any) -> None:
@@ -152,7 +160,7 @@ def test_a_job_started_at_committed_continues_where_its_consumer_group_got_to(st
     `kafka.start: committed` reads exactly the events from the group's committed offsets on, and a
     partition whose committed offset was deleted from the earliest."""
     slots, part = 4, 2
-    first = streaming_job("PBD", {"flink": QUIET})
+    first = streaming_job("PBD")
     events, requirements = generate(first.folder, users=30, slots=slots)
     produce_files(first.kafka, first.config, events, requirements, 0.0, last_slot=part)
     part_end = end_offsets(first)
@@ -170,7 +178,7 @@ def test_a_job_started_at_committed_continues_where_its_consumer_group_got_to(st
     assert list(committed) == [0] and committed[0] > 0, committed  # partition 0: past the earliest
     produce_files(first.kafka, first.config, events, requirements, 0.0, first_slot=part + 1)
 
-    second = streaming_job("PBD", {"kafka": {"start": "committed"}, "flink": QUIET}, inputs_of=first)
+    second = streaming_job("PBD", {"kafka": {"start": "committed"}}, inputs_of=first)
     assert second.kafka.group_id == first.kafka.group_id
     assert second.topics["events"] == first.topics["events"]
     assert not {second.topics[r] for r in ("releases", "dead_letters", "audit")} & set(first.topics.values())

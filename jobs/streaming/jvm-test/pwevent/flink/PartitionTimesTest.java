@@ -80,10 +80,10 @@ class PartitionTimesTest {
         ReadOffsets read = new ReadOffsets();
         Map<Integer, Long> ends = Map.of(0, 5L, 1, 0L);
         PartitionTimes second = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, read,
-                new ValidTimeHarness.FixedEnds(ends).owned(1, 2));
+                new ValidTimeHarness.FixedEnds(ends).owned(1, 2, false));
         assertEquals(NOW - DELAY, second.watermark(NOW), "partition 0's backlog is subtask 0's");
         PartitionTimes first = new PartitionTimes(OUT_OF_ORDERNESS, DELAY, read,
-                new ValidTimeHarness.FixedEnds(ends).owned(0, 2));
+                new ValidTimeHarness.FixedEnds(ends).owned(0, 2, false));
         assertEquals(Long.MIN_VALUE, first.watermark(NOW));
     }
 }

@@ -33,7 +33,7 @@ final class ValidTimeHarness {
         }
 
         @Override
-        public Map<Integer, Long> owned(int subtask, int subtasks) {
+        public Map<Integer, Long> owned(int subtask, int subtasks, boolean restored) {
             Map<Integer, Long> mine = new HashMap<>();
             ends.forEach((partition, end) -> {
                 if (PartitionTimes.owns(partition, subtasks) == subtask) {

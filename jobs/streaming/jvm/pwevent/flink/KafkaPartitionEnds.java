@@ -1,12 +1,17 @@
 package pwevent.flink;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.flink.kafka.shaded.org.apache.kafka.common.PartitionInfo;
 import org.apache.flink.kafka.shaded.org.apache.kafka.common.TopicPartition;
 import org.apache.flink.kafka.shaded.org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -18,9 +23,11 @@ import org.slf4j.LoggerFactory;
  * included), as a read_committed reader sees the topic: per partition, the offset after its last
  * committed record, found by reading back from the last stable offset in steps of {@link #STEP}
  * offsets (a topic written in transactions ends in a marker, and maybe in aborted records, which no
- * such reader is given; a partition with no committed record at all ends at 0). A broker that does
- * not answer is asked again until {@link #PATIENCE} has passed; then the task fails (and Flink
- * restarts it).
+ * such reader is given; a partition with no committed record at all ends at 0). A job without
+ * restored state reads its source from `start` (the source's own OffsetsInitializer: `kafka.start`),
+ * so a partition it starts reading after its last record (e.g. `latest`) has no backlog either and
+ * ends at 0. A broker that does not answer is asked again until {@link #PATIENCE} has passed; then
+ * the task fails (and Flink restarts it).
  */
 public final class KafkaPartitionEnds implements PartitionEnds {
     private static final long serialVersionUID = 1L;
@@ -31,19 +38,22 @@ public final class KafkaPartitionEnds implements PartitionEnds {
 
     private final HashMap<String, String> properties;
     private final String topic;
+    private final OffsetsInitializer start;
 
-    /** `properties`: the Kafka clients' (py4j hands a java.util.Map over). */
-    public KafkaPartitionEnds(Map<String, String> properties, String topic) {
+    /** `properties`: the Kafka clients' (py4j hands a java.util.Map over), with the source's
+     *  `group.id`; `start`: where the source starts without restored state. */
+    public KafkaPartitionEnds(Map<String, String> properties, String topic, OffsetsInitializer start) {
         this.properties = new HashMap<>(properties);
         this.topic = topic;
+        this.start = start;
     }
 
     @Override
-    public Map<Integer, Long> owned(int subtask, int subtasks) throws Exception {
+    public Map<Integer, Long> owned(int subtask, int subtasks, boolean restored) throws Exception {
         long deadline = System.nanoTime() + PATIENCE.toNanos();
         while (true) {
             try {
-                return read(subtask, subtasks);
+                return read(subtask, subtasks, restored);
             } catch (RuntimeException err) {  // the clients' errors are unchecked: a timeout, an unreachable broker
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("where the partitions of " + topic + " end is unknown after "
@@ -56,7 +66,7 @@ public final class KafkaPartitionEnds implements PartitionEnds {
         }
     }
 
-    private Map<Integer, Long> read(int subtask, int subtasks) {
+    private Map<Integer, Long> read(int subtask, int subtasks, boolean restored) {
         Properties props = new Properties();
         props.putAll(properties);
         props.put("isolation.level", "read_committed");
@@ -68,15 +78,56 @@ public final class KafkaPartitionEnds implements PartitionEnds {
             if (partitions == null || partitions.isEmpty()) {
                 throw new IllegalStateException("topic " + topic + " has no partitions (does it exist?)");
             }
+            List<TopicPartition> owned = new ArrayList<>();
             for (PartitionInfo info : partitions) {
                 if (PartitionTimes.owns(info.partition(), subtasks) == subtask) {
-                    ends.put(info.partition(), end(consumer, new TopicPartition(topic, info.partition())));
+                    owned.add(new TopicPartition(topic, info.partition()));
                 }
+            }
+            Map<TopicPartition, Long> first = restored ? Map.of() : start.getPartitionOffsets(owned, new Offsets(consumer));
+            for (TopicPartition partition : owned) {
+                long end = end(consumer, partition);
+                ends.put(partition.partition(), first.getOrDefault(partition, 0L) >= end ? 0L : end);
             }
         }
         LOG.info("valid event time: the backlog of {} ends at {} (partition: one past its last committed record)",
                 topic, ends);
         return ends;
+    }
+
+    /** The connector's questions about offsets, answered by `consumer`. */
+    private static final class Offsets implements OffsetsInitializer.PartitionOffsetsRetriever {
+        private final KafkaConsumer<byte[], byte[]> consumer;
+
+        Offsets(KafkaConsumer<byte[], byte[]> consumer) {
+            this.consumer = consumer;
+        }
+
+        @Override
+        public Map<TopicPartition, Long> committedOffsets(Collection<TopicPartition> partitions) {
+            Map<TopicPartition, Long> out = new HashMap<>();
+            consumer.committed(new HashSet<>(partitions), CALL).forEach((partition, committed) -> {
+                if (committed != null) {
+                    out.put(partition, committed.offset());
+                }
+            });
+            return out;
+        }
+
+        @Override
+        public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) {
+            return consumer.endOffsets(partitions, CALL);
+        }
+
+        @Override
+        public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) {
+            return consumer.beginningOffsets(partitions, CALL);
+        }
+
+        @Override
+        public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> times) {
+            return consumer.offsetsForTimes(times, CALL);
+        }
     }
 
     /** One past `partition`'s last committed record (0: none). */

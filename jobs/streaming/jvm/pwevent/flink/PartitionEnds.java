@@ -9,6 +9,7 @@ import java.util.Map;
  */
 public interface PartitionEnds extends Serializable {
     /** Per partition of the topic that subtask `subtask` of `subtasks` owns ({@link PartitionTimes#owns}):
-     *  one past its last committed record now, 0 for a partition without one. */
-    Map<Integer, Long> owned(int subtask, int subtasks) throws Exception;
+     *  one past its last committed record now, 0 for a partition without one or, for a subtask
+     *  without restored state (`restored` false), one its source starts reading after that record. */
+    Map<Integer, Long> owned(int subtask, int subtasks, boolean restored) throws Exception;
 }

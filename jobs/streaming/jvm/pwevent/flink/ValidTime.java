@@ -83,6 +83,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     private transient LeadGuard guard;
     private transient PartitionTimes partitions;
     private transient long emittedMs;
+    private transient boolean restored;
 
     /** `ends`: where the topic's partitions end, asked at every (re)start of a subtask. */
     public ValidTime(long outOfOrdernessMs, long maxLeadMs, long releaseDelayMs, PartitionEnds ends) {
@@ -124,6 +125,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
         guard = state.guard(maxLeadMs);
         inputRead = state.inputRead();
         heldBefore = state.heldBefore();
+        restored = context.isRestored();
     }
 
     @Override
@@ -137,7 +139,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
         super.open();
         partitions = new PartitionTimes(outOfOrdernessMs, releaseDelayMs, inputRead,
                 ends.owned(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-                        getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks()));
+                        getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(), restored));
         emittedMs = Long.MIN_VALUE;
         long interval = getExecutionConfig().getAutoWatermarkInterval();
         interval = interval > 0 ? interval : DEFAULT_INTERVAL_MS;
