@@ -11,7 +11,8 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 RUN="$REPO_ROOT/.run/demo"
-CONFIG="$REPO_ROOT/deploy/local/demo.yaml"
+TEMPLATE="$REPO_ROOT/deploy/local/demo.yaml"
+CONFIG="$RUN/demo.yaml"
 PY="$REPO_ROOT/.venv/bin/python"
 USERS=1000 SLOTS=40 PACE=2s
 
@@ -60,7 +61,12 @@ echo "bootstrap $PWEVENT_BOOTSTRAP"
 echo "== 3/6 topics"
 "$PY" "$REPO_ROOT/deploy/local/create-topics.py" --bootstrap "$PWEVENT_BOOTSTRAP"
 
-echo "== 4/6 the Flink job (log: $RUN/job.log)"
+# A live stream: slot 1 begins a minute from now (the job starts meanwhile), on the 2 s grid.
+ORIGIN_S=$(( ($(date +%s) + 60) / 2 * 2 ))
+ORIGIN="$(date -u -d "@$ORIGIN_S" +%Y-%m-%dT%H:%M:%SZ)"
+sed "s/^origin: [^ ]*/origin: $ORIGIN/" "$TEMPLATE" >"$CONFIG"
+
+echo "== 4/6 the Flink job (log: $RUN/job.log); slot 1 begins at $ORIGIN"
 setsid "$PY" -m pwevent.jobs.cli.main run --config "$CONFIG" --ready-file "$RUN/ready" >"$RUN/job.log" 2>&1 &
 echo $! >"$RUN/job.pid"
 for _ in $(seq 600); do
@@ -72,13 +78,14 @@ done
 sleep 3
 echo "job $(cat "$RUN/ready") running"
 
+while (( $(date +%s) < ORIGIN_S )); do sleep 0.2; done
 echo "== 5/6 producer: $USERS users, $SLOTS slots, one slot per $PACE (log: $RUN/produce.log)"
 setsid "$PY" -m pwevent.jobs.cli.main produce --config "$CONFIG" --users "$USERS" --slots "$SLOTS" --pace "$PACE" \
   --out "$RUN/data" --quiet >"$RUN/produce.log" 2>&1 &
 echo $! >"$RUN/produce.pid"
 
-echo "== 6/6 committed releases (read_committed), live; ends 20 s after the last one"
-"$PY" -m pwevent.jobs.cli.main tail --config "$CONFIG" --idle-exit 20
+echo "== 6/6 committed releases (read_committed), live, each 3 s after its slot's end; ends after slot $SLOTS"
+"$PY" -m pwevent.jobs.cli.main tail --config "$CONFIG" --max-slots "$SLOTS" --timeout 600s
 
 echo "== full audit: every user's windows against the requirements it declared, every ledger against the releases"
 "$PY" - "$CONFIG" <<'PYEOF'

@@ -32,7 +32,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 
 from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import Config, EventFields, RequirementFields
-from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS, write_synthetic
+from pwevent.jobs.common.files import write_synthetic
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.reasons import Rejected
@@ -162,13 +162,10 @@ def cmd_produce(args: argparse.Namespace) -> int:
             return 2
         events, requirements = args.events, args.requirements
     else:
-        if config.origin_ms != DEMO_ORIGIN_MS:
-            print(f"pwevent produce: generated streams start at {DEMO_ORIGIN}; set origin: {DEMO_ORIGIN} in "
-                  "the config, or every slot before it is empty", file=sys.stderr)
         folder = args.out or tempfile.mkdtemp(prefix="pwevent-produce-")
         stream = SyntheticStream(args.stream, args.users, args.slots, args.seed)
         ev, rq = write_synthetic(stream, folder, args.epsilon, args.window, config.slot_ms, args.dynamic,
-                                 args.types, args.change_every, config.requirements.signature)
+                                 args.types, args.change_every, config.requirements.signature, config.origin_ms)
         events, requirements = str(ev), str(rq)
         print(f"pwevent produce: generated {args.stream} ({args.users} users, {args.slots} slots) in {folder}",
               file=sys.stderr)

@@ -72,7 +72,7 @@ def zookeeper(folder: Path) -> Iterator[str]:
 def test_ha_without_ha_metadata_over_releases_is_refused_by_the_population(streaming_job: Any,
                                                                            tmp_path: Path) -> None:
     slots = 4
-    job = streaming_job("PBD", {"flink": {"close_after": "1s", "source_idleness": "3s"}})
+    job = streaming_job("PBD")
     events, requirements = generate(job.folder, users=10, slots=slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)

@@ -165,7 +165,7 @@ def check_prometheus_holds_the_metrics(query: Any, metrics: dict[str, Any]) -> N
 def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any, mode: str) -> None:
     slots, users = 5, 20
     port = free_loopback_port()
-    job = streaming_job("PBA", {"flink": {"close_after": "1s", "source_idleness": "3s", "execution_mode": mode,
+    job = streaming_job("PBA", {"flink": {"execution_mode": mode,
                                           "prometheus": {"port": str(port)}}})
     events, requirements = generate(job.folder, users=users, slots=slots)
     with open(events, "a") as handle:  # dead letters of two reasons

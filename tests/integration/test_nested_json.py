@@ -27,9 +27,6 @@ from tests.integration.conftest import (
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
-#: No partition stops holding the others back within the test (under heavy load a reader stalls
-#: for seconds; the last slot closes by `close_after` all the same).
-QUIET = {"flink": {"source_idleness": "60s"}}
 NESTED = {"events": {"user": "payload.user_id", "time": "meta.ts", "value": "payload.reading"},
           "requirements": {"user": "subject.id", "time": "issued\\.at"}}
 
@@ -94,7 +91,7 @@ def test_nested_paths_and_framed_json_equal_the_replay_with_invalid_records_mixe
     replay of the files with the invalid records in them is the same; nothing valid is `late`; the
     dead letters are the replay's rejects; no slot after the last valid one is released."""
     slots, bad_at = 12, 7
-    job = make_job(streaming_job, "PBD", {**NESTED, **QUIET})
+    job = make_job(streaming_job, "PBD", NESTED)
     flat_events, flat_requirements = generate(job.folder, users=40, slots=slots)
     events = rewrite(flat_events, nested_event)
     requirements = rewrite(flat_requirements, nested_requirement)

@@ -111,7 +111,6 @@ def test_the_job_runs_with_credentials_and_others_are_kept_out(
     slots = 4
     job = StreamingJob(broker.bootstrap, tmp_path, "PBD", {
         "kafka": {"security": broker.security("pwevent-job", "${PWEVENT_TEST_JOB_PASSWORD}")},
-        "flink": {"close_after": "1s", "source_idleness": "3s"},
     }, admin=broker.python("admin"))
     assert password not in job.config_path.read_text()
     failed = load_script("kafka-acls.py").apply_grants(broker.bootstrap, broker.python("admin"), acl_plan(job.kafka))
@@ -173,7 +172,7 @@ def _run_job(broker: SecureBroker, tmp_path: Path, security: dict[str, Any], adm
     `kafka.security` section); topics made by create-topics.py with `admin`'s section. The job has
     stopped when this returns, its releases and spend log checked against the replay."""
     job = StreamingJob(broker.bootstrap, tmp_path, "PBD", {
-        "kafka": {"security": security}, "flink": {"close_after": "1s", "source_idleness": "3s"},
+        "kafka": {"security": security},
     }, admin=parse_security(admin, str(broker.run_dir)).python_options())
     events, requirements = generate(job.folder, users=20, slots=slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)

@@ -100,11 +100,9 @@ def test_an_events_topic_alone_with_a_default_requirement(streaming_job: Any) ->
 def test_an_events_topic_without_any_requirement_record_starts_at_once(streaming_job: Any) -> None:
     """`default_requirement` and an empty requirements topic (an events-only job): every user is
     registered by the default, equal to the replay, and the empty topic holds no slot back (its
-    partitions held nothing when the job was built, so they are read at once: with a start grace and
-    an idleness of an hour every slot is still released)."""
+    partitions held nothing when the job started, so they follow the schedule at once)."""
     slots = 6
-    job = make_job(streaming_job, "PBD", {"default_requirement": {"w": 8, "epsilon": 1.0},
-                                          "flink": {"source_idleness": "1h", "source_start_grace": "1h"}})
+    job = make_job(streaming_job, "PBD", {"default_requirement": {"w": 8, "epsilon": 1.0}})
     events, requirements = generate(job.folder, users=20, slots=slots)
     Path(requirements).write_text("")
     produce_files(job.kafka, job.config, events, requirements, 0.0)

@@ -113,7 +113,7 @@ def test_the_installed_wheel_runs_the_job_outside_the_checkout(installed: tuple[
     listed = run([str(venv / "bin" / "pwevent"), "examples", "--out", str(tmp_path / "ex")], env=env).split()
     assert {Path(p).name for p in listed} >= {"stream-pbd.yaml", "release.schema.json", "spend.schema.json"}
 
-    job = streaming_job("PBD", {"flink": {"close_after": "1s", "source_idleness": "3s"}})
+    job = streaming_job("PBD")
     job.pwevent, job.env = [str(venv / "bin" / "pwevent")], env
     events, requirements = generate(job.folder, users=30, slots=3)
     job.start()

@@ -299,3 +299,46 @@ def test_adaptive_replay_switches_and_passes_the_full_audit(streams, tmp_path, c
     capsys.readouterr()
     assert main(["audit", "--spend-log", files["spend"], *inputs, "--releases", files["releases"],
                  "--config", str(config)]) == 0, capsys.readouterr().out
+
+
+def test_the_horizon_not_the_last_event_decides_the_slots(tmp_path):
+    """Issue 40's reproduction: five users with events in slots 1-10, with and without one more event
+    of one user in slot 12. Through the same horizon (12) both runs release slots 1-12, under every
+    mechanism; without a horizon (research runs over a finished dataset) the tail event decides."""
+    requirements = [{"user": f"u{n}", "time": 0, "w": 120, "epsilon": 1.0} for n in range(5)]
+    (tmp_path / "req.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requirements))
+    events = [json.dumps({"user": f"u{n}", "time": (slot - 1) * 1000 + n, "value": (n + slot) % 2})
+              for slot in range(1, 11) for n in range(5)]
+    tail = json.dumps({"user": "u0", "time": 11_500, "value": 1})
+    for name in REGISTRY.names():
+        slots = {}
+        for label, lines in (("without", events), ("with", [*events, tail])):
+            path = tmp_path / f"{name}-{label}.jsonl"
+            path.write_text("\n".join(lines) + "\n")
+            for through in (12, None):
+                rel = tmp_path / f"{name}-{label}-{through}-rel.jsonl"
+                run_replay(config_for(name, origin=0, slot="1s"), str(path), str(tmp_path / "req.jsonl"), str(rel),
+                           str(tmp_path / "spend.jsonl"), seed=1, through=through)
+                slots[label, through] = [r["slot"] for r in read(rel)]
+        assert slots["with", 12] == slots["without", 12] == list(range(1, 13)), name
+        assert (slots["with", None], slots["without", None]) == (list(range(1, 13)), list(range(1, 11))), name
+
+
+def test_the_replay_asks_for_a_public_horizon(tmp_path, capsys):
+    """`pwevent replay --through` takes a slot number or a time (its slot); without it, argparse
+    refuses (exit 2); a time before the origin is a configuration error naming the option."""
+    config = tmp_path / "c.yaml"
+    config.write_text("mechanism: PBD\nslot: 60s\norigin: '2024-01-01T00:00:00Z'\ndomain: {type: binary}\n")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    base = ["replay", "--quiet", "--config", str(config), "--events", str(empty), "--requirements", str(empty),
+            "--releases-out", str(tmp_path / "r.jsonl"), "--spend-log", str(tmp_path / "s.jsonl")]
+    with pytest.raises(SystemExit) as refused:
+        main(base)
+    assert refused.value.code == 2 and "--through" in capsys.readouterr().err
+    assert main([*base, "--through", "2024-01-01T00:10:30Z"]) == 0
+    assert [r["slot"] for r in read(tmp_path / "r.jsonl")] == list(range(1, 12))
+    assert main([*base, "--through", "3"]) == 0
+    assert len(read(tmp_path / "r.jsonl")) == 3
+    assert main([*base, "--through", "2023-12-31T23:00:00Z"]) == 2
+    assert "--through 2023-12-31T23:00:00Z lies before the configured origin" in capsys.readouterr().err
