@@ -2,8 +2,8 @@
 
 This module runs the job: a local run (its environment, jobs/streaming/local_run.py) or the command
 that submits it to a cluster, with its Flink configuration (jobs/streaming/flink_config.py),
-checkpoints, and what a start reads from the topics before the graph is built (the requirements
-backlog, the restore seed, a resumed job's decided slots). The graph itself,
+checkpoints, and what a start reads from the topics before the graph is built (a resumed job's
+decided slots). The graph itself,
 stage by stage, is jobs/streaming/graph.py ("Topology").
 
 Python workers import `pwevent.*` from a copy of the package's sources (jobs/streaming/locations.py,

@@ -1,5 +1,5 @@
 """Where an event's time comes from (jobs/streaming/hosts.py `kafka_timestamp`, used by the job's
-reference parser and the restore seed; docs/streaming.md, "Time"): with field event time, the record's
+reference parser; docs/streaming.md, "Time"): with field event time, the record's
 time field, and an event without it is `missing_field` in the job as in the replay, whatever its Kafka
 timestamp; with `kafka.event_time: kafka`, the Kafka timestamp, and nothing a record holds (its time
 field, or any other key) can set the time instead."""
