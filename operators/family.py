@@ -2,13 +2,16 @@
 distribution (PBD), re-chosen at slot boundaries from public releases only (docs/mechanisms.md
 section 14).
 
-Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at the rest
-of the window; from then on one burst every widest w_i slots spends every user's whole window room,
-and the slots between repeat. After each burst a level test reads its release: with R its error per
-cell, the stream's mean square per cell M = mean(counts^2) - R; a stream whose M is above
-level_margin x period^2 x R (R scaled to a whole-E burst; level_margin 4) is dense, and even
-spending takes over from the next slot: only such a stream can drift by more per slot than
-4 R, where even spending with the filter starts to beat one burst per window. Sparse
+Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at half of
+it; from then on a burst every half of the widest w_i slots spends half of every E_i (within the
+window's room), and the slots between repeat. After two such bursts the run keeps the split while the
+bursts' mean square per cell is above SPLIT_MARGIN (4) times a whole-E burst's error, and otherwise
+spends the whole window room at one burst every widest w_i slots (`split`). After each burst a
+level test reads its release: with R its error per cell, the stream's mean square per cell
+M = mean(counts^2) - R; a stream whose M is above level_margin x period^2 x R (R scaled to a whole-E
+burst; level_margin 4) is dense, and even spending takes over from the next slot: only such a
+stream can drift by more per slot than 4 R, where even spending with the filter starts to beat one
+burst per window. Sparse
 streams (cells of a few users, where one accurate release per window beats many noisy ones) stay
 in bursts. Even spending puts E_i/w_i on a publication at every slot; from the last
 `evidence` of its releases it estimates the stream's per-slot drift Q: with R the releases' error
@@ -68,8 +71,8 @@ class FamilyRule:
     absorption. switch_rate +- hysteresis: under absorption a publication share at or above
     switch_rate + hysteresis switches to even spending; under distribution a share below
     switch_rate - hysteresis switches to absorption. start: the family in force at slot 1. probe: the
-    share of each E_i the first burst of a run of bursts spends (the level test reads it; the rest
-    of the window goes to the next slot's burst, or to even spending if the probe found the stream
+    share of each E_i the first burst of a run of bursts spends (the level test reads it; the next
+    slot's burst spends half of E_i, or even spending takes over if the probe found the stream
     dense). level_margin: after a burst the stream is dense when its mean square per cell is above
     level_margin x period^2 x a whole-E burst's error (`dense`)."""
 
