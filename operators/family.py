@@ -2,16 +2,13 @@
 distribution (PBD), re-chosen at slot boundaries from public releases only (docs/mechanisms.md
 section 14).
 
-Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at half of
-it; from then on a burst every half of the widest w_i slots spends half of every E_i (within the
-window's room), and the slots between repeat. After two such bursts the run keeps the split while the
-bursts' mean square per cell is above SPLIT_MARGIN (4) times a whole-E burst's error, and otherwise
-spends the whole window room at one burst every widest w_i slots (`split`). After each burst a
-level test reads its release: with R its error per cell, the stream's mean square per cell
-M = mean(counts^2) - R; a stream whose M is above level_margin x period^2 x R (R scaled to a whole-E
-burst; level_margin 4) is dense, and even spending takes over from the next slot: only such a
-stream can drift by more per slot than 4 R, where even spending with the filter starts to beat one
-burst per window. Sparse
+Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at the rest
+of the window; from then on one burst every widest w_i slots spends every user's whole window room,
+and the slots between repeat. After each burst a level test reads its release: with R its error per
+cell, the stream's mean square per cell M = mean(counts^2) - R; a stream whose M is above
+level_margin x period^2 x R (R scaled to a whole-E burst; level_margin 4) is dense, and even
+spending takes over from the next slot: only such a stream can drift by more per slot than
+4 R, where even spending with the filter starts to beat one burst per window. Sparse
 streams (cells of a few users, where one accurate release per window beats many noisy ones) stay
 in bursts. Even spending puts E_i/w_i on a publication at every slot; from the last
 `evidence` of its releases it estimates the stream's per-slot drift Q: with R the releases' error
@@ -55,11 +52,6 @@ FAMILIES = (EVEN, ABSORPTION, DISTRIBUTION, BURST)
 #: `evidence` releases, so a 10,000-slot stream sees ~40 tests; at 4 standard errors a stream whose
 #: true drift is exactly at the threshold passes one test with probability ~3e-5.
 DRIFT_CONFIDENCE = 4.0
-#: Bursts: a run of bursts starts with two bursts per period, each at half of what a window holds,
-#: half a period apart; after two of them it keeps that split while the stream's mean square per
-#: cell, averaged over its bursts, is above this many times a whole-E burst's error (a half-E
-#: burst's error is 4 times it), and goes to one whole burst per period otherwise (`split`).
-SPLIT_MARGIN = 4.0
 
 
 @dataclass(frozen=True)
@@ -71,8 +63,8 @@ class FamilyRule:
     absorption. switch_rate +- hysteresis: under absorption a publication share at or above
     switch_rate + hysteresis switches to even spending; under distribution a share below
     switch_rate - hysteresis switches to absorption. start: the family in force at slot 1. probe: the
-    share of each E_i the first burst of a run of bursts spends (the level test reads it; the next
-    slot's burst spends half of E_i, or even spending takes over if the probe found the stream
+    share of each E_i the first burst of a run of bursts spends (the level test reads it; the rest
+    of the window goes to the next slot's burst, or to even spending if the probe found the stream
     dense). level_margin: after a burst the stream is dense when its mean square per cell is above
     level_margin x period^2 x a whole-E burst's error (`dense`)."""
 
@@ -128,10 +120,6 @@ class FamilySwitch:
         self.next_burst = 1
         self.probing = self.family == BURST
         self.widest = 1
-        #: Bursts per period (2 at the start of a run of bursts, then `split`), and the sum and number of
-        #: the level estimates M of the run's bursts after the probe.
-        self.bursts = 2
-        self.level_sum, self.levels = 0.0, 0
 
     @property
     def rate(self) -> float | None:
@@ -169,7 +157,7 @@ class FamilySwitch:
         first burst, the whole window room at later ones), or None when `slot` is not a burst."""
         if self.family != BURST or slot != self.next_burst:
             return None
-        return self.rule.probe if self.probing else 1.0 / self.bursts
+        return self.rule.probe if self.probing else 1.0
 
     def _observe_burst(self, outcome: SlotOutcome) -> None:
         """After a burst: the next one (right after the probe, which left the rest of the window, else
@@ -183,14 +171,8 @@ class FamilySwitch:
         share = self.burst_share(outcome.slot)
         assert share is not None  # a burst slot under bursts
         period = max(self.widest, 1)
-        probing, self.probing = self.probing, False
-        if outcome.kind is Kind.PUBLISH and outcome.publication is not None and not probing:
-            counts, error = np.asarray(outcome.counts, dtype=float), outcome.publication.error
-            self.level_sum += float(np.mean(counts**2)) - error
-            self.levels += 1
-            if self.levels >= 2:
-                self.bursts = split(self.level_sum / self.levels, error * share**2)
-        self.next_burst = outcome.slot + 1 if probing else outcome.slot + math.ceil(period / self.bursts)
+        self.next_burst = outcome.slot + 1 if self.probing else outcome.slot + period
+        self.probing = False
         if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
             return
         if dense(np.asarray(outcome.counts, dtype=float), outcome.publication.error, share, period,
@@ -233,12 +215,11 @@ class FamilySwitch:
             self.recent.clear()
             self.releases.clear()
             self.next_burst, self.probing, self.widest = slot, family == BURST, 1
-            self.bursts, self.level_sum, self.levels = 2, 0.0, 0
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "since": self.since, "recent": [int(x) for x in self.recent],
                 "releases": list(self.releases), "next_burst": self.next_burst, "probing": self.probing,
-                "widest": self.widest, "bursts": self.bursts, "level_sum": self.level_sum, "levels": self.levels}
+                "widest": self.widest}
 
     def restore(self, obj: dict[str, Any]) -> None:
         self.family, self.since = _family(obj["family"]), int(obj["since"])
@@ -249,9 +230,6 @@ class FamilySwitch:
         self.next_burst = int(obj.get("next_burst", self.since))
         self.probing = bool(obj.get("probing", False))
         self.widest = int(obj.get("widest", 1))
-        # a snapshot from before the split: the run's split is decided again from its next two bursts
-        self.bursts = int(obj.get("bursts", 2))
-        self.level_sum, self.levels = float(obj.get("level_sum", 0.0)), int(obj.get("levels", 0))
 
 
 def dense(counts: np.ndarray, error: float, share: float, period: int, margin: float) -> bool:
@@ -263,15 +241,6 @@ def dense(counts: np.ndarray, error: float, share: float, period: int, margin: f
     so only a stream with M > 4 P^2 R can (margin 4, the default)."""
     level = float(np.mean(counts**2)) - error
     return level > margin * period**2 * error * share**2
-
-
-def split(level: float, error: float) -> int:
-    """Bursts per period after a run's first two (docs/mechanisms.md section 14, "Two bursts per
-    period"): 2 when the stream's mean square per cell `level` (averaged over the run's bursts) is
-    above SPLIT_MARGIN x `error`, a whole-E burst's error per cell, else 1. Two bursts at half of E
-    each carry 4 times that error but sample two slots of the period instead of one; they are worth it
-    only where the counts stand above a half burst's noise."""
-    return 2 if level > SPLIT_MARGIN * error else 1
 
 
 def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool) -> SlotBudget:

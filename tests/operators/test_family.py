@@ -18,11 +18,9 @@ from pwevent.operators.family import (
     DISTRIBUTION,
     DRIFT_CONFIDENCE,
     EVEN,
-    SPLIT_MARGIN,
     Adaptive,
     FamilyRule,
     FamilySwitch,
-    split,
 )
 from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
 from pwevent.operators.obs import BudgetChoice, optimal_budget
@@ -244,12 +242,9 @@ def burst_engine(seed: int, w: tuple[int, ...] = (6, 8), epsilon: float = 2.0, u
 
 
 def test_the_default_starts_with_a_probe_and_stays_in_bursts_on_a_sparse_stream():
-    """Slot 1 spends the probe's share of each E_i, slot 2 half of E_i, then a burst every half of the
-    widest w_i (8 here: every 4 slots) at half of E_i as long as the bursts' level is above 4 whole
-    bursts' errors, else one whole burst every 8 slots; skips (repeat) in between; no window spends
-    more than E_i, and a stream whose cells hold a user or two stays in bursts. Here (E = 2, four
-    cells, one user present) the level is far below 4 R: after the half bursts at 2 and 6 (the one at 6
-    holds what the probe and slot 2 left of each window, 3/8 of E_i), the whole E_i every 8 slots."""
+    """Slot 1 spends the probe's share of each E_i, slot 2 the rest of the window, then a burst every
+    widest w_i (8 here) with the whole window room, skips (repeats) in between; every window spends
+    exactly E_i, and a stream whose cells hold a user or two stays in bursts."""
     engine = burst_engine(5)
     probe = FamilyRule().probe
     kinds, families = [], []
@@ -264,47 +259,16 @@ def test_the_default_starts_with_a_probe_and_stays_in_bursts_on_a_sparse_stream(
             spends.setdefault(cls.id, []).append(cls.ledger.spent(slot, slot)[1])
     assert set(families) == {BURST}
     bursts = [slot for slot, kind in enumerate(kinds, 1) if kind is Kind.PUBLISH]
-    assert bursts == [1, 2, 6, 14, 22]
-    assert engine.spec.policy.switch.bursts == 1
+    assert bursts == [1, 2, 10, 18, 26]
     for cls in engine.population.live():
         req = cls.requirement
         spent = spends[cls.id]
         assert spent[0] == pytest.approx(probe * req.epsilon, rel=1e-12)
-        assert spent[1] == pytest.approx(req.epsilon / 2, rel=1e-12)
-        assert spent[5] == pytest.approx((1 - probe - 0.5) * req.epsilon, rel=1e-12)  # w_i 6 and 8 hold slot 1
-        assert all(spent[t - 1] == pytest.approx(req.epsilon, rel=1e-12) for t in bursts[3:])
+        assert spent[1] == pytest.approx((1 - probe) * req.epsilon, rel=1e-12)
+        assert all(spent[t - 1] == pytest.approx(req.epsilon, rel=1e-12) for t in bursts[2:])
+        assert sum(spent) == pytest.approx(req.epsilon * len(bursts[1:]), rel=1e-12)
         for start in range(1, 28 - req.w + 2):  # every window of the user's w within E
             assert sum(spent[start - 1:start - 1 + req.w]) <= req.epsilon * (1 + 1e-12)
-
-
-def test_bursts_stay_split_while_the_level_stands_above_a_half_burst():
-    """Two bursts per period at half of E each, half a period apart, from the burst after the probe;
-    after two of them the split stays while their mean level M (mean(counts^2) - R) is above
-    SPLIT_MARGIN x a whole burst's error (R x share^2), else one whole burst per period. The old rule
-    (the rest of the window at slot 2, then one whole burst per period) fails the first asserts."""
-    def outcome(slot: int, counts: list[int], error: float) -> SlotOutcome:
-        return SlotOutcome(slot, Kind.PUBLISH, np.array(counts, dtype=np.int64), 10,
-                           publication=BudgetChoice(1.0, error, 1.0))
-
-    assert SPLIT_MARGIN == 4.0 and split(4.1, 1.0) == 2 and split(4.0, 1.0) == 1
-    for counts, bursts, after in (([12, 4], 2, 12), ([3, 1], 1, 17)):
-        switch = FamilySwitch(FamilyRule(probe=0.5))
-        switch.widest = 10
-        assert switch.burst_share(1) == 0.5
-        switch.observe(outcome(1, [0, 0], 100.0))  # the probe: no level for the split
-        assert (switch.next_burst, switch.burst_share(2)) == (2, 0.5)  # half of E, not the rest of the window
-        switch.observe(outcome(2, [0, 0], 4.0))  # M = -4 (one burst: still split)
-        assert (switch.bursts, switch.next_burst, switch.burst_share(7)) == (2, 7, 0.5)  # half a period on
-        # a half burst's error 4 is a whole burst's 1: M = (-4 + 80 - 4) / 2 = 36 > 4 x 1, or (-4 + 5 - 4) / 2 < 4
-        switch.observe(outcome(7, counts, 4.0))
-        assert (switch.family, switch.bursts, switch.next_burst) == (BURST, bursts, after)
-        assert switch.burst_share(after) == 1.0 / bursts
-    restored = FamilySwitch(FamilyRule(probe=0.5))
-    restored.restore(switch.to_json())
-    assert (restored.bursts, restored.levels, restored.level_sum) == (switch.bursts, 2, switch.level_sum)
-    restored.enter(EVEN, 20)
-    restored.enter(BURST, 30)  # a new run of bursts starts split again
-    assert (restored.bursts, restored.levels, restored.probing) == (2, 0, True)
 
 
 def test_a_dense_stream_leaves_bursts_after_the_probe():
@@ -339,10 +303,10 @@ def test_the_level_test_compares_a_burst_with_what_even_spending_could_win():
     calm.widest = 10
     calm.observe(outcome(1, [4, 2], 4.0))  # M = 10 - 4 = 6 <= 400: stays, the rest at slot 2
     assert (calm.family, calm.next_burst, calm.probing) == (BURST, 2, False)
-    calm.observe(outcome(2, [12, 0], 4.0))  # a half burst: M = 68, above period x R = 10 (R = 4 x 1/4),
-    assert (calm.family, calm.next_burst) == (BURST, 7)  # far below 4 x 10^2 x 1: stays, half a period on
-    calm.observe(outcome(7, [58, 0], 4.0))  # M = 1682 - 4 = 1678 > 4 x 10^2 x 4 x 1/4 = 400: dense now
-    assert (calm.family, calm.since) == (EVEN, 8)
+    calm.observe(outcome(2, [6, 0], 1.0))  # M = 17: above period x R = 10, far below 4 x 10^2 x 1: stays
+    assert (calm.family, calm.next_burst) == (BURST, 12)
+    calm.observe(outcome(12, [29, 0], 1.0))  # M = 420.5 - 1 = 419.5 > 400: dense now
+    assert (calm.family, calm.since) == (EVEN, 13)
     loose = FamilySwitch(FamilyRule(probe=0.5, level_margin=0.0))
     loose.observe(outcome(1, [4, 2], 4.0))  # margin 0: any level above the noise is dense
     assert loose.family == EVEN
@@ -393,8 +357,7 @@ def test_bursts_survive_a_restart_and_an_earlier_snapshot_restores():
 
 def test_a_probe_below_the_budget_floor_publishes_nothing_and_the_next_burst_is_whole():
     """probe = 1e-300: every probe budget is under caps.min_slot_epsilon, so slot 1 publishes nothing
-    and spends nothing; slot 2's burst is the first of the run's half bursts, half of each E
-    (docs/mechanisms.md section 14)."""
+    and spends nothing; slot 2's burst is each user's whole E (docs/mechanisms.md section 14)."""
     engine = Engine(MechanismSpec("Adaptive", Adaptive(FamilyRule(probe=1e-300)), None), 4, NumpyRandomness(4), 8)
     for user in range(40):
         engine.register(user, Requirement(8, 2.0), 1)
@@ -402,4 +365,4 @@ def test_a_probe_below_the_budget_floor_publishes_nothing_and_the_next_burst_is_
     ledger = engine.population.live()[0].ledger
     assert first.kind is Kind.SKIP and ledger.spent(1, 1) == (0.0, 0.0)
     second, _ = engine.step(2, np.array([0]), np.array([1]))
-    assert second.kind is Kind.PUBLISH and ledger.spent(2, 2)[1] == pytest.approx(1.0)
+    assert second.kind is Kind.PUBLISH and ledger.spent(2, 2)[1] == pytest.approx(2.0)

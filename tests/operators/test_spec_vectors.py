@@ -118,9 +118,8 @@ class TestFixedExamples34:
 
 class TestBursts:
     """Section 14's worked vector for bursts: Examples 3-4's users (w, E) = (4, 1.2), (2, 0.8),
-    (3, 0.9) under Adaptive held in bursts (probe 1/8; no release, so the run keeps its start of two
-    bursts per period): the probe at slot 1, half of each E at slot 2, then a burst every half of the
-    widest w (every 2 slots) at half of each E, capped by what each window has left: 4, 6, 8, 10."""
+    (3, 0.9) under Adaptive held in bursts (probe 1/8): the probe at slot 1, the rest of each window
+    at slot 2, then a burst every widest w (4) slots: slot 6, 10, ..."""
 
     def test_probe_rest_and_period(self):
         policy, ledgers = Adaptive(FamilyRule(start=BURST)), fixed_ledgers()
@@ -134,10 +133,9 @@ class TestBursts:
             spent[t] = [b.eps2 if kind is Kind.PUBLISH else 0.0 for b in budgets]
             policy.observe(SlotOutcome(t, kind, np.zeros(1, dtype=np.int64), len(ledgers)))  # no release: held
         assert spent[1] == pytest.approx([0.15, 0.1, 0.1125])  # E / 8
-        assert spent[2] == pytest.approx([0.6, 0.4, 0.45])  # E / 2
-        assert spent[4] == pytest.approx([0.45, 0.4, 0.45])  # w = 4: slots 1-3 spent 0.75 of 1.2
-        assert all(spent[t] == pytest.approx([e / 2 for e in E]) for t in (6, 8, 10))  # E / 2, 2 apart
-        assert all(spent[t] == [0.0, 0.0, 0.0] for t in (3, 5, 7, 9))
+        assert spent[2] == pytest.approx([1.05, 0.7, 0.7875])  # E minus the probe, the rest of each window
+        assert spent[6] == pytest.approx(list(E)) and spent[10] == pytest.approx(list(E))  # whole E, 4 apart
+        assert all(spent[t] == [0.0, 0.0, 0.0] for t in (3, 4, 5, 7, 8, 9))
 
 
 TABLE3 = {
