@@ -76,8 +76,9 @@ def test_ha_without_ha_metadata_over_releases_is_refused_by_the_population(strea
     events, requirements = generate(job.folder, users=10, slots=slots)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
-    before = job.wait_releases(slots, timeout=180)
+    job.wait_releases(slots, timeout=180)
     job.stop()
+    before = [m.json() for m in job.read("releases", idle_s=1.0)]  # the schedule went on until the stop
 
     with zookeeper(tmp_path / "zookeeper") as quorum:
         raw = yaml.safe_load(job.config_path.read_text())

@@ -47,7 +47,9 @@ print("GRAPH " + json.dumps(nodes))
 # first input
 by_id = {node.getId(): node for node in env._generate_stream_graph(False).getStreamNodes().toArray()}
 valid_time = next(n for n in by_id.values() if n.getOperatorName().startswith("event time of valid events"))
-edges, todo = [], [e for e in valid_time.getInEdges().toArray() if e.getTypeNumber() == 1]
+last = [e for e in valid_time.getInEdges().toArray()]
+print("LAST_EDGES " + json.dumps(sorted({e.getPartitioner().toString() for e in last})))
+edges, todo = [], [e for edge in last for e in by_id[edge.getSourceId()].getInEdges().toArray()]
 while todo:
     edge = todo.pop()
     edges.append(edge.getPartitioner().toString())
@@ -78,12 +80,15 @@ def test_only_the_hosts_of_the_core_run_python_and_time_is_utc(tmp_path: Path, e
     python = {name for name, cls in nodes if ".python." in cls}
     assert python == PYTHON_OPERATORS
     # ValidTime keeps each partition's time in offset order across the fast path and the reference
-    # parser: a partition's rows must reach it on the channels of the subtask that read them. It runs
-    # at the job's parallelism (docs/streaming.md, "Topology": no per-event work at parallelism 1),
-    # every edge from the source to it forward.
+    # parser: a partition's rows must reach it in the order of the subtask that read them. It runs at
+    # the job's parallelism (docs/streaming.md, "Topology": no per-event work at parallelism 1); every
+    # edge from the source up to the parsers is forward, and the rows reach it routed by partition
+    # (a custom partitioner: partition p to subtask p mod n), so each channel keeps its order.
     edge_line = next(line for line in done.stdout.splitlines() if line.startswith("EDGES "))
     edges = json.loads(edge_line.removeprefix("EDGES "))
     assert len(edges) > 5 and set(edges) == {"FORWARD"}, edges
+    last_line = next(line for line in done.stdout.splitlines() if line.startswith("LAST_EDGES "))
+    assert json.loads(last_line.removeprefix("LAST_EDGES ")) == ["CUSTOM"], last_line
     assert "VALID_TIME_PARALLELISM 2" in done.stdout.splitlines()
     # Slot windows and the Kafka timestamp in epoch ms assume UTC, whatever the JVM's zone (TZ above).
     assert "ZONE UTC" in done.stdout.splitlines()
