@@ -80,9 +80,11 @@ single-task vertices): rate(p) = min over vertices of p_v / cost_v, cost_v the v
 per event in that run and p_v = 1 for a single-task vertex, p otherwise, for p = 4, 8, 16: each
 subtask on a core of its own and the events spread evenly. It ignores the CPU outside the vertices
 (GC, JIT, the sinks' Kafka I/O, Netty, which grow with the rate: "cores" says how many the whole
-run's CPU per event needs at that rate), the broker, the network between machines, skew between
-partitions or keys, the Python workers' own limits in process mode, and sources with fewer
-partitions than p.
+run's CPU per event needs at that rate; "with p cores in all" is p / the run's total CPU per event,
+the bound when every thread of the run shares p cores), the broker, the network between machines,
+skew between partitions or keys, the Python workers' own limits in process mode, and sources with
+fewer partitions than p. A single-task vertex's work is per slot (summaries), not per event: its
+cost per event, and with it the single-task bound, scales with the events per slot of the backlog.
 `--events-format avro-confluent`: a Schema Registry is started too (deploy/local/schema-registry.sh,
 stopped by its pid), the events (the backlog and the closing events; the requirements stay JSON)
 are sent as {user: string, time: timestamp-millis, value: int} Avro datums in the Confluent wire
@@ -1095,7 +1097,8 @@ def model(cpu: dict[str, Any], single: set[str], rate: float | None,
         bottleneck = min(bounds, key=lambda name: bounds[name])
         out["rates"][str(p)] = {"events_per_s": round(bounds[bottleneck]), "bottleneck": bottleneck,
                                 "single_task": bottleneck in single,
-                                "cores": round(bounds[bottleneck] * total, 1)}
+                                "cores": round(bounds[bottleneck] * total, 1),
+                                "p_cores_events_per_s": round(p / total) if total else None}
     return out
 
 
@@ -1303,6 +1306,8 @@ def print_cpu(results: list[RunResult]) -> None:
             f"p={p}: {x['events_per_s']:,} events/s (bottleneck {short(x['bottleneck'], 50)}"
             f"{', single-task' if x['single_task'] else ''}; {x['cores']:.1f} cores at the run's total CPU/event)"
             for p, x in m["rates"].items()))
+        print("  with p cores in all (p / the run's total CPU per event): " + "; ".join(
+            f"p={p}: {x['p_cores_events_per_s']:,} events/s" for p, x in m["rates"].items()))
 
 
 if __name__ == "__main__":

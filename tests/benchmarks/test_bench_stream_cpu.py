@@ -88,8 +88,10 @@ def test_single_task_vertices_and_the_model() -> None:
     assert p2.model["measured_rate"] == 100_000
     # p / 10 us against 1 / 0.25 us: the source bounds p = 4 and 8 (400k, 800k), the Population 16 (4M)
     rates = p2.model["rates"]
-    assert rates["4"] == {"events_per_s": 400_000, "bottleneck": SOURCE, "single_task": False, "cores": 8.0}
+    assert rates["4"] == {"events_per_s": 400_000, "bottleneck": SOURCE, "single_task": False, "cores": 8.0,
+                        "p_cores_events_per_s": 200_000}
     assert rates["16"]["events_per_s"] == 1_600_000 and rates["16"]["bottleneck"] == SOURCE
     assert bench.model(p2.cpu, {POPULATION}, None, (64,))["rates"]["64"] == {
-        "events_per_s": 4_000_000, "bottleneck": POPULATION, "single_task": True, "cores": 80.0}
+        "events_per_s": 4_000_000, "bottleneck": POPULATION, "single_task": True, "cores": 80.0,
+        "p_cores_events_per_s": 3_200_000}
     assert p1.model["rates"]["4"]["events_per_s"] == 500_000
