@@ -66,9 +66,9 @@ workers). Total = all CPU of the run's processes (for a cluster, the JobManager'
 TaskManagers'; the `flink run` client is not counted). The broker's CPU (when the benchmark started
 it) is given apart. This is CPU, not wall time. Flink's `accumulateBusyTimeMs` (REST, summed over
 the subtasks) is shown beside it for comparison: the wall time a task's thread was neither idle nor
-back-pressured, from the task's start (about RUNNING) to a metric fetch 3-15 s after the backlog's
-end (the REST API answers from a cache it refreshes when 10 s old; the tail adds the idle job's
-timers, watermarks and checkpoints). It also counts the time a busy thread waited for a core (on 2
+back-pressured, from the task's start (about RUNNING) to a metric fetch 10-25 s after the backlog's
+end (the REST API answers from a cache it refreshes when 10 s old: `fresh_rest_vertices`; the tail
+adds the idle job's timers, watermarks and checkpoints). It also counts the time a busy thread waited for a core (on 2
 cores with more runnable threads than cores it is above the CPU) and leaves out the fetcher threads. The
 single-task share is the CPU of the vertices at parallelism 1 in a run at parallelism above 1 (in
 a parallelism-1 run, the vertices holding one of their operators) over the run's total CPU per
@@ -887,18 +887,19 @@ def run(result: RunResult, launch: Launch, folder: Path, kafka: Any, topic: str,
 
 
 def fresh_rest_vertices(rest: str, job_id: str) -> dict[str, dict[str, Any]]:
-    """`rest_vertices` from a metric fetch made after this call: the REST API answers from a cache
-    that a request refreshes, in the background, when it is 10 s old, so the first answer 2 s after
-    the backlog's end may predate it; the next one that differs does not."""
-    time.sleep(2)
-    first = rest_vertices(rest, job_id)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    """`rest_vertices` from a metric fetch begun after this call: the REST API answers from a cache
+    that a request refreshes, in the background, once it is 10 s old, so the first answer may predate
+    the call and so may the next one that differs (a fetch another request had begun); the second
+    change comes from a fetch this loop's requests began, 10 s or more after the first."""
+    seen = rest_vertices(rest, job_id)
+    changes = 0
+    deadline = time.monotonic() + 45
+    while changes < 2 and time.monotonic() < deadline:
         time.sleep(1)
-        seen = rest_vertices(rest, job_id)
-        if seen != first:
-            return seen
-    return first
+        latest = rest_vertices(rest, job_id)
+        if latest != seen:
+            changes, seen = changes + 1, latest
+    return seen
 
 
 def rest_vertices(rest: str, job_id: str) -> dict[str, dict[str, Any]]:
