@@ -9,7 +9,7 @@
 
 Starts its own broker with deploy/local/kafka.sh (fresh run folder, stopped by pid) unless
 --bootstrap is given, and fresh topics (events: `--events-partitions`, default 2, or 4 when a
-`--parallelism` is above 1; all with retention.ms=-1, the records carry 2024 timestamps). Then:
+`--parallelism` is above 1; all with retention.ms=-1, the records carry recent timestamps: slot 1 is --slots + --live-slots + 5 minutes before the run, and the job's `flink.release_delay` is 1h, so that only event time closes the benchmark's slots). Then:
 
 0. backlog: a synthetic stream (Sin, every present user sends one event per slot
    and one-minute slots) of `--users` x `--slots` events in the events topic, one requirement record
@@ -225,10 +225,6 @@ def main() -> int:
                         help="flink.incremental_checkpoints: true (rocksdb only: checkpoints write what changed)")
     parser.add_argument("--event-time", choices=("field", "kafka"), default="field",
                         help="job only: field: the parsed time field; kafka: record timestamps")
-    parser.add_argument("--source-idleness", default="10s",
-                        help="flink.source_idleness (the job's default): a quiet partition stops holding the "
-                        "watermark after this. Short values make backlog events late: a partition the reader "
-                        "has not fetched from for that long stops holding, the other one runs ahead")
     parser.add_argument("--flink-extra", action="append", default=[], metavar="KEY=VALUE",
                         help="job and ceiling: a flink.extra entry (repeatable), e.g. "
                              "taskmanager.memory.managed.size=2g (RocksDB's block cache and write buffers)")
@@ -252,6 +248,9 @@ def main() -> int:
     if not (args.ceiling or args.job):
         args.ceiling = args.job = True
     args.registered = args.users if args.registered is None else args.registered
+    # the input's slot 1, on the minute: the backlog and the live slots end about now, so the job's
+    # release schedule (an hour behind, `job_config`) releases no slot before the backlog's
+    args.origin_ms = (time.time_ns() // 1_000_000 // 60_000 - args.slots - args.live_slots - 5) * 60_000
     args.mechanisms = [m.strip() for m in args.mechanism.split(",") if m.strip()]
     if args.registered < args.users and not (args.registered == 0 and args.default_requirement):
         parser.error("--registered must be at least --users (or 0 with --default-requirement)")
@@ -326,6 +325,8 @@ def with_broker(args: argparse.Namespace, work: Path) -> int:
 def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict[str, str], work: Path,
                mechanism: str = "PBD") -> dict:
     """The job's configuration (also the ceiling's: it reads the kafka: and flink: sections)."""
+    from pwevent.jobs.common.slots import iso
+
     default = {}
     if args.default_requirement:
         w, epsilon = args.default_requirement.split(",")
@@ -333,7 +334,7 @@ def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict
     events = {"events": {"format": "avro-confluent", "schema_registry": {"url": args.registry_url}}} \
         if args.registry_url else {}
     return {
-        "mechanism": mechanism, "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
+        "mechanism": mechanism, "slot": "60s", "origin": iso(args.origin_ms), "domain": {"type": "binary"},
         "noise": "numpy-fast", "caps": {"max_w": 200}, **default, **events,
         "kafka": {"bootstrap": bootstrap, "group_id": name, "transactional_id_prefix": name, "topics": topics,
                   "event_time": args.event_time},
@@ -342,10 +343,10 @@ def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict
                   "tolerable_failed_checkpoints": args.tolerable_failed_checkpoints,
                   "execution_mode": args.execution_mode, "bundle_size": args.bundle_size,
                   "bundle_time": args.bundle_time, "state_backend": args.state_backend,
-                  "incremental_checkpoints": args.incremental, "source_idleness": args.source_idleness,
-                  # latency is measured from the event that moves the watermark past the slot; the
-                  # quiet-partition fallback (default 5 s, under the 6 s pace) would close it before
-                  "close_after": "0",
+                  "incremental_checkpoints": args.incremental,
+                  # latency is measured from the event that moves the watermark past the slot: the
+                  # release schedule (docs/streaming.md, "Time") stays an hour behind the input
+                  "release_delay": "1h",
                   "extra": dict(item.split("=", 1) for item in args.flink_extra)},
     }
 
@@ -356,7 +357,6 @@ def write_requirements(args: argparse.Namespace, path: Path, slot_ms: int) -> tu
     (registrations, change records)."""
     import numpy as np
 
-    from pwevent.jobs.common.files import DEMO_ORIGIN, DEMO_ORIGIN_MS
     from pwevent.jobs.common.slots import iso
     from pwevent.jobs.common.synthetic import RequirementDraw
 
@@ -367,7 +367,7 @@ def write_requirements(args: argparse.Namespace, path: Path, slot_ms: int) -> tu
             silent = max(n - args.users, 1)
             for user, req in enumerate(RequirementDraw(0.6, 120).fixed(n, 5)):
                 slot = 1 if user < args.users else 1 + (user - args.users) * args.register_slots // silent
-                time = DEMO_ORIGIN if slot == 1 else iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
+                time = iso(args.origin_ms + (slot - 1) * slot_ms)
                 handle.write(f'{{"user":"u{user}","time":"{time}","w":{req.w},"epsilon":{req.epsilon}}}\n')
             return n, 0
         rng = np.random.default_rng([5, 7])
@@ -380,11 +380,11 @@ def write_requirements(args: argparse.Namespace, path: Path, slot_ms: int) -> tu
                     f'"forward":{{"w":{int(w)},"epsilon":{float(epsilon)}}}}}\n')
 
         for user, (w, epsilon) in enumerate(zip(*forward(n), strict=True)):
-            handle.write(line(user, DEMO_ORIGIN, w, epsilon))
+            handle.write(line(user, iso(args.origin_ms), w, epsilon))
         if args.change_every > 0:
             share = max(1, round(args.change_share * n))
             for slot in range(1 + args.change_every, args.slots + 1, args.change_every):
-                time = iso(DEMO_ORIGIN_MS + (slot - 1) * slot_ms)
+                time = iso(args.origin_ms + (slot - 1) * slot_ms)
                 users = np.sort(rng.choice(n, share, replace=False))
                 for user, w, epsilon in zip(users, *forward(share), strict=True):
                     handle.write(line(int(user), time, w, epsilon))
@@ -394,7 +394,7 @@ def write_requirements(args: argparse.Namespace, path: Path, slot_ms: int) -> tu
 
 def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     from pwevent.jobs.common.config import load_config
-    from pwevent.jobs.common.files import DEMO_ORIGIN_MS, write_synthetic
+    from pwevent.jobs.common.files import write_synthetic
     from pwevent.jobs.common.synthetic import SyntheticStream
     from pwevent.jobs.streaming.settings import stream_settings
 
@@ -431,12 +431,12 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     total_slots = args.slots + 1 + (args.live_slots if args.job else 0)
     t = time.monotonic()
     stream = SyntheticStream("Sin", args.users, total_slots, seed=5)
-    events, _ = write_synthetic(stream, str(work / "data"), 0.6, 120, config.slot_ms)
+    events, _ = write_synthetic(stream, str(work / "data"), 0.6, 120, config.slot_ms, origin_ms=args.origin_ms)
     requirements = work / "data" / "registrations.jsonl"
     registrations, changes = write_requirements(args, requirements, config.slot_ms)
     no_requirements = work / "data" / "none.jsonl"  # the live phase sends no requirement record
     no_requirements.write_text("")
-    closing_ms = DEMO_ORIGIN_MS + args.slots * config.slot_ms
+    closing_ms = args.origin_ms + args.slots * config.slot_ms
     closing = work / "data" / "closing.jsonl"
     closing.write_text(f'{{"user":"u0","time":{closing_ms},"value":0}}\n')
     written = time.monotonic() - t
