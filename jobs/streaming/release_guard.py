@@ -20,6 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+# At the top, not in the function: a Python worker in thread mode keeps its interpreter across a
+# failover, but the folder its package was imported from can be gone by then (measured: a 90 s
+# broker outage restarted the job, and the restored Population's first lazy import of this module
+# failed with ModuleNotFoundError); what the hosts need is imported when they are loaded.
+from pwevent.jobs.streaming.kafka_io import read_topic
 from pwevent.jobs.streaming.settings import KafkaSettings
 
 #: How the refusal names the configuration key and its command-line shorthand.
@@ -130,8 +135,6 @@ def job_releases(messages: Iterable[tuple[bytes | None, bytes]], cells: int) -> 
 def read_guard_inputs(kafka: KafkaSettings, cells: int) -> GuardInputs:
     """The release topic's job releases (`job_releases`, `cells` counts each) and, when there are any,
     the audit topic's last spend slot, read_committed, up to their ends now."""
-    from pwevent.jobs.streaming.kafka_io import read_topic
-
     releases = job_releases(((m.key, m.value) for m in
                              read_topic(kafka, kafka.topics["releases"], idle_s=1.0, max_s=600.0)), cells)
     if not releases:

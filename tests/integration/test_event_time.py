@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pwevent.jobs.common.files import iso
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
@@ -21,6 +22,7 @@ from tests.integration.conftest import (
     SLOT_MS,
     TEST_ORIGIN_MS,
     StreamingJob,
+    ahead_origin,
     check_equals_replay,
     generate,
     make_job,
@@ -251,15 +253,17 @@ def test_invalid_requirement_records_far_ahead_are_dead_letters_at_once(streamin
     """Three invalid requirement records 50 slots (minutes) ahead of the stream, sent once its
     backlog is released: a dynamic requirement under PBD (it parses, but no ledger can run it:
     Membership refuses it on arrival, whatever the user declared before), a duplicate key and a
-    missing epsilon (the reference parser's). All three become dead letters without any further
-    input, long before the release schedule reaches their slot; the releases equal the replay."""
+    missing epsilon (the reference parser's). The stream lies ahead of the clock (`ahead_origin`), so
+    neither event time nor the schedule reaches the records' slot while the test runs: all three
+    become dead letters without any further input; the releases equal the replay."""
     slots = 6
-    job = make_job(streaming_job, "PBD")
-    events, requirements = generate(job.folder, users=20, slots=slots)
+    origin = ahead_origin()
+    job = make_job(streaming_job, "PBD", {"origin": iso(origin)})
+    events, requirements = generate(job.folder, users=20, slots=slots, origin_ms=origin)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
-    check_equals_replay(job, events, requirements, slots)
-    ahead = int(time.time() * 1000) + 50 * SLOT_MS
+    check_equals_replay(job, events, requirements, slots - 1)
+    ahead = origin + 50 * SLOT_MS
     records = [json.dumps({"user": "u1", "time": ahead, "backward": {"w": 1, "epsilon": 10.0},
                            "forward": {"w": 6, "epsilon": 1.0}}),
                f'{{"user": "u2", "time": {ahead}, "w": 5, "w": 6, "epsilon": 1.0}}',

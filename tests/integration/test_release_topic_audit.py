@@ -17,11 +17,12 @@ import pytest
 import yaml
 from kafka import KafkaProducer
 
+from pwevent.jobs.common.files import iso
 from pwevent.jobs.offline.release_topic import RULE, redrawn
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.kafka_io import producer, read_topic
 from pwevent.jobs.streaming.settings import load_settings
-from tests.integration.conftest import PWEVENT, SEED, generate, load_script
+from tests.integration.conftest import PWEVENT, SEED, TEST_ORIGIN_MS, generate, load_script
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -34,7 +35,7 @@ class Run:
         roles = ("events", "requirements", "releases", "dead_letters", "audit")
         self.config_path = folder / "config.yaml"
         self.config_path.write_text(yaml.safe_dump({
-            "mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
+            "mechanism": "PBD", "slot": "60s", "origin": iso(TEST_ORIGIN_MS), "domain": {"type": "binary"},
             "noise": "numpy-fast", "caps": {"max_w": 200},
             "kafka": {"bootstrap": bootstrap, "topics": {role: f"{name}.{role}" for role in roles}}}))
         self.config, settings = load_settings(str(self.config_path))
@@ -43,7 +44,8 @@ class Run:
         assert load_script("create-topics.py").create_topics(bootstrap, {self.topic: 1}) == {self.topic: "created"}
         events, self.requirements = generate(folder, users=20, slots=10, w=5)
         self.spend = str(folder / "spend.jsonl")
-        run_replay(self.config, events, self.requirements, str(folder / "releases.jsonl"), self.spend, seed=SEED)
+        run_replay(self.config, events, self.requirements, str(folder / "releases.jsonl"), self.spend, seed=SEED,
+                   through=10)
         self.releases = [json.loads(line) for line in (folder / "releases.jsonl").read_text().splitlines()]
         self.transactional = producer(self.kafka, transactional_id=f"{name}-writer")
         self.transactional.init_transactions()

@@ -78,7 +78,7 @@ def test_the_wheel_alone_replays_and_audits_and_names_the_extra_for_the_job(
     config = run_without_stream(venv, tmp_path)
     files = ["--requirements", "data/requirements.jsonl", "--config", "job.yaml"]
     run([pwevent, "replay", "--quiet", "--events", "data/events.jsonl", "--releases-out", "releases.jsonl",
-         "--spend-log", "spend.jsonl", *files], cwd=tmp_path, env=env)
+         "--spend-log", "spend.jsonl", "--through", "4", *files], cwd=tmp_path, env=env)
     run([pwevent, "audit", "--spend-log", "spend.jsonl", "--releases", "releases.jsonl", *files], cwd=tmp_path, env=env)
 
     assert config.returncode == 2, config.stderr
@@ -116,8 +116,8 @@ def test_the_installed_wheel_runs_the_job_outside_the_checkout(installed: tuple[
     job = streaming_job("PBD")
     job.pwevent, job.env = [str(venv / "bin" / "pwevent")], env
     events, requirements = generate(job.folder, users=30, slots=3)
-    job.start()
     produce_files(job.kafka, job.config, events, requirements, 0.0)
+    job.start()
     check_equals_replay(job, events, requirements, slots=3)
 
     assert (home / "cache" / "pwevent" / "jars" / "flink" / KAFKA_CONNECTOR.file_name).is_file()

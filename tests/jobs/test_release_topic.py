@@ -125,6 +125,28 @@ def test_the_topic_audit_checks_the_committed_releases_against_the_spend_log(rep
     assert alone.ok and alone.report.skipped and "NOT CHECKED" in alone.render()
 
 
+def test_releases_after_the_spend_logs_last_slot_are_left_to_a_later_audit(replayed: dict[str, Any]) -> None:
+    """A running job releases while the auditor reads: the spend log (read first) ends at slot 8, the
+    topic (read after it) holds slot 9 too. The audit checks the releases the log covers, says how many
+    it left, and still finds a redrawn later slot; a log missing a slot it does cover fails."""
+    messages = replayed["messages"]
+    last = json.loads(messages[-1].value)
+    newer = {**last, "slot": last["slot"] + 1}
+    later = Message(TOPIC, 0, 50, str(newer["slot"]).encode(), json.dumps(newer).encode(), 0)
+    args = (replayed["kafka"], replayed["config"], replayed["spend"], replayed["requirements"])
+    topic = (*messages, later)
+    audit = audit_release_topic(*args, read=TopicRead(TOPIC, topic, topic))
+    assert audit.ok, audit.render()
+    assert f"1 committed releases after slot {last['slot']}, the spend log's last" in audit.render()
+    redrawn_later = Message(TOPIC, 0, 51, later.key, json.dumps({**newer, "counts": [9, 9]}).encode(), 0)
+    seen = audit_release_topic(*args, read=TopicRead(TOPIC, (*topic, redrawn_later), topic))
+    assert seen.report.rules() == {RULE}, seen.render()
+    spend = Path(replayed["spend"])
+    spend.write_text("".join(line + "\n" for line in spend.read_text().splitlines()
+                             if json.loads(line).get("slot") != last["slot"] - 1))
+    assert not audit_release_topic(*args, read=TopicRead(TOPIC, topic, topic)).ok
+
+
 def test_cli_usage(replayed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "--release-topic"]) == 2
     assert "--release-topic reads the releases from the topic of --config" in capsys.readouterr().err
