@@ -47,10 +47,14 @@ class Stage:
         """`rows` of topic `role` (`ValidTime.IN`) -> `ValidTime` (docs/streaming.md, "Time")."""
         from pwevent.jobs.streaming import pyflink_internals as internals
 
-        kafka = self.settings.kafka
+        kafka, flink = self.settings.kafka, self.settings.flink
         properties = {"bootstrap.servers": kafka.require_bootstrap(), **kafka.jvm_properties(),
                       "group.id": kafka.source_group_id(role)}
-        return internals.valid_time(rows, self.strategy, properties, kafka.topics[role], start_of(kafka, role), name)
+        # a read events partition lags the clock by the release delay at most (the schedule); a read
+        # requirements partition holds nothing back (its records count while their slot is open)
+        lag_ms = flink.release_delay_ms if role == "events" else -flink.max_lead_ms
+        return internals.valid_time(rows, self.strategy, lag_ms, properties, kafka.topics[role],
+                                    start_of(kafka, role), name)
 
     @property
     def kafka_time(self) -> bool:
@@ -358,8 +362,7 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     from pyflink.table import Schema
 
     flink = settings.flink
-    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
-                "release_delay_ms": flink.release_delay_ms}
+    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
     stage = Stage(env, t_env, config, settings, strategy, rowtime)

@@ -135,22 +135,21 @@ def first_presence(present: Any, default_on: bool) -> Any:
     return DataStream(_jvm().pwevent.flink.FirstPresence.apply(present._j_data_stream, default_on))
 
 
-def valid_time(records: Any, strategy: dict[str, int], properties: dict[str, str], topic: str,
+def valid_time(records: Any, strategy: dict[str, int], lag_ms: int, properties: dict[str, str], topic: str,
                start: tuple[str, int | None], name: str) -> Any:
     """Java `ValidTime`: `records` (user, time_ms, cell, partition, offset, original, path: the two
     parsers' rows, `rows.TimePath`) of `topic`, the accepted ones timed, with the flag `ahead` for
     those the lead guard does not believe, and the watermark: event time of the valid records over
     each partition's backlog (what it held when the subtask (re)started, read with the Kafka client
     `properties`, the source's group id included, from the source's `start` position without
-    restored state), then the release schedule (keys of `strategy`: out_of_orderness_ms, max_lead_ms,
-    release_delay_ms; docs/streaming.md, "Time"). Each partition's rows are routed to the subtask that
+    restored state), then the later of that and the clock less `lag_ms` (keys of `strategy`:
+    out_of_orderness_ms, max_lead_ms; docs/streaming.md, "Time"). Each partition's rows are routed to the subtask that
     owns it, at the job's parallelism. Needs a uid."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
     ends = jvm.pwevent.flink.KafkaPartitionEnds(_java_strings(properties), topic, _starting_offsets(*start))
-    operator = jvm.pwevent.flink.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"],
-                                           strategy["release_delay_ms"], ends)
+    operator = jvm.pwevent.flink.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"], lag_ms, ends)
     return DataStream(jvm.pwevent.flink.ValidTime.apply(records._j_data_stream, operator, name))
 
 

@@ -14,17 +14,20 @@ import java.util.TreeSet;
  *       out-of-orderness bound; nothing settled yet: it holds everything back. Event time alone
  *       decides the backlog's slots, as the replay does.
  *   <li><b>live</b>: read through (by this run, or by the run a restored state comes from), nothing
- *       of it pending. Its mark is the public schedule: the clock less
- *       the release delay, whether or not anything arrives, and whatever the records' times say.
+ *       of it pending. Its mark is the later of that event time and the clock less {@code liveLagMs},
+ *       whether or not anything arrives: for the events the release delay (the public schedule), for
+ *       the requirements minus the lead guard's `max_lead`, so that a read requirements topic holds
+ *       nothing back (a requirement record then counts if its slot is not decided yet).
  * </ul>
  * The watermark is the smallest mark over the partitions this subtask owns ({@link #owns}: the job's
  * rule that sends a partition's rows to a subtask; {@code ends} lists them) and those it has seen
- * rows of; with none, the schedule's. So once every partition is read through, a slot is released a release delay after its
- * end, and no quiet spell closes a slot before that.
+ * rows of; with none, the clock's. So once every partition is read through, a slot is released when
+ * event time has passed its end on every events partition, and a release delay after its end at the
+ * latest; no quiet spell closes a slot before its end.
  */
 final class PartitionTimes {
     private final long outOfOrdernessMs;
-    private final long releaseDelayMs;
+    private final long liveLagMs;
     private final Map<Integer, Long> ends;
     private final ReadOffsets read;
     private final TreeSet<Integer> owned = new TreeSet<>();
@@ -33,9 +36,9 @@ final class PartitionTimes {
     /** `read`: how far each partition has been read, by this run and the one a restored state comes
      *  from (the operator keeps it up to date); `ends`: the partitions this subtask owns, each with
      *  one past its last record at the (re)start. */
-    PartitionTimes(long outOfOrdernessMs, long releaseDelayMs, ReadOffsets read, Map<Integer, Long> ends) {
+    PartitionTimes(long outOfOrdernessMs, long liveLagMs, ReadOffsets read, Map<Integer, Long> ends) {
         this.outOfOrdernessMs = outOfOrdernessMs;
-        this.releaseDelayMs = releaseDelayMs;
+        this.liveLagMs = liveLagMs;
         this.ends = ends;
         this.read = read;
         owned.addAll(ends.keySet());
@@ -53,15 +56,15 @@ final class PartitionTimes {
 
     /** The watermark at clock `nowMs`. */
     long watermark(long nowMs) {
-        long schedule = nowMs - releaseDelayMs;
+        long clock = nowMs - liveLagMs;
         long lowest = Long.MAX_VALUE;
         TreeSet<Integer> all = new TreeSet<>(owned);
         all.addAll(partitions.keySet());
         for (int partition : all) {
             long mark = eventMark(partitions.get(partition));
-            lowest = Math.min(lowest, live(partition) ? Math.max(mark, schedule) : mark);
+            lowest = Math.min(lowest, live(partition) ? Math.max(mark, clock) : mark);
         }
-        return lowest == Long.MAX_VALUE ? schedule : lowest;
+        return lowest == Long.MAX_VALUE ? clock : lowest;
     }
 
     /** Whether `partition` has been read through its backlog and nothing of it is pending. */

@@ -39,7 +39,8 @@ import org.apache.flink.types.Row;
  * {@link PartitionTimes}': event time over a partition's backlog (what it held when this subtask
  * last (re)started, {@link PartitionEnds}: a failover's restored subtask reads what was written
  * while it was down as a backlog too); once it is read through, the later of event time and the
- * clock less {@code releaseDelayMs}. The
+ * clock less {@code liveLagMs} (the events: `flink.release_delay`; the requirements: minus
+ * `flink.max_lead`, so that a read requirements topic holds nothing back). The
  * upstream's watermarks and idle statuses are not read (the sources give none but the end of a
  * bounded input, which is passed on); this operator never goes idle.
  *
@@ -72,7 +73,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
 
     private final long outOfOrdernessMs;
     private final long maxLeadMs;
-    private final long releaseDelayMs;
+    private final long liveLagMs;
     private final PartitionEnds ends;
 
     private transient ValidTimeState state;
@@ -85,11 +86,12 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     private transient long emittedMs;
     private transient boolean restored;
 
-    /** `ends`: where the topic's partitions end, asked at every (re)start of a subtask. */
-    public ValidTime(long outOfOrdernessMs, long maxLeadMs, long releaseDelayMs, PartitionEnds ends) {
+    /** `liveLagMs`: how far behind the clock a read-through partition's time is at most (see above);
+     *  `ends`: where the topic's partitions end, asked at every (re)start of a subtask. */
+    public ValidTime(long outOfOrdernessMs, long maxLeadMs, long liveLagMs, PartitionEnds ends) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
-        this.releaseDelayMs = releaseDelayMs;
+        this.liveLagMs = liveLagMs;
         this.ends = ends;
     }
 
@@ -137,7 +139,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     @Override
     public void open() throws Exception {
         super.open();
-        partitions = new PartitionTimes(outOfOrdernessMs, releaseDelayMs, inputRead,
+        partitions = new PartitionTimes(outOfOrdernessMs, liveLagMs, inputRead,
                 ends.owned(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
                         getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(), restored));
         emittedMs = Long.MIN_VALUE;
