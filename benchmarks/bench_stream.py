@@ -9,7 +9,9 @@
 
 Starts its own broker with deploy/local/kafka.sh (fresh run folder, stopped by pid) unless
 --bootstrap is given, and fresh topics (events: `--events-partitions`, default 2, or 4 when a
-`--parallelism` is above 1; all with retention.ms=-1, the records carry recent timestamps: slot 1 is --slots + --live-slots + 5 minutes before the run, and the job's `flink.release_delay` is 1h, so that only event time closes the benchmark's slots). Then:
+`--parallelism` is above 1; all with retention.ms=-1, the records carry recent timestamps: slot 1
+is --slots + --live-slots + 5 minutes before the run, and the job's `flink.release_delay` is 1h, so
+that event time closes the slots the latency is measured on). Then:
 
 0. backlog: a synthetic stream (Sin, every present user sends one event per slot
    and one-minute slots) of `--users` x `--slots` events in the events topic, one requirement record
