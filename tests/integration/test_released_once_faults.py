@@ -96,10 +96,10 @@ def test_a_live_stream_through_a_lull_and_a_broker_outage(own_broker: tuple[str,
     registered users: in slot 2, 20 events, a pause of 8 s, 20 more; in slot 3, 20 events, then the
     broker stops for 90 s; the producer keeps the 20 events its users send meanwhile (slot 3) and
     sends them, with their times, once the broker is back; slots 4 and 5 are quiet. No valid event is
-    `late`, every slot 1-5 is released once and equals the replay through slot 5; no release appears
-    before its slot's end plus the delay, and those scheduled after the outage appear within 15 s of
-    it (the ones scheduled during the outage wait for the broker). docs/operations.md, "Broker
-    outage", states what this measures."""
+    `late`, every slot 1-5 is released once and equals the replay through slot 5. Slots 1 and 2 are
+    released as soon as event time has passed their end (the next slot's events); slots 3-5, whose
+    end no event passes, on the schedule: between their end plus the delay and 15 s after it.
+    docs/operations.md, "Broker outage", states what this measures."""
     bootstrap, run_dir = own_broker
     (tmp_path / "job").mkdir()
     begin = -(-(int(time.time() * 1000) + 45_000) // LIVE_SLOT_MS) * LIVE_SLOT_MS  # slot 2's start
@@ -168,9 +168,8 @@ def test_a_live_stream_through_a_lull_and_a_broker_outage(own_broker: tuple[str,
             slot = message.json()["slot"]
             due = origin + slot * LIVE_SLOT_MS + LIVE_DELAY_MS
             print(f"slot {slot}: released {(message.timestamp_ms - due) / 1000:+.1f} s after its end plus the delay")
-            assert message.timestamp_ms >= due - 1_000, (slot, message.timestamp_ms - due)
-            if slot <= 5 and due > up_ms:
-                assert message.timestamp_ms <= due + 15_000, (slot, message.timestamp_ms - due)
+            if 3 <= slot <= 5:
+                assert due - 1_000 <= message.timestamp_ms <= due + 15_000, (slot, message.timestamp_ms - due)
     finally:
         job.stop()
 
