@@ -299,6 +299,10 @@ class PopulationHost(KeyedProcessFunction):
             if row.slot != self._timer_slot:
                 ctx.timer_service().register_event_time_timer(self.clock.end_ms(row.slot) - 1)
                 self._timer_slot = row.slot
+        elif not self._timer_slot:  # the schedule releases the next slot whether or not anything counts in it
+            following = self.operator.decided + 1
+            ctx.timer_service().register_event_time_timer(self.clock.end_ms(following) - 1)
+            self._timer_slot = following
 
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
         """Decide every slot the watermark has closed, not only the timer's: the next slot's timer,
