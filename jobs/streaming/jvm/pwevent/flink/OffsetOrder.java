@@ -61,11 +61,6 @@ public final class OffsetOrder {
         }
     }
 
-    /** The highest offset the in-order channel has reached (Long.MIN_VALUE: none yet). */
-    public long frontier() {
-        return frontier;
-    }
-
     /** The latest time of the settled valid events (Long.MIN_VALUE: none yet). */
     public long latest() {
         return latest;
