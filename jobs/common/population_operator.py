@@ -7,9 +7,8 @@ unit tests drive this class directly with the rows and watermarks they choose
 (tests/jobs/test_population_operator.py).
 
 The rows (`PopulationRow`), each of one slot: the count of present users of a class in a cell
-(`SlotCount`), membership changes (`SlotChanges`, a batch of the streaming job's Membership), or an
-event the job's SQL judged `late`, `too_far_ahead` or of an `unknown_user` (`RejectedEvent`, written
-as a dead letter at once).
+(`SlotCount`) or membership changes (`SlotChanges`, a batch of the streaming job's Membership).
+Events that count for no slot never reach it (jobs/common/event_rejections.py).
 
 State (`snapshot` / `restore`): one JSON document, `{"version": 2, "engine": .., "smoother": ..}`;
 version 1 (a pickled pair of the engine's bytes, with a hex-pickled generator state, and the
@@ -30,8 +29,8 @@ import orjson
 
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.engine import Engine
-from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason
-from pwevent.jobs.common.records import reject_record, unknown_user
+from pwevent.jobs.common.reasons import Reason
+from pwevent.jobs.common.records import reject_record
 from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.service_metrics import SlotReport
 from pwevent.operators.noise import Randomness, pcg64_state_to_json
@@ -61,19 +60,7 @@ class SlotChanges:
     changes: tuple[MembershipChange, ...]
 
 
-@dataclass(frozen=True)
-class RejectedEvent:
-    """An event of `slot` the job's SQL rejected with `reason`, and where it was read."""
-
-    slot: int
-    reason: Reason
-    user: str
-    partition: int
-    offset: int
-    original: bytes
-
-
-PopulationRow = SlotCount | SlotChanges | RejectedEvent
+PopulationRow = SlotCount | SlotChanges
 
 
 def change_groups(changes: tuple[MembershipChange, ...]) -> list[dict[str, Any]]:
@@ -105,14 +92,12 @@ ROW_VERSION = 1
 
 
 def row_to_json(row: PopulationRow) -> bytes:
-    """A row `on_row` said to keep (a count or a change; a rejected event is never kept), as versioned
-    JSON for the host's state until its slot ends."""
+    """A row `on_row` said to keep (a count or a change), as versioned JSON for the host's state until
+    its slot ends."""
     if isinstance(row, SlotCount):
         obj: dict[str, Any] = {"kind": "present", "slot": row.slot, "cls": row.cls, "cell": row.cell, "n": row.n}
-    elif isinstance(row, SlotChanges):
-        obj = {"kind": "groups", "slot": row.slot, "groups": change_groups(row.changes)}
     else:
-        raise ValueError(f"a {type(row).__name__} is written at once, never kept")
+        obj = {"kind": "groups", "slot": row.slot, "groups": change_groups(row.changes)}
     return orjson.dumps({"version": ROW_VERSION, **obj})
 
 
@@ -159,14 +144,11 @@ class PopulationOperator:
     decided up to `slot`, in user order, decides each slot from its counts per (class, cell), settles
     every class at once and emits the release, the spend-log lines and the projections' dead letters.
     Every slot from the first (or after a resume point) is decided, in order, whether or not any row
-    arrived for it. `resumed_after`: the slot a job without state resumes after (0: none); an event of
-    a slot up to it is `late` with its own detail."""
+    arrived for it."""
 
-    def __init__(self, config: Config, rng: Randomness, events_topic: str, resumed_after: int = 0) -> None:
+    def __init__(self, config: Config, rng: Randomness) -> None:
         self.config = config
         self.rng = rng
-        self.events_topic = events_topic
-        self.resumed_after = resumed_after
         self._lines: list[dict[str, Any]] = []
         self.engine = Engine(config.mechanism_spec(), config.domain.d, rng, config.caps.max_w,
                              self._lines.append, floor=config.caps.min_slot_epsilon)
@@ -184,12 +166,9 @@ class PopulationOperator:
 
     def on_row(self, row: PopulationRow) -> tuple[bool, Emitted]:
         """Take `row`: True to keep it until its slot's end; and what it emits now (the dead letter of
-        a rejected event, or of a count whose slot was decided before it came; the spend-log lines
+        a count whose slot was decided before it came; the spend-log lines
         of a change of a slot decided before a resume, which is in force from the next slot)."""
         emitted = Emitted()
-        if isinstance(row, RejectedEvent):
-            emitted.dead_letters.append(self.rejected_event(row))
-            return False, emitted
         if row.slot <= self.decided:
             if isinstance(row, SlotChanges):
                 for change in sorted(row.changes, key=lambda c: c.user):
@@ -236,19 +215,6 @@ class PopulationOperator:
             emitted.reports.append(SlotReport.of(t, outcome.kind.value, outcome.threshold, engine.population.live()))
             emitted.releases.append((t, release_record(outcome, self.config, self.rng.label, self.smoother)))
         return Closed(emitted, rest, None if ended else slot + 1)
-
-    def rejected_event(self, row: RejectedEvent) -> dict[str, Any]:
-        """The dead letter of an event the job's SQL rejected, as the replay writes it."""
-        position = {"topic": self.events_topic, "partition": row.partition, "offset": row.offset}
-        if row.reason is Reason.UNKNOWN_USER:
-            detail = unknown_user(row.user, row.slot)
-        elif row.reason is Reason.TOO_FAR_AHEAD:
-            detail = TOO_FAR_AHEAD_DETAIL
-        elif row.slot <= self.resumed_after:
-            detail = f"slot {row.slot} was decided before this job resumed after slot {self.resumed_after}"
-        else:
-            detail = f"slot {row.slot} had closed when the record arrived"
-        return reject_record("events", position, row.reason, detail, row.original)
 
     def _take_lines(self) -> list[dict[str, Any]]:
         lines, self._lines[:] = list(self._lines), []

@@ -3,7 +3,8 @@
 `build_pipeline` reads in one screen: each stage is a function that adds its operators to the
 environment and hands the next stage its rows, as a DataStream or as a named SQL view whose columns
 its docstring lists. Python runs only in the hosts of jobs/streaming/hosts.py (the reference
-parsers, the dead letters of Membership's refusals, the Population); the other stages are SQL or the
+parsers, the dead letters of Membership's refusals and of the events that count for no slot, the
+Population); the other stages are SQL or the
 Java operators of jobs/streaming/jvm, reached through `pyflink_internals`. Views carry the rowtime
 `rt` (a slot's window time after the windows). The planner plans each conversion of a query to a
 DataStream on its own (a view read by two is run twice), so every view here has one reader, and the
@@ -13,8 +14,8 @@ operator).
     read_topics -> parse_requirements ---------------------------------------> membership
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
                    -> latest_with_class (with membership's changes) -> count_present
-                   -> population (counts, changes, the events that do not count)
-                   -> (ReleaseWriter: releases, once their checkpoint completed)
+                   -> population (counts, changes) -> (ReleaseWriter: releases, once their checkpoint completed)
+                   judge_events' and count_present's rejects -> reject_events (their dead letters)
                    -> write_sinks (audit, dead letters)
 """
 
@@ -286,16 +287,34 @@ def count_present(stage: Stage, joined: Any) -> None:
     t_env.create_temporary_view("unknown_users", t_env.from_data_stream(unknown, timed_at_slot_end))
 
 
+def reject_events(stage: Stage, late_through: int) -> Any:
+    """Views `events_rejected` and `unknown_users` -> `rows.REJECTED_EVENT` -> EventRejections
+    (Python, at the job's parallelism: no event reaches a single task) -> their dead letters (JSON
+    text); `late_through`: a resumed job's decided slots, whose events say so."""
+    from pyflink.common import Types
+
+    from pwevent.jobs.streaming import hosts as fn
+    from pwevent.jobs.streaming import pyflink_internals as internals
+    from pwevent.jobs.streaming import rows
+
+    rejected = stage.t_env.to_data_stream(stage.t_env.sql_query(
+        "SELECT slot, reason, `user`, `partition`, `offset`, original FROM events_rejected"
+        " UNION ALL"
+        " SELECT slot, 'unknown_user', `user`, `partition`, `offset`, original FROM unknown_users"))
+    internals.set_output_type(rejected, rows.REJECTED_EVENT)
+    return rejected.process(fn.EventRejections(stage.settings.kafka.topics["events"], late_through),
+                            output_type=Types.STRING()).uid("event-rejections") \
+        .name("dead letters of events that count for no slot")
+
+
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
-    """Views `slot_counts`, `unknown_users`, `membership_changes` and `events_rejected` -> the Population
-    (Python, one key: the replay's Engine) -> its releases to `ReleaseWriter` (Java), which writes each
-    to the release topic once the checkpoint holding it has completed (docs/streaming.md, "A slot's
-    outcome is drawn once"), and view `population_out` (`rows.POPULATION_OUT`: audit lines, dead
-    letters). Its input, `rows.POPULATION_IN`, is one row kind per source, in one
-    query so that the planner runs the window once: the count of present users per (slot, class,
-    cell), the subtasks' counts summed in a window of the slot; Membership's
-    changes, in batches; the events `SlotJudge` judged `late` or `too_far_ahead`; those of users without a class
-    (`unknown_user`). `rows.population_row` reads each as its typed row."""
+    """Views `slot_counts` and `membership_changes` -> the Population (Python, one key: the replay's
+    Engine) -> its releases to `ReleaseWriter` (Java), which writes each to the release topic once the
+    checkpoint holding it has completed (docs/streaming.md, "A slot's outcome is drawn once"), and
+    view `population_out` (`rows.POPULATION_OUT`: audit lines, dead letters). Its input,
+    `rows.POPULATION_IN`, is one row kind per source, in one query so that the planner runs the window
+    once: the count of present users per (slot, class, cell), the subtasks' counts summed in a window
+    of the slot; Membership's changes, in batches. `rows.population_row` reads each as its typed row."""
     from pyflink.common import Types
 
     from pwevent.jobs.streaming import hosts as fn
@@ -305,26 +324,16 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
 
     t_env, config, kafka, clock = stage.t_env, stage.config, stage.settings.kafka, stage.config.clock
     present = "ROW<cls STRING, cell INT, n BIGINT>"
-    rejected = "ROW<reason STRING, `user` STRING, `partition` INT, `offset` BIGINT, original BYTES>"
     population_in = t_env.to_data_stream(t_env.sql_query(
-        "SELECT 0 AS k, ROW(slot, present, change, rejected) AS g FROM ("
-        f" SELECT slot, CAST(ROW(cls, cell, SUM(n)) AS {present}), CAST(NULL AS STRING), CAST(NULL AS {rejected})"
+        "SELECT 0 AS k, ROW(slot, present, change) AS g FROM ("
+        f" SELECT slot, CAST(ROW(cls, cell, SUM(n)) AS {present}), CAST(NULL AS STRING)"
         f" FROM {slot_sql.tumble('slot_counts', 'rt', clock)}"
         " GROUP BY window_start, window_end, slot, cls, cell"
         " UNION ALL"
-        f" SELECT slot, CAST(NULL AS {present}), changes, CAST(NULL AS {rejected})"
-        " FROM membership_changes"
-        " UNION ALL"
-        f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING),"
-        f" CAST(ROW(reason, `user`, `partition`, `offset`, original) AS {rejected})"
-        " FROM events_rejected"
-        " UNION ALL"
-        f" SELECT slot, CAST(NULL AS {present}), CAST(NULL AS STRING),"
-        f" CAST(ROW('unknown_user', `user`, `partition`, `offset`, original) AS {rejected})"
-        " FROM unknown_users"
-        ") AS t(slot, present, change, rejected)"))
+        f" SELECT slot, CAST(NULL AS {present}), changes FROM membership_changes"
+        ") AS t(slot, present, change)"))
     internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), rows.POPULATION_IN]))
-    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through), kafka.topics["events"])
+    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through))
     hosted = internals.keyed_by_first_field(population_in, Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
@@ -333,10 +342,12 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
 
-def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, members: Members) -> None:
+def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, members: Members,
+                rejected_events: Any) -> None:
     """Audit lines (one message per line of its audit rows) from `population_out`; dead letters from
-    the parsers' side outputs, Membership's refusals and the Population (which also writes those of the late,
-    too-far-ahead and unknown-user events); one statement set."""
+    the parsers' side outputs, Membership's refusals, the events that count for no slot
+    (`rejected_events`) and the Population (counts of a slot decided before they came, projections);
+    one statement set."""
     from pyflink.table.expressions import col
 
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -344,7 +355,7 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, me
 
     t_env = stage.t_env
     dead_text = internals.side_output(parsed_events, rows.DEAD_LETTERS) \
-        .union(internals.side_output(requirements.parsed, rows.DEAD_LETTERS), members.dead_letters)
+        .union(internals.side_output(requirements.parsed, rows.DEAD_LETTERS), members.dead_letters, rejected_events)
     dead = t_env.from_data_stream(dead_text).select(col("f0").alias("v")) \
         .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{rows.DEAD_ROUTE}'"))
     statements = t_env.create_statement_set()
@@ -376,5 +387,6 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     present = judge_events(stage, timed, start.late_through)
     members = membership(stage, requirements, present)
     count_present(stage, latest_with_class(stage, present, members))
+    rejected_events = reject_events(stage, start.late_through)
     population(stage, seed, start.late_through)
-    write_sinks(stage, parsed_events, requirements, members)
+    write_sinks(stage, parsed_events, requirements, members, rejected_events)

@@ -4,12 +4,12 @@ Every rule lives in the plain classes the replay uses too: parsing in `jobs.comm
 Population operator (budgets, decision, spend log,
 its state) in `jobs.common.population_operator` around `jobs.common.engine.Engine`, the message
 formats in `jobs.common.release.release_record`, `jobs.common.records.reject_record` and
-`state.spend_log`. These classes only move records, state and time. Python sits on three paths
+`state.spend_log`. These classes only move records, state and time. Python sits on four paths
 only: records the fast paths do not take (`ParseEvents`, `ParseRequirements`), the dead letters of
-requirement records Membership (Java) refused (`RequirementRejections`), and the Population, a few
-calls per slot with its counts per (class, cell) and its membership changes in batches
-(`PopulationHost`, which also writes the dead letters of rejected events). The rows they take and
-give are declared in jobs/streaming/rows.py.
+requirement records Membership (Java) refused (`RequirementRejections`) and of valid events that
+count for no slot (`EventRejections`, at the job's parallelism), and the Population, a few calls per
+slot with its counts per (class, cell) and its membership changes in batches (`PopulationHost`).
+The rows they take and give are declared in jobs/streaming/rows.py.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pyflink.datastream.functions import KeyedProcessFunction, ProcessFunction
 from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
 from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.event_rejections import rejected_event_letter
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.population_operator import (
     Emitted,
@@ -46,6 +47,7 @@ from pwevent.jobs.streaming.rows import (
     TimePath,
     kept_row,
     population_row,
+    rejected_event,
 )
 from pwevent.operators.noise import make_randomness
 
@@ -209,6 +211,25 @@ class RequirementRejections(ProcessFunction):
                                   bytes(row[4]).decode("utf-8", errors="replace")))
 
 
+class EventRejections(ProcessFunction):
+    """Valid events that count for no slot (`rows.REJECTED_EVENT`) -> their dead letters
+    (`rejected_event_letter`, as the replay writes them), counted in the metrics; at the job's
+    parallelism. `resumed_after`: the slot a job without state resumed after (0: none)."""
+
+    def __init__(self, events_topic: str, resumed_after: int) -> None:
+        self.events_topic = events_topic
+        self.resumed_after = resumed_after
+
+    def open(self, runtime_context: Any) -> None:
+        self.metrics = HostMetrics(runtime_context)
+
+    def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
+        self.metrics.report_zeros()
+        event = rejected_event(row)
+        self.metrics.dead_letter(event.reason)
+        yield _json(rejected_event_letter(event, self.events_topic, self.resumed_after))
+
+
 #: The most audit lines the Population hands on in one row (joined by "\n"; a JSON line holds none).
 AUDIT_LINES_PER_ROW = 4096
 
@@ -221,9 +242,8 @@ class PopulationHost(KeyedProcessFunction):
     Without restored state it first checks the release topic (`StartGuard.check`, docs/streaming.md,
     "Starting twice"): it refuses, failing the job, or resumes after the last audited release."""
 
-    def __init__(self, config: Config, seed: int | None, guard: StartGuard, events_topic: str) -> None:
+    def __init__(self, config: Config, seed: int | None, guard: StartGuard) -> None:
         self.config = config
-        self.events_topic = events_topic
         self.seed = seed
         self.guard = guard
 
@@ -231,8 +251,7 @@ class PopulationHost(KeyedProcessFunction):
         self.pending = runtime_context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
         self.saved = runtime_context.get_state(ValueStateDescriptor("engine", Types.PICKLED_BYTE_ARRAY()))
         self.fingerprint = runtime_context.get_state(ValueStateDescriptor("fingerprint", Types.STRING()))
-        self.operator = PopulationOperator(self.config, make_randomness(self.config.noise, self.seed),
-                                           self.events_topic, self.guard.late_through)
+        self.operator = PopulationOperator(self.config, make_randomness(self.config.noise, self.seed))
         self.clock = self.config.clock
         self._loaded = False
         self._timer_slot = 0

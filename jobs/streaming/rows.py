@@ -12,11 +12,14 @@ Records between the operators:
   `pwevent.flink.RequirementOrder` beside the fast path's: a record it accepted
   (`TimePath.SLOW_ACCEPTED`, `original` its `RequirementPayload`, `cell` null) or a refusal
   (`TimePath.SLOW_REJECTED`).
-- `POPULATION_IN`: Row(slot, present, change, rejected), exactly one of the last three set:
+- `REJECTED_EVENT`: Row(slot, reason, user, partition, offset, original): a valid event that counts
+  for no slot (`pwevent.flink.SlotJudge` found it `late` or `too_far_ahead`, or the class join found
+  no class for its user, `unknown_user`), into its dead letter at the job's parallelism
+  (`rejected_event` reads it as `jobs.common.event_rejections.RejectedEvent`).
+- `POPULATION_IN`: Row(slot, present, change), exactly one of the last two set:
   `present` (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at
-  `slot`), `change` (a batch of membership changes, a JSON array of groups, `pwevent.flink.ChangeBatches`) or
-  `rejected` (`POPULATION_REJECTED`: an event `SlotJudge` found `late` or `too_far_ahead`, or one of
-  an `unknown_user`, to be written as a dead letter); keyed by a constant in Java. One stream, so
+  `slot`) or `change` (a batch of membership changes, a JSON array of groups,
+  `pwevent.flink.ChangeBatches`); keyed by a constant in Java. One stream, so
   that the SQL behind it (the window that sums the counts) is planned, and run, once;
   `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
   Population's host keeps it).
@@ -34,9 +37,9 @@ from pyflink.common import Row
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import OutputTag
 
+from pwevent.jobs.common.event_rejections import RejectedEvent
 from pwevent.jobs.common.population_operator import (
     PopulationRow,
-    RejectedEvent,
     SlotChanges,
     SlotCount,
     changes_of_groups,
@@ -67,12 +70,11 @@ PARSED_EVENT = Types.ROW_NAMED(
 )
 PARSED_REQUIREMENT = PARSED_EVENT
 POPULATION_PRESENT = Types.ROW_NAMED(["cls", "cell", "n"], [Types.STRING(), Types.INT(), Types.LONG()])
-POPULATION_REJECTED = Types.ROW_NAMED(
-    ["reason", "user", "partition", "offset", "original"],
-    [Types.STRING(), Types.STRING(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
+REJECTED_EVENT = Types.ROW_NAMED(
+    ["slot", "reason", "user", "partition", "offset", "original"],
+    [Types.LONG(), Types.STRING(), Types.STRING(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
 )
-POPULATION_IN = Types.ROW_NAMED(["slot", "present", "change", "rejected"],
-                                [Types.LONG(), POPULATION_PRESENT, Types.STRING(), POPULATION_REJECTED])
+POPULATION_IN = Types.ROW_NAMED(["slot", "present", "change"], [Types.LONG(), POPULATION_PRESENT, Types.STRING()])
 POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
 RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "release", "audit", "dead"
 #: A watermark at or above this is the end of a bounded input, not a slot end.
@@ -82,14 +84,16 @@ END_OF_TIME_MS = 2**61
 def population_row(row: Row) -> PopulationRow:
     """A `POPULATION_IN` row as the typed row of the Population operator, by its fields' names."""
     slot = int(row.slot)
-    if row.rejected is not None:
-        rejected = row.rejected
-        return RejectedEvent(slot, Reason(rejected.reason), str(rejected.user), int(rejected.partition),
-                             int(rejected.offset), bytes(rejected.original or b""))
     if row.change is not None:
         return SlotChanges(slot, changes_of_groups(orjson.loads(row.change), slot))
     present = row.present
     return SlotCount(slot, str(present.cls), int(present.cell), int(present.n))
+
+
+def rejected_event(row: Row) -> RejectedEvent:
+    """A `REJECTED_EVENT` row as its typed row, by its fields' names."""
+    return RejectedEvent(int(row.slot), Reason(row.reason), str(row.user), int(row.partition), int(row.offset),
+                         bytes(row.original or b""))
 
 
 def kept_row(stored: bytes | tuple[Any, ...]) -> SlotCount | SlotChanges:

@@ -214,14 +214,19 @@ def settled_records_read(rest: str, job_id: str, population_after: int) -> dict[
 
 def test_no_event_reaches_a_task_at_parallelism_1(kafka_bootstrap: str, tmp_path: Path) -> None:
     """docs/streaming.md, "Topology": at parallelism 2 on two TaskManagers, over a backlog on 4 events
-    partitions with invalid records mixed in, the releases equal the replay, the dead letters have its
+    partitions with invalid records and the events of unregistered users (10% of the events, each an
+    `unknown_user` dead letter) mixed in, the releases equal the replay, the dead letters have its
     reasons, and no vertex at parallelism 1 reads a number of records of the order of the events
     (each reads less than 5% of them: per-slot counts, membership changes, releases, time rows)."""
     slots = 8
     with session_cluster(tmp_path / "cluster", TASKMANAGERS) as rest:
         job = ClusterJob(rest, kafka_bootstrap, tmp_path, "PBD", {"flink": {"parallelism": PARALLELISM}},
                          events_partitions=4)
-        events, requirements = generate(tmp_path, users=400, slots=slots)
+        registered, requirements = generate(tmp_path, users=400, slots=slots)
+        events = str(tmp_path / "events-and-strangers.jsonl")
+        strangers = [json.dumps({"user": f"stranger{k}", "time": slot_time(slot, 1000 + k), "value": k % 2})
+                     for slot in range(1, slots + 1) for k in range(40)]
+        Path(events).write_text(Path(registered).read_text() + "".join(f"{line}\n" for line in strangers))
         mixed = tmp_path / "mixed-events.jsonl"
         mixed.write_text(Path(events).read_text() + "".join(f"{r.decode()}\n" for r in INVALID * 4))
         expected = replay(job, str(mixed), requirements, slots)

@@ -711,7 +711,7 @@ def resumed_at(run: Run, slot: int) -> Run:
 def test_resume_after_leaves_the_smoother_fresh(smoothed: dict[str, Run]) -> None:
     """What the auditor's restart mirrors: a job resuming after its last release starts the post-processing anew."""
     config = smoothed["PBD"].config
-    operator = PopulationOperator(config, NumpyRandomness(0), "events")
+    operator = PopulationOperator(config, NumpyRandomness(0))
     operator.resume_after(30, (5, 4, 0, 0), 28)
     assert operator.smoother is not None and config.smoother() is not None
     assert operator.smoother.snapshot() == config.smoother().snapshot()  # type: ignore[union-attr]

@@ -61,7 +61,7 @@ def test_the_job_path_equals_the_replay_path(name: str) -> None:
     replay_log: list[dict] = []
     replay = Engine(cfg.mechanism_spec(), D, NumpyRandomness(5), 20, replay_log.append,
                     floor=cfg.caps.min_slot_epsilon)
-    job = PopulationOperator(cfg, NumpyRandomness(5), "t.events")
+    job = PopulationOperator(cfg, NumpyRandomness(5))
     smoother = cfg.smoother()
     membership = Membership(RequirementRules(cfg.mechanism_spec(), 20))
     states: dict[int, UserState] = {}

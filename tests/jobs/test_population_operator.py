@@ -18,7 +18,6 @@ from pwevent.jobs.common.population_operator import (
     ROW_VERSION,
     STATE_VERSION,
     PopulationOperator,
-    RejectedEvent,
     SlotChanges,
     SlotCount,
     change_groups,
@@ -26,7 +25,6 @@ from pwevent.jobs.common.population_operator import (
     row_from_json,
     row_to_json,
 )
-from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.state.population import MembershipChange
@@ -65,14 +63,14 @@ def rows_of(slot: int, membership: Membership, states: dict[int, UserState]) -> 
 def run(restore_at: int | None = None, state: bytes | None = None) -> list[dict]:
     """The releases of slots 1..SLOTS (from `restore_at` + 1 on when restoring `state`, or this run's
     own snapshot at `restore_at`), each slot's rows handed over in reverse order."""
-    operator = PopulationOperator(CONFIG, NumpyRandomness(11), "t.events")
+    operator = PopulationOperator(CONFIG, NumpyRandomness(11))
     membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
     releases = []
     for slot in range(1, SLOTS + 1):
         rows = rows_of(slot, membership, states)
         if restore_at is not None and slot == restore_at + 1:
             snapshot = state if state is not None else operator.snapshot()
-            operator = PopulationOperator(CONFIG, NumpyRandomness(999), "t.events")
+            operator = PopulationOperator(CONFIG, NumpyRandomness(999))
             operator.restore(snapshot)
             releases = []
         kept = []
@@ -90,7 +88,7 @@ def test_a_snapshot_is_versioned_json_and_its_restore_continues_like_the_uninter
     uninterrupted = run()
     assert [r["slot"] for r in uninterrupted] == list(range(1, SLOTS + 1))
     assert {r["kind"] for r in uninterrupted} - {"publish", "skip", "nullify"} == set()
-    operator = PopulationOperator(CONFIG, NumpyRandomness(11), "t.events")
+    operator = PopulationOperator(CONFIG, NumpyRandomness(11))
     assert json.loads(operator.snapshot())["version"] == STATE_VERSION
     assert run(restore_at=SPLIT) == uninterrupted[SPLIT:]
 
@@ -110,7 +108,7 @@ def test_the_previous_versions_state_is_restored() -> None:
 
 
 def test_a_state_of_an_unknown_version_is_refused() -> None:
-    operator = PopulationOperator(CONFIG, NumpyRandomness(11), "t.events")
+    operator = PopulationOperator(CONFIG, NumpyRandomness(11))
     with pytest.raises(ValueError, match="version 3"):
         operator.restore(json.dumps({"version": 3, "engine": {}, "smoother": None}).encode())
 
@@ -118,7 +116,7 @@ def test_a_state_of_an_unknown_version_is_refused() -> None:
 def test_rows_of_later_slots_wait_and_every_slot_is_decided_in_order() -> None:
     """A slot end decides every slot not decided yet up to it, empty ones too, and hands back the rows
     of later slots; at the end of a bounded input, every slot up to the last one its rows name."""
-    operator = PopulationOperator(CONFIG, NumpyRandomness(3), "t.events")
+    operator = PopulationOperator(CONFIG, NumpyRandomness(3))
     membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
     first, second = rows_of(1, membership, states), rows_of(2, membership, states)
     later = [SlotCount(5, c.cls, c.cell, c.n) for c in second if isinstance(c, SlotCount)]
@@ -139,7 +137,7 @@ def test_rows_of_later_slots_wait_and_every_slot_is_decided_in_order() -> None:
 
 
 def test_kept_rows_are_versioned_json_and_come_back_equal() -> None:
-    """The rows the host keeps until their slot ends (`row_to_json`); a rejected event is never kept."""
+    """The rows the host keeps until their slot ends (`row_to_json`)."""
     membership, states = Membership(RequirementRules(CONFIG.mechanism_spec(), 50)), {}
     rows = rows_of(1, membership, states)
     assert {type(row) for row in rows} == {SlotChanges, SlotCount}
@@ -147,8 +145,6 @@ def test_kept_rows_are_versioned_json_and_come_back_equal() -> None:
         data = row_to_json(row)
         assert json.loads(data)["version"] == ROW_VERSION
         assert row_from_json(data) == row
-    with pytest.raises(ValueError, match="never kept"):
-        row_to_json(RejectedEvent(1, Reason.LATE, "u1", 0, 5, b"x"))
     with pytest.raises(ValueError, match="version 99"):
         row_from_json(json.dumps({"version": 99, "kind": "present"}).encode())
 

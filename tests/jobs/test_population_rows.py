@@ -1,7 +1,7 @@
-"""The Population's rows (jobs/streaming/rows.py, `POPULATION_IN`) as its host reads them: the dead
-letters found in the JVM arrive with `rejected` set (jobs/streaming/graph.py), `population_row` types them
-by field name and the operator writes them as the replay does; the rows the host keeps in list state,
-also those an earlier release kept (`kept_row`)."""
+"""The rows of jobs/streaming/rows.py as their hosts read them: the events that count for no slot
+(`REJECTED_EVENT`, as the job's SQL makes them), typed by `rejected_event` by field name and written
+as the replay writes them (`rejected_event_letter`); the Population's rows (`POPULATION_IN`) and the
+rows its host keeps in list state, also those an earlier release kept (`kept_row`)."""
 
 import hashlib
 import json
@@ -9,30 +9,22 @@ import json
 import orjson
 from pyflink.common import Row
 
-from pwevent.jobs.common.config import parse_config
-from pwevent.jobs.common.population_operator import PopulationOperator, SlotChanges, SlotCount, row_to_json
+from pwevent.jobs.common.event_rejections import rejected_event_letter
+from pwevent.jobs.common.population_operator import SlotChanges, SlotCount, row_to_json
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL
 from pwevent.jobs.common.records import unknown_user
-from pwevent.jobs.streaming.rows import kept_row, population_row
-from pwevent.operators.noise import NumpyRandomness
+from pwevent.jobs.streaming.rows import kept_row, population_row, rejected_event
 from pwevent.state.population import MembershipChange
 from pwevent.state.requirements import Requirement
 
-CONFIG = parse_config({"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z",
-                       "domain": {"type": "binary"}, "noise": "numpy-fast"})
-
 
 def _rejected(slot: int, reason: str, user: str, partition: int, offset: int, original: bytes) -> Row:
-    """A `POPULATION_IN` row of a rejected event, as the job's SQL makes it."""
-    return Row(slot=slot, present=None, change=None,
-               rejected=Row(reason=reason, user=user, partition=partition, offset=offset, original=original))
+    """A `REJECTED_EVENT` row, as the job's SQL makes it."""
+    return Row(slot=slot, reason=reason, user=user, partition=partition, offset=offset, original=original)
 
 
 def _format(row: Row, resumed_after: int = 0) -> dict:
-    operator = PopulationOperator(CONFIG, NumpyRandomness(1), "t.events", resumed_after)
-    keep, emitted = operator.on_row(population_row(row))
-    assert not keep and len(emitted.dead_letters) == 1 and not emitted.releases
-    return json.loads(json.dumps(emitted.dead_letters[0]))
+    return json.loads(json.dumps(rejected_event_letter(rejected_event(row), "t.events", resumed_after)))
 
 
 def test_unknown_user_and_late_rows() -> None:
@@ -67,13 +59,13 @@ def test_counts_and_changes_by_field_name_and_as_kept_before_and_now() -> None:
     change = MembershipChange.of(4, "u1", None, Requirement(10, 1.0))
     change_text = json.dumps(change.to_json())
     other = MembershipChange.of(4, "u\"2", None, Requirement(5, 1.0))
-    count = population_row(Row(slot=4, present=Row(cls=change.target, cell=1, n=3), change=None, rejected=None))
+    count = population_row(Row(slot=4, present=Row(cls=change.target, cell=1, n=3), change=None))
     assert count == SlotCount(4, change.target, 1, 3)
     legacy = (4, change.target, 1, 3, None, None, None, None, None, None)
     assert kept_row(row_to_json(count)) == count == kept_row(legacy)
     batch = json.dumps([{"target": c.target, "previous": None, "requirement": c.requirement.to_json(),
                          "users": [c.user]} for c in (change, other)])  # pwevent.flink.ChangeBatches' groups
-    changed = population_row(Row(slot=4, present=None, change=batch, rejected=None))
+    changed = population_row(Row(slot=4, present=None, change=batch))
     assert changed == SlotChanges(4, (change, other))
     assert kept_row(row_to_json(changed)) == changed
     one = SlotChanges(4, (change,))
