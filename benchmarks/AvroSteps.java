@@ -1,4 +1,6 @@
-package pwevent.flink;
+package pwevent.flink.avro;
+
+import pwevent.flink.parsing.RecordGroups;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;

@@ -49,9 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     classpath = os.pathsep.join([str(jvm_jar()), str(avro_jar()), str(flink_lib / "*")])
     with tempfile.TemporaryDirectory(prefix="avro-steps-") as classes:
         source = REPO / "benchmarks" / "AvroSteps.java"
-        subprocess.run(["javac", "-nowarn", "-d", classes, "-cp", classpath, str(source)], check=True)
+        subprocess.run(["javac", "-Xlint:all,-processing", "-Werror", "-d", classes, "-cp", classpath, str(source)],
+                       check=True)
         done = subprocess.run(["java", "-Xmx2g", "-cp", os.pathsep.join([classes, classpath]),
-                               "pwevent.flink.AvroSteps", str(args.records), str(args.rounds),
+                               "pwevent.flink.avro.AvroSteps", str(args.records), str(args.rounds),
                                json.dumps(EVENT_SCHEMA), regex, str(config.max_record_bytes)],
                               check=True, capture_output=True, text=True)
     print(f"{args.records:,} events, best of {args.rounds} rounds; load average {os.getloadavg()[0]:.1f}")

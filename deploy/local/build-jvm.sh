@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Compile the job's JVM pieces (jobs/streaming/jvm: the Kafka record reader and the per-partition
-# slot watermarks) against the venv's Flink and the Kafka connector jar, into
+# Compile the job's JVM pieces (jobs/streaming/jvm: the Java operators and SQL functions, in the
+# packages pwevent.flink.{time,parsing,avro,membership,counting,release}; docs/architecture.md), with
+# every javac lint warning an error, against the venv's Flink, the Kafka connector and Flink's Avro jar, into
 #   <cache>/pwevent-jvm-<digest of the sources>.jar
 # and print that path. Quick when the sources did not change. Needs javac (Java 17).
 #   PWEVENT_CACHE  cache dir (default <repo>/.cache/jars)
@@ -22,7 +23,7 @@ avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar 2>/dev/null | head -n 1 || true)"
 [[ -n "$avro" ]] || { bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null; avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar | head -n 1)"; }
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
-  javac -nowarn --release 17 -d "$work/classes" -cp "$flink_lib/*:$connector:$avro" $(find "$SRC" -name '*.java')
+  javac -Xlint:all,-processing -Werror --release 17 -d "$work/classes" -cp "$flink_lib/*:$connector:$avro" $(find "$SRC" -name '*.java')
   mkdir -p "$CACHE"
   jar --create --file "$work/out.jar" -C "$work/classes" .
   mv "$work/out.jar" "$jar"

@@ -22,7 +22,7 @@ out="$CACHE/flink-lib-$digest"
 if [[ ! -d "$out" ]]; then
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
-  javac -nowarn --release 17 -d "$work/classes" -cp "$pyflink/lib/*:$stock" $(find "$SRC" -name '*.java')
+  javac -Xlint:all,-processing -Werror --release 17 -d "$work/classes" -cp "$pyflink/lib/*:$stock" $(find "$SRC" -name '*.java')
   cp -r "$SRC/META-INF" "$work/classes/"
   mkdir -p "$work/lib"
   jar --create --file "$work/lib/pwevent-prometheus.jar" -C "$work/classes" .

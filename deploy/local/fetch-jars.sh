@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Download the Kafka broker (with runtime deps and a log4j2 binding), the Flink Kafka connector and
 # Flink's self-contained Avro format jar (its relocated Apache Avro decodes Avro events in the JVM,
-# jobs/streaming/jvm/pwevent/flink/AvroFields.java) into a jar cache, using Maven's
+# jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java) into a jar cache, using Maven's
 # copy-dependencies on a throwaway POM.
 #   PWEVENT_CACHE         cache dir (default <repo>/.cache/jars)
 #   PWEVENT_KAFKA_VERSION kafka_2.13 version(s) to try, newest first (default below)

@@ -55,7 +55,8 @@ done
 classpath="$job_jar:$(ls "$flink_lib"/*.jar | tr '\n' ':')$connector:$avro$harness"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-javac -nowarn --release 17 -d "$work/classes" -cp "$classpath:$launcher" \
+# -try: Flink's test harnesses declare close() throws Exception, which try-with-resources warns about
+javac -Xlint:all,-processing,-try -Werror --release 17 -d "$work/classes" -cp "$classpath:$launcher" \
   $(find "$REPO_ROOT/jobs/streaming/jvm-test" -name '*.java')
 cd "$REPO_ROOT"
 # A small heap, as a TaskManager may have: a hostile collection length must not need a big one.

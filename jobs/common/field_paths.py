@@ -7,7 +7,7 @@ is a literal dot and `\\\\` a literal backslash; no other character follows a ba
 never indexes an array. A name without `.` or `\\` is one key: top-level names mean what they
 always meant. A module of its own: the configuration validates paths with it, the parser
 (jobs/common/records.py) and the job's JVM readers (the keys, passed to
-jobs/streaming/jvm/pwevent/flink/EventTime.java) follow them.
+jobs/streaming/jvm/pwevent/flink/parsing/EventTime.java) follow them.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `Membership.apply` is the one rule, used by the replay (through `Engine.declare`) and, through
 `UserMembership`, the reference of the streaming job's keyed Membership operator (Java:
-`pwevent.flink.MembershipRule` and `UserMembership`, tested equal to these classes on
+`pwevent.flink.membership.MembershipRule` and `UserMembership`, tested equal to these classes on
 tests/streaming/data/membership-scenarios.jsonl, written by tests/streaming/membership_vectors.py):
 a requirement record registers the user in the root class of its requirement, a dynamic change forks
 the user's class, a repeat or a change to the requirement the class already runs at changes nothing,
@@ -105,7 +105,7 @@ class Rejection:
 @dataclass
 class UserMembership:
     """Everything the keyed Membership operator keeps for one user (the JVM's
-    `pwevent.flink.UserMembership`, tested equal to this class on shared scenarios)."""
+    `pwevent.flink.membership.UserMembership`, tested equal to this class on shared scenarios)."""
 
     state: UserState = field(default_factory=UserState)
     pending: list[PendingRequirement] = field(default_factory=list)

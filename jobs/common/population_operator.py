@@ -79,7 +79,7 @@ def change_groups(changes: tuple[MembershipChange, ...]) -> list[dict[str, Any]]
 
 def changes_of_groups(groups: list[dict[str, Any]], slot: int | None = None) -> tuple[MembershipChange, ...]:
     """The changes of `change_groups`' groups (each group's "slot", or `slot` for groups without one,
-    as `pwevent.flink.ChangeBatches` writes them); each checked against its class id."""
+    as `pwevent.flink.membership.ChangeBatches` writes them); each checked against its class id."""
     out: list[MembershipChange] = []
     for group in groups:
         at = int(group["slot"]) if slot is None else slot

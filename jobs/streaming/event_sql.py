@@ -31,7 +31,7 @@ calls it replaced were repeated by the planner for every reference). The fast-pa
 Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow).
 
 Avro events (`avro-confluent`, `avro`) reach the same regex through the Java function `AvroFields`
-(jobs/streaming/jvm/pwevent/flink/AvroFields.java): it decodes the datum in the JVM and renders the
+(jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java): it decodes the datum in the JVM and renders the
 values at the configured field paths as the JSON object text the regex reads, and only when it is
 certain that this is the projection of the object jobs/common/avro_format.py decodes; otherwise
 NULL, which no regex matches (slow path). A registry with credentials keeps every Avro record on the
@@ -82,16 +82,16 @@ def _path(name: str, *inner: str) -> str:
     return "$" + "".join(f"['{part}']" if not part.startswith("[") else part for part in (name, *inner))
 
 
-#: The Java table function (jobs/streaming/jvm/pwevent/flink/RecordGroups.java) and its columns.
+#: The Java table function (jobs/streaming/jvm/pwevent/flink/parsing/RecordGroups.java) and its columns.
 RECORD_GROUPS = "pwevent_record_groups"
-RECORD_GROUPS_CLASS = "pwevent.flink.RecordGroups"
+RECORD_GROUPS_CLASS = "pwevent.flink.parsing.RecordGroups"
 _GROUP_COLUMNS = ["matched"] + [f"g{i}" for i in range(1, 11)]
 _GROUP_NAME = re.compile(r"\(\?<([a-z]+)>")
 
 
 #: The Java scalar function that renders an Avro datum's field paths as JSON text (AvroFields.java).
 AVRO_FIELDS = "pwevent_avro_fields"
-AVRO_FIELDS_CLASS = "pwevent.flink.AvroFields"
+AVRO_FIELDS_CLASS = "pwevent.flink.avro.AvroFields"
 
 
 def register_record_groups(t_env, avro: bool = False) -> None:  # type: ignore[no-untyped-def]

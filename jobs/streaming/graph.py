@@ -74,7 +74,7 @@ class Requirements:
 
 @dataclass(frozen=True)
 class Members:
-    """Membership's changes (`pwevent.flink.Membership.OUT`) and the dead letters of the
+    """Membership's changes (`pwevent.flink.membership.Membership.OUT`) and the dead letters of the
     requirement records that did not apply (JSON text)."""
 
     changes: Any
@@ -88,7 +88,7 @@ def start_of(kafka: KafkaSettings, role: str) -> tuple[str, int | None]:
 
 
 def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
-    """The keys of the time field the source reads in the JVM (`pwevent.flink.EventTime`), or None
+    """The keys of the time field the source reads in the JVM (`pwevent.flink.parsing.EventTime`), or None
     for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes."""
     return field_path(fields.time) if fields.format == "json" else None
 
@@ -103,7 +103,7 @@ def write_sink_tables(stage: Stage) -> None:
     stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", settings))
 
 
-#: The Java table function that splits the Population's audit rows into lines (`pwevent.flink.Lines`).
+#: The Java table function that splits the Population's audit rows into lines (`pwevent.flink.release.Lines`).
 LINES = "pwevent_lines"
 
 
@@ -120,7 +120,7 @@ def register_functions(stage: Stage) -> None:
         stage.env.add_jars(avro_jar().resolve().as_uri())
     register_record_groups(stage.t_env, avro)
     register_iso_millis(stage.t_env)
-    stage.t_env.create_java_temporary_system_function(LINES, "pwevent.flink.Lines")
+    stage.t_env.create_java_temporary_system_function(LINES, "pwevent.flink.release.Lines")
 
 
 def read_topics(stage: Stage) -> None:

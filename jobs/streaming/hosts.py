@@ -114,7 +114,7 @@ def _position(topic: str, row: Row) -> dict[str, Any]:
 
 class _ParseRecords(ProcessFunction):
     """Kafka row (value, partition, offset, kafka_ts, and for requirements jtime; the events' rows
-    come from `pwevent.flink.FastPathSplit`'s side output) -> a parsed record, or a dead letter (side
+    come from `pwevent.flink.parsing.FastPathSplit`'s side output) -> a parsed record, or a dead letter (side
     output); only the first four fields are read. Whether a time is `too_far_ahead` is decided after
     parsing, by `ValidTime`, over valid records only (docs/streaming.md, "Time")."""
 
@@ -166,8 +166,8 @@ class ParseEvents(_ParseRecords):
 
 class ParseRequirements(_ParseRecords):
     """The reference parser for the requirement records the fast path does not vouch for
-    (`pwevent.flink.RequirementSplit`'s side output) -> for each a `PARSED_REQUIREMENT` row into
-    `pwevent.flink.RequirementOrder`: the record parsed (`TimePath.SLOW_ACCEPTED`, `original` its
+    (`pwevent.flink.parsing.RequirementSplit`'s side output) -> for each a `PARSED_REQUIREMENT` row into
+    `pwevent.flink.parsing.RequirementOrder`: the record parsed (`TimePath.SLOW_ACCEPTED`, `original` its
     `RequirementPayload`) or refused (`TimePath.SLOW_REJECTED`, only partition and offset set), and
     the refusals' dead letters (side output)."""
 
@@ -193,7 +193,7 @@ class ParseRequirements(_ParseRecords):
 
 
 class RequirementRejections(ProcessFunction):
-    """`pwevent.flink.Membership`'s refusals, Row(reason, detail, partition, offset, original) -> their
+    """`pwevent.flink.membership.Membership`'s refusals, Row(reason, detail, partition, offset, original) -> their
     dead letters (`reject_record`, as the replay writes them), counted in the metrics."""
 
     def __init__(self, topic: str) -> None:

@@ -11,7 +11,7 @@ OAUTHBEARER only, Jackson and jose4j (docs/streaming.md, "Installing from the wh
   validator classes of the client-credentials login): downloaded like the connector, pinned by
   SHA-256, when `kafka.security` uses OAUTHBEARER.
 - Flink's Avro format jar (`flink-sql-avro`, self-contained): its relocated Apache Avro decodes Avro
-  events in the JVM (jobs/streaming/jvm/pwevent/flink/AvroFields.java); fetched like the connector
+  events in the JVM (jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java); fetched like the connector
   (`fetch-jars.sh` in a checkout, else Maven Central, pinned by SHA-256) when the events are Avro.
 - The job's JVM classes (jobs/streaming/jvm): the wheel carries them compiled (`setup.py` runs
   `deploy/local/build-jvm.sh` when it builds the wheel), so an installed job needs no JDK; a checkout

@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     # environment's `pipeline.jars` after the `--jarfile` connector jar, so the client uploads it with
     # the job graph and the JobManager and TaskManagers load it from their blob servers: no path on the
     # cluster's hosts, unlike `-C`. With the class loader alone, submission fails in the JobManager
-    # (ClassNotFoundException: pwevent.flink.PositionedRecords, deserialising the Kafka source).
+    # (ClassNotFoundException: pwevent.flink.parsing.PositionedRecords, deserialising the Kafka source).
     env.add_jars(jvm_jar().resolve().as_uri(),
                  *(jar.resolve().as_uri() for jar in security_jars(settings.kafka.security)))
     t_env = StreamTableEnvironment.create(env)

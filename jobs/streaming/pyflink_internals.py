@@ -45,9 +45,9 @@ def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
                  time_path: tuple[str, ...] | None, max_bytes: int,
                  start: tuple[str, int | None] = ("earliest", None)) -> Any:
-    """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.PositionedRecords`),
+    """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.parsing.PositionedRecords`),
     read from `start` (a `kafka.start` position and its time) when no state is restored, without
-    watermarks (`pwevent.flink.ValidTime` makes them from the valid records; docs/streaming.md,
+    watermarks (`pwevent.flink.time.ValidTime` makes them from the valid records; docs/streaming.md,
     "Time"). `time_path`: the keys of the time's field path (None: the Kafka record timestamp)."""
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream import DataStream
@@ -59,7 +59,8 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
         .setTopics(jvm.java.util.Collections.singletonList(topic))
         .setGroupId(group_id)
         .setStartingOffsets(_starting_offsets(*start))
-        .setDeserializer(jvm.pwevent.flink.PositionedRecords(None if time_path is None else list(time_path), max_bytes))
+        .setDeserializer(jvm.pwevent.flink.parsing.PositionedRecords(None if time_path is None else list(time_path),
+                                                                     max_bytes))
         .setProperty("isolation.level", "read_committed")
     )
     for key, value in properties.items():
@@ -83,7 +84,7 @@ def user_class_join(versions: Any, rows: Any) -> Any:
     (user, cls, valid-from ms), keyed by user."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
+    return DataStream(_jvm().pwevent.flink.counting.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
 def fast_path_split(verdicts: Any) -> Any:
@@ -91,7 +92,7 @@ def fast_path_split(verdicts: Any) -> Any:
     fast, ts_ms)): the fast path's events and the marks of the other records, as `ValidTime.IN`."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.FastPathSplit.apply(verdicts._j_data_stream))
+    return DataStream(_jvm().pwevent.flink.parsing.FastPathSplit.apply(verdicts._j_data_stream))
 
 
 def fast_path_slow(split: Any) -> Any:
@@ -100,7 +101,7 @@ def fast_path_slow(split: Any) -> Any:
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
-    return DataStream(split._j_data_stream.getSideOutput(flink.FastPathSplit.SLOW))
+    return DataStream(split._j_data_stream.getSideOutput(flink.parsing.FastPathSplit.SLOW))
 
 
 def slot_judge(timed: Any, origin_ms: int, slot_ms: int, late_through: int) -> tuple[Any, Any]:
@@ -111,8 +112,8 @@ def slot_judge(timed: Any, origin_ms: int, slot_ms: int, late_through: int) -> t
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
-    judged = flink.SlotJudge.apply(timed._j_data_stream, origin_ms, slot_ms, late_through)
-    return DataStream(judged), DataStream(judged.getSideOutput(flink.SlotJudge.REJECTED))
+    judged = flink.time.SlotJudge.apply(timed._j_data_stream, origin_ms, slot_ms, late_through)
+    return DataStream(judged), DataStream(judged.getSideOutput(flink.time.SlotJudge.REJECTED))
 
 
 def slot_counts(joined: Any) -> tuple[Any, Any]:
@@ -122,8 +123,8 @@ def slot_counts(joined: Any) -> tuple[Any, Any]:
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
-    counts = flink.SlotCounts.apply(joined._j_data_stream)
-    return DataStream(counts), DataStream(counts.getSideOutput(flink.SlotCounts.UNKNOWN))
+    counts = flink.counting.SlotCounts.apply(joined._j_data_stream)
+    return DataStream(counts), DataStream(counts.getSideOutput(flink.counting.SlotCounts.UNKNOWN))
 
 
 def first_presence(present: Any, default_on: bool) -> Any:
@@ -132,7 +133,7 @@ def first_presence(present: Any, default_on: bool) -> Any:
     has a default requirement, is false)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.FirstPresence.apply(present._j_data_stream, default_on))
+    return DataStream(_jvm().pwevent.flink.membership.FirstPresence.apply(present._j_data_stream, default_on))
 
 
 def valid_time(records: Any, strategy: dict[str, int], lag_ms: int, properties: dict[str, str], topic: str,
@@ -148,9 +149,9 @@ def valid_time(records: Any, strategy: dict[str, int], lag_ms: int, properties: 
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
-    ends = jvm.pwevent.flink.KafkaPartitionEnds(_java_strings(properties), topic, _starting_offsets(*start))
-    operator = jvm.pwevent.flink.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"], lag_ms, ends)
-    return DataStream(jvm.pwevent.flink.ValidTime.apply(records._j_data_stream, operator, name))
+    ends = jvm.pwevent.flink.time.KafkaPartitionEnds(_java_strings(properties), topic, _starting_offsets(*start))
+    operator = jvm.pwevent.flink.time.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"], lag_ms, ends)
+    return DataStream(jvm.pwevent.flink.time.ValidTime.apply(records._j_data_stream, operator, name))
 
 
 def requirement_split(verdicts: Any) -> tuple[Any, Any]:
@@ -161,8 +162,8 @@ def requirement_split(verdicts: Any) -> tuple[Any, Any]:
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
-    split = flink.RequirementSplit.apply(verdicts._j_data_stream)
-    return DataStream(split), DataStream(split.getSideOutput(flink.RequirementSplit.SLOW))
+    split = flink.parsing.RequirementSplit.apply(verdicts._j_data_stream)
+    return DataStream(split), DataStream(split.getSideOutput(flink.parsing.RequirementSplit.SLOW))
 
 
 def requirement_order(split: Any, parsed: Any) -> Any:
@@ -171,7 +172,7 @@ def requirement_order(split: Any, parsed: Any) -> Any:
     Needs a uid."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.RequirementOrder.apply(split._j_data_stream, parsed._j_data_stream))
+    return DataStream(_jvm().pwevent.flink.parsing.RequirementOrder.apply(split._j_data_stream, parsed._j_data_stream))
 
 
 def membership(requirements: Any, presences: Any, dynamic: bool, fixed_change_detail: str,
@@ -186,17 +187,18 @@ def membership(requirements: Any, presences: Any, dynamic: bool, fixed_change_de
 
     flink = _jvm().pwevent.flink
     requested, ledger = default if default is not None else (None, None)
-    rule = flink.MembershipRule(dynamic, fixed_change_detail, requested, ledger)
-    changes = flink.Membership.apply(requirements._j_data_stream, presences._j_data_stream,
-                                     flink.Membership(rule, too_far_ahead_detail, origin_ms, slot_ms))
-    return DataStream(changes), DataStream(changes.getSideOutput(flink.Membership.REJECTED))
+    rule = flink.membership.MembershipRule(dynamic, fixed_change_detail, requested, ledger)
+    changes = flink.membership.Membership.apply(requirements._j_data_stream, presences._j_data_stream,
+                                                flink.membership.Membership(rule, too_far_ahead_detail, origin_ms,
+                                                                            slot_ms))
+    return DataStream(changes), DataStream(changes.getSideOutput(flink.membership.Membership.REJECTED))
 
 
 def change_batches(changes: Any) -> Any:
     """Java `ChangeBatches`, chained to `changes` (Membership's): Row(slot, changes as a JSON array)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.ChangeBatches.apply(changes._j_data_stream))
+    return DataStream(_jvm().pwevent.flink.membership.ChangeBatches.apply(changes._j_data_stream))
 
 
 def release_writer(population: Any, route: str, properties: dict[str, str], topic: str,
@@ -207,7 +209,7 @@ def release_writer(population: Any, route: str, properties: dict[str, str], topi
     included). Returns the writer's stream (it needs a uid; a discarding sink ends it)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.ReleaseWriter.apply(population._j_data_stream, route,
+    return DataStream(_jvm().pwevent.flink.release.ReleaseWriter.apply(population._j_data_stream, route,
                                                                _java_strings(properties), topic, transactional_id))
 
 

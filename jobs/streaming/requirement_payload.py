@@ -1,5 +1,5 @@
 """What a parsed requirement record carries to the streaming job's Membership (the `original`
-field of the requirement rows into `pwevent.flink.ValidTime`; `pwevent.flink.RequirementPayload`
+field of the requirement rows into `pwevent.flink.time.ValidTime`; `pwevent.flink.parsing.RequirementPayload`
 reads and writes the same bytes in Java): the requirement as declared and the one its ledger would
 run at, both as canonical JSON, or instead of the latter why no ledger can, and the record's bytes.
 

@@ -20,7 +20,7 @@ all of it required:
   for events (`event_sql.user_regex`); the time an integer of epoch ms without sign or leading zero
   (at most 14 digits) or a string `"YYYY-MM-DDTHH:MM:SS[.mmm]Z"` (UTC, a fraction of exactly 3
   digits, or 6 whose last 3 are `000` as `slots.iso` writes whole milliseconds), converted by the
-  Java function `IsoMillis` (jobs/streaming/jvm/pwevent/flink/IsoMillis.java), which parses exactly
+  Java function `IsoMillis` (jobs/streaming/jvm/pwevent/flink/parsing/IsoMillis.java), which parses exactly
   that form strictly (a date or time that does not exist, or year 0000, is NULL); `w` an integer
   `[1-9][0-9]{0,8}`; `epsilon` a decimal without sign or exponent, at most 6 integer digits (no
   leading zero) and at most 8 fraction digits (an integer such as `1` too). Such an epsilon has at
@@ -68,7 +68,7 @@ from pwevent.jobs.streaming.requirement_payload import canonical
 
 #: The Java scalar function of canonical UTC ISO-8601 times (IsoMillis.java).
 ISO_MILLIS = "pwevent_iso_millis"
-ISO_MILLIS_CLASS = "pwevent.flink.IsoMillis"
+ISO_MILLIS_CLASS = "pwevent.flink.parsing.IsoMillis"
 
 #: The keys `parse_requirement` reads at a requirement record's top level.
 REQUIREMENT_KEYS = frozenset({"w", "epsilon", "backward", "forward"})

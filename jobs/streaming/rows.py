@@ -6,20 +6,20 @@ Records between the operators:
 - `PARSED_EVENT`: the reference parser's result for a record, Row(user, time_ms, cell, partition,
   offset, original, path): an event it accepted (`TimePath.SLOW_ACCEPTED`), or a refusal
   (`TimePath.SLOW_REJECTED`, only partition and offset set; the dead letter is a side output); it
-  joins the fast path's rows (`pwevent.flink.FastPathSplit`, the same shape) before
-  `pwevent.flink.ValidTime`.
+  joins the fast path's rows (`pwevent.flink.parsing.FastPathSplit`, the same shape) before
+  `pwevent.flink.time.ValidTime`.
 - `PARSED_REQUIREMENT`: the same shape, the requirements' reference parser's row for a record, into
-  `pwevent.flink.RequirementOrder` beside the fast path's: a record it accepted
+  `pwevent.flink.parsing.RequirementOrder` beside the fast path's: a record it accepted
   (`TimePath.SLOW_ACCEPTED`, `original` its `RequirementPayload`, `cell` null) or a refusal
   (`TimePath.SLOW_REJECTED`).
 - `REJECTED_EVENT`: Row(slot, reason, user, partition, offset, original): a valid event that counts
-  for no slot (`pwevent.flink.SlotJudge` found it `late` or `too_far_ahead`, or the class join found
+  for no slot (`pwevent.flink.time.SlotJudge` found it `late` or `too_far_ahead`, or the class join found
   no class for its user, `unknown_user`), into its dead letter at the job's parallelism
   (`rejected_event` reads it as `jobs.common.event_rejections.RejectedEvent`).
 - `POPULATION_IN`: Row(slot, present, change), exactly one of the last two set:
   `present` (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at
   `slot`) or `change` (a batch of membership changes, a JSON array of groups,
-  `pwevent.flink.ChangeBatches`); keyed by a constant in Java. One stream, so
+  `pwevent.flink.membership.ChangeBatches`); keyed by a constant in Java. One stream, so
   that the SQL behind it (the window that sums the counts) is planned, and run, once;
   `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
   Population's host keeps it).
@@ -52,7 +52,7 @@ DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 
 
 class TimePath(IntEnum):
-    """`path` of a row into `pwevent.flink.ValidTime` (the constants of the same names there): what
+    """`path` of a row into `pwevent.flink.time.ValidTime` (the constants of the same names there): what
     the row is, so that a partition's time follows its offsets across the two parsers
     (docs/streaming.md, "Time")."""
 

@@ -202,7 +202,7 @@ class KafkaSettings(Section):
 
     @property
     def release_transactional_id(self) -> str:
-        """The transactional id of the job's release writer (`pwevent.flink.ReleaseWriter`): one per job,
+        """The transactional id of the job's release writer (`pwevent.flink.release.ReleaseWriter`): one per job,
         so that a restored writer fences a failed one's producer."""
         return f"{self.transactional_id_prefix}-release-writer"
 
@@ -211,7 +211,7 @@ class KafkaSettings(Section):
         return {**self.properties, **self.security.jvm_properties()}
 
     def release_writer_properties(self) -> dict[str, str]:
-        """The Java client properties of the job's release writer (`pwevent.flink.ReleaseWriter`): the
+        """The Java client properties of the job's release writer (`pwevent.flink.release.ReleaseWriter`): the
         bootstrap address, `jvm_properties` and the transaction timeout."""
         return {"bootstrap.servers": self.require_bootstrap(), **self.jvm_properties(),
                 "transaction.timeout.ms": str(self.transaction_timeout_ms)}

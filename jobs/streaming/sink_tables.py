@@ -1,6 +1,6 @@
 """The streaming job's Kafka sink tables (dead letters, audit lines) as Flink SQL DDL
 (docs/streaming.md, "Which releases count"): exactly once, in Kafka transactions, with the clients'
-properties (security included). The releases have a writer of their own (`pwevent.flink.ReleaseWriter`)."""
+properties (security included). The releases have a writer of their own (`pwevent.flink.release.ReleaseWriter`)."""
 
 from __future__ import annotations
 

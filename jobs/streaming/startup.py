@@ -1,7 +1,7 @@
 """What a start reads from the topics before it builds the graph (docs/streaming.md, "Starting
 twice"): the slots a resumed job has already decided. The read is bounded and says so when the
 broker does not answer. (Where the input topics' partitions end, the backlog, each `ValidTime`
-subtask reads itself at every (re)start: `pwevent.flink.KafkaPartitionEnds`.)
+subtask reads itself at every (re)start: `pwevent.flink.time.KafkaPartitionEnds`.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The JVM's FirstPresence filter against the membership rule (docs/streaming.md, "Users without a
 requirement record"): for every scenario of tests/streaming/data/first-presence.tsv, `UserMembership`
 fed only the presences FirstPresence passes on (the file's third column, which
-jobs/streaming/jvm-test/pwevent/flink/FirstPresenceTest.java checks against the Java operator) ends
+jobs/streaming/jvm-test/pwevent/flink/membership/FirstPresenceTest.java checks against the Java operator) ends
 exactly as when fed every presence: the same changes at the same slots, the same rejections, the same
 state. Every dropped presence is one `seen` answers False to, with no effect."""
 

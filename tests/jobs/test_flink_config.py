@@ -88,7 +88,7 @@ def test_security_properties_reach_every_table() -> None:
     assert """username="u" password="it''s";""" in ddl  # SQL quotes escaped
     assert "'sink.delivery-guarantee' = 'exactly-once'" in ddl
     assert "'properties.transaction.timeout.ms' = '600000'" in ddl
-    writer = s.kafka.release_writer_properties()  # the releases' own writer (pwevent.flink.ReleaseWriter)
+    writer = s.kafka.release_writer_properties()  # the releases' own writer (pwevent.flink.release.ReleaseWriter)
     assert writer["security.protocol"] == "SASL_PLAINTEXT" and writer["bootstrap.servers"] == "127.0.0.1:1"
     assert 'username="u" password="it\'s";' in writer["sasl.jaas.config"]
     assert writer["transaction.timeout.ms"] == "600000"

@@ -150,7 +150,7 @@ def test_kept_rows_are_versioned_json_and_come_back_equal() -> None:
 
 
 def test_changes_in_groups_come_back_as_the_same_changes_in_order() -> None:
-    """`change_groups` (the kept form; `pwevent.flink.ChangeBatches` writes the same groups without
+    """`change_groups` (the kept form; `pwevent.flink.membership.ChangeBatches` writes the same groups without
     their slot) and `changes_of_groups`: registrations and forks, two slots and two requirements, each
     change checked against its class id on the way back."""
     a, b = Requirement(10, 1.0), Requirement(5, 0.5)

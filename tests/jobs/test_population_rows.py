@@ -46,7 +46,7 @@ def test_a_late_row_of_a_slot_decided_before_a_resume_says_so() -> None:
 
 
 def test_too_far_ahead_rows() -> None:
-    """Flagged by `pwevent.flink.ValidTime`: the same detail as the source's lead guard gives."""
+    """Flagged by `pwevent.flink.time.ValidTime`: the same detail as the source's lead guard gives."""
     ahead = _format(_rejected(305, "too_far_ahead", "u1", 1, 7, b"{}"))
     assert ahead["reason"] == "too_far_ahead" and ahead["detail"] == TOO_FAR_AHEAD_DETAIL
     assert ahead["position"] == {"topic": "t.events", "partition": 1, "offset": 7}
@@ -64,7 +64,7 @@ def test_counts_and_changes_by_field_name_and_as_kept_before_and_now() -> None:
     legacy = (4, change.target, 1, 3, None, None, None, None, None, None)
     assert kept_row(row_to_json(count)) == count == kept_row(legacy)
     batch = json.dumps([{"target": c.target, "previous": None, "requirement": c.requirement.to_json(),
-                         "users": [c.user]} for c in (change, other)])  # pwevent.flink.ChangeBatches' groups
+                         "users": [c.user]} for c in (change, other)])  # pwevent.flink.membership.ChangeBatches' groups
     changed = population_row(Row(slot=4, present=None, change=batch))
     assert changed == SlotChanges(4, (change, other))
     assert kept_row(row_to_json(changed)) == changed

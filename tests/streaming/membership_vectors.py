@@ -2,7 +2,7 @@
 sequences of one user's requirement records, presences and slot closes, with what the Python
 reference (`jobs.common.membership.UserMembership` under `Membership`) does with each.
 tests/streaming/test_membership_vectors.py checks that the file is what the Python gives;
-jobs/streaming/jvm-test/pwevent/flink/MembershipScenariosTest.java replays every line on the Java
+jobs/streaming/jvm-test/pwevent/flink/membership/MembershipScenariosTest.java replays every line on the Java
 `UserMembership` and `MembershipRule` that the job runs.
 
 Regenerate: `.venv/bin/python -m tests.streaming.membership_vectors > tests/streaming/data/membership-scenarios.jsonl`

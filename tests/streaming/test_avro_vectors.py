@@ -1,5 +1,5 @@
 """The shared vectors of AvroFields (tests/streaming/data/avro-fields.tsv, read by
-jobs/streaming/jvm-test/pwevent/flink/AvroFieldsTest.java) against the reference decoding: every
+jobs/streaming/jvm-test/pwevent/flink/avro/AvroFieldsTest.java) against the reference decoding: every
 projection a vector says AvroFields renders is the projection, onto its field paths, of the object
 jobs/common/avro_format.py decodes from the same bytes."""
 

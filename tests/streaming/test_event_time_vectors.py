@@ -1,7 +1,7 @@
-"""The time the job's source reads for watermarking (`pwevent.flink.EventTime`) against the reference
+"""The time the job's source reads for watermarking (`pwevent.flink.parsing.EventTime`) against the reference
 parser, through shared vectors (tests/streaming/data/event-time.tsv): every line is a time field path,
 a record and the time `parse_event` takes from it ("-": it rejects the record). This test checks
-that the file is the Python rule; jobs/streaming/jvm-test/pwevent/flink/EventTimeTest.java checks
+that the file is the Python rule; jobs/streaming/jvm-test/pwevent/flink/parsing/EventTimeTest.java checks
 that the Java reads exactly that time wherever the parser accepts (and never throws elsewhere).
 Nested paths, keys with dots, Confluent frames and hostile records (the poison corpus, framed and
 under nested paths) are all in it.

@@ -1,7 +1,7 @@
 """The membership rule's shared scenarios (tests/streaming/data/membership-scenarios.jsonl) are what
 the Python reference does (tests/streaming/membership_vectors.py); the Java `UserMembership` and
 `MembershipRule` the job runs are checked against the same lines by
-jobs/streaming/jvm-test/pwevent/flink/MembershipScenariosTest.java (deploy/local/test-jvm.sh)."""
+jobs/streaming/jvm-test/pwevent/flink/membership/MembershipScenariosTest.java (deploy/local/test-jvm.sh)."""
 
 from __future__ import annotations
 

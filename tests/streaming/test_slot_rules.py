@@ -1,7 +1,7 @@
 """The slot rule's shared vectors (tests/streaming/data/slot-rules.tsv): every line is what the Python
 rule (`jobs.common.slots.SlotClock`) gives, and the membership rule's "closed" agrees with it. The
 Java side (`SlotRules.slotLastMs`, `SlotRules.closed`) is checked against
-the same lines by jobs/streaming/jvm-test/pwevent/flink/SlotRulesTest.java (deploy/local/test-jvm.sh,
+the same lines by jobs/streaming/jvm-test/pwevent/flink/time/SlotRulesTest.java (deploy/local/test-jvm.sh,
 run by deploy/local/test.sh)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`pwevent.flink.UserClassJoin` on a Flink mini-cluster (docs/streaming.md, "Topology"): each
+"""`pwevent.flink.counting.UserClassJoin` on a Flink mini-cluster (docs/streaming.md, "Topology"): each
 user's latest event of a slot takes the newest class version valid from at most the slot's
 last millisecond, the last to arrive of two from the same time, or none. The job's integration
 tests check it end to end against the replay; this one pins the version rules on rows made for

@@ -1,4 +1,4 @@
-"""The rules by which `pwevent.flink.ValidTime` lets an event move time (docs/streaming.md, "Time"),
+"""The rules by which `pwevent.flink.time.ValidTime` lets an event move time (docs/streaming.md, "Time"),
 against their Python definitions: a record of a slot is late once its slot has closed exactly as
 Membership refuses a late requirement; a partition's time follows its offsets across the two
 parsers (`OffsetOrder`), whatever the interleaving of the fast path's channel and the reference parser's.
@@ -46,9 +46,9 @@ def valid_time() -> JavaRules:
 
     gateway = get_gateway()
     add_jars_to_context_class_loader([jvm_jar().resolve().as_uri()])
-    rules = gateway.jvm.pwevent.flink.SlotRules
-    return JavaRules(rules.closed, gateway.jvm.pwevent.flink.ValidTime,
-                     gateway.jvm.pwevent.flink.OffsetOrder)
+    rules = gateway.jvm.pwevent.flink.time.SlotRules
+    return JavaRules(rules.closed, gateway.jvm.pwevent.flink.time.ValidTime,
+                     gateway.jvm.pwevent.flink.time.OffsetOrder)
 
 
 @pytest.mark.flink

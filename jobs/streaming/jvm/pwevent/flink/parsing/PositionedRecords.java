@@ -1,0 +1,49 @@
+package pwevent.flink.parsing;
+
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.Collector;
+
+/**
+ * A Kafka record as Row(value, partition, offset, kafka_ts, jtime): the raw bytes and where they
+ * came from (dead letters name the offset), plus the event time read for watermarking only
+ * ({@link EventTime}; the Kafka record timestamp when no time field is configured). Never throws:
+ * a record whose time cannot be read gets a null jtime and is parsed by the reference parser.
+ */
+public final class PositionedRecords implements KafkaRecordDeserializationSchema<Row> {
+    private static final long serialVersionUID = 1L;
+    private static final byte[] EMPTY = new byte[0];
+    private final String[] timePath;
+    private final int maxBytes;
+
+    /** @param timePath the keys of the field path with the event time (jobs/common/field_paths.py),
+     *  or null for the Kafka record timestamp. */
+    public PositionedRecords(List<String> timePath, int maxBytes) {
+        this.timePath = timePath == null ? null : timePath.toArray(new String[0]);
+        this.maxBytes = maxBytes;
+    }
+
+    @Override
+    public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Row> out) {
+        byte[] value = record.value() == null ? EMPTY : record.value();
+        Long time;
+        if (timePath == null) {
+            time = record.timestamp();
+        } else {
+            time = value.length > maxBytes ? null : EventTime.read(value, timePath);
+        }
+        out.collect(Row.of(value, record.partition(), record.offset(), record.timestamp(), time));
+    }
+
+    @Override
+    public TypeInformation<Row> getProducedType() {
+        return Types.ROW_NAMED(
+                new String[] {"value", "partition", "offset", "kafka_ts", "jtime"},
+                PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO, Types.INT, Types.LONG, Types.LONG, Types.LONG);
+    }
+}

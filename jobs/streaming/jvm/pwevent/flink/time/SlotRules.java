@@ -1,0 +1,40 @@
+package pwevent.flink.time;
+
+/**
+ * The slot rules the JVM operators share, each the Java side of a Python rule and tested equal to it
+ * (jobs/streaming/jvm-test/pwevent/flink/time/SlotRulesTest.java and tests/streaming/test_slot_rules.py
+ * on tests/streaming/data/slot-rules.tsv; tests/streaming/test_valid_time.py against the replay):
+ * time -> slot, a slot's last millisecond, and whether a record of a slot comes after its slot
+ * closed. Slots of `slotMs`
+ * from `originMs`, numbered from 1 (docs/streaming.md, "Time").
+ */
+public final class SlotRules {
+    private SlotRules() {
+    }
+
+    /** The slot holding {@code time}: jobs/common/slots.py's {@code SlotClock.slot_of}. */
+    public static long slotOf(long originMs, long slotMs, long time) {
+        return Math.floorDiv(time - originMs, slotMs) + 1;
+    }
+
+    /** The first millisecond of slot {@code slot}: {@code SlotClock.start_ms}. */
+    public static long firstMs(long originMs, long slotMs, long slot) {
+        return originMs + (slot - 1) * slotMs;
+    }
+
+    /** The last millisecond of slot {@code slot}: {@code SlotClock.end_ms} - 1. */
+    public static long lastMs(long originMs, long slotMs, long slot) {
+        return firstMs(originMs, slotMs, slot + 1) - 1;
+    }
+
+    /** The last millisecond of the slot holding {@code time}. */
+    public static long slotLastMs(long originMs, long slotMs, long time) {
+        return lastMs(originMs, slotMs, slotOf(originMs, slotMs, time));
+    }
+
+    /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's
+     *  rule for a late requirement record (jobs/common/membership.py, `UserMembership.receive`). */
+    public static boolean closed(long slot, long watermarkMs, long originMs, long slotMs) {
+        return lastMs(originMs, slotMs, slot) <= watermarkMs;
+    }
+}
