@@ -7,10 +7,11 @@
 #   deploy/local/demo.sh [--users N] [--slots N] [--pace 2s]
 #   deploy/local/demo.sh stop      # stop what an interrupted demo left running
 # Logs: .run/demo/{job,produce}.log, broker: .run/demo/kafka/logs/server.log
+#   PWEVENT_DEMO_RUN  the run folder instead of .run/demo (tests/integration/test_demo.py)
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-RUN="$REPO_ROOT/.run/demo"
+RUN="${PWEVENT_DEMO_RUN:-$REPO_ROOT/.run/demo}"
 TEMPLATE="$REPO_ROOT/deploy/local/demo.yaml"
 CONFIG="$RUN/demo.yaml"
 PY="$REPO_ROOT/.venv/bin/python"
