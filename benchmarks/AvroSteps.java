@@ -20,9 +20,9 @@ import org.apache.flink.util.Collector;
 
 /**
  * What each JVM step of an event's parsing costs, per record, without Flink's runtime
- * (benchmarks/bench_avro_steps.py compiles and runs it; docs/benchmarks.md): Confluent-framed Avro
- * datums of the benchmark's writer schema and the same events as canonical JSON, then, each timed
- * over every record (best of the rounds, after one warm-up round):
+ * (benchmarks/bench_avro_steps.py compiles and runs it; docs/benchmarks.md, "JVM parsing steps per
+ * event"): Confluent-framed Avro datums of the benchmark's writer schema and the same events as
+ * canonical JSON, then, each timed over every record (best of the rounds, after one warm-up round):
  * <ol>
  *   <li>decode: Apache Avro's generic reader (as AvroCertifier reads);</li>
  *   <li>decode + re-encode + compare: the certificate that the bytes are the one canonical datum;</li>

@@ -1,5 +1,5 @@
-"""The reference parser's cost per record by input format (docs/benchmarks.md, "Reference parser per
-format"): `parse_event` over the same events as JSON lines, Confluent-framed JSON, plain Avro
+"""The reference parser's cost per record by input format (docs/benchmarks.md, "The reference parser
+per input format"): `parse_event` over the same events as JSON lines, Confluent-framed JSON, plain Avro
 (`format: avro`) and Avro in the Confluent wire format (`format: avro-confluent`, its one schema
 fetched once from the local Schema Registry of deploy/local/schema-registry.sh, then cached).
 Reports microseconds per record and each format's ratio to JSON measured in the same run, best of

@@ -75,7 +75,7 @@ def local_run(settings: StreamSettings) -> LocalRun:
 #: Managed memory holds RocksDB's block cache and write buffers, shared by every keyed operator of a
 #: slot. A local run's mini-cluster gives it 128 MB unless told; at 1,000,000 registered users almost
 #: every state lookup then missed the cache, and Membership closed the registrations' slot at 300-400
-#: users per second, against about 23,000 with 2 GB (docs/benchmarks.md, "1M registered users").
+#: users per second, against about 23,000 with 2 GB (docs/benchmarks.md, "Managed memory for RocksDB").
 #: `flink.extra` may set another size; on a cluster the TaskManagers' own configuration decides.
 MANAGED_MEMORY = "taskmanager.memory.managed.size"
 LOCAL_ROCKSDB_MANAGED_MEMORY = "2g"

@@ -1,4 +1,4 @@
-"""benchmarks/bench_stream.py's CPU account and model (docs/benchmarks.md, "Parallelism 1 and 2"): which
+"""benchmarks/bench_stream.py's CPU account and model (docs/benchmarks.md, "Parallelism and CPU per operator"): which
 threads count for which vertex, the single-task vertices of a parallelism-1 run, and the model's
 rates. Pure functions on made-up samples; the benchmark itself is run by hand."""
 

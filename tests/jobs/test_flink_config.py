@@ -127,7 +127,8 @@ def test_restart_strategy_and_extra_keys_reach_the_flink_configuration() -> None
 
 
 def test_a_local_rocksdb_run_gets_managed_memory_unless_extra_sets_it() -> None:
-    """The mini-cluster's 128 MB default starved RocksDB at a million users (docs/benchmarks.md)."""
+    """The mini-cluster's 128 MB default starved RocksDB at a million users (docs/benchmarks.md, "Managed
+    memory for RocksDB")."""
     run = LocalRun("127.0.0.1:8099", Path("/tmp/log"))
     assert local_configuration(settings(), run) == {
         "rest.bind-address": "127.0.0.1", "rest.address": "127.0.0.1", "rest.port": "8099"}
