@@ -3,6 +3,8 @@
 # built by build-jvm.sh and the venv's Flink jars) with JUnit's console launcher, which Maven fetches
 # into the jar cache on first use. Exit status: the launcher's (non-zero when a test fails or none
 # is found). deploy/local/test.sh runs it before pytest.
+#   test-jvm.sh --main CLASS [ARG...]   compile the same way, then run CLASS's main (a class of
+#                                       jvm-test; stdin and stdout its own) instead of the tests
 #   PWEVENT_CACHE   cache dir (default <repo>/.cache/jars)
 set -euo pipefail
 
@@ -59,6 +61,10 @@ trap 'rm -rf "$work"' EXIT
 javac -Xlint:all,-processing,-try -Werror --release 17 -d "$work/classes" -cp "$classpath:$launcher" \
   $(find "$REPO_ROOT/jobs/streaming/jvm-test" -name '*.java')
 cd "$REPO_ROOT"
+if [[ "${1:-}" == "--main" ]]; then
+  java -cp "$work/classes:$classpath" "${@:2}"
+  exit 0
+fi
 # A small heap, as a TaskManager may have: a hostile collection length must not need a big one.
 java -Xmx256m -jar "$launcher" execute --disable-banner --fail-if-no-tests --details=summary \
   -cp "$work/classes:$classpath" --scan-classpath "$work/classes" \

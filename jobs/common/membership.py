@@ -3,7 +3,7 @@
 `Membership.apply` is the one rule, used by the replay (through `Engine.declare`) and, through
 `UserMembership`, the reference of the streaming job's keyed Membership operator (Java:
 `pwevent.flink.membership.MembershipRule` and `UserMembership`, tested equal to these classes on
-tests/streaming/data/membership-scenarios.jsonl, written by tests/streaming/membership_vectors.py):
+tests/streaming/data/membership-scenarios.jsonl, written by tests/streaming/vectors/membership.py):
 a requirement record registers the user in the root class of its requirement, a dynamic change forks
 the user's class, a repeat or a change to the requirement the class already runs at changes nothing,
 and anything the requirement rules refuse is a reject (docs/architecture.md, "Ledger classes").

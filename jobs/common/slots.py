@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -41,36 +41,69 @@ def pace_arg(text: str) -> int:
     return duration_arg(text)
 
 
+#: The whitespace a time string may have around it: JSON's (space, tab, line feed, carriage return).
+TIME_SPACE = " \t\n\r"
+#: Epoch milliseconds as text: ASCII digits, an optional minus.
+_EPOCH_MS = re.compile(r"-?[0-9]+")
+#: The ISO-8601 times taken: a date, or a date and a time (T, t or a space between), with optional
+#: seconds, a fraction of 1 to 9 digits after them, and an optional offset (Z, z or +-HH:MM). ASCII only.
+_ISO_TIME = re.compile(r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})"
+                       r"(?:[Tt ](?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
+                       r"(?::(?P<second>[0-9]{2})(?:\.(?P<fraction>[0-9]{1,9}))?)?"
+                       r"(?P<offset>[Zz]|(?P<sign>[+-])(?P<offhour>[0-9]{2}):(?P<offminute>[0-9]{2}))?)?")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def _iso_ms(text: str) -> int | None:
+    """The epoch milliseconds of an ISO-8601 time of `_ISO_TIME`'s form that exists (no February 30, no
+    hour 24, no second 60, an offset under 24 hours), the fraction's digits beyond the millisecond
+    dropped (toward the past); None otherwise."""
+    match = _ISO_TIME.fullmatch(text)
+    if match is None:
+        return None
+    part = {name: int(value) for name, value in match.groupdict().items()
+            if value is not None and name not in ("offset", "sign", "fraction")}
+    if part.get("offminute", 0) > 59 or part.get("offhour", 0) > 23:
+        return None
+    try:
+        moment = datetime(part["year"], part["month"], part["day"], part.get("hour", 0), part.get("minute", 0),
+                          part.get("second", 0), tzinfo=UTC)
+    except ValueError:
+        return None
+    offset_ms = (part.get("offhour", 0) * 60 + part.get("offminute", 0)) * 60_000
+    fraction_ms = int((match["fraction"] or "").ljust(3, "0")[:3])
+    return (moment - _EPOCH) // _MS + fraction_ms - (offset_ms if match["sign"] == "+" else -offset_ms)
+
+
 def parse_time_ms(value: Any, field: str = "time") -> int:
-    """ISO-8601 (a time without an offset is UTC; a date alone is its midnight UTC) or epoch milliseconds
-    -> epoch milliseconds."""
+    """ISO-8601 (`_ISO_TIME`: a time without an offset is UTC; a date alone is its midnight UTC) or
+    epoch milliseconds (a number, a fraction dropped toward the past; or a string of ASCII digits)
+    -> epoch milliseconds. A string may have JSON whitespace (TIME_SPACE) around it, nothing else:
+    no other digits, no other spaces (docs/formats.md, "Times")."""
     if isinstance(value, bool):
         raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}")
     if isinstance(value, datetime):  # YAML reads an unquoted ISO-8601 time as a datetime
-        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return int(round(moment.timestamp() * 1000))
+        return ((value if value.tzinfo else value.replace(tzinfo=UTC)) - _EPOCH) // _MS
     if isinstance(value, date):  # ... and an unquoted date as a date: its midnight, UTC
-        return int(datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp() * 1000)
+        return (datetime(value.year, value.month, value.day, tzinfo=UTC) - _EPOCH) // _MS
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
             raise ValueError(f"{field} must be finite, got {value!r}")
-        return int(value)
+        return math.floor(value)
     if isinstance(value, str):
-        text = value.strip()
-        if re.fullmatch(r"-?\d+", text):
+        text = value.strip(TIME_SPACE)
+        if _EPOCH_MS.fullmatch(text):
             return int(text)
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return int(round(moment.timestamp() * 1000))
+        ms = _iso_ms(text)
+        if ms is not None:
+            return ms
     raise ValueError(f"{field} must be ISO-8601 or epoch milliseconds, got {value!r}")
 
 
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+    """Epoch milliseconds as ISO-8601 UTC (`parse_time_ms` reads it back exactly)."""
+    return (_EPOCH + ms * _MS).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)

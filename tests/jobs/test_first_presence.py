@@ -1,5 +1,6 @@
 """The JVM's FirstPresence filter against the membership rule (docs/streaming.md, "Users without a
-requirement record"): for every scenario of tests/streaming/data/first-presence.tsv, `UserMembership`
+requirement record"): for every scenario of tests/streaming/data/first-presence.tsv (written by
+tests/streaming/vectors/first_presence.py, which states the filter's rule), `UserMembership`
 fed only the presences FirstPresence passes on (the file's third column, which
 jobs/streaming/jvm-test/pwevent/flink/membership/FirstPresenceTest.java checks against the Java operator) ends
 exactly as when fed every presence: the same changes at the same slots, the same rejections, the same
@@ -7,7 +8,6 @@ state. Every dropped presence is one `seen` answers False to, with no effect."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +17,10 @@ from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.operators.registry import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
+from tests.streaming.vectors import first_presence
+from tests.streaming.write_vectors import DATA
 
-SCENARIOS = Path(__file__).parents[1] / "streaming" / "data" / "first-presence.tsv"
+SCENARIOS = DATA / first_presence.NAME
 CLOCK = SlotClock(origin_ms=0, length_ms=1000)
 #: mechanism -> (the default requirement, the requirement the scenarios' rS records declare)
 REQUIREMENTS = {

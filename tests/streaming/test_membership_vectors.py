@@ -1,22 +1,19 @@
-"""The membership rule's shared scenarios (tests/streaming/data/membership-scenarios.jsonl) are what
-the Python reference does (tests/streaming/membership_vectors.py); the Java `UserMembership` and
-`MembershipRule` the job runs are checked against the same lines by
+"""The membership rule's shared scenarios (tests/streaming/data/membership-scenarios.jsonl, what the
+Python reference does: tests/streaming/vectors/membership.py; tests/streaming/test_vectors.py checks
+the file) reach every outcome; the Java `UserMembership` and `MembershipRule` the job runs are
+checked against the same lines by
 jobs/streaming/jvm-test/pwevent/flink/membership/MembershipScenariosTest.java (deploy/local/test-jvm.sh)."""
 
 from __future__ import annotations
 
 import orjson
 
-from tests.streaming import membership_vectors
-
-
-def test_the_file_is_what_the_python_reference_does() -> None:
-    assert membership_vectors.VECTORS.read_text() == membership_vectors.text()
+from tests.streaming.vectors import membership
 
 
 def test_the_scenarios_reach_every_outcome() -> None:
     outcomes = set()
-    for line in membership_vectors.VECTORS.read_text().splitlines():
+    for line in membership.text().splitlines():
         for out in orjson.loads(line)["out"]:
             kind = next(iter(out))
             if kind == "change":

@@ -1,19 +1,20 @@
-"""The slot rule's shared vectors (tests/streaming/data/slot-rules.tsv): every line is what the Python
-rule (`jobs.common.slots.SlotClock`) gives, and the membership rule's "closed" agrees with it. The
+"""The slot rule's shared vectors (tests/streaming/data/slot-rules.tsv, written by
+tests/streaming/vectors/slot_rules.py): every line is what the Python rule
+(`jobs.common.slots.SlotClock`) gives, and the membership rule's "closed" agrees with it. The
 Java side (`SlotRules.slotLastMs`, `SlotRules.closed`) is checked against
 the same lines by jobs/streaming/jvm-test/pwevent/flink/time/SlotRulesTest.java (deploy/local/test-jvm.sh,
 run by deploy/local/test.sh)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pwevent.jobs.common.slots import SlotClock
+from tests.streaming.vectors import slot_rules
+from tests.streaming.write_vectors import DATA
 
-VECTORS = Path(__file__).parent / "data" / "slot-rules.tsv"
+VECTORS = DATA / slot_rules.NAME
 
 
 def vectors() -> list[tuple[int, int, int, int, int]]:

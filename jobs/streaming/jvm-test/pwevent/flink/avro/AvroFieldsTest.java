@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * AvroFields against the reference decoding's vectors (tests/streaming/data/avro-fields.tsv, whose
- * projections tests/streaming/test_avro_vectors.py checks against jobs/common/avro_format.py): the
+ * projections tests/streaming/vectors/avro_fields.py writes from jobs/common/avro_format.py): the
  * text it renders of every certified datum, and null wherever a vector says it must not answer.
  */
 class AvroFieldsTest {

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * EventTime against the reference parser's vectors (tests/streaming/data/event-time.tsv, which
- * tests/streaming/test_event_time_vectors.py checks against jobs/common/records.py): the time at a
+ * tests/streaming/vectors/event_time.py writes from jobs/common/records.py): the time at a
  * field path, nested, with keys holding dots, in Confluent-framed values, is the time
  * {@code parse_event} takes from every record it accepts; no record makes it throw.
  */

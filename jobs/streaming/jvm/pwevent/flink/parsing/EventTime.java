@@ -1,9 +1,10 @@
 package pwevent.flink.parsing;
 
+import java.math.BigInteger;
+import java.time.DateTimeException;
 import java.time.LocalDate;
-import java.time.LocalDateTime;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonFactory;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonParser;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonToken;
@@ -11,8 +12,10 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonToken;
 /**
  * Reads the time field of a JSON object for watermarking: the value at a field path (its keys, top
  * level first, as jobs/common/field_paths.py splits the configured path; every key but the last
- * names a nested object) as epoch milliseconds (an integer, a float truncated, or a string of
- * digits) or ISO-8601 (UTC when it has no offset); the last occurrence of a repeated key wins, as in
+ * names a nested object) as epoch milliseconds (an integer, a float floored, or a string of ASCII
+ * digits) or ISO-8601 (UTC when it has no offset; digits beyond the millisecond dropped toward the
+ * past), by the rule of jobs/common/slots.py's {@code parse_time_ms} (ASCII digits only, JSON
+ * whitespace around a string only; docs/formats.md, "Times"); the last occurrence of a repeated key wins, as in
  * Python's json. A value in the Confluent wire format (byte 0, a 4-byte schema id, then the JSON
  * text) is read without its frame, as the reference parser does. Null for anything else. The slot
  * a record belongs to is decided by the reference parser (jobs/common/records.py) or the SQL fast
@@ -23,6 +26,15 @@ public final class EventTime {
     private static final JsonFactory JSON = new JsonFactory();
 
     private EventTime() {}
+
+    /** The whitespace a time string may have around it: JSON's (slots.py, TIME_SPACE). */
+    private static final String TIME_SPACE = " \t\n\r";
+    private static final Pattern EPOCH_MS = Pattern.compile("-?[0-9]+");
+    /** The ISO-8601 form parse_time_ms takes (slots.py, _ISO_TIME). */
+    private static final Pattern ISO_TIME = Pattern.compile("([0-9]{4})-([0-9]{2})-([0-9]{2})"
+            + "(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\\.([0-9]{1,9}))?)?"
+            + "([Zz]|([+-])([0-9]{2}):([0-9]{2}))?)?");
+    private static final long DAY_MS = 86_400_000L;
 
     /** The Confluent wire format's magic byte and frame length (jobs/common/records.py). */
     public static final int FRAME_BYTES = 5;
@@ -74,32 +86,56 @@ public final class EventTime {
         }
         if (token == JsonToken.VALUE_NUMBER_FLOAT) {
             double d = parser.getDoubleValue();
-            return Double.isFinite(d) ? (long) d : null;
+            return Double.isFinite(d) ? (long) Math.floor(d) : null;
         }
         if (token == JsonToken.VALUE_STRING) {
-            return text(parser.getText().strip());
+            return text(parser.getText());
         }
         parser.skipChildren();
         return null;
     }
 
-    private static Long text(String text) {
-        if (text.matches("-?\\d{1,18}")) {
-            return Long.parseLong(text);
+    /** A time string's epoch milliseconds, or null: the rule of slots.py's parse_time_ms (see the class comment). */
+    static Long text(String value) {
+        int start = 0;
+        int end = value.length();
+        while (start < end && TIME_SPACE.indexOf(value.charAt(start)) >= 0) {
+            start++;
         }
-        String iso = text.replace("Z", "+00:00");
+        while (end > start && TIME_SPACE.indexOf(value.charAt(end - 1)) >= 0) {
+            end--;
+        }
+        String text = value.substring(start, end);
+        if (EPOCH_MS.matcher(text).matches()) {
+            BigInteger ms = new BigInteger(text);
+            return ms.bitLength() < Long.SIZE ? ms.longValue() : null;
+        }
+        Matcher iso = ISO_TIME.matcher(text);
+        if (!iso.matches()) {
+            return null;
+        }
+        int year = number(iso, 1);
         try {
-            return OffsetDateTime.parse(iso).toInstant().toEpochMilli();
-        } catch (Exception notOffset) {
-            try {
-                return LocalDateTime.parse(iso).toInstant(ZoneOffset.UTC).toEpochMilli();
-            } catch (Exception notLocal) {
-                try {
-                    return LocalDate.parse(iso).atStartOfDay().toInstant(ZoneOffset.UTC).toEpochMilli();
-                } catch (Exception notDate) {
-                    return null;
-                }
+            long day = LocalDate.of(year, number(iso, 2), number(iso, 3)).toEpochDay();
+            int hour = number(iso, 4);
+            int minute = number(iso, 5);
+            int second = number(iso, 6);
+            int offsetHour = number(iso, 10);
+            int offsetMinute = number(iso, 11);
+            if (year < 1 || hour > 23 || minute > 59 || second > 59 || offsetHour > 23 || offsetMinute > 59) {
+                return null;
             }
+            String fraction = iso.group(7) == null ? "" : iso.group(7);
+            long fractionMs = Long.parseLong((fraction + "000").substring(0, 3));
+            long offsetMs = (offsetHour * 60L + offsetMinute) * 60_000L * ("-".equals(iso.group(9)) ? -1 : 1);
+            return day * DAY_MS + ((hour * 60L + minute) * 60L + second) * 1000L + fractionMs - offsetMs;
+        } catch (DateTimeException e) {
+            return null;
         }
+    }
+
+    /** Group `group` of a match of ISO_TIME as a number, 0 when it did not take part. */
+    private static int number(Matcher iso, int group) {
+        return iso.group(group) == null ? 0 : Integer.parseInt(iso.group(group));
     }
 }

@@ -1,18 +1,14 @@
 """Shared scenarios of the membership rule (tests/streaming/data/membership-scenarios.jsonl): random
 sequences of one user's requirement records, presences and slot closes, with what the Python
 reference (`jobs.common.membership.UserMembership` under `Membership`) does with each.
-tests/streaming/test_membership_vectors.py checks that the file is what the Python gives;
-jobs/streaming/jvm-test/pwevent/flink/membership/MembershipScenariosTest.java replays every line on the Java
-`UserMembership` and `MembershipRule` that the job runs.
-
-Regenerate: `.venv/bin/python -m tests.streaming.membership_vectors > tests/streaming/data/membership-scenarios.jsonl`
+Written by `python -m tests.streaming.write_vectors` (tests/streaming/test_vectors.py checks the file is
+what it writes); jobs/streaming/jvm-test/pwevent/flink/membership/MembershipScenariosTest.java replays
+every line on the Java `UserMembership` and `MembershipRule` that the job runs.
 """
 
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,7 +21,7 @@ from pwevent.operators.registry import mechanism
 from pwevent.state.population import MembershipChange, UserRequirement
 from pwevent.state.requirements import DynamicRequirement, Requirement
 
-VECTORS = Path(__file__).parent / "data" / "membership-scenarios.jsonl"
+NAME = "membership-scenarios.jsonl"
 CLOCK = SlotClock(origin_ms=1_000_000, length_ms=1000)
 HORIZON = 50
 #: mechanism -> (its spec's arguments, requirements the records declare, the default)
@@ -112,7 +108,3 @@ def scenarios() -> list[dict[str, Any]]:
 def text() -> str:
     """The file's text."""
     return "".join(orjson.dumps(s, option=orjson.OPT_SORT_KEYS).decode() + "\n" for s in scenarios())
-
-
-if __name__ == "__main__":
-    sys.stdout.write(text())
