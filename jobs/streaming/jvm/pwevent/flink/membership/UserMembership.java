@@ -50,7 +50,8 @@ public final class UserMembership {
     /** Buffer `record` until its slot closes, or refuse it as late if the slot has closed. */
     public Rejection receive(Pending record, long watermarkMs, long originMs, long slotMs) {
         if (SlotRules.closed(record.slot(), watermarkMs, originMs, slotMs)) {
-            return new Rejection(MembershipRule.LATE, "slot " + record.slot() + " had closed when the requirement arrived",
+            return new Rejection(MembershipRule.LATE,
+                    "slot " + record.slot() + " had closed when the requirement arrived",
                     record.partition(), record.offset(), record.payload().original());
         }
         pending.add(record);
@@ -60,7 +61,7 @@ public final class UserMembership {
     /** The user is present at `slot` (only with a default requirement): true when the default may
      *  register the user as `slot` closes (the caller sets a timer for it). */
     public boolean seen(long slot) {
-        if (state.classId() != null || (seenAt != null && seenAt <= slot)) {
+        if (state.classId() != null || seenAt != null && seenAt <= slot) {
             return false;
         }
         seenAt = slot;
