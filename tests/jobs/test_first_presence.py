@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
+from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.operators.registry import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
+from tests.user_membership import PendingRequirement, Rejection, UserMembership
 
 SCENARIOS = Path(__file__).parents[1] / "streaming" / "data" / "first-presence.tsv"
 CLOCK = SlotClock(origin_ms=0, length_ms=1000)

@@ -1,6 +1,6 @@
 """Shared scenarios of the membership rule (tests/streaming/data/membership-scenarios.jsonl): random
 sequences of one user's requirement records, presences and slot closes, with what the Python
-reference (`jobs.common.membership.UserMembership` under `Membership`) does with each.
+reference (`tests.user_membership.UserMembership` under `jobs.common.membership.Membership`) does with each.
 tests/streaming/test_membership_vectors.py checks that the file is what the Python gives;
 jobs/streaming/jvm-test/pwevent/flink/membership/MembershipScenariosTest.java replays every line on the Java
 `UserMembership` and `MembershipRule` that the job runs.
@@ -17,13 +17,14 @@ from typing import Any
 
 import orjson
 
-from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
+from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.jobs.streaming.requirement_payload import RequirementPayload, canonical
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import MembershipChange, UserRequirement
 from pwevent.state.requirements import DynamicRequirement, Requirement
+from tests.user_membership import PendingRequirement, Rejection, UserMembership
 
 VECTORS = Path(__file__).parent / "data" / "membership-scenarios.jsonl"
 CLOCK = SlotClock(origin_ms=1_000_000, length_ms=1000)

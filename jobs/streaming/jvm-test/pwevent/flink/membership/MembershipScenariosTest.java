@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link UserMembership} under {@link MembershipRule} against the Python reference on the shared
  * scenarios (tests/streaming/data/membership-scenarios.jsonl, which
- * tests/streaming/test_membership_vectors.py checks is what jobs/common/membership.py does): the
+ * tests/streaming/test_membership_vectors.py checks is what tests/user_membership.py does): the
  * same changes (class ids included), refusals with the same reasons and details, the same answers
  * to presences and the same final state, step by step. Also a round trip of the state through its
  * bytes after every step.

@@ -12,8 +12,8 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * What {@link Membership} keeps for one user (jobs/common/membership.py, {@code UserMembership}, the
- * reference it is tested equal to on tests/streaming/data/membership-scenarios.tsv): the user's
+ * What {@link Membership} keeps for one user (tests/user_membership.py, {@code UserMembership}, the
+ * reference it is tested equal to on tests/streaming/data/membership-scenarios.jsonl): the user's
  * {@link MembershipRule.State}, the requirement records of slots that have not closed, and the first
  * slot the user was present in without a class (only with a default requirement).
  *
