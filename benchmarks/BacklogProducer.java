@@ -1,14 +1,3 @@
-// Fast backlog producer for benchmarks/bench_stream.py, run as a single-file source program against
-// the broker's kafka-clients jar:
-//   java -cp '<cache>/kafka/*' benchmarks/BacklogProducer.java BOOTSTRAP TOPIC[@PARTITION]=FILE[#LINES] ...
-// Sends the JSON lines of each FILE (its first LINES lines, else all) to TOPIC in order, one spec
-// after the other: key = the line's "user" field, record timestamp = its "time" field (epoch
-// milliseconds, or an ISO-8601 instant); PARTITION pins the partition, else the key decides (murmur2,
-// as kafka-python's default partitioner). The lines are sent as they are (the fields are found by
-// plain string search, enough for the generated files); FILE%ID sends each line's user (string),
-// time (long) and value (int) as an Avro datum in the Confluent wire format with schema id ID
-// instead (the record schema bench_stream.py registers, fields in that order). No compression: the Flink connector jar has
-// no lz4/zstd/snappy. Progress to stderr once a second; exit 0 once everything is acknowledged.
 import java.io.BufferedReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -21,25 +10,48 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
+/**
+ * Fast backlog producer for benchmarks/bench_stream.py, run as a single-file source program against
+ * the broker's kafka-clients jar:
+ *   java -cp '<cache>/kafka/*' benchmarks/BacklogProducer.java BOOTSTRAP TOPIC[@PARTITION]=FILE[#LINES] ...
+ * Sends the JSON lines of each FILE (its first LINES lines, else all) to TOPIC in order, one spec
+ * after the other: key = the line's "user" field, record timestamp = its "time" field (epoch
+ * milliseconds, or an ISO-8601 instant); PARTITION pins the partition, else the key decides (murmur2,
+ * as kafka-python's default partitioner). The lines are sent as they are (the fields are found by
+ * plain string search, enough for the generated files); FILE%ID sends each line's user (string),
+ * time (long) and value (int) as an Avro datum in the Confluent wire format with schema id ID
+ * instead (the record schema bench_stream.py registers, fields in that order). No compression: the
+ * Flink connector jar has no lz4/zstd/snappy. Progress to stderr once a second; exit 0 once everything is acknowledged.
+ */
 public class BacklogProducer {
     static String field(String line, String name) {
         String tag = "\"" + name + "\":";
         int at = line.indexOf(tag);
-        if (at < 0) return null;
+        if (at < 0) {
+            return null;
+        }
         int start = at + tag.length();
-        while (start < line.length() && line.charAt(start) == ' ') start++;
-        if (start >= line.length()) return null;
+        while (start < line.length() && line.charAt(start) == ' ') {
+            start++;
+        }
+        if (start >= line.length()) {
+            return null;
+        }
         if (line.charAt(start) == '"') {
             int end = line.indexOf('"', start + 1);
             return end < 0 ? null : line.substring(start + 1, end);
         }
         int end = start;
-        while (end < line.length() && ",} ".indexOf(line.charAt(end)) < 0) end++;
+        while (end < line.length() && ",} ".indexOf(line.charAt(end)) < 0) {
+            end++;
+        }
         return line.substring(start, end);
     }
 
     static Long timestamp(String value) {
-        if (value == null) return null;
+        if (value == null) {
+            return null;
+        }
         try {
             return Long.parseLong(value);
         } catch (NumberFormatException notANumber) {
@@ -113,7 +125,9 @@ public class BacklogProducer {
                 try (BufferedReader reader = Files.newBufferedReader(Path.of(source), StandardCharsets.UTF_8)) {
                     String line;
                     while (lines < limit && (line = reader.readLine()) != null) {
-                        if (line.isBlank()) continue;
+                        if (line.isBlank()) {
+                            continue;
+                        }
                         lines++;
                         String user = field(line, "user");
                         byte[] key = user == null ? null : user.getBytes(StandardCharsets.UTF_8);
@@ -121,10 +135,14 @@ public class BacklogProducer {
                                 : avroConfluent(line, schemaId);
                         producer.send(new ProducerRecord<>(topic, partition, timestamp(field(line, "time")), key,
                                 value), (meta, error) -> {
-                                    if (error != null) failure.compareAndSet(null, error);
+                                    if (error != null) {
+                                        failure.compareAndSet(null, error);
+                                    }
                                 });
                         sent++;
-                        if (failure.get() != null) throw failure.get();
+                        if (failure.get() != null) {
+                            throw failure.get();
+                        }
                         if ((sent & 0xFFF) == 0 && System.nanoTime() >= nextReport) {
                             double s = (System.nanoTime() - started) / 1e9;
                             System.err.printf("\rproduce: %,d messages in %.0fs (%,.0f/s)", sent, s, sent / s);
@@ -135,7 +153,9 @@ public class BacklogProducer {
             }
             producer.flush();
         }
-        if (failure.get() != null) throw failure.get();
+        if (failure.get() != null) {
+            throw failure.get();
+        }
         double s = (System.nanoTime() - started) / 1e9;
         System.err.printf("\rproduce: %,d messages in %.1fs (%,.0f/s)%n", sent, s, sent / s);
         System.out.println(sent);

@@ -95,25 +95,3 @@ def optimal_budget(
         return None
     best = int(np.argmin(np.where(finite, errors, np.inf)))
     return BudgetChoice(float(levels[cand][best]), float(errors[best]), float(share[best]) if rescaled else None)
-
-
-def optimal_budget_reference(
-    budgets: list[float], noise_variance: Callable[[float], float], rescaled: bool = False
-) -> BudgetChoice | None:
-    """The paper's O(m^2) loop over every candidate, straight from the definition (for tests); with
-    `rescaled`, the rescaled release's error (optimal_budget)."""
-    best: BudgetChoice | None = None
-    for theta in sorted({b for b in budgets if b > 0}):
-        below = [b for b in budgets if b < theta]
-        ps = [float(np.expm1(b) / np.expm1(theta)) for b in below]
-        share = None
-        if rescaled:
-            share = (len(budgets) - len(below) + sum(ps)) / len(budgets)
-            if share < MIN_KEPT_SHARE:
-                continue
-            error = (sum(p * (1 - p) for p in ps) + noise_variance(theta)) / share**2
-        else:
-            error = sum(p * (1 - p) for p in ps) + sum(1 - p for p in ps) ** 2 + noise_variance(theta)
-        if best is None or error < best.error:
-            best = BudgetChoice(theta, error, share)
-    return best

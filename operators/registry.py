@@ -68,11 +68,6 @@ class MechanismEntry:
             return "one global (w, E)"
         return "dynamic backward + forward per user" if self.dynamic else "fixed per user (w_i, E_i)"
 
-    @property
-    def from_literature(self) -> bool:
-        """A paper mechanism or baseline (what the evaluation compares pwevent's own with)."""
-        return self.source != OURS
-
     def spec(self, window: int | None = None, epsilon: float | None = None,
              options: Mapping[str, Any] | None = None) -> MechanismSpec:
         """The mechanism ready to run (a fresh policy); a baseline needs the global window and epsilon

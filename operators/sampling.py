@@ -17,10 +17,3 @@ def sample_levels(level_cells: np.ndarray, levels: np.ndarray, theta: float, rng
     level_cells = np.asarray(level_cells, dtype=np.int64)
     probabilities = keep_probabilities(levels, theta)
     return rng.binomial(level_cells, probabilities[:, None]).sum(axis=0)
-
-
-def sample_users(values: np.ndarray, budgets: np.ndarray, theta: float, d: int, rng: Randomness) -> np.ndarray:
-    """The per-user form: one coin per present user, then a histogram of the kept values."""
-    probabilities = keep_probabilities(budgets, theta)
-    coins = rng.binomial(np.ones(len(probabilities), dtype=np.int64), probabilities).astype(bool)
-    return np.bincount(np.asarray(values, dtype=np.int64)[coins], minlength=d).astype(np.int64)

@@ -1,7 +1,3 @@
-// Readiness probe for kafka.sh, run as a single-file source program against the broker's
-// kafka-clients jar:  java -cp '<cache>/kafka/*' KafkaReady.java BOOTSTRAP TIMEOUT_MS [CLIENT_PROPERTIES]
-// (CLIENT_PROPERTIES: a file of client settings, e.g. the admin user's on a secured broker).
-// Exits 0 once a metadata request (describeCluster + listTopics) succeeds, 1 at the deadline.
 import java.io.FileReader;
 import java.io.Reader;
 import java.util.Properties;
@@ -9,6 +5,12 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 
+/**
+ * Readiness probe for kafka.sh, run as a single-file source program against the broker's
+ * kafka-clients jar:  java -cp '<cache>/kafka/*' KafkaReady.java BOOTSTRAP TIMEOUT_MS [CLIENT_PROPERTIES]
+ * (CLIENT_PROPERTIES: a file of client settings, e.g. the admin user's on a secured broker).
+ * Exits 0 once a metadata request (describeCluster + listTopics) succeeds, 1 at the deadline.
+ */
 public class KafkaReady {
     public static void main(String[] args) throws Exception {
         long deadline = System.currentTimeMillis() + Long.parseLong(args[1]);
@@ -27,7 +29,9 @@ public class KafkaReady {
                 try {
                     int nodes = admin.describeCluster().nodes().get(3, TimeUnit.SECONDS).size();
                     admin.listTopics().names().get(3, TimeUnit.SECONDS);
-                    if (nodes > 0) return;
+                    if (nodes > 0) {
+                        return;
+                    }
                     last = "no brokers in metadata";
                 } catch (Exception e) {
                     last = e.toString();

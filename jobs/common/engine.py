@@ -5,8 +5,8 @@ streaming job's global Population operator (jobs/streaming/hosts.py). A slot is 
 every class with members is charged through `operators.policies.charge_slot`, the release step
 decides, every class is settled at once, and the spend log hears about it. Membership changes
 (`state.population.MembershipChange`) come either from the replay's own users (`declare`, the
-same `Membership` rule the job's keyed operator applies) or from the job's Membership operator
-(`apply`).
+`Membership` rule whose Java port the job's keyed operator applies) or from the job's Membership
+operator (`apply`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Which requirement a user's ledger runs at, and what a requirement record does (formats.md).
 
 One place for the rules that the membership rule (`jobs.common.membership`, used by the replay's
-Engine and by the streaming job's keyed Membership operator) applies: a first requirement registers
-the user, a repeat is ignored, a change is taken by a dynamic mechanism and rejected by a fixed one,
-and an invalid or too strict requirement is rejected with its reason.
+Engine; the streaming job's keyed Membership operator runs its Java port, tested equal) applies: a
+first requirement registers the user, a repeat is ignored, a change is taken by a dynamic mechanism
+and rejected by a fixed one, and an invalid or too strict requirement is rejected with its reason.
 """
 
 from __future__ import annotations

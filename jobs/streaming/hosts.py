@@ -1,10 +1,12 @@
 """Thin Flink hosts of the core (docs/streaming.md, "Topology").
 
-Every rule lives in the plain classes the replay uses too: parsing in `jobs.common.records`, the
-Population operator (budgets, decision, spend log,
-its state) in `jobs.common.population_operator` around `jobs.common.engine.Engine`, the message
-formats in `jobs.common.release.release_record`, `jobs.common.records.reject_record` and
-`state.spend_log`. These classes only move records, state and time. Python sits on four paths
+The rules these hosts run live in the plain classes the replay uses too: parsing in
+`jobs.common.records`, the Population operator (budgets, decision, spend log, its state) in
+`jobs.common.population_operator` around `jobs.common.engine.Engine`, the message formats in
+`jobs.common.release.release_record`, `jobs.common.records.reject_record` and `state.spend_log`.
+The job's other rules run in Java ports tested equal to their Python (docs/architecture.md, "The
+JVM pieces"): the parsing fast paths, event time and the slot rules, membership, the latest event
+per user and slot and the counts. These classes only move records, state and time. Python sits on four paths
 only: records the fast paths do not take (`ParseEvents`, `ParseRequirements`), the dead letters of
 requirement records Membership (Java) refused (`RequirementRejections`) and of valid events that
 count for no slot (`EventRejections`, at the job's parallelism), and the Population, a few calls per

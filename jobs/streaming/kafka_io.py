@@ -106,29 +106,6 @@ def follow(
         client.close()
 
 
-def last_messages(kafka: KafkaSettings, topic: str, count: int) -> dict[int, list[Message]]:
-    """Partition -> its last `count` committed messages (fewer where it holds fewer), now."""
-    client = consumer(kafka)
-    out: dict[int, list[Message]] = {}
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
-        client.assign(partitions)
-        ends = client.end_offsets(partitions)
-        starts = client.beginning_offsets(partitions)
-        for tp in partitions:
-            out[tp.partition] = []
-            client.seek(tp, max(starts[tp], ends[tp] - count))
-        deadline = time.monotonic() + 60
-        while any(client.position(tp) < ends[tp] for tp in partitions) and time.monotonic() < deadline:
-            for records in client.poll(timeout_ms=200).values():
-                for r in records:
-                    if r.offset < ends[TopicPartition(r.topic, r.partition)]:
-                        out[r.partition].append(Message(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp))
-    finally:
-        client.close()
-    return out
-
-
 def read_topic(
     kafka: KafkaSettings, topic: str, idle_s: float = 2.0, max_s: float = 60.0, committed: bool = True
 ) -> list[Message]:

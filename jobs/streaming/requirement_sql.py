@@ -92,11 +92,6 @@ def epsilon_regex(prefix: str) -> str:
     return f"{group_regex(prefix + 'eint', '0|[1-9][0-9]{0,5}')}(?:{fraction})?"
 
 
-def canonical_epsilon(integer: str, fraction: str | None) -> str:
-    """The canonical text of the epsilon whose groups are `integer` and `fraction` (as SQL builds it)."""
-    return f"{integer}.{fraction or '0'}"
-
-
 #: The parts of a requirement: (path of its object, prefix of its groups); the top level for fixed ones.
 _FIXED_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (((), ""),)
 _DYNAMIC_PARTS: tuple[tuple[tuple[str, ...], str], ...] = ((("backward",), "b"), (("forward",), "f"))

@@ -117,7 +117,6 @@ class Topics(Section):
     audit: Name = "pwevent.audit"
 
 
-TOPIC_ROLES = tuple(Topics.model_fields)
 DEFAULT_TOPICS = Topics().model_dump()
 
 

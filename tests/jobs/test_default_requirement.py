@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.files import DEMO_ORIGIN
-from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
+from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
@@ -27,6 +27,7 @@ from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY, mechanism
 from pwevent.state.population import MembershipChange, class_id
 from pwevent.state.requirements import DynamicRequirement, Requirement
+from tests.user_membership import PendingRequirement, Rejection, UserMembership
 
 CLOCK = SlotClock(origin_ms=0, length_ms=1000)
 FIXED_DEFAULT = Requirement(6, 1.0)

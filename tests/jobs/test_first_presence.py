@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
+from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.operators.registry import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
 from tests.streaming.vectors import first_presence
 from tests.streaming.write_vectors import DATA
+from tests.user_membership import PendingRequirement, Rejection, UserMembership
 
 SCENARIOS = DATA / first_presence.NAME
 CLOCK = SlotClock(origin_ms=0, length_ms=1000)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
+from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import MembershipChange, class_id
 from pwevent.state.requirements import DynamicRequirement, Requirement
+from tests.user_membership import PendingRequirement, Rejection, UserMembership
 
 CLOCK = SlotClock(origin_ms=0, length_ms=1000)
 A = DynamicRequirement(Requirement(1, 10.0), Requirement(4, 0.8))

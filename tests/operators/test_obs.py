@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pwevent.operators.noise import discrete_laplace_variance
-from pwevent.operators.obs import MIN_KEPT_SHARE, keep_probabilities, optimal_budget, optimal_budget_reference
+from pwevent.operators.obs import MIN_KEPT_SHARE, keep_probabilities, optimal_budget
+from tests.operators.obs_reference import optimal_budget_reference
 
 budgets = st.lists(st.sampled_from([0.0, 0.05, 0.1, 0.2, 0.25, 0.4, 0.5, 0.8, 1.0, 2.0, 3.5]), min_size=1, max_size=40)
 

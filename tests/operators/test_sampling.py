@@ -10,13 +10,21 @@ import numpy as np
 import pytest
 from scipy.stats import chi2_contingency
 
-from pwevent.operators.noise import NumpyRandomness
-from pwevent.operators.sampling import sample_levels, sample_users
+from pwevent.operators.noise import NumpyRandomness, Randomness
+from pwevent.operators.obs import keep_probabilities
+from pwevent.operators.sampling import sample_levels
 
 pytestmark = pytest.mark.slow
 
 LEVELS = np.array([0.1, 0.3, 0.6])
 THETA = 0.6
+
+
+def sample_users(values: np.ndarray, budgets: np.ndarray, theta: float, d: int, rng: Randomness) -> np.ndarray:
+    """The per-user form: one coin per present user, then a histogram of the kept values."""
+    probabilities = keep_probabilities(budgets, theta)
+    coins = rng.binomial(np.ones(len(probabilities), dtype=np.int64), probabilities).astype(bool)
+    return np.bincount(np.asarray(values, dtype=np.int64)[coins], minlength=d).astype(np.int64)
 
 
 def test_aggregated_matches_per_user_in_distribution():

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from pwevent.operators.family import BURST, Adaptive, FamilyRule
-from pwevent.operators.obs import keep_probabilities, optimal_budget, optimal_budget_reference
+from pwevent.operators.obs import keep_probabilities, optimal_budget
 from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, BudgetPolicy, SlotBudget, charge_slot
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
 from pwevent.state.requirements import DynamicRequirement, Requirement
 from pwevent.state.spend import Kind
+from tests.operators.obs_reference import optimal_budget_reference
 
 
 def continuous_variance(theta):

@@ -1,5 +1,6 @@
 """docs/architecture.md's table of the JVM packages ("The JVM pieces") lists every Java class of
-jobs/streaming/jvm in its package, and nothing else; every test class sits in its class's package."""
+jobs/streaming/jvm in its package, and nothing else; every test class sits in its class's package; no
+product class is over MAX_LINES lines."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 JVM = REPO / "jobs" / "streaming" / "jvm" / "pwevent" / "flink"
 JVM_TEST = REPO / "jobs" / "streaming" / "jvm-test" / "pwevent" / "flink"
+#: The most lines a product class may have: a longer one holds more than one concern to split out.
+MAX_LINES = 300
 
 
 def documented() -> dict[str, set[str]]:
@@ -43,3 +46,8 @@ def test_tests_sit_in_the_package_of_what_they_test() -> None:
         for name in tests:
             tested = name.removesuffix("Test")
             assert tested in product[package] or any(tested.startswith(c) for c in product[package]), name
+
+
+def test_no_product_class_is_over_max_lines() -> None:
+    lengths = {path.relative_to(JVM).as_posix(): len(path.read_text().splitlines()) for path in JVM.rglob("*.java")}
+    assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}

@@ -34,7 +34,6 @@ from pwevent.jobs.streaming.requirement_payload import canonical
 from pwevent.jobs.streaming.requirement_sql import (
     ISO_MILLIS,
     MIN_EPSILON,
-    canonical_epsilon,
     epsilon_regex,
     parsed_requirements_sql,
     requirement_regex,
@@ -461,6 +460,11 @@ def epsilon_literals(count: int, seed: int) -> list[str]:
         fraction = "".join(rng.choice("0123456789") for _ in range(rng.randrange(0, 9)))
         out.append(f"{integer}.{fraction}" if fraction else integer)
     return out
+
+
+def canonical_epsilon(integer: str, fraction: str | None) -> str:
+    """The canonical text of the epsilon whose groups are `integer` and `fraction` (as SQL builds it)."""
+    return f"{integer}.{fraction or '0'}"
 
 
 def test_epsilon_groups_give_the_canonical_text_of_every_admitted_literal():

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pwevent.jobs.common.membership import PendingRequirement, UserMembership
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.jobs.streaming.rows import TimePath
 from pwevent.state.requirements import Requirement
+from tests.user_membership import PendingRequirement, UserMembership
 
 ORIGINS = st.sampled_from([0, 1_704_067_200_000, -62_135_596_800_000, 7])
 LENGTHS = st.sampled_from([1, 1000, 60_000, 86_400_000, 7])

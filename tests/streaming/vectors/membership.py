@@ -1,6 +1,6 @@
 """Shared scenarios of the membership rule (tests/streaming/data/membership-scenarios.jsonl): random
 sequences of one user's requirement records, presences and slot closes, with what the Python
-reference (`jobs.common.membership.UserMembership` under `Membership`) does with each.
+reference (`tests.user_membership.UserMembership` under `jobs.common.membership.Membership`) does with each.
 Written by `python -m tests.streaming.write_vectors` (tests/streaming/test_vectors.py checks the file is
 what it writes); jobs/streaming/jvm-test/pwevent/flink/membership/MembershipScenariosTest.java replays
 every line on the Java `UserMembership` and `MembershipRule` that the job runs.
@@ -13,13 +13,14 @@ from typing import Any
 
 import orjson
 
-from pwevent.jobs.common.membership import Membership, PendingRequirement, Rejection, UserMembership
+from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.jobs.streaming.requirement_payload import RequirementPayload, canonical
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import MembershipChange, UserRequirement
 from pwevent.state.requirements import DynamicRequirement, Requirement
+from tests.user_membership import PendingRequirement, Rejection, UserMembership
 
 NAME = "membership-scenarios.jsonl"
 CLOCK = SlotClock(origin_ms=1_000_000, length_ms=1000)

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * text it renders of every certified datum, and null wherever a vector says it must not answer.
  */
 class AvroFieldsTest {
-    /** The strict decoding {@link AvroCertifier#strictUtf8} must agree with, whatever the bytes. */
+    /** The strict decoding {@link AvroValues#strictUtf8} must agree with, whatever the bytes. */
     static String strictlyDecoded(byte[] bytes) {
         try {
             return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(bytes)).toString();
@@ -39,11 +39,13 @@ class AvroFieldsTest {
             for (int i = 0; i < bytes.length; i++) {  // mostly ASCII, some of every other byte
                 bytes[i] = (byte) (random.nextInt(4) == 0 ? random.nextInt(256) : random.nextInt(128));
             }
-            assertEquals(strictlyDecoded(bytes), AvroCertifier.strictUtf8(new Utf8(bytes)), () -> Arrays.toString(bytes));
+            assertEquals(strictlyDecoded(bytes), AvroValues.strictUtf8(new Utf8(bytes)),
+                    () -> Arrays.toString(bytes));
         }
-        assertEquals("aé", AvroCertifier.strictUtf8(new Utf8("aé".getBytes(StandardCharsets.UTF_8))));
-        assertNull(AvroCertifier.strictUtf8(new Utf8(new byte[] {'a', (byte) 0xc0, (byte) 0x80})));  // overlong
-        assertNull(AvroCertifier.strictUtf8(new Utf8(new byte[] {(byte) 0xed, (byte) 0xa0, (byte) 0x80})));  // surrogate
+        assertEquals("aé", AvroValues.strictUtf8(new Utf8("aé".getBytes(StandardCharsets.UTF_8))));
+        assertNull(AvroValues.strictUtf8(new Utf8(new byte[] {'a', (byte) 0xc0, (byte) 0x80})));  // overlong
+        byte[] surrogate = {(byte) 0xed, (byte) 0xa0, (byte) 0x80};
+        assertNull(AvroValues.strictUtf8(new Utf8(surrogate)));
     }
 
     private static final HexFormat HEX = HexFormat.of();
@@ -99,7 +101,8 @@ class AvroFieldsTest {
     void aHostileCollectionLengthIsNullNotAnError() {
         // {user: "u", time: 0, value: 0, tags: [...]}: the array's block claims about 2^30 items in a
         // 10-byte value; the decoder must not take the whole JVM down trying to hold them.
-        String schema = "{\"type\": \"record\", \"name\": \"E\", \"fields\": [{\"name\": \"user\", \"type\": \"string\"},"
+        String schema = "{\"type\": \"record\", \"name\": \"E\", \"fields\": ["
+                + "{\"name\": \"user\", \"type\": \"string\"},"
                 + " {\"name\": \"time\", \"type\": \"long\"}, {\"name\": \"value\", \"type\": \"int\"},"
                 + " {\"name\": \"tags\", \"type\": {\"type\": \"array\", \"items\": \"string\"}}]}";
         byte[] datum = {2, 'u', 0, 0, (byte) 0x80, (byte) 0x80, (byte) 0x80, (byte) 0x80, 0x08, 0};
@@ -113,11 +116,13 @@ class AvroFieldsTest {
         // an array of nulls (or of empty records) bounds nothing: two bytes may claim 2^62 items
         for (String items : new String[] {"\"null\"", "{\"type\": \"record\", \"name\": \"Z\", \"fields\": []}",
                 "{\"type\": \"fixed\", \"name\": \"F\", \"size\": 0}"}) {
-            String schema = "{\"type\": \"record\", \"name\": \"E\", \"fields\": [{\"name\": \"user\", \"type\": \"string\"},"
+            String schema = "{\"type\": \"record\", \"name\": \"E\", \"fields\": ["
+                    + "{\"name\": \"user\", \"type\": \"string\"},"
                     + " {\"name\": \"nothing\", \"type\": {\"type\": \"array\", \"items\": " + items + "}}]}";
             assertNull(AvroCertifier.of(schema), items);
         }
-        String strings = "{\"type\": \"record\", \"name\": \"E\", \"fields\": [{\"name\": \"user\", \"type\": \"string\"},"
+        String strings = "{\"type\": \"record\", \"name\": \"E\", \"fields\": ["
+                + "{\"name\": \"user\", \"type\": \"string\"},"
                 + " {\"name\": \"tags\", \"type\": {\"type\": \"array\", \"items\": \"string\"}}]}";
         assertNotNull(AvroCertifier.of(strings));
     }
@@ -126,7 +131,8 @@ class AvroFieldsTest {
     void aDeeplyNestedRecursiveDatumIsNullNotAnError() {
         // A recursive schema and a datum nested 16,000 levels deep (64 KB, the default record
         // size limit, max_record_bytes): decoding recurses once per level.
-        String schema = "{\"type\": \"record\", \"name\": \"N\", \"fields\": [{\"name\": \"user\", \"type\": \"string\"},"
+        String schema = "{\"type\": \"record\", \"name\": \"N\", \"fields\": ["
+                + "{\"name\": \"user\", \"type\": \"string\"},"
                 + " {\"name\": \"time\", \"type\": \"long\"}, {\"name\": \"value\", \"type\": \"int\"},"
                 + " {\"name\": \"next\", \"type\": [\"null\", \"N\"]}]}";
         int depth = 16_000;

@@ -43,8 +43,8 @@ class FirstPresenceTest {
         HashMap<String, long[]> sent = new HashMap<>();
         for (int i = 0; i < steps.length; i++) {
             String step = steps[i];
-            if (step.equals("off") || step.equals("on")) {
-                epoch = FirstPresence.startEpoch(List.of(epoch), step.equals("on"));
+            if ("off".equals(step) || "on".equals(step)) {
+                epoch = FirstPresence.startEpoch(List.of(epoch), "on".equals(step));
                 sent.clear();
             } else if (step.startsWith("p")) {
                 long slot = Long.parseLong(step.substring(1));
@@ -66,7 +66,8 @@ class FirstPresenceTest {
         List<String[]> rows = scenarios();
         assertTrue(rows.size() >= 15, "scenarios read: " + rows.size());
         for (String[] row : rows) {
-            List<Integer> expected = Arrays.stream(row[2].split(",")).map(Integer::valueOf).collect(Collectors.toList());
+            List<Integer> expected =
+                    Arrays.stream(row[2].split(",")).map(Integer::valueOf).collect(Collectors.toList());
             assertEquals(expected, passedOn(row[1].split(" "), false), () -> row[0]);
             assertEquals(expected, passedOn(row[1].split(" "), true), () -> row[0] + ", through Unheard");
         }

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link UserMembership} under {@link MembershipRule} against the Python reference on the shared
  * scenarios (tests/streaming/data/membership-scenarios.jsonl, which
- * tests/streaming/vectors/membership.py writes from jobs/common/membership.py): the
+ * tests/streaming/vectors/membership.py writes from tests/user_membership.py): the
  * same changes (class ids included), refusals with the same reasons and details, the same answers
  * to presences and the same final state, step by step. Also a round trip of the state through its
  * bytes after every step.

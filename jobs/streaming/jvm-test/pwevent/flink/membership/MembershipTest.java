@@ -42,7 +42,8 @@ class MembershipTest {
 
     /** The requirements' ValidTime row of `user` at `time` (offset `offset`), `ahead` as ValidTime says. */
     static StreamRecord<Row> record(String user, long time, long offset, boolean ahead) {
-        byte[] payload = new RequirementPayload(REQ, REQ, null, ("r" + offset).getBytes(StandardCharsets.UTF_8)).encode();
+        byte[] original = ("r" + offset).getBytes(StandardCharsets.UTF_8);
+        byte[] payload = new RequirementPayload(REQ, REQ, null, original).encode();
         return new StreamRecord<>(Row.of(user, time, null, 0, offset, payload, ahead), time);
     }
 
@@ -83,7 +84,8 @@ class MembershipTest {
             byte[] invalid = new RequirementPayload("{\"epsilon\":500.0,\"w\":10}", null, "epsilon over the cap",
                     "r7".getBytes(StandardCharsets.UTF_8)).encode();
             long farAhead = 3_000_000;  // 50 minutes of one-second slots past the watermark
-            membership.processElement1(new StreamRecord<>(Row.of("u1", farAhead, null, 0, 7L, invalid, false), farAhead));
+            membership.processElement1(
+                    new StreamRecord<>(Row.of("u1", farAhead, null, 0, 7L, invalid, false), farAhead));
             assertEquals(List.of(rejected("invalid_requirement", "epsilon over the cap", 7)),
                     membership.getSideOutput(Membership.REJECTED).stream().map(StreamRecord::getValue).toList(),
                     "before any watermark reaches its slot");

@@ -3,7 +3,6 @@ package pwevent.flink.parsing;
 import pwevent.flink.time.ValidTime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -154,8 +153,9 @@ class RequirementOrderTest {
             order.processElement2(slow("u1", 0L, 0, 1L, true));
             order.processElement1(only(0, 2L, ValidTime.PENDING));  // takes the row that came first, at once
             order.processElement1(fast("u3", 0L, 0, 3L, true));
-            assertEquals(List.of(Arrays.asList(0, 1L, ValidTime.FAST, "u1"), Arrays.asList(0, 2L, ValidTime.REFUSED, null),
-                    Arrays.asList(0, 3L, ValidTime.FAST, "u3")), out(order));
+            assertEquals(List.of(Arrays.asList(0, 1L, ValidTime.FAST, "u1"),
+                    Arrays.asList(0, 2L, ValidTime.REFUSED, null), Arrays.asList(0, 3L, ValidTime.FAST, "u3")),
+                    out(order));
         }
     }
 }

@@ -68,6 +68,7 @@ class ReleaseWriterTest {
         }
     }
 
+    /** Opens the in-memory topic of its name, counting the openings. */
     record Topics(String name) implements ReleaseTopic.Factory {
         @Override
         public ReleaseTopic open() {
@@ -89,7 +90,8 @@ class ReleaseWriterTest {
     }
 
     static StreamRecord<Row> release(long slot, String counts) {
-        return new StreamRecord<>(Row.of("release", Long.toString(slot), "{\"slot\":" + slot + ",\"counts\":" + counts + "}"));
+        String line = "{\"slot\":" + slot + ",\"counts\":" + counts + "}";
+        return new StreamRecord<>(Row.of("release", Long.toString(slot), line));
     }
 
     /** A message of the topic: the record of `slot` with `counts`, as `release` writes it. */

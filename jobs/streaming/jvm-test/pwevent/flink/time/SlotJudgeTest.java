@@ -47,7 +47,11 @@ class SlotJudgeTest {
         List<long[]> vectors = SlotRulesTest.vectors();
         assertTrue(vectors.size() >= 100);
         for (long[] v : vectors) {
-            long origin = v[0], length = v[1], time = v[2], slot = v[3], last = v[4];
+            long origin = v[0];
+            long length = v[1];
+            long time = v[2];
+            long slot = v[3];
+            long last = v[4];
             var open = harness(origin, length, Long.MIN_VALUE);
             open.processElement(event(time, false));  // no watermark yet
             open.processWatermark(new Watermark(last - 1));

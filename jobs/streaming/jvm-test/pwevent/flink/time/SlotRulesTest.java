@@ -42,7 +42,10 @@ class SlotRulesTest {
     @Test
     void aSlotIsClosedExactlyFromItsLastMillisecond() throws Exception {
         for (long[] v : vectors()) {
-            long origin = v[0], length = v[1], slot = v[3], last = v[4];
+            long origin = v[0];
+            long length = v[1];
+            long slot = v[3];
+            long last = v[4];
             assertTrue(SlotRules.closed(slot, last, origin, length), () -> "closed at the last ms of slot " + slot);
             assertFalse(SlotRules.closed(slot, last - 1, origin, length), () -> "open before the last ms of " + slot);
         }

@@ -77,8 +77,10 @@ class ValidTimeParallelTest {
                      ValidTimeHarness.harness(ValidTimeHarness.operator(0, Map.of(0, 0L, 1, 0L)))) {
             harness.initializeState(one);
             harness.open();
-            harness.processElement(ValidTimeHarness.event("u1", 300 * SLOT, 1, 1L));  // a lone record 5 h past partition 1's
-            harness.processElement(ValidTimeHarness.event("u0", 300 * SLOT, 0, 1L));  // and past partition 0's
+            // a lone record 5 h past partition 1's
+            harness.processElement(ValidTimeHarness.event("u1", 300 * SLOT, 1, 1L));
+            // and past partition 0's
+            harness.processElement(ValidTimeHarness.event("u0", 300 * SLOT, 0, 1L));
             assertEquals(List.of(List.of(1L, true), List.of(1L, true)),
                     ValidTimeHarness.judged(List.copyOf(harness.getOutput())));
         }

@@ -9,7 +9,6 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.apache.flink.avro.shaded.org.apache.avro.Schema;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.table.functions.ScalarFunction;
@@ -129,7 +128,7 @@ public final class AvroFields extends ScalarFunction {
                 }
                 JsonNode schema = body == null ? null : body.get("schema");
                 JsonNode type = body == null ? null : body.get("schemaType");
-                boolean avro = type == null || (type.isTextual() && type.asText().equals("AVRO"));
+                boolean avro = type == null || type.isTextual() && "AVRO".equals(type.asText());
                 return schema != null && schema.isTextual() && avro ? schema.asText() : null;
             } finally {
                 http.disconnect();

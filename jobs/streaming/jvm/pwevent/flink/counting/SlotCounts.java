@@ -75,6 +75,7 @@ public final class SlotCounts extends AbstractStreamOperator<Row> implements One
         }
     }
 
+    /** A count's key within a slot: the class and the cell. */
     private record Key(String cls, int cell) {
     }
 

@@ -77,7 +77,8 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
 
     /** The join of `versions` (input 1) and `rows` (input 2), both keyed by user. */
     public static SingleOutputStreamOperator<Row> join(DataStream<Row> versions, DataStream<Row> rows) {
-        return versions.connect(rows).keyBy(new ByUser(), new ByUser()).transform("user class", OUT, new UserClassJoin());
+        return versions.connect(rows).keyBy(new ByUser(), new ByUser())
+                .transform("user class", OUT, new UserClassJoin());
     }
 
     @Override

@@ -37,6 +37,7 @@ public final class ChangeBatches extends AbstractStreamOperator<Row> implements 
     /** Per slot: its rows' time and its changes so far, by group. */
     private transient TreeMap<Long, Batch> held;
 
+    /** One slot's rows' time and its changes so far, by group. */
     private static final class Batch {
         final long time;
         /** (target, previous, requirement) -> the users' JSON strings, comma-separated. */

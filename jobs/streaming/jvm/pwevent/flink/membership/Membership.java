@@ -24,7 +24,8 @@ import org.apache.flink.util.OutputTag;
  * {@link RequirementPayload} bytes, ahead): a record is refused at once as {@code too_far_ahead} when
  * ValidTime's lead guard did not believe its time, and as {@code invalid_requirement} when no ledger
  * can run it (whatever its time: the rule refuses it whatever the user declared before); any other is
- * buffered until its slot closes, or refused as {@code late} if it already has. Input 2: {@link FirstPresence#PRESENCE} rows (user, slot): it carries the
+ * buffered until its slot closes, or refused as {@code late} if it already has. Input 2:
+ * {@link FirstPresence#PRESENCE} rows (user, slot): it carries the
  * events' watermark, so that a requirement record is judged late against the events' progress and
  * its slot closes here no later than the events' slot does; with a default requirement also each
  * (user, slot) present without a class that Membership may still need. One event-time timer per
@@ -42,7 +43,8 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
             new String[] {"user", "cls", "vms", "slot", "previous", "requirement"});
     public static final OutputTag<Row> REJECTED = new OutputTag<>("requirement records that did not apply",
             new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE)}, new String[] {"reason", "detail", "partition", "offset", "original"}));
+                Types.PRIMITIVE_ARRAY(Types.BYTE)},
+                new String[] {"reason", "detail", "partition", "offset", "original"}));
 
     private final MembershipRule rule;
     private final String tooFarAheadDetail;
@@ -114,8 +116,8 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
         UserMembership user = UserMembership.decode(users.value());
         for (Object done : user.close(SlotRules.slotOf(originMs, slotMs, timestamp), name, rule)) {
             if (done instanceof MembershipRule.Change change) {
-                out.collect(Row.of(name, change.target(), SlotRules.firstMs(originMs, slotMs, change.slot()), change.slot(),
-                        change.previous(), change.requirement()));
+                out.collect(Row.of(name, change.target(), SlotRules.firstMs(originMs, slotMs, change.slot()),
+                        change.slot(), change.previous(), change.requirement()));
             } else {
                 context.output(REJECTED, rejected((UserMembership.Rejection) done));
             }

@@ -18,7 +18,7 @@ import java.util.HexFormat;
  * user in the root class of its ledger requirement, a repeat is ignored, a change is refused by a
  * fixed mechanism and forks the user's class under a dynamic one (unless the ledger requirement
  * stays the same). Tested equal to the Python on shared scenarios
- * (tests/streaming/data/membership-scenarios.tsv).
+ * (tests/streaming/data/membership-scenarios.jsonl).
  */
 public final class MembershipRule implements Serializable {
     private static final long serialVersionUID = 1L;

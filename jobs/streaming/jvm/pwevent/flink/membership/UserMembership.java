@@ -12,8 +12,8 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * What {@link Membership} keeps for one user (jobs/common/membership.py, {@code UserMembership}, the
- * reference it is tested equal to on tests/streaming/data/membership-scenarios.tsv): the user's
+ * What {@link Membership} keeps for one user (tests/user_membership.py, {@code UserMembership}, the
+ * reference it is tested equal to on tests/streaming/data/membership-scenarios.jsonl): the user's
  * {@link MembershipRule.State}, the requirement records of slots that have not closed, and the first
  * slot the user was present in without a class (only with a default requirement).
  *
@@ -50,7 +50,8 @@ public final class UserMembership {
     /** Buffer `record` until its slot closes, or refuse it as late if the slot has closed. */
     public Rejection receive(Pending record, long watermarkMs, long originMs, long slotMs) {
         if (SlotRules.closed(record.slot(), watermarkMs, originMs, slotMs)) {
-            return new Rejection(MembershipRule.LATE, "slot " + record.slot() + " had closed when the requirement arrived",
+            return new Rejection(MembershipRule.LATE,
+                    "slot " + record.slot() + " had closed when the requirement arrived",
                     record.partition(), record.offset(), record.payload().original());
         }
         pending.add(record);
@@ -60,7 +61,7 @@ public final class UserMembership {
     /** The user is present at `slot` (only with a default requirement): true when the default may
      *  register the user as `slot` closes (the caller sets a timer for it). */
     public boolean seen(long slot) {
-        if (state.classId() != null || (seenAt != null && seenAt <= slot)) {
+        if (state.classId() != null || seenAt != null && seenAt <= slot) {
             return false;
         }
         seenAt = slot;

@@ -149,7 +149,8 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
         Long timestamp = record.hasTimestamp() ? record.getTimestamp() : null;
         Held mark = placeholder(held.get(partition), offset(row));
         if (mark == null) {
-            Held before = early.computeIfAbsent(partition, p -> new HashMap<>()).put(offset(row), new Held(row, timestamp));
+            Held before = early.computeIfAbsent(partition, p -> new HashMap<>())
+                    .put(offset(row), new Held(row, timestamp));
             if (before != null) {
                 throw new IllegalStateException("two reference parser's rows of requirements partition " + partition
                         + ", offset " + offset(row));

@@ -84,7 +84,8 @@ public final class KafkaPartitionEnds implements PartitionEnds {
                     owned.add(new TopicPartition(topic, info.partition()));
                 }
             }
-            Map<TopicPartition, Long> first = restored ? Map.of() : start.getPartitionOffsets(owned, new Offsets(consumer));
+            Map<TopicPartition, Long> first =
+                    restored ? Map.of() : start.getPartitionOffsets(owned, new Offsets(consumer));
             for (TopicPartition partition : owned) {
                 long end = end(consumer, partition);
                 ends.put(partition.partition(), first.getOrDefault(partition, 0L) >= end ? 0L : end);
@@ -143,7 +144,8 @@ public final class KafkaPartitionEnds implements PartitionEnds {
             long last = -1;
             while (consumer.position(partition, CALL) < to) {
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("reading " + partition + " back from " + upTo + " took over " + CALL);
+                    throw new IllegalStateException(
+                            "reading " + partition + " back from " + upTo + " took over " + CALL);
                 }
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200)).records(partition)) {
                     if (record.offset() < to) {

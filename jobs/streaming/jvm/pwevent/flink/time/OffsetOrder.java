@@ -6,14 +6,14 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
- * One partition's event time in {@link ValidTime} (docs/streaming.md, "Time"), in offset order: the latest time of the valid events up to the
- * fast path's channel's position (every record passes it, as an event or as the mark of one
- * the reference parser takes) and before the first record whose reference-parser result is
- * pending, and how far the channel has got. The two channels do not keep pace: a result may
- * come before or after its mark, and events after the first pending record before its result;
- * their times (offset and time only; the events themselves are not delayed) are held until the
- * fast channel has passed them and nothing before them is pending. Not checkpointed: at an
- * aligned checkpoint every record before the barrier has passed both channels, so nothing is
+ * One partition's event time in {@link ValidTime} (docs/streaming.md, "Time"), in offset order: the
+ * latest time of the valid events up to the fast path's channel's position (every record passes it,
+ * as an event or as the mark of one the reference parser takes) and before the first record whose
+ * reference-parser result is pending, and how far the channel has got. The two channels do not keep
+ * pace: a result may come before or after its mark, and events after the first pending record
+ * before its result; their times (offset and time only; the events themselves are not delayed) are
+ * held until the fast channel has passed them and nothing before them is pending. Not checkpointed:
+ * at an aligned checkpoint every record before the barrier has passed both channels, so nothing is
  * held (after a restore from an unaligned one, a replayed result whose mark came before the
  * checkpoint only leaves its offset in `early`).
  */

@@ -33,7 +33,7 @@ public final class SlotRules {
     }
 
     /** Whether a registration of `slot` comes after its slot closed at `watermarkMs`: Membership's
-     *  rule for a late requirement record (jobs/common/membership.py, `UserMembership.receive`). */
+     *  rule for a late requirement record (tests/user_membership.py, `UserMembership.receive`). */
     public static boolean closed(long slot, long watermarkMs, long originMs, long slotMs) {
         return lastMs(originMs, slotMs, slot) <= watermarkMs;
     }

@@ -27,7 +27,8 @@ final class ValidTimeState {
     /** The lead guard's partitions (partition, latest, pending jump or Long.MIN_VALUE), every
      *  subtask's given to every subtask on a restore. */
     private static final ListStateDescriptor<Row> GUARD = new ListStateDescriptor<>("lead guard", new RowTypeInfo(
-            new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG}, new String[] {"partition", "latest", "jump"}));
+            new TypeInformation<?>[] {Types.INT, Types.LONG, Types.LONG},
+            new String[] {"partition", "latest", "jump"}));
     /** Per partition of the input, the highest offset of its rows read (every subtask's given to
      *  every subtask on a restore). */
     private static final ListStateDescriptor<Row> INPUT_READ = ReadOffsets.descriptor("input read");
