@@ -215,21 +215,7 @@ def main() -> int:
     parser.add_argument("--pace", type=float, default=6.0, help="seconds per live slot")
     parser.add_argument("--producer", choices=("java", "python"), default="java",
                         help="backlog producer: BacklogProducer.java (fast) or kafka-python")
-    parser.add_argument("--checkpoint-interval", default="1s")
-    parser.add_argument("--checkpoint-timeout", default="10m", help="flink.checkpoint_timeout")
-    parser.add_argument("--tolerable-failed-checkpoints", type=int, default=5,
-                        help="flink.tolerable_failed_checkpoints (0 = fail over at the first expired one)")
-    parser.add_argument("--execution-mode", choices=("thread", "process"), default="thread")
-    parser.add_argument("--bundle-size", type=int, default=1000)
-    parser.add_argument("--bundle-time", default="100ms")
-    parser.add_argument("--state-backend", choices=("hashmap", "rocksdb"), default="hashmap")
-    parser.add_argument("--incremental", action="store_true",
-                        help="flink.incremental_checkpoints: true (rocksdb only: checkpoints write what changed)")
-    parser.add_argument("--event-time", choices=("field", "kafka"), default="field",
-                        help="job only: field: the parsed time field; kafka: record timestamps")
-    parser.add_argument("--flink-extra", action="append", default=[], metavar="KEY=VALUE",
-                        help="job and ceiling: a flink.extra entry (repeatable), e.g. "
-                             "taskmanager.memory.managed.size=2g (RocksDB's block cache and write buffers)")
+    add_flink_arguments(parser)
     parser.add_argument("--events-format", choices=("json", "avro-confluent"), default="json",
                         help="how the events are written and read (see above)")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds a run may take at most")
@@ -302,11 +288,33 @@ def main() -> int:
     return with_broker(args, work)
 
 
-def with_broker(args: argparse.Namespace, work: Path) -> int:
-    """`measure` on --bootstrap, else on a broker of its own (started and stopped here)."""
+def add_flink_arguments(parser: argparse.ArgumentParser) -> None:
+    """The job's Flink settings that `job_config` reads (benchmarks/bench_schedule.py takes them too)."""
+    parser.add_argument("--checkpoint-interval", default="1s")
+    parser.add_argument("--checkpoint-timeout", default="10m", help="flink.checkpoint_timeout")
+    parser.add_argument("--tolerable-failed-checkpoints", type=int, default=5,
+                        help="flink.tolerable_failed_checkpoints (0 = fail over at the first expired one)")
+    parser.add_argument("--execution-mode", choices=("thread", "process"), default="thread")
+    parser.add_argument("--bundle-size", type=int, default=1000)
+    parser.add_argument("--bundle-time", default="100ms")
+    parser.add_argument("--state-backend", choices=("hashmap", "rocksdb"), default="hashmap")
+    parser.add_argument("--incremental", action="store_true",
+                        help="flink.incremental_checkpoints: true (rocksdb only: checkpoints write what changed)")
+    parser.add_argument("--event-time", choices=("field", "kafka"), default="field",
+                        help="job only: field: the parsed time field; kafka: record timestamps")
+    parser.add_argument("--flink-extra", action="append", default=[], metavar="KEY=VALUE",
+                        help="job and ceiling: a flink.extra entry (repeatable), e.g. "
+                             "taskmanager.memory.managed.size=2g (RocksDB's block cache and write buffers)")
+
+
+def with_broker(args: argparse.Namespace, work: Path,
+                body: Callable[[argparse.Namespace, str, Path], int] | None = None) -> int:
+    """`body(args, bootstrap, work)` (default `measure`) on --bootstrap, else on a broker of its own
+    (started and stopped here; its pid in `args.broker_pid`)."""
+    body = body or measure
     if args.bootstrap:
         try:
-            return measure(args, args.bootstrap, work)
+            return body(args, args.bootstrap, work)
         finally:
             if not args.keep:
                 shutil.rmtree(work / "data", ignore_errors=True)
@@ -316,7 +324,7 @@ def with_broker(args: argparse.Namespace, work: Path) -> int:
     with suppress(OSError, ValueError):
         args.broker_pid = int((kafka_run / "kafka.pid").read_text().split()[0])
     try:
-        return measure(args, started.stdout.strip().splitlines()[-1], work)
+        return body(args, started.stdout.strip().splitlines()[-1], work)
     finally:
         subprocess.run([str(KAFKA_SH), "stop", "--run-dir", str(kafka_run)], capture_output=True)
         if not args.keep:
@@ -827,16 +835,9 @@ def run(result: RunResult, launch: Launch, folder: Path, kafka: Any, topic: str,
     watcher.start()
     begun = time.time()
     try:
-        launch.start()
-        while True:
-            with suppress(OSError, KeyError):
-                if launch.ready():
-                    break
-            if launch.failed() or time.time() - begun > timeout:
-                result.error = f"did not start; see {folder}"
-                print(launch.log_tail())
-                return
-            time.sleep(0.05)
+        if not start_launch(launch, begun + timeout):
+            result.error = f"did not start; see {folder}"
+            return
         start_sample = cpu_sample(launch.roots(), broker_pid)
         running = time.time()
         load_running = os.getloadavg()[0]
@@ -886,6 +887,20 @@ def run(result: RunResult, launch: Launch, folder: Path, kafka: Any, topic: str,
     finally:
         stop.set()
         launch.stop()
+
+
+def start_launch(launch: Launch, deadline: float) -> bool:
+    """Start `launch` and wait until it is RUNNING (True), or has failed or `deadline` (time.time())
+    has passed (False, its log's tail printed). The caller stops it either way."""
+    launch.start()
+    while True:
+        with suppress(OSError, KeyError):
+            if launch.ready():
+                return True
+        if launch.failed() or time.time() > deadline:
+            print(launch.log_tail())
+            return False
+        time.sleep(0.05)
 
 
 def fresh_rest_vertices(rest: str, job_id: str) -> dict[str, dict[str, Any]]:
