@@ -24,8 +24,8 @@ public final class EventTime {
 
     private EventTime() {}
 
-    /** The Confluent wire format's magic byte and frame length (jobs/common/records.py). */
-    public static final int FRAME_BYTES = 5;
+    /** The Confluent wire format's magic byte and frame length (jobs/common/avro_format.py). */
+    public static final int FRAME_BYTES = pwevent.flink.contract.Limits.CONFLUENT_FRAME_BYTES;
 
     public static Long read(byte[] value, String[] path) {
         int start = value.length > 0 && value[0] == 0 ? FRAME_BYTES : 0;
