@@ -16,10 +16,12 @@ Values (`Reasons`, `TimePaths`, `Limits` in Java):
 - `LIMITS`: `FIRST_SLOT` (jobs/common/slots.py; `SlotRules`), `CONFLUENT_FRAME_BYTES`
   (jobs/common/avro_format.py; `EventTime.FRAME_BYTES`, `RecordGroups`, `AvroFields`).
 
-Rows (a class per layout in Java: named field indices, `ARITY`, `TYPE` its RowTypeInfo; Python:
+Rows (a class per layout in Java: named field indices, `ARITY`, `TYPE` its RowTypeInfo, `SQL` its SQL type; Python:
 jobs/streaming/rows.py's PyFlink types and the SQL of jobs/streaming/graph.py derive from `ROWS`):
 - `RECORD`: a Kafka record with its position (`PositionedRecords`; SQL: views `raw_events`,
   `raw_requirements`).
+- `RECORD_GROUPS`: the SQL table function `RecordGroups`'s row (its output type hint, `RecordGroupsRow.SQL`;
+  Python: jobs/streaming/event_sql.py's columns of it).
 - `EVENT_VERDICT`, `REQUIREMENT_VERDICT`: the SQL fast paths' verdicts (graph.py's queries; input of
   `FastPathSplit`, `RequirementSplit`).
 - `SLOW_RECORD`: a record for a reference parser (`FastPathSplit.SLOW`, `RequirementSplit.SLOW`;
@@ -183,6 +185,10 @@ SLOT_COUNT = RowLayout(
     "SlotCountRow", "A subtask's count of a slot's users of class `cls` in `cell`; rt_ms the slot's last"
     " millisecond.",
     (("slot", LONG), ("cls", STR), ("cell", INT), ("n", LONG), ("rt_ms", LONG)))
+RECORD_GROUPS = RowLayout(
+    "RecordGroupsRow", "The SQL fast path's one look at a raw record: whether the pattern matched, then its"
+    " capturing groups (g1 the first).",
+    (("matched", BOOL), *((f"g{group}", STR) for group in range(1, 11))))
 POPULATION_PRESENT = RowLayout(
     None, "The count `n` of present users of class `cls` in `cell`.",
     (("cls", STR), ("cell", INT), ("n", LONG)))
@@ -194,7 +200,7 @@ POPULATION_OUT = RowLayout(
     " \"dead\".",
     (("route", STR), ("k", STR), ("v", STR)))
 
-ROWS = (RECORD, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, PARSED, TIMED, PRESENT, REJECTED_EVENT, PRESENCE,
+ROWS = (RECORD, RECORD_GROUPS, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, PARSED, TIMED, PRESENT, REJECTED_EVENT, PRESENCE,
         CHANGE, REFUSED_REQUIREMENT, CHANGE_BATCH, CLASSED, SLOT_COUNT, POPULATION_PRESENT, POPULATION_IN,
         POPULATION_OUT)
 

@@ -1,6 +1,6 @@
 """The contract (jobs/streaming/jvm_contract) as Java source: the package `pwevent.flink.contract`, one
 class of constants per kind of value (`Reasons`, `TimePaths`, `Limits`) and one per row layout with a
-Java class (its named field indices, `ARITY` and `TYPE`, its RowTypeInfo)."""
+Java class (its named field indices, `ARITY`, `TYPE` its RowTypeInfo and `SQL` its SQL type)."""
 
 from __future__ import annotations
 
@@ -74,15 +74,32 @@ def _constants(name: str, doc: str, values: Mapping[str, str | int], templates: 
     body = []
     for constant, value in values.items():
         kind = "String" if isinstance(value, str) else "int"
-        body += _declaration(kind, constant, _literal(value))
+        body += _declaration(kind, constant, value)
     for constant, template in templates.items():
         body += [""] + _template(constant, template)
     return _class(name, doc, [], body + [""])
 
 
-def _declaration(kind: str, constant: str, literal: str) -> list[str]:
-    line = f"public static final {kind} {constant} = {literal};"
-    return [line] if len(line) <= 120 - 4 else [f"public static final {kind} {constant} =", f"        {literal};"]
+def _declaration(kind: str, constant: str, value: str | int) -> list[str]:
+    """A constant, its value on the next line(s) where it is long (a long text in pieces joined by +)."""
+    line = f"public static final {kind} {constant} = {_literal(value)};"
+    if len(line) <= 120 - 4:
+        return [line]
+    pieces = [_literal(piece) for piece in _pieces(str(value), 120 - 4 - 20)]
+    lines = [f"public static final {kind} {constant} =", f"        {pieces[0]}"]
+    lines += [f"                + {piece}" for piece in pieces[1:]]
+    lines[-1] += ";"
+    return lines
+
+
+def _pieces(text: str, width: int) -> list[str]:
+    """`text` cut before spaces into pieces of at most about `width` characters."""
+    pieces = [""]
+    for word in re.split(r"(?= )", text):
+        if pieces[-1] and len(pieces[-1]) + len(word) > width:
+            pieces.append("")
+        pieces[-1] += word
+    return pieces
 
 
 def _template(constant: str, template: str) -> list[str]:
@@ -90,7 +107,7 @@ def _template(constant: str, template: str) -> list[str]:
     parts = list(string.Formatter().parse(template))
     fields = [field for _, field, _, _ in parts if field is not None]
     if not fields:
-        return _declaration("String", constant, _literal(template))
+        return _declaration("String", constant, template)
     method = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), constant.lower())
     pieces = []
     for text, field, _, _ in parts:
@@ -118,7 +135,7 @@ def _row(layout: RowLayout) -> str:
     body += ["public static final RowTypeInfo TYPE = new RowTypeInfo("]
     body += _wrapped([_java_type(kind) for _, kind in layout.fields], " " * 8 + "new TypeInformation<?>[] {", "},")
     body += _wrapped([_literal(name) for name in layout.names], " " * 8 + "new String[] {", "});")
-    body.append("")
+    body += ["/** The row's SQL type. */"] + _declaration("String", "SQL", layout.sql_type()) + [""]
     doc = f"{layout.doc} Row({', '.join(layout.names)})."
     return _class(layout.java or "", doc, ["org.apache.flink.api.common.typeinfo.TypeInformation",
                                            "org.apache.flink.api.common.typeinfo.Types",

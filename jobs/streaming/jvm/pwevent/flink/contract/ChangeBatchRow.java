@@ -13,6 +13,8 @@ public final class ChangeBatchRow {
     public static final RowTypeInfo TYPE = new RowTypeInfo(
             new TypeInformation<?>[] {Types.LONG, Types.STRING},
             new String[] {"slot", "changes"});
+    /** The row's SQL type. */
+    public static final String SQL = "ROW<`slot` BIGINT, `changes` STRING>";
 
     private ChangeBatchRow() {
     }

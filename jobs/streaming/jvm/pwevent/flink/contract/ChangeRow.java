@@ -20,6 +20,10 @@ public final class ChangeRow {
     public static final RowTypeInfo TYPE = new RowTypeInfo(
             new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.LONG, Types.LONG, Types.STRING, Types.STRING},
             new String[] {"user", "cls", "vms", "slot", "previous", "requirement"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`user` STRING, `cls` STRING, `vms` BIGINT, `slot` BIGINT, `previous` STRING, `requirement`"
+                    + " STRING>";
 
     private ChangeRow() {
     }

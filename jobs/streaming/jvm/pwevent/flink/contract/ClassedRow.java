@@ -23,6 +23,10 @@ public final class ClassedRow {
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.STRING},
             new String[] {"user", "slot", "cell", "partition", "offset", "original", "rt_ms", "cls"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`user` STRING, `slot` BIGINT, `cell` INT, `partition` INT, `offset` BIGINT, `original`"
+                    + " BYTES, `rt_ms` BIGINT, `cls` STRING>";
 
     private ClassedRow() {
     }

@@ -23,6 +23,10 @@ public final class EventVerdictRow {
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN, Types.LONG},
             new String[] {"user", "time_ms", "cell", "partition", "offset", "value", "fast", "ts_ms"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`user` STRING, `time_ms` BIGINT, `cell` INT, `partition` INT, `offset` BIGINT, `value`"
+                    + " BYTES, `fast` BOOLEAN, `ts_ms` BIGINT>";
 
     private EventVerdictRow() {
     }

@@ -22,6 +22,10 @@ public final class ParsedRow {
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT},
             new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`user` STRING, `time_ms` BIGINT, `cell` INT, `partition` INT, `offset` BIGINT, `original`"
+                    + " BYTES, `path` INT>";
 
     private ParsedRow() {
     }

@@ -14,6 +14,8 @@ public final class PopulationOutRow {
     public static final RowTypeInfo TYPE = new RowTypeInfo(
             new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.STRING},
             new String[] {"route", "k", "v"});
+    /** The row's SQL type. */
+    public static final String SQL = "ROW<`route` STRING, `k` STRING, `v` STRING>";
 
     private PopulationOutRow() {
     }

@@ -13,6 +13,8 @@ public final class PresenceRow {
     public static final RowTypeInfo TYPE = new RowTypeInfo(
             new TypeInformation<?>[] {Types.STRING, Types.LONG},
             new String[] {"k", "v"});
+    /** The row's SQL type. */
+    public static final String SQL = "ROW<`k` STRING, `v` BIGINT>";
 
     private PresenceRow() {
     }

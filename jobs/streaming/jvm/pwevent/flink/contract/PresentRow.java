@@ -23,6 +23,10 @@ public final class PresentRow {
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.LONG},
             new String[] {"user", "slot", "cell", "partition", "offset", "original", "time_ms", "slot_end_ms"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`user` STRING, `slot` BIGINT, `cell` INT, `partition` INT, `offset` BIGINT, `original`"
+                    + " BYTES, `time_ms` BIGINT, `slot_end_ms` BIGINT>";
 
     private PresentRow() {
     }

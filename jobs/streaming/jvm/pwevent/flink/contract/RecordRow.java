@@ -19,6 +19,9 @@ public final class RecordRow {
     public static final RowTypeInfo TYPE = new RowTypeInfo(
             new TypeInformation<?>[] {Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG, Types.LONG, Types.LONG},
             new String[] {"value", "partition", "offset", "kafka_ts", "jtime"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`value` BYTES, `partition` INT, `offset` BIGINT, `kafka_ts` BIGINT, `jtime` BIGINT>";
 
     private RecordRow() {
     }

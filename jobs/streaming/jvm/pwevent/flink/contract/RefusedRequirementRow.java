@@ -20,6 +20,9 @@ public final class RefusedRequirementRow {
             new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE)},
             new String[] {"reason", "detail", "partition", "offset", "original"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`reason` STRING, `detail` STRING, `partition` INT, `offset` BIGINT, `original` BYTES>";
 
     private RefusedRequirementRow() {
     }

@@ -21,6 +21,10 @@ public final class RejectedEventRow {
             new TypeInformation<?>[] {Types.LONG, Types.STRING, Types.STRING, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE)},
             new String[] {"slot", "reason", "user", "partition", "offset", "original"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`slot` BIGINT, `reason` STRING, `user` STRING, `partition` INT, `offset` BIGINT, `original`"
+                    + " BYTES>";
 
     private RejectedEventRow() {
     }

@@ -24,6 +24,10 @@ public final class RequirementVerdictRow {
             new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.STRING, Types.STRING, Types.INT, Types.LONG,
                 Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN, Types.LONG},
             new String[] {"user", "time_ms", "requested", "ledger", "partition", "offset", "value", "fast", "ts_ms"});
+    /** The row's SQL type. */
+    public static final String SQL =
+            "ROW<`user` STRING, `time_ms` BIGINT, `requested` STRING, `ledger` STRING, `partition` INT,"
+                    + " `offset` BIGINT, `value` BYTES, `fast` BOOLEAN, `ts_ms` BIGINT>";
 
     private RequirementVerdictRow() {
     }

@@ -19,6 +19,8 @@ public final class SlotCountRow {
     public static final RowTypeInfo TYPE = new RowTypeInfo(
             new TypeInformation<?>[] {Types.LONG, Types.STRING, Types.INT, Types.LONG, Types.LONG},
             new String[] {"slot", "cls", "cell", "n", "rt_ms"});
+    /** The row's SQL type. */
+    public static final String SQL = "ROW<`slot` BIGINT, `cls` STRING, `cell` INT, `n` BIGINT, `rt_ms` BIGINT>";
 
     private SlotCountRow() {
     }

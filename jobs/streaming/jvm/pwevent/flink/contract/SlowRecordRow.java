@@ -15,6 +15,8 @@ public final class SlowRecordRow {
     public static final RowTypeInfo TYPE = new RowTypeInfo(
             new TypeInformation<?>[] {Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG, Types.LONG},
             new String[] {"value", "partition", "offset", "ts_ms"});
+    /** The row's SQL type. */
+    public static final String SQL = "ROW<`value` BYTES, `partition` INT, `offset` BIGINT, `ts_ms` BIGINT>";
 
     private SlowRecordRow() {
     }
