@@ -16,12 +16,13 @@ Values (`Reasons`, `TimePaths`, `Limits` in Java):
 - `LIMITS`: `FIRST_SLOT` (jobs/common/slots.py; `SlotRules`), `CONFLUENT_FRAME_BYTES`
   (jobs/common/avro_format.py; `EventTime.FRAME_BYTES`, `RecordGroups`, `AvroFields`).
 
-Rows (a class per layout in Java: named field indices, `ARITY`, `TYPE` its RowTypeInfo, `SQL` its SQL type; Python:
-jobs/streaming/rows.py's PyFlink types and the SQL of jobs/streaming/graph.py derive from `ROWS`):
+Rows (a class per layout in Java: named field indices, `ARITY`, `TYPE` its RowTypeInfo, `SQL` its SQL
+type; Python: jobs/streaming/rows.py's PyFlink types and the SQL of jobs/streaming/graph.py derive from
+`ROWS`):
 - `RECORD`: a Kafka record with its position (`PositionedRecords`; SQL: views `raw_events`,
   `raw_requirements`).
-- `RECORD_GROUPS`: the SQL table function `RecordGroups`'s row (its output type hint, `RecordGroupsRow.SQL`;
-  Python: jobs/streaming/event_sql.py's columns of it).
+- `RECORD_GROUPS`: the row of the SQL table function `RecordGroups` (its output type hint,
+  `RecordGroupsRow.SQL`; Python: jobs/streaming/event_sql.py's columns of it).
 - `EVENT_VERDICT`, `REQUIREMENT_VERDICT`: the SQL fast paths' verdicts (graph.py's queries; input of
   `FastPathSplit`, `RequirementSplit`).
 - `SLOW_RECORD`: a record for a reference parser (`FastPathSplit.SLOW`, `RequirementSplit.SLOW`;
@@ -200,9 +201,9 @@ POPULATION_OUT = RowLayout(
     " \"dead\".",
     (("route", STR), ("k", STR), ("v", STR)))
 
-ROWS = (RECORD, RECORD_GROUPS, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, PARSED, TIMED, PRESENT, REJECTED_EVENT, PRESENCE,
-        CHANGE, REFUSED_REQUIREMENT, CHANGE_BATCH, CLASSED, SLOT_COUNT, POPULATION_PRESENT, POPULATION_IN,
-        POPULATION_OUT)
+ROWS = (RECORD, RECORD_GROUPS, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, PARSED, TIMED, PRESENT,
+        REJECTED_EVENT, PRESENCE, CHANGE, REFUSED_REQUIREMENT, CHANGE_BATCH, CLASSED, SLOT_COUNT, POPULATION_PRESENT,
+        POPULATION_IN, POPULATION_OUT)
 
 #: The reasons the JVM writes, by their Java names.
 REASONS: Mapping[str, Reason] = {reason.name: reason for reason in (
