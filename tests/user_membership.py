@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pwevent.jobs.common.membership import Membership, UserState
-from pwevent.jobs.common.reasons import Reason
+from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, Reason
 from pwevent.jobs.common.requirement_rules import Action
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.state.population import MembershipChange, UserRequirement
@@ -59,8 +59,8 @@ class UserMembership:
 
     def receive(self, record: PendingRequirement, watermark_ms: int, clock: SlotClock) -> Rejection | None:
         """Buffer a record until its slot closes, or reject it as late if the slot has closed."""
-        if clock.end_ms(record.slot) - 1 <= watermark_ms:
-            return Rejection(Reason.LATE, f"slot {record.slot} had closed when the requirement arrived",
+        if clock.closed(record.slot, watermark_ms):
+            return Rejection(Reason.LATE, LATE_REQUIREMENT_DETAIL.format(slot=record.slot),
                              record.position, record.original)
         self.pending.append(record)
         return None

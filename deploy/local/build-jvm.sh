@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile the job's JVM pieces (jobs/streaming/jvm: the Java operators and SQL functions, in the
-# packages pwevent.flink.{time,parsing,avro,membership,counting,release}; docs/architecture.md), with
+# packages pwevent.flink.{time,parsing,avro,membership,counting,release,contract}; docs/architecture.md), with
 # every javac lint warning an error, against the venv's Flink, the Kafka connector and Flink's Avro jar, into
 #   <cache>/pwevent-jvm-<digest of the sources>.jar
 # and print that path. Quick when the sources did not change. Needs javac (Java 17).

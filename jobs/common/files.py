@@ -9,7 +9,7 @@ import numpy as np
 
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.provenance import RequirementSignature, sign
-from pwevent.jobs.common.slots import iso
+from pwevent.jobs.common.slots import FIRST_SLOT, SlotClock, iso
 from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
 
 DEMO_ORIGIN = "2024-01-01T00:00:00Z"
@@ -27,6 +27,7 @@ def write_synthetic(
     def requirement_line(record: dict[str, Any]) -> str:
         return dumps(record if signature is None else sign(record, signature)) + "\n"
 
+    clock = SlotClock(origin_ms, slot_ms)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     events, requirements = out / "events.jsonl", out / "requirements.jsonl"
@@ -35,7 +36,7 @@ def write_synthetic(
             draw = RequirementDraw(epsilon, w, types=types, change_every=change_every)
             user_type, schedule = draw.dynamic(stream.users, stream.slots, stream.seed)
             for slot, per_type in schedule.items():
-                time = iso(origin_ms + (slot - 1) * slot_ms)
+                time = iso(clock.start_ms(slot))
                 for user in range(stream.users):
                     requirement = per_type[int(user_type[user])].to_json()
                     handle.write(requirement_line({"user": f"u{user}", "time": time, **requirement}))
@@ -43,8 +44,8 @@ def write_synthetic(
             for user, req in enumerate(RequirementDraw(epsilon, w).fixed(stream.users, stream.seed)):
                 handle.write(requirement_line({"user": f"u{user}", "time": iso(origin_ms), **req.to_json()}))
     with events.open("w", encoding="utf-8") as handle:
-        for slot, values in enumerate(stream.values(), 1):
-            start = origin_ms + (slot - 1) * slot_ms
+        for slot, values in enumerate(stream.values(), FIRST_SLOT):
+            start = clock.start_ms(slot)
             # spread a slot's events over its first half so every event falls inside it
             offsets = np.linspace(0, slot_ms // 2, num=len(values), dtype=np.int64)
             for user, (value, offset) in enumerate(zip(values, offsets, strict=True)):

@@ -33,6 +33,10 @@ class Reason(StrEnum):
 
 #: The detail of a `too_far_ahead` dead letter.
 TOO_FAR_AHEAD_DETAIL = "time is more than flink.max_lead ahead of its partition's event time"
+#: The detail of a `before_origin` reject.
+BEFORE_ORIGIN_DETAIL = "time is before the configured origin"
+#: The detail of a `late` requirement record (`str.format` with its `slot`).
+LATE_REQUIREMENT_DETAIL = "slot {slot} had closed when the requirement arrived"
 
 
 class Rejected(ValueError):

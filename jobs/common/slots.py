@@ -1,4 +1,8 @@
-"""Event time and slots: times are ISO-8601 or epoch milliseconds; slot 1 starts at the origin."""
+"""Event time and slots: times are ISO-8601 or epoch milliseconds; slot `FIRST_SLOT` starts at the origin.
+
+`SlotClock` is the slot rule of every Python host (the replay, the evaluator's datasets, the demo
+files, Membership, the streaming job's Population); the JVM's `pwevent.flink.time.SlotRules` is its
+twin, with `FIRST_SLOT` from the generated contract (jobs/streaming/jvm_contract)."""
 
 from __future__ import annotations
 
@@ -6,7 +10,10 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -106,22 +113,44 @@ def iso(ms: int) -> str:
     return (_EPOCH + ms * _MS).isoformat().replace("+00:00", "Z")
 
 
+#: The number of the slot that starts at the origin; a time before it is in an earlier one.
+FIRST_SLOT = 1
+
+
 @dataclass(frozen=True)
 class SlotClock:
-    """Slot t covers [origin + (t-1) length, origin + t length)."""
+    """Slot t covers [origin + (t - FIRST_SLOT) length, origin + (t - FIRST_SLOT + 1) length)."""
 
     origin_ms: int
     length_ms: int
 
-    def slot_of(self, time_ms: int) -> int:
-        """The slot holding `time_ms`; 0 or less means before the origin."""
-        return (time_ms - self.origin_ms) // self.length_ms + 1
+    @overload
+    def slot_of(self, time_ms: int) -> int: ...
+
+    @overload
+    def slot_of(self, time_ms: np.ndarray) -> np.ndarray: ...
+
+    def slot_of(self, time_ms: int | np.ndarray) -> int | np.ndarray:
+        """The slot holding `time_ms` (an array: each time's); below `FIRST_SLOT` means before the origin."""
+        return (time_ms - self.origin_ms) // self.length_ms + FIRST_SLOT
+
+    def before_origin(self, time_ms: int) -> bool:
+        """Whether `time_ms` is in no slot: before the origin (a `before_origin` reject)."""
+        return self.slot_of(time_ms) < FIRST_SLOT
 
     def start_ms(self, slot: int) -> int:
-        return self.origin_ms + (slot - 1) * self.length_ms
+        return self.origin_ms + (slot - FIRST_SLOT) * self.length_ms
 
     def end_ms(self, slot: int) -> int:
         return self.start_ms(slot + 1)
+
+    def last_ms(self, slot: int) -> int:
+        """The last millisecond of `slot`: its timers' time, and where a watermark closes it."""
+        return self.end_ms(slot) - 1
+
+    def closed(self, slot: int, watermark_ms: int) -> bool:
+        """Whether a watermark of `watermark_ms` has closed `slot` (a record of it is late)."""
+        return self.last_ms(slot) <= watermark_ms
 
     def closed_by(self, watermark_ms: int) -> int:
         """The last slot a watermark of `watermark_ms` has closed: every instant of it is at or before

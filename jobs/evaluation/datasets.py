@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from pwevent.jobs.common.jsonl import dumps
-from pwevent.jobs.common.slots import iso
+from pwevent.jobs.common.slots import FIRST_SLOT, SlotClock, iso
 from pwevent.jobs.common.synthetic import SyntheticStream
 
 SlotValues = tuple[np.ndarray, np.ndarray]
@@ -78,8 +78,8 @@ class EventTable:
         if not len(self.user):
             raise ValueError(f"{self.name}: no events")
         origin = int(self.time_ms.min()) // slot_ms * slot_ms if origin_ms is None else origin_ms
-        slot = (self.time_ms - origin) // slot_ms + 1
-        keep = slot >= 1
+        slot = SlotClock(origin, slot_ms).slot_of(self.time_ms)
+        keep = slot >= FIRST_SLOT
         slot, user, value, time = slot[keep], self.user[keep], self.value[keep], self.time_ms[keep]
         order = np.lexsort((time, user, slot))
         slot, user, value = slot[order], user[order], value[order]

@@ -25,7 +25,7 @@ from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.progress import Progress
-from pwevent.jobs.common.reasons import Reason, Rejected
+from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import (
     ORIGINAL_HEAD_BYTES,
     Event,
@@ -182,9 +182,8 @@ class Replay:
             except Rejected as err:
                 self._reject(source, f"{shown}:{number}", err.reason, err.detail, line)
                 continue
-            if clock.slot_of(record.time_ms) < 1:
-                detail = "time is before the configured origin"
-                self._reject(source, f"{shown}:{number}", Reason.BEFORE_ORIGIN, detail, line)
+            if clock.before_origin(record.time_ms):
+                self._reject(source, f"{shown}:{number}", Reason.BEFORE_ORIGIN, BEFORE_ORIGIN_DETAIL, line)
                 continue
             yield number, offset, record, line
         if progress:
@@ -213,8 +212,7 @@ class Replay:
         data = {name: np.frombuffer(column, dtype=np.int64) if len(column) else np.zeros(0, dtype=np.int64)
                 for name, column in columns.items()}
         order = np.lexsort((data["number"], data["time"]))
-        clock = self.config.clock
-        slots = (data["time"][order] - clock.origin_ms) // clock.length_ms + 1
+        slots = self.config.clock.slot_of(data["time"][order])
         return SlotEvents(path, slots, data["user"][order], data["cell"][order], data["number"][order],
                           data["offset"][order], list(index))
 

@@ -51,6 +51,7 @@ from typing import Any
 from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.common.records import MAX_DEPTH, MAX_USER_CHARS
+from pwevent.jobs.streaming import jvm_contract
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -85,7 +86,7 @@ def _path(name: str, *inner: str) -> str:
 #: The Java table function (jobs/streaming/jvm/pwevent/flink/parsing/RecordGroups.java) and its columns.
 RECORD_GROUPS = "pwevent_record_groups"
 RECORD_GROUPS_CLASS = "pwevent.flink.parsing.RecordGroups"
-_GROUP_COLUMNS = ["matched"] + [f"g{i}" for i in range(1, 11)]
+_GROUP_COLUMNS = jvm_contract.RECORD_GROUPS.names
 _GROUP_NAME = re.compile(r"\(\?<([a-z]+)>")
 
 

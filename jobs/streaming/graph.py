@@ -26,7 +26,8 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, EventFields, RequirementFields
 from pwevent.jobs.common.field_paths import field_path
-from pwevent.jobs.streaming import slot_sql
+from pwevent.jobs.common.reasons import Reason
+from pwevent.jobs.streaming import jvm_contract, slot_sql
 from pwevent.jobs.streaming.settings import KafkaSettings, StreamSettings
 from pwevent.jobs.streaming.sink_tables import sink_ddl
 from pwevent.jobs.streaming.startup import NOTHING_READ, StartReads
@@ -155,7 +156,7 @@ def parse_requirements(stage: Stage) -> Requirements:
     t_env.create_temporary_view("raw_requirements_ts", t_env.sql_query(
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms FROM raw_requirements"))
     verdicts = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `user`, time_ms, requested, ledger, `partition`, `offset`, `value`, `fast`, ts_ms"
+        f"SELECT {jvm_contract.REQUIREMENT_VERDICT.sql_columns()}"
         f" FROM ({parsed_requirements_sql(stage.config, 'raw_requirements_ts')})"))
     split, slow = internals.requirement_split(verdicts)
     split.uid("requirement-split").name("split requirements by the fast path's verdict")
@@ -181,8 +182,7 @@ def split_events(stage: Stage) -> Any:
         "SELECT `value`, `partition`, `offset`, kafka_ts AS ts_ms FROM raw_events"))
     parsed_sql = parsed_events_sql(stage.config, "raw_events_ts", stage.kafka_time)
     verdicts = t_env.to_data_stream(t_env.sql_query(
-        "SELECT `user`, time_ms, cell, `partition`, `offset`, `value`, COALESCE(`fast`, FALSE) AS fast_ok, ts_ms"
-        f" FROM ({parsed_sql})"))
+        f"SELECT {jvm_contract.EVENT_VERDICT.sql_columns(fast='COALESCE(`fast`, FALSE)')} FROM ({parsed_sql})"))
     return internals.fast_path_split(verdicts).uid("fast-path-split").name("split by the fast path's verdict")
 
 
@@ -235,7 +235,6 @@ def membership(stage: Stage, requirements: Requirements, present: Any) -> Member
     about one per user, not per slot)."""
     from pyflink.common import Types
 
-    from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL
     from pwevent.jobs.common.requirement_rules import RequirementRules
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -249,7 +248,7 @@ def membership(stage: Stage, requirements: Requirements, present: Any) -> Member
     changes, rejected = internals.membership(
         requirements.timed, carrier, rules.spec.dynamic, rules.fixed_change_detail,
         None if default is None else (canonical(default), canonical(rules.ledger_requirement(default))),
-        TOO_FAR_AHEAD_DETAIL, clock.origin_ms, clock.length_ms)
+        clock.origin_ms, clock.length_ms)
     changes.uid("membership").name("Membership")
     batches = internals.change_batches(changes).uid("membership-batches").name("membership changes in batches")
     stage.t_env.create_temporary_view("membership_changes", stage.t_env.from_data_stream(batches, stage.rowtime))
@@ -296,11 +295,13 @@ def reject_events(stage: Stage, late_through: int) -> Any:
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
+    from pwevent.jobs.streaming.event_sql import sql_literal
 
+    layout = jvm_contract.REJECTED_EVENT
     rejected = stage.t_env.to_data_stream(stage.t_env.sql_query(
-        "SELECT slot, reason, `user`, `partition`, `offset`, original FROM events_rejected"
+        f"SELECT {layout.sql_columns()} FROM events_rejected"
         " UNION ALL"
-        " SELECT slot, 'unknown_user', `user`, `partition`, `offset`, original FROM unknown_users"))
+        f" SELECT {layout.sql_columns(reason=sql_literal(Reason.UNKNOWN_USER.value))} FROM unknown_users"))
     internals.set_output_type(rejected, rows.REJECTED_EVENT)
     return rejected.process(fn.EventRejections(stage.settings.kafka.topics["events"], late_through),
                             output_type=Types.STRING()).uid("event-rejections") \
@@ -323,7 +324,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     from pwevent.jobs.streaming.release_guard import StartGuard
 
     t_env, config, kafka, clock = stage.t_env, stage.config, stage.settings.kafka, stage.config.clock
-    present = "ROW<cls STRING, cell INT, n BIGINT>"
+    present = jvm_contract.POPULATION_PRESENT.sql_type()
     population_in = t_env.to_data_stream(t_env.sql_query(
         "SELECT 0 AS k, ROW(slot, present, change) AS g FROM ("
         f" SELECT slot, CAST(ROW(cls, cell, SUM(n)) AS {present}), CAST(NULL AS STRING)"

@@ -33,11 +33,13 @@ from pwevent.jobs.common.population_operator import (
     SlotChanges,
     row_to_json,
 )
-from pwevent.jobs.common.reasons import Reason, Rejected
+from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import KafkaTimestamp, parse_event, parse_requirement_update, reject_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
+from pwevent.jobs.streaming import jvm_contract
+from pwevent.jobs.streaming.jvm_contract import TimePath
 from pwevent.jobs.streaming.release_guard import StartGuard
 from pwevent.jobs.streaming.requirement_payload import RequirementPayload
 from pwevent.jobs.streaming.rows import (
@@ -46,8 +48,8 @@ from pwevent.jobs.streaming.rows import (
     DEAD_ROUTE,
     END_OF_TIME_MS,
     RELEASE_ROUTE,
-    TimePath,
     kept_row,
+    parsed_row,
     population_row,
     rejected_event,
 )
@@ -110,15 +112,19 @@ class HostMetrics:
         self._values[key] = int(value)
 
 
+_SLOW, _REFUSED = jvm_contract.SLOW_RECORD, jvm_contract.REFUSED_REQUIREMENT
+
+
 def _position(topic: str, row: Row) -> dict[str, Any]:
-    return {"topic": topic, "partition": int(row[1]), "offset": int(row[2])}
+    """Where a `SLOW_RECORD` row was read."""
+    return {"topic": topic, "partition": int(row[_SLOW.index("partition")]), "offset": int(row[_SLOW.index("offset")])}
 
 
 class _ParseRecords(ProcessFunction):
-    """Kafka row (value, partition, offset, kafka_ts, and for requirements jtime; the events' rows
-    come from `pwevent.flink.parsing.FastPathSplit`'s side output) -> a parsed record, or a dead letter (side
-    output); only the first four fields are read. Whether a time is `too_far_ahead` is decided after
-    parsing, by `ValidTime`, over valid records only (docs/streaming.md, "Time")."""
+    """A record for the reference parser (`jvm_contract.SLOW_RECORD`: the side outputs of
+    `pwevent.flink.parsing.FastPathSplit` and `RequirementSplit`) -> a parsed record, or a dead letter
+    (side output). Whether a time is `too_far_ahead` is decided after parsing, by `ValidTime`, over
+    valid records only (docs/streaming.md, "Time")."""
 
     def __init__(self, config: Config, source: str, topic: str, kafka_time: bool) -> None:
         self.config = config
@@ -135,14 +141,15 @@ class _ParseRecords(ProcessFunction):
 
     def _checked(self, row: Row, ctx: Any, parse: Any) -> tuple[Any, dict[str, Any], bytes] | str:
         self.metrics.report_zeros()
-        raw: bytes = bytes(row[0]) if row[0] is not None else b""
+        value = row[_SLOW.index("value")]
+        raw: bytes = bytes(value) if value is not None else b""
         position = _position(self.topic, row)
         try:
-            record = parse(raw, row[3])
+            record = parse(raw, row[_SLOW.index("ts_ms")])
         except Rejected as err:
             return self._reject(position, err.reason, err.detail, raw)
-        if self.config.clock.slot_of(record.time_ms) < 1:
-            return self._reject(position, Reason.BEFORE_ORIGIN, "time is before the configured origin", raw)
+        if self.config.clock.before_origin(record.time_ms):
+            return self._reject(position, Reason.BEFORE_ORIGIN, BEFORE_ORIGIN_DETAIL, raw)
         return record, position, raw
 
 
@@ -159,11 +166,12 @@ class ParseEvents(_ParseRecords):
                                                                   self.config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
-            yield Row(None, None, None, int(row[1]), int(row[2]), None, int(TimePath.SLOW_REJECTED))
+            position = _position(self.topic, row)
+            yield parsed_row(TimePath.SLOW_REJECTED, position["partition"], position["offset"])
             return
         event, position, raw = out
-        yield Row(event.user, event.time_ms, event.cell, position["partition"], position["offset"], raw,
-                  int(TimePath.SLOW_ACCEPTED))
+        yield parsed_row(TimePath.SLOW_ACCEPTED, position["partition"], position["offset"], user=event.user,
+                         time_ms=event.time_ms, cell=event.cell, original=raw)
 
 
 class ParseRequirements(_ParseRecords):
@@ -182,20 +190,22 @@ class ParseRequirements(_ParseRecords):
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         config = self.config
-        partition, offset = int(row[1]), int(row[2])
+        position = _position(self.topic, row)
+        partition, offset = position["partition"], position["offset"]
         out = self._checked(row, ctx, lambda raw, ts: parse_requirement_update(raw, config.requirements, config.caps,
                                                                                  config.max_record_bytes))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
-            yield Row(None, None, None, partition, offset, None, int(TimePath.SLOW_REJECTED))
+            yield parsed_row(TimePath.SLOW_REJECTED, partition, offset)
             return
         update, _, raw = out
         payload = RequirementPayload.of(update.requirement, self.rules, raw)
-        yield Row(update.user, update.time_ms, None, partition, offset, payload.encode(), int(TimePath.SLOW_ACCEPTED))
+        yield parsed_row(TimePath.SLOW_ACCEPTED, partition, offset, user=update.user, time_ms=update.time_ms,
+                         original=payload.encode())
 
 
 class RequirementRejections(ProcessFunction):
-    """`pwevent.flink.membership.Membership`'s refusals, Row(reason, detail, partition, offset, original) -> their
+    """`pwevent.flink.membership.Membership`'s refusals (`jvm_contract.REFUSED_REQUIREMENT`) -> their
     dead letters (`reject_record`, as the replay writes them), counted in the metrics."""
 
     def __init__(self, topic: str) -> None:
@@ -206,11 +216,12 @@ class RequirementRejections(ProcessFunction):
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         self.metrics.report_zeros()
-        reason = Reason(row[0])
+        reason = Reason(row[_REFUSED.index("reason")])
         self.metrics.dead_letter(reason)
-        position = {"topic": self.topic, "partition": int(row[2]), "offset": int(row[3])}
-        yield _json(reject_record("requirements", position, reason, str(row[1]),
-                                  bytes(row[4]).decode("utf-8", errors="replace")))
+        position = {"topic": self.topic, "partition": int(row[_REFUSED.index("partition")]),
+                    "offset": int(row[_REFUSED.index("offset")])}
+        yield _json(reject_record("requirements", position, reason, str(row[_REFUSED.index("detail")]),
+                                  bytes(row[_REFUSED.index("original")]).decode("utf-8", errors="replace")))
 
 
 class EventRejections(ProcessFunction):
@@ -230,6 +241,11 @@ class EventRejections(ProcessFunction):
         event = rejected_event(row)
         self.metrics.dead_letter(event.reason)
         yield _json(rejected_event_letter(event, self.events_topic, self.resumed_after))
+
+
+def _out(route: str, **fields: str) -> Row:
+    """A `rows.POPULATION_OUT` row of `route`."""
+    return Row(*jvm_contract.POPULATION_OUT.values(route=route, **fields))
 
 
 #: The most audit lines the Population hands on in one row (joined by "\n"; a JSON line holds none).
@@ -298,14 +314,14 @@ class PopulationHost(KeyedProcessFunction):
     def _routed(self, emitted: Emitted, watermark: int):  # type: ignore[no-untyped-def]
         audit = emitted.audit
         for at in range(0, len(audit), AUDIT_LINES_PER_ROW):  # split into messages in SQL (write_sinks)
-            yield Row(AUDIT_ROUTE, None, "\n".join(_json(line) for line in audit[at:at + AUDIT_LINES_PER_ROW]))
+            yield _out(AUDIT_ROUTE, v="\n".join(_json(line) for line in audit[at:at + AUDIT_LINES_PER_ROW]))
         for letter in emitted.dead_letters:
             self.metrics.dead_letter(letter["reason"])
-            yield Row(DEAD_ROUTE, None, _json(letter))
+            yield _out(DEAD_ROUTE, v=_json(letter))
         for report in emitted.reports:
             self._report(report, watermark)
         for slot, record in emitted.releases:
-            yield Row(RELEASE_ROUTE, str(slot), _json(record))
+            yield _out(RELEASE_ROUTE, k=str(slot), v=_json(record))
 
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
         self._load()  # first: a refused restore writes nothing
@@ -318,11 +334,11 @@ class PopulationHost(KeyedProcessFunction):
         if keep:
             self.pending.add(row_to_json(row))
             if row.slot != self._timer_slot:
-                ctx.timer_service().register_event_time_timer(self.clock.end_ms(row.slot) - 1)
+                ctx.timer_service().register_event_time_timer(self.clock.last_ms(row.slot))
                 self._timer_slot = row.slot
         elif not self._timer_slot:  # the schedule releases the next slot whether or not anything counts in it
             following = self.operator.decided + 1
-            ctx.timer_service().register_event_time_timer(self.clock.end_ms(following) - 1)
+            ctx.timer_service().register_event_time_timer(self.clock.last_ms(following))
             self._timer_slot = following
 
     def on_timer(self, timestamp: int, ctx: Any):  # type: ignore[override]
@@ -341,5 +357,5 @@ class PopulationHost(KeyedProcessFunction):
         self.pending.update([row_to_json(row) for row in closed.rest])
         self.saved.update(self.operator.snapshot())
         if closed.next_slot is not None:
-            ctx.timer_service().register_event_time_timer(self.clock.end_ms(closed.next_slot) - 1)
+            ctx.timer_service().register_event_time_timer(self.clock.last_ms(closed.next_slot))
             self._timer_slot = closed.next_slot

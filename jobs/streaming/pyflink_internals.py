@@ -45,7 +45,7 @@ def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
                  time_path: tuple[str, ...] | None, max_bytes: int,
                  start: tuple[str, int | None] = ("earliest", None)) -> Any:
-    """A Kafka source of Row(value, partition, offset, kafka_ts, jtime) (`pwevent.flink.parsing.PositionedRecords`),
+    """A Kafka source of `jvm_contract.RECORD` rows (`pwevent.flink.parsing.PositionedRecords`),
     read from `start` (a `kafka.start` position and its time) when no state is restored, without
     watermarks (`pwevent.flink.time.ValidTime` makes them from the valid records; docs/streaming.md,
     "Time"). `time_path`: the keys of the time's field path (None: the Kafka record timestamp)."""
@@ -88,15 +88,15 @@ def user_class_join(versions: Any, rows: Any) -> Any:
 
 
 def fast_path_split(verdicts: Any) -> Any:
-    """Java `FastPathSplit`, chained to `verdicts` (Row(user, time_ms, cell, partition, offset, value,
-    fast, ts_ms)): the fast path's events and the marks of the other records, as `ValidTime.IN`."""
+    """Java `FastPathSplit`, chained to `verdicts` (`jvm_contract.EVENT_VERDICT`): the fast path's
+    events and the marks of the other records, as `ValidTime.IN`."""
     from pyflink.datastream import DataStream
 
     return DataStream(_jvm().pwevent.flink.parsing.FastPathSplit.apply(verdicts._j_data_stream))
 
 
 def fast_path_slow(split: Any) -> Any:
-    """`fast_path_split`'s side output: Row(value, partition, offset, ts_ms) of each record the fast
+    """`fast_path_split`'s side output: `jvm_contract.SLOW_RECORD` of each record the fast
     path hands to the reference parser."""
     from pyflink.datastream import DataStream
 
@@ -106,9 +106,8 @@ def fast_path_slow(split: Any) -> Any:
 
 def slot_judge(timed: Any, origin_ms: int, slot_ms: int, late_through: int) -> tuple[Any, Any]:
     """Java `SlotJudge`, chained behind the events' `ValidTime` (`timed`): (the events that count for
-    their slot, Row(user, slot, cell, partition, offset, original, time ms, slot's last ms); the late
-    and too-far-ahead ones, Row(slot, reason, user, partition, offset, original)), both timed by the
-    events. Returns (the operator's stream, which needs a uid; its side output)."""
+    their slot, `jvm_contract.PRESENT`; the late and too-far-ahead ones, `jvm_contract.REJECTED_EVENT`),
+    both timed by the events. Returns (the operator's stream, which needs a uid; its side output)."""
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
@@ -118,7 +117,7 @@ def slot_judge(timed: Any, origin_ms: int, slot_ms: int, late_through: int) -> t
 
 def slot_counts(joined: Any) -> tuple[Any, Any]:
     """Java `SlotCounts`, chained behind the class join (`joined`, `UserClassJoin.OUT`): (the count
-    per (slot, class, cell) once the watermark passed the slot's end, Row(slot, cls, cell, n, rt_ms);
+    per (slot, class, cell) once the watermark passed the slot's end, `jvm_contract.SLOT_COUNT`;
     the rows without a class). Returns (the operator's stream, which needs a uid; its side output)."""
     from pyflink.datastream import DataStream
 
@@ -128,8 +127,8 @@ def slot_counts(joined: Any) -> tuple[Any, Any]:
 
 
 def first_presence(present: Any, default_on: bool) -> Any:
-    """Java `FirstPresence`: of the present events (user, slot, ...), as Row(k = user, v = slot) keyed
-    by user, only the presences Membership can still need (none when `default_on`, whether this run
+    """Java `FirstPresence`: of the present events (`jvm_contract.PRESENT`), as `jvm_contract.PRESENCE`
+    keyed by user, only the presences Membership can still need (none when `default_on`, whether this run
     has a default requirement, is false)."""
     from pyflink.datastream import DataStream
 
@@ -139,7 +138,7 @@ def first_presence(present: Any, default_on: bool) -> Any:
 def valid_time(records: Any, strategy: dict[str, int], lag_ms: int, properties: dict[str, str], topic: str,
                start: tuple[str, int | None], name: str) -> Any:
     """Java `ValidTime`: `records` (user, time_ms, cell, partition, offset, original, path: the two
-    parsers' rows, `rows.TimePath`) of `topic`, the accepted ones timed, with the flag `ahead` for
+    parsers' rows, `jvm_contract.TimePath`) of `topic`, the accepted ones timed, with the flag `ahead` for
     those the lead guard does not believe, and the watermark: event time of the valid records over
     each partition's backlog (what it held when the subtask (re)started, read with the Kafka client
     `properties`, the source's group id included, from the source's `start` position without
@@ -155,10 +154,9 @@ def valid_time(records: Any, strategy: dict[str, int], lag_ms: int, properties: 
 
 
 def requirement_split(verdicts: Any) -> tuple[Any, Any]:
-    """Java `RequirementSplit`, chained to `verdicts` (Row(user, time_ms, requested, ledger, partition,
-    offset, value, fast, ts_ms)): (the fast path's requirement records and the marks of the others,
-    as `ValidTime.IN`, which needs a uid; the others, Row(value, partition, offset, ts_ms), for the
-    reference parser)."""
+    """Java `RequirementSplit`, chained to `verdicts` (`jvm_contract.REQUIREMENT_VERDICT`): (the fast
+    path's requirement records and the marks of the others, as `ValidTime.IN`, which needs a uid; the
+    others, `jvm_contract.SLOW_RECORD`, for the reference parser)."""
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
@@ -176,26 +174,24 @@ def requirement_order(split: Any, parsed: Any) -> Any:
 
 
 def membership(requirements: Any, presences: Any, dynamic: bool, fixed_change_detail: str,
-               default: tuple[str, str] | None, too_far_ahead_detail: str, origin_ms: int,
-               slot_ms: int) -> tuple[Any, Any]:
+               default: tuple[str, str] | None, origin_ms: int, slot_ms: int) -> tuple[Any, Any]:
     """Java `Membership`, keyed by user, over the requirements' timed rows and `presences`
     (`FirstPresence.PRESENCE`), under `MembershipRule(dynamic, fixed_change_detail, default)`
     (`default`: the default requirement as declared and as its ledger runs, canonical JSON). Returns
-    (the changes, Row(user, cls, vms, slot, previous, requirement), which need a uid; the records
-    that did not apply, Row(reason, detail, partition, offset, original))."""
+    (the changes, `jvm_contract.CHANGE`, which need a uid; the records that did not apply,
+    `jvm_contract.REFUSED_REQUIREMENT`)."""
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
     requested, ledger = default if default is not None else (None, None)
     rule = flink.membership.MembershipRule(dynamic, fixed_change_detail, requested, ledger)
     changes = flink.membership.Membership.apply(requirements._j_data_stream, presences._j_data_stream,
-                                                flink.membership.Membership(rule, too_far_ahead_detail, origin_ms,
-                                                                            slot_ms))
+                                                flink.membership.Membership(rule, origin_ms, slot_ms))
     return DataStream(changes), DataStream(changes.getSideOutput(flink.membership.Membership.REJECTED))
 
 
 def change_batches(changes: Any) -> Any:
-    """Java `ChangeBatches`, chained to `changes` (Membership's): Row(slot, changes as a JSON array)."""
+    """Java `ChangeBatches`, chained to `changes` (Membership's): `jvm_contract.CHANGE_BATCH`."""
     from pyflink.datastream import DataStream
 
     return DataStream(_jvm().pwevent.flink.membership.ChangeBatches.apply(changes._j_data_stream))

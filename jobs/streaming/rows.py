@@ -1,6 +1,7 @@
-"""The rows between the streaming job's operators, in one place (docs/streaming.md, "Topology";
-the stages of jobs/streaming/graph.py hand them on, the hosts of jobs/streaming/hosts.py read and
-write them).
+"""The rows between the streaming job's operators as PyFlink types and their Python readers
+(docs/streaming.md, "Topology"; the stages of jobs/streaming/graph.py hand them on, the hosts of
+jobs/streaming/hosts.py read and write them). Their layouts are the contract's
+(jobs/streaming/jvm_contract), which the Java operators share.
 
 Records between the operators:
 - `PARSED_EVENT`: the reference parser's result for a record, Row(user, time_ms, cell, partition,
@@ -17,7 +18,7 @@ Records between the operators:
   no class for its user, `unknown_user`), into its dead letter at the job's parallelism
   (`rejected_event` reads it as `jobs.common.event_rejections.RejectedEvent`).
 - `POPULATION_IN`: Row(slot, present, change), exactly one of the last two set:
-  `present` (`POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at
+  `present` (`jvm_contract.POPULATION_PRESENT`: the count `n` of present users of class `cls` in `cell` at
   `slot`) or `change` (a batch of membership changes, a JSON array of groups,
   `pwevent.flink.membership.ChangeBatches`); keyed by a constant in Java. One stream, so
   that the SQL behind it (the window that sums the counts) is planned, and run, once;
@@ -29,7 +30,6 @@ Records between the operators:
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Any
 
 import orjson
@@ -46,36 +46,35 @@ from pwevent.jobs.common.population_operator import (
     row_from_json,
 )
 from pwevent.jobs.common.reasons import Reason
+from pwevent.jobs.streaming import jvm_contract
+from pwevent.jobs.streaming.jvm_contract import FieldType, RowLayout, TimePath
 from pwevent.state.population import MembershipChange
 
 DEAD_LETTERS = OutputTag("dead-letters", Types.STRING())
 
 
-class TimePath(IntEnum):
-    """`path` of a row into `pwevent.flink.time.ValidTime` (the constants of the same names there): what
-    the row is, so that a partition's time follows its offsets across the two parsers
-    (docs/streaming.md, "Time")."""
-
-    FAST = 0  # a record accepted on the in-order channel: an event of the SQL fast path, a requirement
-    PENDING = 1  # a record the fast path handed to the reference parser (on the fast path's channel)
-    SLOW_ACCEPTED = 2  # the reference parser's event for such a record
-    SLOW_REJECTED = 3  # its refusal
-    REFUSED = 4  # a requirement record the reference parser refused (RequirementOrder's in-order rows)
+def pyflink_type(layout: RowLayout) -> Any:
+    """The PyFlink type of a row layout of the contract (jobs/streaming/jvm_contract)."""
+    return Types.ROW_NAMED(layout.names, [_pyflink_field(kind) for _, kind in layout.fields])
 
 
-PARSED_EVENT = Types.ROW_NAMED(
-    ["user", "time_ms", "cell", "partition", "offset", "original", "path"],
-    [Types.STRING(), Types.LONG(), Types.INT(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE()),
-     Types.INT()],
-)
+def _pyflink_field(kind: FieldType | RowLayout) -> Any:
+    if isinstance(kind, RowLayout):
+        return pyflink_type(kind)
+    return {FieldType.STRING: Types.STRING(), FieldType.INT: Types.INT(), FieldType.LONG: Types.LONG(),
+            FieldType.BOOLEAN: Types.BOOLEAN(), FieldType.BYTES: Types.PRIMITIVE_ARRAY(Types.BYTE())}[kind]
+
+
+def parsed_row(path: TimePath, partition: int, offset: int, **fields: Any) -> Row:
+    """A `PARSED_EVENT` / `PARSED_REQUIREMENT` row of `path`, the other fields by name (the rest null)."""
+    return Row(*jvm_contract.PARSED.values(path=int(path), partition=partition, offset=offset, **fields))
+
+
+PARSED_EVENT = pyflink_type(jvm_contract.PARSED)
 PARSED_REQUIREMENT = PARSED_EVENT
-POPULATION_PRESENT = Types.ROW_NAMED(["cls", "cell", "n"], [Types.STRING(), Types.INT(), Types.LONG()])
-REJECTED_EVENT = Types.ROW_NAMED(
-    ["slot", "reason", "user", "partition", "offset", "original"],
-    [Types.LONG(), Types.STRING(), Types.STRING(), Types.INT(), Types.LONG(), Types.PRIMITIVE_ARRAY(Types.BYTE())],
-)
-POPULATION_IN = Types.ROW_NAMED(["slot", "present", "change"], [Types.LONG(), POPULATION_PRESENT, Types.STRING()])
-POPULATION_OUT = Types.ROW_NAMED(["route", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
+REJECTED_EVENT = pyflink_type(jvm_contract.REJECTED_EVENT)
+POPULATION_IN = pyflink_type(jvm_contract.POPULATION_IN)
+POPULATION_OUT = pyflink_type(jvm_contract.POPULATION_OUT)
 RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "release", "audit", "dead"
 #: A watermark at or above this is the end of a bounded input, not a slot end.
 END_OF_TIME_MS = 2**61

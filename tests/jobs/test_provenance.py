@@ -24,9 +24,10 @@ from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.hosts import ParseRequirements
+from pwevent.jobs.streaming.jvm_contract import TimePath
 from pwevent.jobs.streaming.produce import _signed
 from pwevent.jobs.streaming.requirement_payload import RequirementPayload
-from pwevent.jobs.streaming.rows import DEAD_LETTERS, TimePath
+from pwevent.jobs.streaming.rows import DEAD_LETTERS
 from pwevent.state.requirements import Requirement, RequirementCaps
 
 KEY_ENV = "PWEVENT_TEST_REQUIREMENT_KEY"

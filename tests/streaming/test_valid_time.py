@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.slots import SlotClock
-from pwevent.jobs.streaming.rows import TimePath
 from pwevent.state.requirements import Requirement
 from tests.user_membership import PendingRequirement, UserMembership
 
@@ -28,11 +27,9 @@ TIMES = st.integers(-62_135_596_800_000, 253_402_300_799_999)
 
 @dataclass(frozen=True)
 class JavaRules:
-    """`SlotRules.closed`, the class `ValidTime` (its constants) and
-    `OffsetOrder`."""
+    """`SlotRules.closed` and `OffsetOrder`."""
 
     closed: Callable[..., bool]  # (the Java names)
-    java: object
     offset_order: Callable[[], Any]  # a py4j object
 
 
@@ -47,8 +44,7 @@ def valid_time() -> JavaRules:
     gateway = get_gateway()
     add_jars_to_context_class_loader([jvm_jar().resolve().as_uri()])
     rules = gateway.jvm.pwevent.flink.time.SlotRules
-    return JavaRules(rules.closed, gateway.jvm.pwevent.flink.time.ValidTime,
-                     gateway.jvm.pwevent.flink.time.OffsetOrder)
+    return JavaRules(rules.closed, gateway.jvm.pwevent.flink.time.OffsetOrder)
 
 
 @pytest.mark.flink
@@ -63,12 +59,6 @@ def test_a_closed_slots_registration_is_membership_late(valid_time: JavaRules, o
     rejection = UserMembership().receive(pending, watermark, clock)
     late = rejection is not None and rejection.reason is Reason.LATE
     assert valid_time.closed(slot, watermark, origin, length) == late
-
-
-@pytest.mark.flink
-def test_the_paths_are_the_java_constants(valid_time: JavaRules) -> None:
-    assert {path.name: int(path) for path in TimePath} == {path.name: getattr(valid_time.java, path.name)
-                                                           for path in TimePath}
 
 
 #: A partition's records in offset order: (on the fast path?, the time it moves or None: refused,

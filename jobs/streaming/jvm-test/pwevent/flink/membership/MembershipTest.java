@@ -1,5 +1,6 @@
 package pwevent.flink.membership;
 
+import pwevent.flink.contract.Reasons;
 import pwevent.flink.parsing.RequirementPayload;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -28,7 +29,7 @@ class MembershipTest {
 
     static KeyedTwoInputStreamOperatorTestHarness<String, Row, Row, Row> harness(OperatorSubtaskState state)
             throws Exception {
-        var membership = new Membership(new MembershipRule(false, "fixed", DEFAULT, DEFAULT), "ahead!", 0, SLOT);
+        var membership = new Membership(new MembershipRule(false, "fixed", DEFAULT, DEFAULT), 0, SLOT);
         var harness = new KeyedTwoInputStreamOperatorTestHarness<String, Row, Row, Row>(
                 new KeyedCoProcessOperator<>(membership), row -> (String) row.getField(0),
                 row -> (String) row.getField(0), Types.STRING);
@@ -59,7 +60,7 @@ class MembershipTest {
             membership.processElement1(record("u2", 1_600, 2, true));
             membership.processBothWatermarks(new Watermark(1_998));
             assertEquals(List.of(), membership.extractOutputValues(), "slot 2 not closed yet");
-            assertEquals(List.of(rejected("too_far_ahead", "ahead!", 2)),
+            assertEquals(List.of(rejected("too_far_ahead", Reasons.TOO_FAR_AHEAD_DETAIL, 2)),
                     membership.getSideOutput(Membership.REJECTED).stream().map(StreamRecord::getValue).toList());
             state = membership.snapshot(1L, 1L);
         }

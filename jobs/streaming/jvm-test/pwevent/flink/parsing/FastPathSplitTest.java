@@ -1,5 +1,6 @@
 package pwevent.flink.parsing;
 
+import pwevent.flink.contract.TimePaths;
 import pwevent.flink.time.ValidTime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -26,9 +27,9 @@ class FastPathSplitTest {
         split.processElement(new StreamRecord<>(Row.of("u1", 60_000L, 3, 1, 10L, good, true, 5L), 60_000L));
         split.processElement(new StreamRecord<>(Row.of(null, null, null, 1, 11L, bad, false, 6L), 60_000L));
         split.processElement(new StreamRecord<>(Row.of("u2", 60_001L, 4, 1, 12L, good, true, null), 60_001L));
-        assertEquals(List.of(Row.of("u1", 60_000L, 3, 1, 10L, good, ValidTime.FAST),
-                Row.of(null, null, null, 1, 11L, null, ValidTime.PENDING),
-                Row.of("u2", 60_001L, 4, 1, 12L, good, ValidTime.FAST)), split.extractOutputValues());
+        assertEquals(List.of(Row.of("u1", 60_000L, 3, 1, 10L, good, TimePaths.FAST),
+                Row.of(null, null, null, 1, 11L, null, TimePaths.PENDING),
+                Row.of("u2", 60_001L, 4, 1, 12L, good, TimePaths.FAST)), split.extractOutputValues());
         assertEquals(List.of(Row.of(bad, 1, 11L, 6L)),
                 split.getSideOutput(FastPathSplit.SLOW).stream().map(StreamRecord::getValue).toList());
         split.close();

@@ -1,5 +1,6 @@
 package pwevent.flink.parsing;
 
+import pwevent.flink.contract.TimePaths;
 import pwevent.flink.time.ValidTime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -45,11 +46,11 @@ class RequirementOrderTest {
     }
 
     static StreamRecord<Row> fast(String user, long time, int partition, long offset, boolean registers) {
-        return accepted(ValidTime.FAST, user, time, partition, offset, registers);
+        return accepted(TimePaths.FAST, user, time, partition, offset, registers);
     }
 
     static StreamRecord<Row> slow(String user, long time, int partition, long offset, boolean registers) {
-        return accepted(ValidTime.SLOW_ACCEPTED, user, time, partition, offset, registers);
+        return accepted(TimePaths.SLOW_ACCEPTED, user, time, partition, offset, registers);
     }
 
     /** A record of `partition` at `offset` without its fields (a mark or a refusal), untimed. */
@@ -70,8 +71,8 @@ class RequirementOrderTest {
             order.processElement1(fast("u2", 30_000L, 0, 1L, false));
             byte[] registers = payload(true);
             assertEquals(List.of(
-                    new StreamRecord<>(Row.of("u1", 90_000L, null, 0, 0L, registers, ValidTime.FAST), 90_000L),
-                    new StreamRecord<>(Row.of("u2", 30_000L, null, 0, 1L, payload(false), ValidTime.FAST), 30_000L)),
+                    new StreamRecord<>(Row.of("u1", 90_000L, null, 0, 0L, registers, TimePaths.FAST), 90_000L),
+                    new StreamRecord<>(Row.of("u2", 30_000L, null, 0, 1L, payload(false), TimePaths.FAST), 30_000L)),
                     List.copyOf(order.getOutput()));
         }
     }
@@ -80,30 +81,30 @@ class RequirementOrderTest {
     void aMarkHoldsItsPartitionUntilTheReferenceParsersRowComes() throws Exception {
         try (var order = harness(null)) {
             order.processElement1(fast("u1", 1_000L, 0, 0L, true));
-            order.processElement1(only(0, 1L, ValidTime.PENDING));
+            order.processElement1(only(0, 1L, TimePaths.PENDING));
             order.processElement1(fast("u3", 3_000L, 0, 2L, true));
             order.processElement1(fast("u9", 1_000L, 1, 0L, true));
-            order.processElement1(only(0, 3L, ValidTime.PENDING));
+            order.processElement1(only(0, 3L, TimePaths.PENDING));
             order.processElement1(fast("u5", 125_000L, 0, 4L, true));
-            assertEquals(List.of(List.of(0, 0L, ValidTime.FAST, "u1"), List.of(1, 0L, ValidTime.FAST, "u9")),
+            assertEquals(List.of(List.of(0, 0L, TimePaths.FAST, "u1"), List.of(1, 0L, TimePaths.FAST, "u9")),
                     out(order), "partition 1 is not held behind partition 0's mark");
             order.processElement2(slow("u2", 2_000L, 0, 1L, false));
-            assertEquals(List.of(List.of(0, 1L, ValidTime.FAST, "u2"), List.of(0, 2L, ValidTime.FAST, "u3")),
+            assertEquals(List.of(List.of(0, 1L, TimePaths.FAST, "u2"), List.of(0, 2L, TimePaths.FAST, "u3")),
                     out(order).subList(2, 4), "up to the next mark");
             assertEquals(4, out(order).size());
-            order.processElement2(only(0, 3L, ValidTime.SLOW_REJECTED));
-            assertEquals(List.of(Row.of(null, null, null, 0, 3L, null, ValidTime.REFUSED)),
+            order.processElement2(only(0, 3L, TimePaths.SLOW_REJECTED));
+            assertEquals(List.of(Row.of(null, null, null, 0, 3L, null, TimePaths.REFUSED)),
                     order.extractOutputValues().subList(4, 5));
-            assertEquals(List.of(0, 4L, ValidTime.FAST, "u5"), out(order).get(5));
+            assertEquals(List.of(0, 4L, TimePaths.FAST, "u5"), out(order).get(5));
         }
     }
 
     /** Partition 0: fast, mark, fast, mark, fast; the reference parser's rows come after them all. */
     static final List<StreamRecord<Row>> FIRST = List.of(fast("u1", 1_000L, 0, 0L, true),
-            only(0, 1L, ValidTime.PENDING), fast("u3", 3_000L, 0, 2L, true), only(0, 3L, ValidTime.PENDING),
+            only(0, 1L, TimePaths.PENDING), fast("u3", 3_000L, 0, 2L, true), only(0, 3L, TimePaths.PENDING),
             fast("u5", 5_000L, 0, 4L, false));
     static final List<StreamRecord<Row>> SECOND = List.of(slow("u2", 2_000L, 0, 1L, true),
-            only(0, 3L, ValidTime.SLOW_REJECTED));
+            only(0, 3L, TimePaths.SLOW_REJECTED));
 
     /** The output (records and watermarks) of FIRST on input 1 and SECOND on input 2, then both
      *  inputs' end; with a restart before SECOND's last row if `restart`. */
@@ -142,19 +143,19 @@ class RequirementOrderTest {
     void aReferenceParsersRowBeforeItsMarkWaitsForItAlsoAcrossARestore() throws Exception {
         OperatorSubtaskState state;
         try (var order = harness(null)) {
-            order.processElement1(only(0, 1L, ValidTime.PENDING));
-            order.processElement2(only(0, 2L, ValidTime.SLOW_REJECTED));  // before its mark: waits
-            assertThrows(IllegalStateException.class, () -> order.processElement2(only(0, 2L, ValidTime.SLOW_REJECTED)),
+            order.processElement1(only(0, 1L, TimePaths.PENDING));
+            order.processElement2(only(0, 2L, TimePaths.SLOW_REJECTED));  // before its mark: waits
+            assertThrows(IllegalStateException.class, () -> order.processElement2(only(0, 2L, TimePaths.SLOW_REJECTED)),
                     "one reference parser's row per record");
             assertEquals(List.of(), out(order));
             state = order.snapshot(1L, 1L);
         }
         try (var order = harness(state)) {
             order.processElement2(slow("u1", 0L, 0, 1L, true));
-            order.processElement1(only(0, 2L, ValidTime.PENDING));  // takes the row that came first, at once
+            order.processElement1(only(0, 2L, TimePaths.PENDING));  // takes the row that came first, at once
             order.processElement1(fast("u3", 0L, 0, 3L, true));
-            assertEquals(List.of(Arrays.asList(0, 1L, ValidTime.FAST, "u1"),
-                    Arrays.asList(0, 2L, ValidTime.REFUSED, null), Arrays.asList(0, 3L, ValidTime.FAST, "u3")),
+            assertEquals(List.of(Arrays.asList(0, 1L, TimePaths.FAST, "u1"),
+                    Arrays.asList(0, 2L, TimePaths.REFUSED, null), Arrays.asList(0, 3L, TimePaths.FAST, "u3")),
                     out(order));
         }
     }

@@ -1,5 +1,6 @@
 package pwevent.flink.parsing;
 
+import pwevent.flink.contract.TimePaths;
 import pwevent.flink.time.ValidTime;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -31,10 +32,10 @@ class RequirementSplitTest {
         split.processElement(new StreamRecord<>(Row.of(null, null, null, null, 1, 11L, bad, false, 6L), 6L));
         split.processElement(new StreamRecord<>(Row.of(null, null, null, null, 1, 12L, good, null, 7L), 7L));
         List<Row> out = split.extractOutputValues();
-        assertEquals(List.of(Row.of(null, null, null, 1, 11L, null, ValidTime.PENDING),
-                Row.of(null, null, null, 1, 12L, null, ValidTime.PENDING)), out.subList(1, 3));
+        assertEquals(List.of(Row.of(null, null, null, 1, 11L, null, TimePaths.PENDING),
+                Row.of(null, null, null, 1, 12L, null, TimePaths.PENDING)), out.subList(1, 3));
         Row accepted = out.get(0);
-        assertEquals(List.of("u1", 60_000L, 1, 10L, ValidTime.FAST), List.of(accepted.getField(0),
+        assertEquals(List.of("u1", 60_000L, 1, 10L, TimePaths.FAST), List.of(accepted.getField(0),
                 accepted.getField(1), accepted.getField(3), accepted.getField(4), accepted.getField(6)));
         assertEquals(null, accepted.getField(2), "no cell");
         RequirementPayload payload = RequirementPayload.decode((byte[]) accepted.getField(5));

@@ -1,5 +1,6 @@
 package pwevent.flink.time;
 
+import pwevent.flink.contract.TimePaths;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -60,7 +61,7 @@ final class ValidTimeHarness {
 
     /** A fast-path event of `user` at `time`, at `offset` of `partition`. */
     static StreamRecord<Row> event(String user, long time, int partition, long offset) {
-        return new StreamRecord<>(Row.of(user, time, 0, partition, offset, new byte[0], ValidTime.FAST), time);
+        return new StreamRecord<>(Row.of(user, time, 0, partition, offset, new byte[0], TimePaths.FAST), time);
     }
 
     /** (offset, ahead) of each row that came out, in order. */

@@ -1,5 +1,7 @@
 package pwevent.flink.counting;
 
+import pwevent.flink.contract.ClassedRow;
+import pwevent.flink.contract.SlotCountRow;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -8,8 +10,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -30,16 +30,14 @@ import org.apache.flink.util.OutputTag;
  * without a class goes to the side output {@link #UNKNOWN} as it comes (an `unknown_user` dead
  * letter).
  *
- * <p>Input: {@link UserClassJoin#OUT}. Output: Row(slot, cls, cell, n, rt_ms), timed at the slot's
+ * <p>Input: {@link UserClassJoin#OUT}. Output: {@link SlotCountRow}, timed at the slot's
  * last millisecond, in the order the slot's (class, cell) pairs first came. The join emits a slot's
  * rows right before it forwards the watermark that passes the slot's end, so nothing is pending
  * between two calls; what is (none, by that order) is kept in operator state all the same.
  */
 public final class SlotCounts extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
     private static final long serialVersionUID = 1L;
-    public static final RowTypeInfo OUT = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.LONG, Types.STRING, Types.INT, Types.LONG, Types.LONG},
-            new String[] {"slot", "cls", "cell", "n", "rt_ms"});
+    public static final RowTypeInfo OUT = SlotCountRow.TYPE;
     /** The rows of users without a class at their slot, as the join gave them. */
     public static final OutputTag<Row> UNKNOWN = new OutputTag<>("without a class", UserClassJoin.OUT);
     private static final ListStateDescriptor<Row> PENDING = new ListStateDescriptor<>("pending counts", OUT);
@@ -73,6 +71,17 @@ public final class SlotCounts extends AbstractStreamOperator<Row> implements One
                 count[0] += n;
             }
         }
+
+        /** The count of `key` ({@link SlotCountRow}), the slot's last millisecond `end`. */
+        Row count(Key key, long end) {
+            Row row = new Row(SlotCountRow.ARITY);
+            row.setField(SlotCountRow.SLOT, slot);
+            row.setField(SlotCountRow.CLS, key.cls());
+            row.setField(SlotCountRow.CELL, key.cell());
+            row.setField(SlotCountRow.N, counts.get(key)[0]);
+            row.setField(SlotCountRow.RT_MS, end);
+            return row;
+        }
     }
 
     /** A count's key within a slot: the class and the cell. */
@@ -85,8 +94,9 @@ public final class SlotCounts extends AbstractStreamOperator<Row> implements One
         saved = context.getOperatorStateStore().getListState(PENDING);
         pending = new TreeMap<>();
         for (Row row : saved.get()) {
-            add((Long) row.getField(4), (Long) row.getField(0), (String) row.getField(1), (Integer) row.getField(2),
-                    (Long) row.getField(3));
+            add((Long) row.getField(SlotCountRow.RT_MS), (Long) row.getField(SlotCountRow.SLOT),
+                    (String) row.getField(SlotCountRow.CLS), (Integer) row.getField(SlotCountRow.CELL),
+                    (Long) row.getField(SlotCountRow.N));
         }
     }
 
@@ -95,7 +105,7 @@ public final class SlotCounts extends AbstractStreamOperator<Row> implements One
         super.snapshotState(context);
         List<Row> rows = new ArrayList<>();
         pending.forEach((end, slot) -> slot.order.forEach(
-                key -> rows.add(Row.of(slot.slot, key.cls(), key.cell(), slot.counts.get(key)[0], end))));
+                key -> rows.add(slot.count(key, end))));
         saved.update(rows);
     }
 
@@ -106,11 +116,12 @@ public final class SlotCounts extends AbstractStreamOperator<Row> implements One
     @Override
     public void processElement(StreamRecord<Row> record) {
         Row row = record.getValue();
-        String cls = (String) row.getField(7);
+        String cls = (String) row.getField(ClassedRow.CLS);
         if (cls == null) {
             output.collect(UNKNOWN, record);
         } else {
-            add((Long) row.getField(6), (Long) row.getField(1), cls, (Integer) row.getField(2), 1);
+            add((Long) row.getField(ClassedRow.RT_MS), (Long) row.getField(ClassedRow.SLOT), cls,
+                    (Integer) row.getField(ClassedRow.CELL), 1);
         }
     }
 
@@ -123,8 +134,7 @@ public final class SlotCounts extends AbstractStreamOperator<Row> implements One
             ends.remove();
             Slot slot = at.getValue();
             for (Key key : slot.order) {
-                output.collect(new StreamRecord<>(Row.of(slot.slot, key.cls(), key.cell(), slot.counts.get(key)[0],
-                        at.getKey()), at.getKey()));
+                output.collect(new StreamRecord<>(slot.count(key, at.getKey()), at.getKey()));
             }
         }
         super.processWatermark(mark);

@@ -1,5 +1,8 @@
 package pwevent.flink.counting;
 
+import pwevent.flink.contract.ChangeRow;
+import pwevent.flink.contract.ClassedRow;
+import pwevent.flink.contract.PresentRow;
 import pwevent.flink.membership.ByUser;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
@@ -11,7 +14,6 @@ import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
@@ -47,24 +49,23 @@ import org.apache.flink.types.Row;
  * "latest", per user a map from a slot's last millisecond to its latest event so far) and, when the
  * combined watermark passes it, emits those users' rows before it forwards the watermark.
  *
- * <p>Input 1: versions, Row(user, class, valid-from ms). Input 2: the valid events that are neither
- * late nor ahead, Row(user, slot, cell, partition, offset, original bytes, time ms, slot's last ms).
- * Output: Row(user, slot, cell, partition, offset, original, slot's last ms, class), one per user and
- * slot, timestamped at the slot's last millisecond.
+ * <p>Input 1: versions, Membership's {@link ChangeRow} (user, cls, valid-from ms `vms`). Input 2: the
+ * valid events that are neither late nor ahead, {@link PresentRow}. Output: {@link ClassedRow}, one
+ * per user and slot, timestamped at the slot's last millisecond.
  */
 public final class UserClassJoin extends AbstractStreamOperator<Row> implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
 
-    /** A slot's latest event so far: the output row's first six fields, then the event's time. */
+    /** A slot's latest event so far (state): the output row's fields up to {@link ClassedRow#ORIGINAL},
+     *  where {@link PresentRow} has the same, then the event's time ({@link #TIME}). */
     private static final RowTypeInfo LATEST = new RowTypeInfo(
             Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
             Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG);
-    private static final int TIME = 6;
-    /** The output row; its time field is what downstream windows read as rowtime. */
-    public static final RowTypeInfo OUT = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.STRING},
-            new String[] {"user", "slot", "cell", "partition", "offset", "original", "rt_ms", "cls"});
+    private static final int[] LATEST_FROM_EVENT = {PresentRow.USER, PresentRow.SLOT, PresentRow.CELL,
+        PresentRow.PARTITION, PresentRow.OFFSET, PresentRow.ORIGINAL, PresentRow.TIME_MS};
+    private static final int TIME = LATEST_FROM_EVENT.length - 1;
+    /** The output row ({@link ClassedRow}); its time field is what downstream windows read as rowtime. */
+    public static final RowTypeInfo OUT = ClassedRow.TYPE;
 
     private static final String LATEST_STATE = "latest";
 
@@ -104,8 +105,8 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
     public void processElement1(StreamRecord<Row> record) throws Exception {
         Row version = record.getValue();
         Tuple2<long[], String[]> held = versions.value();
-        long from = (Long) version.getField(2);
-        String cls = (String) version.getField(1);
+        long from = (Long) version.getField(ChangeRow.VMS);
+        String cls = (String) version.getField(ChangeRow.CLS);
         long[] times = held == null ? new long[0] : held.f0;
         String[] classes = held == null ? new String[0] : held.f1;
         int at = 0;
@@ -130,10 +131,9 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
     @Override
     public void processElement2(StreamRecord<Row> record) throws Exception {
         Row event = record.getValue();
-        long slotEnd = (Long) event.getField(7);
-        Row candidate = Row.of(event.getField(0), event.getField(1), event.getField(2), event.getField(3),
-                event.getField(4), event.getField(5), event.getField(6));
-        if (due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add((String) event.getField(0))) {
+        long slotEnd = (Long) event.getField(PresentRow.SLOT_END_MS);
+        Row candidate = Row.project(event, LATEST_FROM_EVENT);
+        if (due.computeIfAbsent(slotEnd, t -> new LinkedHashSet<>()).add((String) event.getField(PresentRow.USER))) {
             latest.put(slotEnd, candidate);  // the user's first of the slot: `due` lists exactly the kept ones
             return;
         }
@@ -149,11 +149,12 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         if (byTime != 0) {
             return byTime > 0;
         }
-        int byPartition = Integer.compare((Integer) a.getField(3), (Integer) b.getField(3));
+        int byPartition = Integer.compare((Integer) a.getField(ClassedRow.PARTITION),
+                (Integer) b.getField(ClassedRow.PARTITION));
         if (byPartition != 0) {
             return byPartition > 0;
         }
-        return (Long) a.getField(4) > (Long) b.getField(4);
+        return (Long) a.getField(ClassedRow.OFFSET) > (Long) b.getField(ClassedRow.OFFSET);
     }
 
     /** The combined watermark of both inputs: first the rows it passed, then the watermark. */
@@ -177,8 +178,13 @@ public final class UserClassJoin extends AbstractStreamOperator<Row> implements 
         Row row = latest.get(slotEnd);
         latest.remove(slotEnd);
         Tuple2<long[], String[]> held = versions.value();
-        output.collect(new StreamRecord<>(Row.of(row.getField(0), row.getField(1), row.getField(2),
-                row.getField(3), row.getField(4), row.getField(5), slotEnd, classAt(held, slotEnd)), slotEnd));
+        Row out = new Row(ClassedRow.ARITY);
+        for (int field = ClassedRow.USER; field <= ClassedRow.ORIGINAL; field++) {
+            out.setField(field, row.getField(field));
+        }
+        out.setField(ClassedRow.RT_MS, slotEnd);
+        out.setField(ClassedRow.CLS, classAt(held, slotEnd));
+        output.collect(new StreamRecord<>(out, slotEnd));
         if (held != null && held.f0.length > 1) {
             long keepFrom = watermark;
             for (Long waiting : latest.keys()) {

@@ -1,13 +1,13 @@
 package pwevent.flink.membership;
 
+import pwevent.flink.contract.ChangeBatchRow;
+import pwevent.flink.contract.ChangeRow;
 import pwevent.flink.parsing.Json;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.TreeMap;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
@@ -19,7 +19,7 @@ import org.apache.flink.types.Row;
 
 /**
  * {@link Membership}'s changes, many to a row, for the Population (docs/streaming.md, "Topology"):
- * Row(slot, changes), `changes` a JSON array of groups, each the changes of one (target, previous,
+ * {@link ChangeBatchRow}, `changes` a JSON array of groups, each the changes of one (target, previous,
  * requirement) at `slot`: {"target", "previous", "requirement", "users": [..]}
  * (jobs/streaming/rows.py, `population_row`, reads them), timed as the changes were (the slot's
  * last millisecond). Chained behind
@@ -30,8 +30,7 @@ import org.apache.flink.types.Row;
  */
 public final class ChangeBatches extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
     private static final long serialVersionUID = 1L;
-    public static final RowTypeInfo OUT = new RowTypeInfo(new TypeInformation<?>[] {Types.LONG, Types.STRING},
-            new String[] {"slot", "changes"});
+    public static final RowTypeInfo OUT = ChangeBatchRow.TYPE;
     static final int MAX_CHANGES = 4096;
 
     /** Per slot: its rows' time and its changes so far, by group. */
@@ -64,20 +63,21 @@ public final class ChangeBatches extends AbstractStreamOperator<Row> implements 
     public void processElement(StreamRecord<Row> record) {
         Batch batch = add(record.getValue(), record.getTimestamp());
         if (batch.n >= MAX_CHANGES) {
-            flush((Long) record.getValue().getField(3));
+            flush((Long) record.getValue().getField(ChangeRow.SLOT));
         }
     }
 
     private Batch add(Row change, long time) {
-        long slot = (Long) change.getField(3);
+        long slot = (Long) change.getField(ChangeRow.SLOT);
         Batch batch = held.computeIfAbsent(slot, s -> new Batch(time));
         StringBuilder users = batch.groups.computeIfAbsent(
-                Arrays.asList((String) change.getField(1), (String) change.getField(4), (String) change.getField(5)),
+                Arrays.asList((String) change.getField(ChangeRow.CLS), (String) change.getField(ChangeRow.PREVIOUS),
+                        (String) change.getField(ChangeRow.REQUIREMENT)),
                 group -> new StringBuilder());
         if (users.length() > 0) {
             users.append(',');
         }
-        users.append(Json.string((String) change.getField(0)));
+        users.append(Json.string((String) change.getField(ChangeRow.USER)));
         batch.n++;
         return batch;
     }
@@ -93,7 +93,10 @@ public final class ChangeBatches extends AbstractStreamOperator<Row> implements 
                     .append(group.get(1) == null ? "null" : Json.string(group.get(1))).append(",\"requirement\":")
                     .append(group.get(2)).append(",\"users\":[").append(users).append("]}");
         });
-        output.collect(new StreamRecord<>(Row.of(slot, json.append(']').toString()), batch.time));
+        Row out = new Row(ChangeBatchRow.ARITY);
+        out.setField(ChangeBatchRow.SLOT, slot);
+        out.setField(ChangeBatchRow.CHANGES, json.append(']').toString());
+        output.collect(new StreamRecord<>(out, batch.time));
     }
 
     private void flushAll() {

@@ -1,5 +1,7 @@
 package pwevent.flink.membership;
 
+import pwevent.flink.contract.PresenceRow;
+import pwevent.flink.contract.PresentRow;
 import java.util.HashMap;
 import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
@@ -9,7 +11,6 @@ import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
@@ -47,9 +48,9 @@ import org.apache.flink.util.Collector;
  * in state (a restart starts it empty) and forgets everything when it holds {@link #UNHEARD_LIMIT}
  * users.
  *
- * <p>Input: the present events, Row(user, slot, ...), any number per (user, slot). Output: Row(k =
- * user, v = slot), with the input's timestamps; watermarks pass as they are. With the default off
- * nothing is passed on.
+ * <p>Input: the present events ({@link PresentRow}), any number per (user, slot). Output:
+ * {@link PresenceRow} (k = user, v = slot), with the input's timestamps; watermarks pass as they are. With
+ * the default off nothing is passed on.
  */
 public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> implements CheckpointedFunction {
     private static final long serialVersionUID = 1L;
@@ -65,8 +66,7 @@ public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> 
     }
 
     /** The output: Row(k = user, v = slot), what Membership's second input takes. */
-    public static final RowTypeInfo PRESENCE = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.LONG}, new String[] {"k", "v"});
+    public static final RowTypeInfo PRESENCE = PresenceRow.TYPE;
     /** How many users {@link Unheard} remembers before it forgets them all. */
     static final int UNHEARD_LIMIT = 1 << 18;
 
@@ -97,10 +97,13 @@ public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> 
             if (!defaultOn) {
                 return;
             }
-            String user = (String) row.getField(0);
-            long slot = (Long) row.getField(1);
+            String user = (String) row.getField(PresentRow.USER);
+            long slot = (Long) row.getField(PresentRow.SLOT);
             if (pass(sent, user, slot)) {
-                out.collect(Row.of(user, slot));
+                Row presence = new Row(PresenceRow.ARITY);
+                presence.setField(PresenceRow.K, user);
+                presence.setField(PresenceRow.V, slot);
+                out.collect(presence);
             }
         }
 
@@ -158,7 +161,7 @@ public final class FirstPresence extends KeyedProcessFunction<String, Row, Row> 
 
     @Override
     public void processElement(Row presence, Context ctx, Collector<Row> out) throws Exception {
-        long[] next = forward(passed.value(), (Long) presence.getField(1), epoch);
+        long[] next = forward(passed.value(), (Long) presence.getField(PresenceRow.V), epoch);
         if (next != null) {
             passed.update(next);
             out.collect(presence);

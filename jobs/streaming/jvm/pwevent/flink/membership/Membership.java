@@ -1,11 +1,15 @@
 package pwevent.flink.membership;
 
+import pwevent.flink.contract.ChangeRow;
+import pwevent.flink.contract.PresenceRow;
+import pwevent.flink.contract.Reasons;
+import pwevent.flink.contract.RefusedRequirementRow;
+import pwevent.flink.contract.TimedRow;
 import pwevent.flink.parsing.RequirementPayload;
 import pwevent.flink.time.SlotRules;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
@@ -31,30 +35,23 @@ import org.apache.flink.util.OutputTag;
  * (user, slot) present without a class that Membership may still need. One event-time timer per
  * user and slot with something to apply, at the slot's last millisecond.
  *
- * <p>Output ({@link #OUT}, timed at the slot's last millisecond): a change of the user's class,
- * Row(user, cls, vms: the slot's first millisecond, slot, previous class or null, the class's
- * requirement as canonical JSON). Side output {@link #REJECTED}: Row(reason, detail, partition,
- * offset, original) of each record that did not apply, for its dead letter.
+ * <p>Output ({@link #OUT}, {@link ChangeRow}, timed at the slot's last millisecond): a change of the
+ * user's class (vms: the slot's first millisecond). Side output {@link #REJECTED}
+ * ({@link RefusedRequirementRow}): each record that did not apply, for its dead letter.
  */
 public final class Membership extends KeyedCoProcessFunction<String, Row, Row, Row> {
     private static final long serialVersionUID = 1L;
-    public static final RowTypeInfo OUT = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.LONG, Types.LONG, Types.STRING, Types.STRING},
-            new String[] {"user", "cls", "vms", "slot", "previous", "requirement"});
+    public static final RowTypeInfo OUT = ChangeRow.TYPE;
     public static final OutputTag<Row> REJECTED = new OutputTag<>("requirement records that did not apply",
-            new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE)},
-                new String[] {"reason", "detail", "partition", "offset", "original"}));
+            RefusedRequirementRow.TYPE);
 
     private final MembershipRule rule;
-    private final String tooFarAheadDetail;
     private final long originMs;
     private final long slotMs;
     private transient ValueState<byte[]> users;
 
-    public Membership(MembershipRule rule, String tooFarAheadDetail, long originMs, long slotMs) {
+    public Membership(MembershipRule rule, long originMs, long slotMs) {
         this.rule = rule;
-        this.tooFarAheadDetail = tooFarAheadDetail;
         this.originMs = originMs;
         this.slotMs = slotMs;
     }
@@ -74,17 +71,17 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
 
     @Override
     public void processElement1(Row row, Context context, Collector<Row> out) throws Exception {
-        long time = (Long) row.getField(1);
-        int partition = (Integer) row.getField(3);
-        long offset = (Long) row.getField(4);
-        RequirementPayload payload = RequirementPayload.decode((byte[]) row.getField(5));
-        if (Boolean.TRUE.equals(row.getField(6))) {
-            context.output(REJECTED, Row.of(MembershipRule.TOO_FAR_AHEAD, tooFarAheadDetail, partition, offset,
+        long time = (Long) row.getField(TimedRow.TIME_MS);
+        int partition = (Integer) row.getField(TimedRow.PARTITION);
+        long offset = (Long) row.getField(TimedRow.OFFSET);
+        RequirementPayload payload = RequirementPayload.decode((byte[]) row.getField(TimedRow.ORIGINAL));
+        if (Boolean.TRUE.equals(row.getField(TimedRow.AHEAD))) {
+            context.output(REJECTED, refused(Reasons.TOO_FAR_AHEAD, Reasons.TOO_FAR_AHEAD_DETAIL, partition, offset,
                     payload.original()));
             return;
         }
         if (!payload.registers()) {  // no ledger can run it: refused whatever came before, so at once
-            context.output(REJECTED, Row.of(MembershipRule.INVALID_REQUIREMENT, payload.detail(), partition, offset,
+            context.output(REJECTED, refused(Reasons.INVALID_REQUIREMENT, payload.detail(), partition, offset,
                     payload.original()));
             return;
         }
@@ -102,7 +99,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
 
     @Override
     public void processElement2(Row row, Context context, Collector<Row> out) throws Exception {
-        long slot = (Long) row.getField(1);
+        long slot = (Long) row.getField(PresenceRow.V);
         UserMembership user = UserMembership.decode(users.value());
         if (user.seen(slot)) {
             context.timerService().registerEventTimeTimer(lastMs(slot));
@@ -116,8 +113,14 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
         UserMembership user = UserMembership.decode(users.value());
         for (Object done : user.close(SlotRules.slotOf(originMs, slotMs, timestamp), name, rule)) {
             if (done instanceof MembershipRule.Change change) {
-                out.collect(Row.of(name, change.target(), SlotRules.firstMs(originMs, slotMs, change.slot()),
-                        change.slot(), change.previous(), change.requirement()));
+                Row changed = new Row(ChangeRow.ARITY);
+                changed.setField(ChangeRow.USER, name);
+                changed.setField(ChangeRow.CLS, change.target());
+                changed.setField(ChangeRow.VMS, SlotRules.firstMs(originMs, slotMs, change.slot()));
+                changed.setField(ChangeRow.SLOT, change.slot());
+                changed.setField(ChangeRow.PREVIOUS, change.previous());
+                changed.setField(ChangeRow.REQUIREMENT, change.requirement());
+                out.collect(changed);
             } else {
                 context.output(REJECTED, rejected((UserMembership.Rejection) done));
             }
@@ -134,7 +137,17 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
     }
 
     private static Row rejected(UserMembership.Rejection rejection) {
-        return Row.of(rejection.reason(), rejection.detail(), rejection.partition(), rejection.offset(),
+        return refused(rejection.reason(), rejection.detail(), rejection.partition(), rejection.offset(),
                 rejection.original());
+    }
+
+    private static Row refused(String reason, String detail, int partition, long offset, byte[] original) {
+        Row row = new Row(RefusedRequirementRow.ARITY);
+        row.setField(RefusedRequirementRow.REASON, reason);
+        row.setField(RefusedRequirementRow.DETAIL, detail);
+        row.setField(RefusedRequirementRow.PARTITION, partition);
+        row.setField(RefusedRequirementRow.OFFSET, offset);
+        row.setField(RefusedRequirementRow.ORIGINAL, original);
+        return row;
     }
 }

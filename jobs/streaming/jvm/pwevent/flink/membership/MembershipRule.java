@@ -1,5 +1,6 @@
 package pwevent.flink.membership;
 
+import pwevent.flink.contract.Reasons;
 import pwevent.flink.parsing.Json;
 import pwevent.flink.parsing.RequirementPayload;
 import java.io.Serializable;
@@ -22,11 +23,6 @@ import java.util.HexFormat;
  */
 public final class MembershipRule implements Serializable {
     private static final long serialVersionUID = 1L;
-    /** The dead letters' reasons (jobs/common/reasons.py). */
-    public static final String INVALID_REQUIREMENT = "invalid_requirement";
-    public static final String REQUIREMENT_CHANGE_UNDER_FIXED = "requirement_change_under_fixed_mechanism";
-    public static final String LATE = "late";
-    public static final String TOO_FAR_AHEAD = "too_far_ahead";
 
     private final boolean dynamic;
     private final String fixedChangeDetail;
@@ -78,14 +74,14 @@ public final class MembershipRule implements Serializable {
 
     private Applied apply(String user, State state, long slot, String requested, String ledger, String detail) {
         if (ledger == null) {  // whatever the user declared before: Membership refuses it on arrival
-            return new Applied(state, null, INVALID_REQUIREMENT, detail);
+            return new Applied(state, null, Reasons.INVALID_REQUIREMENT, detail);
         }
         boolean redeclare = state.declared() != null;
         if (redeclare && requested.equals(state.declared())) {
             return new Applied(state, null, null, null);
         }
         if (redeclare && !dynamic) {
-            return new Applied(state, null, REQUIREMENT_CHANGE_UNDER_FIXED, fixedChangeDetail);
+            return new Applied(state, null, Reasons.REQUIREMENT_CHANGE_UNDER_FIXED, fixedChangeDetail);
         }
         if (redeclare && ledger.equals(state.requirement())) {
             return new Applied(new State(requested, state.classId(), ledger), null, null, null);

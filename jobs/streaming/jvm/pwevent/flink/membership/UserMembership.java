@@ -1,5 +1,6 @@
 package pwevent.flink.membership;
 
+import pwevent.flink.contract.Reasons;
 import pwevent.flink.parsing.RequirementPayload;
 import pwevent.flink.time.SlotRules;
 import java.io.ByteArrayInputStream;
@@ -50,9 +51,8 @@ public final class UserMembership {
     /** Buffer `record` until its slot closes, or refuse it as late if the slot has closed. */
     public Rejection receive(Pending record, long watermarkMs, long originMs, long slotMs) {
         if (SlotRules.closed(record.slot(), watermarkMs, originMs, slotMs)) {
-            return new Rejection(MembershipRule.LATE,
-                    "slot " + record.slot() + " had closed when the requirement arrived",
-                    record.partition(), record.offset(), record.payload().original());
+            return new Rejection(Reasons.LATE, Reasons.lateRequirementDetail(record.slot()), record.partition(),
+                    record.offset(), record.payload().original());
         }
         pending.add(record);
         return null;

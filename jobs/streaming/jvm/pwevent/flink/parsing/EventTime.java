@@ -36,8 +36,8 @@ public final class EventTime {
             + "([Zz]|([+-])([0-9]{2}):([0-9]{2}))?)?");
     private static final long DAY_MS = 86_400_000L;
 
-    /** The Confluent wire format's magic byte and frame length (jobs/common/records.py). */
-    public static final int FRAME_BYTES = 5;
+    /** The Confluent wire format's magic byte and frame length (jobs/common/avro_format.py). */
+    public static final int FRAME_BYTES = pwevent.flink.contract.Limits.CONFLUENT_FRAME_BYTES;
 
     public static Long read(byte[] value, String[] path) {
         int start = value.length > 0 && value[0] == 0 ? FRAME_BYTES : 0;

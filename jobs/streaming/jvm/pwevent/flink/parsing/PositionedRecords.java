@@ -1,16 +1,15 @@
 package pwevent.flink.parsing;
 
 import java.util.List;
-import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import pwevent.flink.contract.RecordRow;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
 import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.Collector;
 
 /**
- * A Kafka record as Row(value, partition, offset, kafka_ts, jtime): the raw bytes and where they
+ * A Kafka record as {@link RecordRow} (value, partition, offset, kafka_ts, jtime): the raw bytes and where they
  * came from (dead letters name the offset), plus the event time read for watermarking only
  * ({@link EventTime}; the Kafka record timestamp when no time field is configured). Never throws:
  * a record whose time cannot be read gets a null jtime and is parsed by the reference parser.
@@ -37,13 +36,17 @@ public final class PositionedRecords implements KafkaRecordDeserializationSchema
         } else {
             time = value.length > maxBytes ? null : EventTime.read(value, timePath);
         }
-        out.collect(Row.of(value, record.partition(), record.offset(), record.timestamp(), time));
+        Row row = new Row(RecordRow.ARITY);
+        row.setField(RecordRow.VALUE, value);
+        row.setField(RecordRow.PARTITION, record.partition());
+        row.setField(RecordRow.OFFSET, record.offset());
+        row.setField(RecordRow.KAFKA_TS, record.timestamp());
+        row.setField(RecordRow.JTIME, time);
+        out.collect(row);
     }
 
     @Override
     public TypeInformation<Row> getProducedType() {
-        return Types.ROW_NAMED(
-                new String[] {"value", "partition", "offset", "kafka_ts", "jtime"},
-                PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO, Types.INT, Types.LONG, Types.LONG, Types.LONG);
+        return RecordRow.TYPE;
     }
 }

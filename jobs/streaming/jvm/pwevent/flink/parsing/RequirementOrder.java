@@ -1,11 +1,16 @@
 package pwevent.flink.parsing;
 
+import pwevent.flink.contract.ParsedRow;
+import pwevent.flink.contract.TimePaths;
 import pwevent.flink.time.ValidTime;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -24,13 +29,13 @@ import org.apache.flink.types.Row;
  * The requirement records of both parsers in each Kafka partition's offset order, as the
  * requirements' {@link ValidTime} needs them.
  *
- * <p>Input 1: {@link RequirementSplit}'s output ({@link ValidTime#FAST} rows and
- * {@link ValidTime#PENDING} marks). Input 2: the reference parser's rows ({@link ValidTime#IN}:
- * {@link ValidTime#SLOW_ACCEPTED} with user, time_ms and payload, or {@link ValidTime#SLOW_REJECTED}
+ * <p>Input 1: {@link RequirementSplit}'s output ({@link TimePaths#FAST} rows and
+ * {@link TimePaths#PENDING} marks). Input 2: the reference parser's rows ({@link ValidTime#IN}:
+ * {@link TimePaths#SLOW_ACCEPTED} with user, time_ms and payload, or {@link TimePaths#SLOW_REJECTED}
  * with partition and offset only), one per mark, as late as they come, on the subtask that had the
  * mark. Both per partition in offset order. Output: {@link ValidTime#IN}, per partition in offset
- * order: an accepted record (either parser's) as {@link ValidTime#FAST} with user, time_ms and
- * payload ({@link RequirementPayload}), a refused one as {@link ValidTime#REFUSED} (partition and
+ * order: an accepted record (either parser's) as {@link TimePaths#FAST} with user, time_ms and
+ * payload ({@link RequirementPayload}), a refused one as {@link TimePaths#REFUSED} (partition and
  * offset only), with the timestamp of the row it comes from (the reference parser's for a marked
  * record; none if that had none).
  *
@@ -56,19 +61,17 @@ import org.apache.flink.types.Row;
 public final class RequirementOrder extends AbstractStreamOperator<Row>
         implements TwoInputStreamOperator<Row, Row, Row> {
     private static final long serialVersionUID = 1L;
-    private static final int USER = 0;
-    private static final int TIME_MS = 1;
-    private static final int PARTITION = 3;
-    private static final int OFFSET = 4;
-    private static final int ORIGINAL = 5;
-    private static final int PATH = 6;
-    /** A held row's fields in {@link #HELD}: {@link ValidTime#IN}'s, then its timestamp and whether it
-     *  is a reference parser's row that came before its mark. */
-    private static final int[] ROW = {USER, TIME_MS, 2, PARTITION, OFFSET, ORIGINAL, PATH};
+    /** A held row's fields in {@link #HELD}: {@link ParsedRow}'s, then its timestamp ({@link #TS}) and
+     *  whether it is a reference parser's row that came before its mark ({@link #EARLY}). */
+    private static final int[] ROW = IntStream.range(0, ParsedRow.ARITY).toArray();
+    private static final int TS = ParsedRow.ARITY;
+    private static final int EARLY = ParsedRow.ARITY + 1;
     private static final ListStateDescriptor<Row> HELD = new ListStateDescriptor<>("held requirement rows",
-            new RowTypeInfo(new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT, Types.LONG, Types.BOOLEAN},
-                new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path", "ts", "early"}));
+            new RowTypeInfo(
+                    Stream.concat(Arrays.stream(ParsedRow.TYPE.getFieldTypes()), Stream.of(Types.LONG, Types.BOOLEAN))
+                            .toArray(TypeInformation<?>[]::new),
+                    Stream.concat(Arrays.stream(ParsedRow.TYPE.getFieldNames()), Stream.of("ts", "early"))
+                            .toArray(String[]::new)));
 
     /** Partition -> its held rows in offset order, the first a placeholder; no entry: none held. */
     private transient Map<Integer, ArrayDeque<Held>> held;
@@ -93,7 +96,7 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
         }
 
         boolean placeholder() {
-            return path(row) == ValidTime.PENDING;
+            return path(row) == TimePaths.PENDING;
         }
     }
 
@@ -104,8 +107,8 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
         held = new HashMap<>();
         early = new HashMap<>();
         for (Row row : saved.get()) {
-            Held entry = new Held(Row.project(row, ROW), (Long) row.getField(ROW.length));
-            if (Boolean.TRUE.equals(row.getField(ROW.length + 1))) {
+            Held entry = new Held(Row.project(row, ROW), (Long) row.getField(TS));
+            if (Boolean.TRUE.equals(row.getField(EARLY))) {
                 early.computeIfAbsent(partition(row), p -> new HashMap<>()).put(offset(row), entry);
             } else {
                 held.computeIfAbsent(partition(row), p -> new ArrayDeque<>()).add(entry);
@@ -128,14 +131,14 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
     public void processElement1(StreamRecord<Row> record) {
         Row row = record.getValue();
         Long timestamp = record.hasTimestamp() ? record.getTimestamp() : null;
-        if (path(row) == ValidTime.PENDING) {
+        if (path(row) == TimePaths.PENDING) {
             Held result = takeEarly(partition(row), offset(row));
             if (result != null) {
                 row = result.row;
                 timestamp = result.timestamp;
             }
         }
-        if (path(row) == ValidTime.PENDING || held.containsKey(partition(row))) {
+        if (path(row) == TimePaths.PENDING || held.containsKey(partition(row))) {
             held.computeIfAbsent(partition(row), p -> new ArrayDeque<>()).add(new Held(row, timestamp));
         } else {
             emit(row, timestamp);
@@ -198,12 +201,12 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
 
     /** `row` out, as accepted (by either parser) or refused. */
     private void emit(Row row, Long timestamp) {
-        Object partition = row.getField(PARTITION);
-        Object offset = row.getField(OFFSET);
-        Row out = path(row) == ValidTime.SLOW_REJECTED
-                ? Row.of(null, null, null, partition, offset, null, ValidTime.REFUSED)
-                : Row.of(row.getField(USER), row.getField(TIME_MS), null, partition, offset, row.getField(ORIGINAL),
-                        ValidTime.FAST);
+        Object partition = row.getField(ParsedRow.PARTITION);
+        Object offset = row.getField(ParsedRow.OFFSET);
+        Row out = path(row) == TimePaths.SLOW_REJECTED
+                ? FastPathSplit.mark(partition, offset, TimePaths.REFUSED)
+                : FastPathSplit.accepted(row.getField(ParsedRow.USER), row.getField(ParsedRow.TIME_MS), null, partition,
+                        offset, row.getField(ParsedRow.ORIGINAL));
         output.collect(timed(out, timestamp));
     }
 
@@ -212,14 +215,14 @@ public final class RequirementOrder extends AbstractStreamOperator<Row>
     }
 
     private static int path(Row row) {
-        return ((Number) row.getField(PATH)).intValue();
+        return ((Number) row.getField(ParsedRow.PATH)).intValue();
     }
 
     private static int partition(Row row) {
-        return ((Number) row.getField(PARTITION)).intValue();
+        return ((Number) row.getField(ParsedRow.PARTITION)).intValue();
     }
 
     private static long offset(Row row) {
-        return ((Number) row.getField(OFFSET)).longValue();
+        return ((Number) row.getField(ParsedRow.OFFSET)).longValue();
     }
 }

@@ -1,5 +1,7 @@
 package pwevent.flink.parsing;
 
+import pwevent.flink.contract.RequirementVerdictRow;
+import pwevent.flink.contract.TimePaths;
 import pwevent.flink.time.ValidTime;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
@@ -11,16 +13,15 @@ import org.apache.flink.util.OutputTag;
 /**
  * The SQL fast path's verdict on every requirement record, split in one pass, as
  * {@link FastPathSplit} splits the events': a requirement the fast path accepted goes on as
- * {@link ValidTime#FAST} with its {@link RequirementPayload} (the record's bytes as its original, no
- * detail); a record it hands to the reference parser leaves a mark ({@link ValidTime#PENDING},
+ * {@link TimePaths#FAST} with its {@link RequirementPayload} (the record's bytes as its original, no
+ * detail); a record it hands to the reference parser leaves a mark ({@link TimePaths#PENDING},
  * partition and offset only) on the same channel, so in offset order with the accepted ones, and
  * goes to the side output {@link #SLOW}. {@link RequirementOrder} puts the reference parser's rows
  * back in the marks' places.
  *
- * <p>Input: Row(user, time_ms, requested, ledger, partition, offset, value, fast, ts_ms), one per
- * record in offset order (user, time_ms, requested and ledger meaningful where fast holds; ledger
- * then set). Output: {@link ValidTime#IN}. Side output: Row(value, partition, offset, ts_ms), what
- * the reference parser takes.
+ * <p>Input: {@link RequirementVerdictRow}, one per record in offset order (ledger set where fast
+ * holds). Output: {@link ValidTime#IN}. Side output: {@link FastPathSplit#SLOW}'s rows, what the
+ * reference parser takes.
  */
 public final class RequirementSplit extends ProcessFunction<Row, Row> {
     private static final long serialVersionUID = 1L;
@@ -35,16 +36,18 @@ public final class RequirementSplit extends ProcessFunction<Row, Row> {
 
     @Override
     public void processElement(Row row, Context context, Collector<Row> out) {
-        Object partition = row.getField(4);
-        Object offset = row.getField(5);
-        byte[] value = (byte[]) row.getField(6);
-        if (Boolean.TRUE.equals(row.getField(7))) {
-            byte[] payload = new RequirementPayload((String) row.getField(2), (String) row.getField(3), null, value)
-                    .encode();
-            out.collect(Row.of(row.getField(0), row.getField(1), null, partition, offset, payload, ValidTime.FAST));
+        Object partition = row.getField(RequirementVerdictRow.PARTITION);
+        Object offset = row.getField(RequirementVerdictRow.OFFSET);
+        byte[] value = (byte[]) row.getField(RequirementVerdictRow.VALUE);
+        if (Boolean.TRUE.equals(row.getField(RequirementVerdictRow.FAST))) {
+            byte[] payload = new RequirementPayload((String) row.getField(RequirementVerdictRow.REQUESTED),
+                    (String) row.getField(RequirementVerdictRow.LEDGER), null, value).encode();
+            out.collect(FastPathSplit.accepted(row.getField(RequirementVerdictRow.USER),
+                    row.getField(RequirementVerdictRow.TIME_MS), null, partition, offset, payload));
         } else {
-            out.collect(Row.of(null, null, null, partition, offset, null, ValidTime.PENDING));
-            context.output(SLOW, Row.of(value, partition, offset, row.getField(8)));
+            out.collect(FastPathSplit.mark(partition, offset, TimePaths.PENDING));
+            context.output(SLOW,
+                    FastPathSplit.slow(value, partition, offset, row.getField(RequirementVerdictRow.TS_MS)));
         }
     }
 }

@@ -1,5 +1,6 @@
 package pwevent.flink.release;
 
+import pwevent.flink.contract.PopulationOutRow;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
@@ -22,7 +23,7 @@ import org.apache.flink.types.Row;
 /**
  * Writes the Population's releases to the release topic once the checkpoint that holds them has
  * completed (docs/streaming.md, "A slot's outcome is drawn once"). Its input is the Population's
- * output, Row(route, k, v); it takes the rows of the release route (k the slot, v the record) into
+ * output, {@link PopulationOutRow}; it takes the rows of the release route (k the slot, v the record) into
  * its {@link ReleaseLog} and writes nothing downstream.
  *
  * <ul>
@@ -102,9 +103,9 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     @Override
     public void processElement(StreamRecord<Row> element) {
         Row row = element.getValue();
-        if (route.equals(row.getField(0))) {
-            log.accept(Long.parseLong((String) row.getField(1)),
-                    ((String) row.getField(2)).getBytes(StandardCharsets.UTF_8));
+        if (route.equals(row.getField(PopulationOutRow.ROUTE))) {
+            log.accept(Long.parseLong((String) row.getField(PopulationOutRow.K)),
+                    ((String) row.getField(PopulationOutRow.V)).getBytes(StandardCharsets.UTF_8));
         }
     }
 

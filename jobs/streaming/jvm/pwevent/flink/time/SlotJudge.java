@@ -1,7 +1,9 @@
 package pwevent.flink.time;
 
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
+import pwevent.flink.contract.PresentRow;
+import pwevent.flink.contract.Reasons;
+import pwevent.flink.contract.RejectedEventRow;
+import pwevent.flink.contract.TimedRow;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
@@ -21,24 +23,15 @@ import org.apache.flink.util.OutputTag;
  * {@code ahead} (that reason first). No watermark yet: nothing is late by the watermark.
  *
  * <p>Input: {@link ValidTime#OUT}. Output: the events that count for their slot, {@link #PRESENT},
- * timed as they came. Side output {@link #REJECTED}: the others, Row(slot, reason, user, partition,
- * offset, original), for the Population's dead letters. Stateless.
+ * timed as they came. Side output {@link #REJECTED}: the others, for the Population's dead letters.
+ * Stateless.
  */
 public final class SlotJudge extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
     private static final long serialVersionUID = 1L;
-    /** The present events: Row(user, slot, cell, partition, offset, original, time_ms, slot_end_ms),
-     *  slot_end_ms the slot's last millisecond. */
-    public static final RowTypeInfo PRESENT = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.LONG, Types.LONG},
-            new String[] {"user", "slot", "cell", "partition", "offset", "original", "time_ms", "slot_end_ms"});
-    /** The late and too-far-ahead events, with their dead letter's reason. */
-    public static final OutputTag<Row> REJECTED = new OutputTag<>("late or ahead", new RowTypeInfo(
-            new TypeInformation<?>[] {Types.LONG, Types.STRING, Types.STRING, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE)},
-            new String[] {"slot", "reason", "user", "partition", "offset", "original"}));
-    static final String LATE = "late";
-    static final String TOO_FAR_AHEAD = "too_far_ahead";
+    /** The present events ({@link PresentRow}; slot_end_ms the slot's last millisecond). */
+    public static final RowTypeInfo PRESENT = PresentRow.TYPE;
+    /** The late and too-far-ahead events, with their dead letter's reason ({@link RejectedEventRow}). */
+    public static final OutputTag<Row> REJECTED = new OutputTag<>("late or ahead", RejectedEventRow.TYPE);
 
     private final long originMs;
     private final long slotMs;
@@ -67,23 +60,37 @@ public final class SlotJudge extends AbstractStreamOperator<Row> implements OneI
     /** The reason an event of `slot` does not count (null: it counts). */
     String rejection(long slot, boolean ahead) {
         if (ahead) {
-            return TOO_FAR_AHEAD;
+            return Reasons.TOO_FAR_AHEAD;
         }
-        return SlotRules.closed(slot, watermarkMs, originMs, slotMs) || slot <= lateThrough ? LATE : null;
+        return SlotRules.closed(slot, watermarkMs, originMs, slotMs) || slot <= lateThrough ? Reasons.LATE : null;
     }
 
     @Override
     public void processElement(StreamRecord<Row> record) {
         Row event = record.getValue();
-        long time = (Long) event.getField(1);
+        long time = (Long) event.getField(TimedRow.TIME_MS);
         long slot = SlotRules.slotOf(originMs, slotMs, time);
-        String reason = rejection(slot, (Boolean) event.getField(6));
+        String reason = rejection(slot, (Boolean) event.getField(TimedRow.AHEAD));
         if (reason == null) {
-            output.collect(record.replace(Row.of(event.getField(0), slot, event.getField(2), event.getField(3),
-                    event.getField(4), event.getField(5), time, SlotRules.slotLastMs(originMs, slotMs, time))));
+            Row present = new Row(PresentRow.ARITY);
+            present.setField(PresentRow.USER, event.getField(TimedRow.USER));
+            present.setField(PresentRow.SLOT, slot);
+            present.setField(PresentRow.CELL, event.getField(TimedRow.CELL));
+            present.setField(PresentRow.PARTITION, event.getField(TimedRow.PARTITION));
+            present.setField(PresentRow.OFFSET, event.getField(TimedRow.OFFSET));
+            present.setField(PresentRow.ORIGINAL, event.getField(TimedRow.ORIGINAL));
+            present.setField(PresentRow.TIME_MS, time);
+            present.setField(PresentRow.SLOT_END_MS, SlotRules.slotLastMs(originMs, slotMs, time));
+            output.collect(record.replace(present));
         } else {
-            output.collect(REJECTED, new StreamRecord<>(Row.of(slot, reason, event.getField(0), event.getField(3),
-                    event.getField(4), event.getField(5)), record.getTimestamp()));
+            Row rejected = new Row(RejectedEventRow.ARITY);
+            rejected.setField(RejectedEventRow.SLOT, slot);
+            rejected.setField(RejectedEventRow.REASON, reason);
+            rejected.setField(RejectedEventRow.USER, event.getField(TimedRow.USER));
+            rejected.setField(RejectedEventRow.PARTITION, event.getField(TimedRow.PARTITION));
+            rejected.setField(RejectedEventRow.OFFSET, event.getField(TimedRow.OFFSET));
+            rejected.setField(RejectedEventRow.ORIGINAL, event.getField(TimedRow.ORIGINAL));
+            output.collect(REJECTED, new StreamRecord<>(rejected, record.getTimestamp()));
         }
     }
 

@@ -1,12 +1,14 @@
 package pwevent.flink.time;
 
+import pwevent.flink.contract.Limits;
+
 /**
  * The slot rules the JVM operators share, each the Java side of a Python rule and tested equal to it
  * (jobs/streaming/jvm-test/pwevent/flink/time/SlotRulesTest.java and tests/streaming/test_slot_rules.py
  * on tests/streaming/data/slot-rules.tsv; tests/streaming/test_valid_time.py against the replay):
  * time -> slot, a slot's last millisecond, and whether a record of a slot comes after its slot
  * closed. Slots of `slotMs`
- * from `originMs`, numbered from 1 (docs/streaming.md, "Time").
+ * from `originMs`, numbered from {@link Limits#FIRST_SLOT} (docs/streaming.md, "Time").
  */
 public final class SlotRules {
     private SlotRules() {
@@ -14,12 +16,12 @@ public final class SlotRules {
 
     /** The slot holding {@code time}: jobs/common/slots.py's {@code SlotClock.slot_of}. */
     public static long slotOf(long originMs, long slotMs, long time) {
-        return Math.floorDiv(time - originMs, slotMs) + 1;
+        return Math.floorDiv(time - originMs, slotMs) + Limits.FIRST_SLOT;
     }
 
     /** The first millisecond of slot {@code slot}: {@code SlotClock.start_ms}. */
     public static long firstMs(long originMs, long slotMs, long slot) {
-        return originMs + (slot - 1) * slotMs;
+        return originMs + (slot - Limits.FIRST_SLOT) * slotMs;
     }
 
     /** The last millisecond of slot {@code slot}: {@code SlotClock.end_ms} - 1. */

@@ -1,9 +1,10 @@
 package pwevent.flink.time;
 
 import java.util.List;
+import pwevent.flink.contract.ParsedRow;
+import pwevent.flink.contract.TimePaths;
+import pwevent.flink.contract.TimedRow;
 import org.apache.flink.api.common.functions.Partitioner;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.runtime.state.StateInitializationContext;
@@ -24,13 +25,14 @@ import org.apache.flink.types.Row;
  * partition ({@link #apply}: partition p to subtask p mod n, {@link PartitionTimes#owns}), so each
  * subtask knows which partitions it times and no record meets a task at parallelism 1.
  *
- * <p>Input: Row(user, time_ms, cell, partition, offset, original, path), the two parsers' rows. `path`
- * says what a row is: {@link #FAST} a record the SQL fast path accepted; {@link #PENDING} a record the
- * fast path handed to the reference parser (only partition and offset set), sent on the fast path's
- * channel, so in offset order with its records; {@link #SLOW_ACCEPTED} the reference parser's record
- * for such a mark, {@link #SLOW_REJECTED} its refusal (only partition and offset set; the dead letter
- * goes its own way); {@link #REFUSED} a record its only parser refused. Output: Row(user, time_ms,
- * cell, partition, offset, original, ahead), timed at time_ms.
+ * <p>Input: {@link ParsedRow}, the two parsers' rows. `path` ({@link TimePaths}) says what a row
+ * is: {@link TimePaths#FAST} a record the SQL fast path accepted; {@link TimePaths#PENDING} a record
+ * the fast path handed to the reference parser (only partition and offset set), sent on the fast
+ * path's channel, so in offset order with its records; {@link TimePaths#SLOW_ACCEPTED} the reference
+ * parser's record for such a mark, {@link TimePaths#SLOW_REJECTED} its refusal (only partition and
+ * offset set; the dead letter goes its own way); {@link TimePaths#REFUSED} a record its only parser
+ * refused (the requirements' rows: only partition and offset set; it moves nothing but the channel's
+ * position). Output: {@link TimedRow}, timed at time_ms.
  *
  * <p>A valid record moves time if the {@link LeadGuard} believes its time; one it does not believe
  * comes out with {@code ahead} (a {@code too_far_ahead} dead letter). Whether an event's user is
@@ -51,24 +53,10 @@ import org.apache.flink.types.Row;
  */
 public final class ValidTime extends AbstractStreamOperator<Row> implements OneInputStreamOperator<Row, Row> {
     private static final long serialVersionUID = 1L;
-    /** Values of the input's `path`. */
-    public static final int FAST = 0;
-    public static final int PENDING = 1;
-    public static final int SLOW_ACCEPTED = 2;
-    public static final int SLOW_REJECTED = 3;
-    /** A record its only parser refused, on the in-order channel (the requirements' rows: only
-     *  partition and offset set); it moves nothing but the channel's position. */
-    public static final int REFUSED = 4;
-    public static final RowTypeInfo OUT = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.BOOLEAN},
-            new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "ahead"});
-    /** The input's rows (the two parsers' rows, see above). */
-    public static final RowTypeInfo IN = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.LONG, Types.INT, Types.INT, Types.LONG,
-                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT},
-            new String[] {"user", "time_ms", "cell", "partition", "offset", "original", "path"});
-    private static final int PARTITION = 3;
+    /** The output's rows: {@link TimedRow}. */
+    public static final RowTypeInfo OUT = TimedRow.TYPE;
+    /** The input's rows (the two parsers' rows, see above): {@link ParsedRow}. */
+    public static final RowTypeInfo IN = ParsedRow.TYPE;
     private static final long DEFAULT_INTERVAL_MS = 200;
 
     private final long outOfOrdernessMs;
@@ -116,7 +104,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
 
         @Override
         public Integer getKey(Row row) {
-            return (Integer) row.getField(PARTITION);
+            return (Integer) row.getField(ParsedRow.PARTITION);
         }
     }
 
@@ -151,7 +139,8 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     @Override
     public void processElement(StreamRecord<Row> record) throws Exception {
         judgeHeldBefore();
-        inputRead.read((Integer) record.getValue().getField(PARTITION), (Long) record.getValue().getField(4));
+        inputRead.read((Integer) record.getValue().getField(ParsedRow.PARTITION),
+                (Long) record.getValue().getField(ParsedRow.OFFSET));
         judge(record.getValue());
     }
 
@@ -170,32 +159,39 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
 
     /** An input row, in its partition's offset order. */
     private void judge(Row row) {
-        int path = (Integer) row.getField(6);
-        int partition = (Integer) row.getField(PARTITION);
-        long offset = (Long) row.getField(4);
+        int path = (Integer) row.getField(ParsedRow.PATH);
+        int partition = (Integer) row.getField(ParsedRow.PARTITION);
+        long offset = (Long) row.getField(ParsedRow.OFFSET);
         OffsetOrder order = partitions.of(partition);
-        if (path == PENDING) {
+        if (path == TimePaths.PENDING) {
             order.pending(offset);
             return;
         }
-        if (path == REFUSED) {
+        if (path == TimePaths.REFUSED) {
             order.fast(offset, null);
             return;
         }
-        if (path == SLOW_REJECTED) {
+        if (path == TimePaths.SLOW_REJECTED) {
             order.resolved(offset, null);
             return;
         }
-        long time = (Long) row.getField(1);
+        long time = (Long) row.getField(ParsedRow.TIME_MS);
         boolean ahead = !guard.believe(partition, time, System.currentTimeMillis());
         Long moves = ahead ? null : time;
-        if (path == SLOW_ACCEPTED) {
+        if (path == TimePaths.SLOW_ACCEPTED) {
             order.resolved(offset, moves);
         } else {
             order.fast(offset, moves);
         }
-        output.collect(new StreamRecord<>(Row.of(row.getField(0), time, row.getField(2), partition, offset,
-                row.getField(5), ahead), time));
+        Row out = new Row(TimedRow.ARITY);
+        out.setField(TimedRow.USER, row.getField(ParsedRow.USER));
+        out.setField(TimedRow.TIME_MS, time);
+        out.setField(TimedRow.CELL, row.getField(ParsedRow.CELL));
+        out.setField(TimedRow.PARTITION, partition);
+        out.setField(TimedRow.OFFSET, offset);
+        out.setField(TimedRow.ORIGINAL, row.getField(ParsedRow.ORIGINAL));
+        out.setField(TimedRow.AHEAD, ahead);
+        output.collect(new StreamRecord<>(out, time));
     }
 
     @Override
