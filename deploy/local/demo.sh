@@ -4,7 +4,7 @@
 #   (pwevent run, local mini-cluster) -> the producer (pwevent produce, one slot per --pace)
 #   -> a live table of the committed releases (pwevent tail) -> audit of the spend log -> stop.
 #
-#   deploy/local/demo.sh [--users N] [--slots N] [--pace 2s]
+#   deploy/local/demo.sh [--users N] [--slots N] [--pace 2s] [--lead 60]   (--lead: seconds until slot 1)
 #   deploy/local/demo.sh stop      # stop what an interrupted demo left running
 # Logs: .run/demo/{job,produce}.log, broker: .run/demo/kafka/logs/server.log
 #   PWEVENT_DEMO_RUN  the run folder instead of .run/demo (tests/integration/test_demo.py)
@@ -15,7 +15,7 @@ RUN="${PWEVENT_DEMO_RUN:-$REPO_ROOT/.run/demo}"
 TEMPLATE="$REPO_ROOT/deploy/local/demo.yaml"
 CONFIG="$RUN/demo.yaml"
 PY="$REPO_ROOT/.venv/bin/python"
-USERS=1000 SLOTS=40 PACE=2s
+USERS=1000 SLOTS=40 PACE=2s LEAD=60
 
 stop_pid_group() {  # stop a process group we started, by the pid in the given file
   local file="$1" pid
@@ -41,7 +41,8 @@ while [[ $# -gt 0 ]]; do
     --users) USERS="$2"; shift 2 ;;
     --slots) SLOTS="$2"; shift 2 ;;
     --pace) PACE="$2"; shift 2 ;;
-    *) echo "usage: $0 [--users N] [--slots N] [--pace 2s] | stop" >&2; exit 2 ;;
+    --lead) LEAD="$2"; shift 2 ;;
+    *) echo "usage: $0 [--users N] [--slots N] [--pace 2s] [--lead 60] | stop" >&2; exit 2 ;;
   esac
 done
 
@@ -62,8 +63,8 @@ echo "bootstrap $PWEVENT_BOOTSTRAP"
 echo "== 3/6 topics"
 "$PY" "$REPO_ROOT/deploy/local/create-topics.py" --bootstrap "$PWEVENT_BOOTSTRAP"
 
-# A live stream: slot 1 begins a minute from now (the job starts meanwhile), on the 2 s grid.
-ORIGIN_S=$(( ($(date +%s) + 60) / 2 * 2 ))
+# A live stream: slot 1 begins --lead seconds from now (the job starts meanwhile), on the 2 s grid.
+ORIGIN_S=$(( ($(date +%s) + LEAD) / 2 * 2 ))
 ORIGIN="$(date -u -d "@$ORIGIN_S" +%Y-%m-%dT%H:%M:%SZ)"
 sed "s/^origin: [^ ]*/origin: $ORIGIN/" "$TEMPLATE" >"$CONFIG"
 

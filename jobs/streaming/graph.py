@@ -316,7 +316,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     `rows.POPULATION_IN`, is one row kind per source, in one query so that the planner runs the window
     once: the count of present users per (slot, class, cell), the subtasks' counts summed in a window
     of the slot; Membership's changes, in batches. `rows.population_row` reads each as its typed row."""
-    from pyflink.common import Types
+    from pyflink.common import Row, Types
 
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -333,9 +333,13 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
         " UNION ALL"
         f" SELECT slot, CAST(NULL AS {present}), changes FROM membership_changes"
         ") AS t(slot, present, change)"))
-    internals.set_output_type(population_in, Types.ROW_NAMED(["k", "g"], [Types.INT(), rows.POPULATION_IN]))
+    keyed_row = Types.ROW_NAMED(["k", "g"], [Types.INT(), rows.POPULATION_IN])
+    internals.set_output_type(population_in, keyed_row)
+    # a job that reads no record still releases on the schedule: the start row arms the first timer
+    start = stage.env.from_collection([Row(0, rows.POPULATION_START)], type_info=keyed_row) \
+        .uid("population-start").name("the Population's start row")
     host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through))
-    hosted = internals.keyed_by_first_field(population_in, Types.INT(), rows.POPULATION_IN) \
+    hosted = internals.keyed_by_first_field(population_in.union(start), Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
     internals.release_writer(hosted, rows.RELEASE_ROUTE, kafka.release_writer_properties(), kafka.topics["releases"],

@@ -23,7 +23,9 @@ Records between the operators:
   `pwevent.flink.membership.ChangeBatches`); keyed by a constant in Java. One stream, so
   that the SQL behind it (the window that sums the counts) is planned, and run, once;
   `population_row` reads it by field name as the operator's typed row (`kept_row`: as the
-  Population's host keeps it).
+  Population's host keeps it). `POPULATION_START` is one more such row, from a one-row source at
+  the job's start: an empty batch of changes of slot 0, which arms the Population's first timer
+  before any record is read (docs/streaming.md, "Time").
 - `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" (v: lines joined by "\n", each
   one message of the audit topic) or "dead".
 """
@@ -74,6 +76,7 @@ PARSED_EVENT = pyflink_type(jvm_contract.PARSED)
 PARSED_REQUIREMENT = PARSED_EVENT
 REJECTED_EVENT = pyflink_type(jvm_contract.REJECTED_EVENT)
 POPULATION_IN = pyflink_type(jvm_contract.POPULATION_IN)
+POPULATION_START = Row(slot=0, present=None, change="[]")
 POPULATION_OUT = pyflink_type(jvm_contract.POPULATION_OUT)
 RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "release", "audit", "dead"
 #: A watermark at or above this is the end of a bounded input, not a slot end.

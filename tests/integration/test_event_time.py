@@ -276,3 +276,26 @@ def test_invalid_requirement_records_far_ahead_are_dead_letters_at_once(streamin
     dead = job.wait_records("dead_letters", 3)
     assert sorted(d["original"] for d in dead) == sorted(records), dead
     assert {d["original"]: d["reason"] for d in dead}[records[0]] == "invalid_requirement"
+
+
+def test_a_job_that_reads_no_record_releases_on_the_schedule(streaming_job: Any) -> None:
+    """Empty topics, 2 s slots, `release_delay` 1 s, slot 1 beginning after the job runs: slots 1-3
+    are released once each, no earlier than their end plus the delay (the release record's Kafka
+    timestamp), with nobody counted. Before the Population's start row, a job released nothing
+    until its first record, so whether and when the first release came told that someone had sent
+    something (issue 40, docs/streaming.md "Time")."""
+    slot_ms, delay_ms = 2_000, 1_000
+    origin = -(-(int(time.time() * 1000) + 40_000) // slot_ms) * slot_ms
+    job = make_job(streaming_job, "PBD", {"slot": "2s", "origin": iso(origin),
+                                          "flink": {"release_delay": f"{delay_ms // 1000}s"}})
+    job.start(seed=SEED)
+    job.wait_releases(3, timeout=120)
+    messages = job.read("releases")
+    slots = Counter(m.json()["slot"] for m in messages)
+    assert [slots[s] for s in (1, 2, 3)] == [1, 1, 1], slots
+    for message in messages:
+        release = message.json()
+        due = origin + release["slot"] * slot_ms + delay_ms
+        assert message.timestamp_ms >= due, (release["slot"], message.timestamp_ms - due)
+        assert release["population"] == 0, release
+    assert job.read("dead_letters") == []
