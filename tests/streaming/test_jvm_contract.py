@@ -5,19 +5,33 @@ layouts, and the layouts keep what the Java operators assume of them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL
+from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, Reason
 from pwevent.jobs.streaming import jvm_contract, rows
+from pwevent.jobs.streaming.jvm_contract import schemas
 from pwevent.jobs.streaming.jvm_contract.__main__ import main
 from pwevent.jobs.streaming.jvm_contract.java import FOLDER, HEADER, drift, rendered, write
 
 
 def test_the_checked_in_java_is_a_fresh_rendering() -> None:
     assert drift() == [], "run `python -m pwevent.jobs.streaming.jvm_contract --write`"
+    assert schemas.drift() == [], "run `python -m pwevent.jobs.streaming.jvm_contract --write`"
     assert main(["--check"]) == 0
+
+
+def test_the_dead_letter_schema_lists_every_reason_in_order(tmp_path: Path) -> None:
+    """Its `reason` enum is the declaration's; a schema with a reason missing is rendered again."""
+    stale = tmp_path / "dead-letter.schema.json"
+    template = json.loads(schemas.DEAD_LETTER_SCHEMA.read_text())
+    template["properties"]["reason"]["enum"] = ["late"]
+    stale.write_text(json.dumps(template))
+    assert schemas.drift(stale) == [stale]
+    assert schemas.write(stale) == [stale] and schemas.drift(stale) == []
+    assert json.loads(stale.read_text())["properties"]["reason"]["enum"] == [reason.value for reason in Reason]
 
 
 def test_check_names_a_changed_missing_or_extra_class(tmp_path: Path) -> None:

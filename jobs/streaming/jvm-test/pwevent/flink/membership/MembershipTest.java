@@ -60,7 +60,7 @@ class MembershipTest {
             membership.processElement1(record("u2", 1_600, 2, true));
             membership.processBothWatermarks(new Watermark(1_998));
             assertEquals(List.of(), membership.extractOutputValues(), "slot 2 not closed yet");
-            assertEquals(List.of(rejected("too_far_ahead", Reasons.TOO_FAR_AHEAD_DETAIL, 2)),
+            assertEquals(List.of(rejected(Reasons.TOO_FAR_AHEAD, Reasons.TOO_FAR_AHEAD_DETAIL, 2)),
                     membership.getSideOutput(Membership.REJECTED).stream().map(StreamRecord::getValue).toList());
             state = membership.snapshot(1L, 1L);
         }
@@ -74,7 +74,7 @@ class MembershipTest {
                     new StreamRecord<>(Row.of("u4", MembershipRule.classId(null, null, DEFAULT), 2_000L, 3L, null,
                             DEFAULT), 2_999)),
                     membership.getOutput().stream().filter(o -> o instanceof StreamRecord).toList());
-            assertEquals(List.of(rejected("late", "slot 2 had closed when the requirement arrived", 3)),
+            assertEquals(List.of(rejected(Reasons.LATE, Reasons.lateRequirementDetail(2), 3)),
                     membership.getSideOutput(Membership.REJECTED).stream().map(StreamRecord::getValue).toList());
         }
     }
@@ -87,7 +87,7 @@ class MembershipTest {
             long farAhead = 3_000_000;  // 50 minutes of one-second slots past the watermark
             membership.processElement1(
                     new StreamRecord<>(Row.of("u1", farAhead, null, 0, 7L, invalid, false), farAhead));
-            assertEquals(List.of(rejected("invalid_requirement", "epsilon over the cap", 7)),
+            assertEquals(List.of(rejected(Reasons.INVALID_REQUIREMENT, "epsilon over the cap", 7)),
                     membership.getSideOutput(Membership.REJECTED).stream().map(StreamRecord::getValue).toList(),
                     "before any watermark reaches its slot");
             membership.processBothWatermarks(new Watermark(Long.MAX_VALUE));

@@ -3,6 +3,7 @@ package pwevent.flink.time;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import pwevent.flink.contract.Reasons;
 import java.util.List;
 import java.util.Queue;
 import org.apache.flink.streaming.api.watermark.Watermark;
@@ -61,7 +62,8 @@ class SlotJudgeTest {
             assertEquals(List.of(), rejected(open));
             open.processWatermark(new Watermark(last));
             open.processElement(event(time, false));
-            assertEquals(List.of(Row.of(slot, "late", "u1", 1, 42L, ORIGINAL)), rejected(open), () -> "late " + time);
+            assertEquals(List.of(Row.of(slot, Reasons.LATE, "u1", 1, 42L, ORIGINAL)), rejected(open),
+                    () -> "late " + time);
             assertEquals(2, present(open).size());
             open.close();
         }
@@ -75,8 +77,9 @@ class SlotJudgeTest {
         judge.processElement(event(4 * 60_000, true));  // slot 5, past the lead guard
         judge.processWatermark(new Watermark(5 * 60_000 - 1));
         judge.processElement(event(5 * 60_000 - 2, true));  // slot 5, closed: still too far ahead
-        assertEquals(List.of(Row.of(3L, "late", "u1", 1, 42L, ORIGINAL), Row.of(5L, "too_far_ahead", "u1", 1, 42L,
-                ORIGINAL), Row.of(5L, "too_far_ahead", "u1", 1, 42L, ORIGINAL)), rejected(judge));
+        assertEquals(List.of(Row.of(3L, Reasons.LATE, "u1", 1, 42L, ORIGINAL),
+                Row.of(5L, Reasons.TOO_FAR_AHEAD, "u1", 1, 42L, ORIGINAL),
+                Row.of(5L, Reasons.TOO_FAR_AHEAD, "u1", 1, 42L, ORIGINAL)), rejected(judge));
         assertEquals(List.of(Row.of("u1", 4L, 7, 1, 42L, ORIGINAL, 3 * 60_000L, 4 * 60_000L - 1)), present(judge));
         judge.close();
     }
