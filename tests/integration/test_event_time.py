@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pwevent.jobs.common.files import iso
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
@@ -114,7 +115,7 @@ def test_an_event_far_ahead_is_a_dead_letter_and_closes_no_slot(streaming_job: A
     assert max(m.json()["slot"] for m in job.read("releases")) <= scheduled
     assert len({r["slot"] for r in releases}) == len(releases)
     dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
-    assert [d["reason"] for d in dead] == ["too_far_ahead"]
+    assert [d["reason"] for d in dead] == [Reason.TOO_FAR_AHEAD]
     assert json.loads(dead[0]["original"]) == json.loads(far)
 
 
@@ -143,7 +144,7 @@ def test_events_read_before_their_users_registrations_are_judged_as_if_registere
     job.start(seed=SEED)
     check_equals_replay(job, events, str(requirements), slots, expected)
     dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
-    assert [d["reason"] for d in dead] == ["too_far_ahead"]
+    assert [d["reason"] for d in dead] == [Reason.TOO_FAR_AHEAD]
     assert json.loads(dead[0]["original"]) == json.loads(far)
 
 
@@ -222,7 +223,7 @@ def test_only_valid_requirement_records_move_event_time(streaming_job: Any) -> N
     check_equals_replay(job, events, requirements, slots, expected)
     dead = job.wait_records("dead_letters", len(bad) + 1, keep=lambda d: d.get("source") == "requirements")
     assert Counter(d["reason"] for d in dead) == Counter({"invalid_requirement": 2, "duplicate_key": 1,
-                                                         "too_far_ahead": 1}), dead
+                                                         Reason.TOO_FAR_AHEAD: 1}), dead
     assert [m.json() for m in job.read("dead_letters") if m.json()["reason"] == "late"] == []
 
 

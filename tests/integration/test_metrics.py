@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import SEED, SLOT_MS, TEST_ORIGIN_MS, check_releases, generate
@@ -215,5 +216,5 @@ def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any, mode: str
         assert total(metrics, "reason_dead_letters", reason=reason) == want.get(reason, 0), reason
     assert total(metrics, "late_records") == want.get("late", 0)
     # Every reason is registered, at zero until it happens (so a rate alert has a series to watch).
-    assert total(metrics, "reason_dead_letters", reason="too_far_ahead") == 0
+    assert total(metrics, "reason_dead_letters", reason=Reason.TOO_FAR_AHEAD.value) == 0
     assert len(reasons) >= 15

@@ -18,6 +18,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
@@ -244,4 +245,4 @@ def test_poison_records_are_dead_letters_and_change_no_release(streaming_job: An
     assert set(found) == positions and set(found.values()) == {1}, (set(found) ^ positions, found.most_common(3))
     far = [d for d in dead if d["position"]["offset"] == 0 and d["position"]["partition"] == 1
            and d["position"]["topic"] == job.topics["events"]]
-    assert far[0]["reason"] == "too_far_ahead", far
+    assert far[0]["reason"] == Reason.TOO_FAR_AHEAD, far

@@ -11,7 +11,7 @@ from pyflink.common import Row
 
 from pwevent.jobs.common.event_rejections import rejected_event_letter
 from pwevent.jobs.common.population_operator import SlotChanges, SlotCount, row_to_json
-from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL
+from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason
 from pwevent.jobs.common.records import unknown_user
 from pwevent.jobs.streaming.rows import kept_row, population_row, rejected_event
 from pwevent.state.population import MembershipChange
@@ -47,8 +47,8 @@ def test_a_late_row_of_a_slot_decided_before_a_resume_says_so() -> None:
 
 def test_too_far_ahead_rows() -> None:
     """Flagged by `pwevent.flink.time.ValidTime`: the same detail as the source's lead guard gives."""
-    ahead = _format(_rejected(305, "too_far_ahead", "u1", 1, 7, b"{}"))
-    assert ahead["reason"] == "too_far_ahead" and ahead["detail"] == TOO_FAR_AHEAD_DETAIL
+    ahead = _format(_rejected(305, Reason.TOO_FAR_AHEAD, "u1", 1, 7, b"{}"))
+    assert ahead["reason"] == Reason.TOO_FAR_AHEAD and ahead["detail"] == TOO_FAR_AHEAD_DETAIL
     assert ahead["position"] == {"topic": "t.events", "partition": 1, "offset": 7}
 
 
