@@ -337,7 +337,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     internals.set_output_type(population_in, keyed_row)
     # a job that reads no record still releases on the schedule: the start row arms the first timer
     start = stage.env.from_collection([Row(0, rows.POPULATION_START)], type_info=keyed_row) \
-        .uid("population-start").name("the Population's start row")
+        .uid("population-start").name("start row of the release schedule")
     host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through))
     hosted = internals.keyed_by_first_field(population_in.union(start), Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \

@@ -129,7 +129,7 @@ def check_spread(rest: str, job_id: str) -> None:
     """The keyed and JVM operators at PARALLELISM, one subtask running on each TaskManager; the
     Population at 1."""
     vertices = {v["name"]: v for v in _rest(rest, f"/jobs/{job_id}")["vertices"]}
-    population = [name for name in vertices if "Population" in name]
+    population = [name for name in vertices if name.startswith("Population")]
     assert len(population) == 1 and vertices[population[0]]["parallelism"] == 1, list(vertices)
     wide = {name: v for name, v in vertices.items() if v["parallelism"] == PARALLELISM}
     for part in ("kafka events", "kafka requirements", "parse events", "Membership", "Window",

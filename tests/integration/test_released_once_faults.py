@@ -218,7 +218,7 @@ def test_a_taskmanager_killed_on_a_standalone_cluster(kafka_bootstrap: str, tmp_
             wait_state(job, "RUNNING", ("CREATED", "INITIALIZING"))
             job.wait_releases(half - 1, timeout=GUARD_S)
             vertices = _rest(rest, f"/jobs/{job.job_id}")["vertices"]
-            population = next(v for v in vertices if "Population" in v["name"])
+            population = next(v for v in vertices if v["name"].startswith("Population"))
             hosts = _rest(rest, f"/jobs/{job.job_id}/vertices/{population['id']}/taskmanagers")["taskmanagers"]
             victim = taskmanager_pid(tmp_path / "cluster", hosts[0]["taskmanager-id"])
             produce_files(job.kafka, job.config, events, requirements, 0.0, first_slot=half + 1, last_slot=half + 1)
