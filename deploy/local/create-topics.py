@@ -13,10 +13,11 @@ the file written by `deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap) 
 connects in plaintext. Needs kafka-python >= 3.0.
 Exit status: 0 when every topic exists afterwards, 1 otherwise.
 
-Retention (docs/operations.md, "Topics and retention"). --role-retention gives each new topic the
-retention of its role (TOPICS; what deploy/kubernetes/topics-job.yaml passes): the raw events and the
-dead letters, which hold the users' original records, 7 days; the requirements, releases and audit
-topics, the durable record, forever (retention.ms=-1). Without it every new topic keeps its records
+Retention (docs/operations.md, "Retention and erasure"). --role-retention gives each new topic the
+topic configuration of its role (TOPICS, jobs/streaming/topic_policies.py, the one declaration; what
+deploy/kubernetes/topics-job.yaml passes): the raw events 7 days, the dead letters 3 days, the
+requirements compacted by user id (no record younger than 7 days compacted), the releases and the
+audit topic forever (retention.ms=-1). Without it every new topic keeps its records
 (-1, or --retention-ms MS): `pwevent produce` stamps each record with its event time, and Kafka's time
 retention judges a segment by its largest record timestamp, so a replayed dataset from 2024 would be
 deleted by a 7-day retention within minutes (seen: input records vanished under a running job).
@@ -28,35 +29,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError, for_code
 
+from pwevent.jobs.streaming.topic_policies import TOPIC_POLICIES
 
-class TopicRole(NamedTuple):
-    """A topic's defaults by its role: name, partition count, and the retention.ms --role-retention
-    gives it (-1: keep every record; docs/operations.md, "Topics and retention"). Immutable; a
-    NamedTuple rather than a dataclass because tests load this script by path, outside sys.modules."""
-
-    name: str
-    partitions: int
-    retention_ms: int
-
-
-DAY_MS = 86_400_000
-#: The one table of the job's topics: role -> its defaults. Input and dead letters (the users' raw
-#: records) are kept a week, long enough to restore a job that was down for days; the requirements
-#: (read from the start by every job without state, and by the audit), the releases (the published
-#: result, read by the refusal to start twice) and the audit topic (the spend log `pwevent audit` checks)
-#: are kept forever.
-TOPICS: dict[str, TopicRole] = {
-    "events": TopicRole("pwevent.events", 2, 7 * DAY_MS),
-    "requirements": TopicRole("pwevent.requirements", 1, -1),
-    "releases": TopicRole("pwevent.releases", 1, -1),
-    "dead-letters": TopicRole("pwevent.dead-letters", 1, 7 * DAY_MS),
-    "audit": TopicRole("pwevent.audit", 1, -1),
-}
+#: The job's topics by role, with their names, partitions and topic configuration (the declaration).
+TOPICS = TOPIC_POLICIES
 DEFAULT_BOOTSTRAP_FILE = Path(__file__).resolve().parents[2] / ".run" / "kafka" / "bootstrap"
 
 
@@ -83,7 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout-ms", type=int, default=30000, metavar="MS", help="default 30000")
     retention = parser.add_mutually_exclusive_group()
     retention.add_argument("--role-retention", action="store_true",
-                           help="retention.ms of each new topic by its role (see above); for live deployments")
+                           help="the topic configuration of each new topic by its role (see above); for live "
+                           "deployments")
     retention.add_argument("--retention-ms", type=int, default=-1, metavar="MS",
                            help="retention.ms of every new topic (default -1: keep; see above)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
@@ -122,25 +103,27 @@ def wanted_topics(args: argparse.Namespace) -> dict[str, int]:
     }
 
 
-def retention(args: argparse.Namespace) -> dict[str, str]:
-    """Topic name -> the retention.ms of the new topic, from the parsed flags."""
+def retention(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """Topic name -> the retention settings of the new topic (its role's with --role-retention, else
+    retention.ms alone), from the parsed flags."""
     return {getattr(args, f"{role.replace('-', '_')}_topic"):
-            str(topic.retention_ms if args.role_retention else args.retention_ms) for role, topic in TOPICS.items()}
+            dict(topic.configs) if args.role_retention else {"retention.ms": str(args.retention_ms)}
+            for role, topic in TOPICS.items()}
 
 
 def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: int = 1,
                   timeout_ms: int = 30000, configs: dict[str, str] | None = None,
                   client: dict[str, object] | None = None,
-                  retention_ms: dict[str, str] | None = None) -> dict[str, str]:
+                  retention_ms: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
     """Create the missing topics; returns topic -> 'created' | 'exists' | error text.
-    `configs`: topic configuration of every new topic; `retention_ms`: topic -> its retention.ms
-    (default "-1", keep; see above); `client`: kafka-python keyword arguments (security settings)
-    for the admin client."""
+    `configs`: topic configuration of every new topic; `retention_ms`: topic -> its retention settings
+    (default retention.ms "-1", keep; see above); `client`: kafka-python keyword arguments (security
+    settings) for the admin client."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pwevent-create-topics",
                              request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms, **(client or {}))
     try:
         request = {name: {"num_partitions": n, "replication_factor": replication_factor,
-                          "configs": {"retention.ms": (retention_ms or {}).get(name, "-1"), **(configs or {})}}
+                          "configs": {**(retention_ms or {}).get(name, {"retention.ms": "-1"}), **(configs or {})}}
                    for name, n in topics.items()}
         response = admin.create_topics(request, timeout_ms=timeout_ms, raise_errors=False)
         outcome: dict[str, str] = {}
@@ -181,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = retention(args)
     for name, partitions in topics.items():
         state = outcome.get(name, "no answer from the broker")
-        print(f"{name} partitions={partitions} retention.ms={kept[name]}: {state}")
+        settings = " ".join(f"{key}={value}" for key, value in kept[name].items())
+        print(f"{name} partitions={partitions} {settings}: {state}")
         ok &= state in ("created", "exists")
     return 0 if ok else 1
 

@@ -12,7 +12,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from pwevent.jobs.common.avro_format import RegistryUnavailable
-from pwevent.jobs.common.config import ConfigError, parse_config
+from pwevent.jobs.common.config import ConfigError, load_config, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
 from pwevent.jobs.common.files import DEMO_ORIGIN, write_synthetic
 from pwevent.jobs.common.progress import progress_printer
@@ -70,7 +70,22 @@ def _audit_usage(args: argparse.Namespace) -> str | None:
     full = (args.requirements, args.releases, args.config)
     if any(full) and not all(full):
         return "the full audit needs --requirements, --releases and --config together"
+    if args.erased and not args.requirements:
+        return "--erased goes with the full audit (--requirements, --releases and --config)"
     return None
+
+
+def erased_users(path: str | None) -> frozenset[str]:
+    """`--erased FILE`: the erased users' ids as the spend log names them, one per line (blank lines
+    and `#` comments skipped)."""
+    if path is None:
+        return frozenset()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line.split("#", 1)[0].strip() for line in handle]
+    except OSError as err:
+        raise AuditInputError(f"cannot read --erased {path}: {err.strerror}") from None
+    return frozenset(line for line in lines if line)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -83,11 +98,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     # the topic read before the auditor runs: no broker or no topic is exit 4, not the auditor's 3
     read = read_release_topic(settings[1].kafka) if settings and args.release_topic else None
     try:
+        erased = erased_users(args.erased)
         if settings and read is not None:
             report: AuditReport | TopicAudit = audit_release_topic(settings[1].kafka, settings[0], args.spend_log,
-                                                                   args.requirements, read)
+                                                                   args.requirements, read, erased)
         else:
-            report = audit_file(args.spend_log, args.requirements, args.releases, config)
+            report = audit_file(args.spend_log, args.requirements, args.releases, config, erased=erased)
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2
@@ -168,6 +184,18 @@ def cmd_examples(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pseudonym(args: argparse.Namespace) -> int:
+    """Print the pseudonym of each user id read from standard input (one per line), under the
+    configuration's `pseudonymise` key: the id as the job's state and audit name it."""
+    config = load_config(args.config)
+    if config.pseudonyms is None:
+        raise ConfigError("pseudonymise: not configured in --config (user ids are kept as they are)")
+    for line in sys.stdin:
+        if line.strip():
+            print(config.pseudonyms.of(line.rstrip("\r\n")))
+    return 0
+
+
 def cmd_config_schema(args: argparse.Namespace) -> int:
     """Print (or write to --out) the configuration's JSON Schema, generated from its models."""
     text = json.dumps(config_schema(), indent=2) + "\n"
@@ -231,7 +259,20 @@ def build_parser() -> argparse.ArgumentParser:
                        "may, read_uncommitted (aborted transactions included): a slot with two different "
                        "records is release_redrawn; the committed releases stand for --releases (with "
                        "--spend-log, and --requirements for the full audit). Exit 4: no broker or no topic")
+    audit.add_argument("--erased", metavar="FILE",
+                       help="users erased from the requirements input, one id per line as the spend log names "
+                       "them (pseudonyms under pseudonymise:): reported UNVERIFIABLE, not unregistered_member "
+                       "(docs/operations.md, 'Retention and erasure')")
     audit.set_defaults(func=cmd_audit)
+
+    pseudonym = sub.add_parser(
+        "pseudonym", help="print the pseudonym of user ids (read from standard input) under pseudonymise:",
+        description="Read user ids from standard input, one per line (so they stay out of the shell's history), "
+        "and print each one's pseudonym under the pseudonymise: key of --config: the id the job's state, audit "
+        "and dead letters hold. Used to list an erased user for pwevent audit --erased.",
+    )
+    pseudonym.add_argument("--config", required=True, help="the job's YAML configuration (with pseudonymise:)")
+    pseudonym.set_defaults(func=cmd_pseudonym)
 
     generate = sub.add_parser(
         "generate", help="write a synthetic stream (TLNS, Sin, Log) as input files",

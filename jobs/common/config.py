@@ -21,6 +21,8 @@ default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a us
                           # before any requirement record of theirs ({backward: .., forward: ..} for
                           # dynamic mechanisms; docs/streaming.md, "Users without a requirement record")
 max_record_bytes: 65536   # largest input record (event, requirement) accepted; larger ones are rejected
+pseudonymise: {key: ${PWEVENT_PSEUDONYM_KEY}}   # optional: user ids replaced by keyed hashes (jobs/common/
+                          # pseudonyms.py; docs/operations.md, "Retention and erasure"); key also {file: PATH}
 ```
 
 Any string value may name environment variables, `${NAME}`, resolved at load (secrets such as
@@ -59,8 +61,9 @@ from pydantic_core import PydanticCustomError
 from pwevent.jobs.common.avro_schema import load_schema_file
 from pwevent.jobs.common.field_paths import check_disjoint, field_path
 from pwevent.jobs.common.provenance import RequirementSignature
+from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.requirement_rules import RequirementRules
-from pwevent.jobs.common.secrets import SecretValue
+from pwevent.jobs.common.secrets import Secret, SecretValue
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
@@ -77,7 +80,7 @@ DEFAULT_MAX_RECORD_BYTES = 65_536
 #: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
 EXTRA_SECTIONS: frozenset[str] = frozenset({"kafka", "flink"})  # jobs/streaming/settings.stream_settings
 #: Keys whose value no error message shows (docs/operations.md, "Security").
-SECRET_KEYS = frozenset({"password"})
+SECRET_KEYS = frozenset({"password", "key"})
 
 T = TypeVar("T")
 
@@ -412,6 +415,25 @@ def _default_requirement(raw: Any) -> Requirement | DynamicRequirement | None:
         raise ValueError(f"default_requirement: {err}") from None
 
 
+class PseudonymiseSection(Section):
+    """`pseudonymise:` (jobs/common/pseudonyms.py): the HMAC key, at least 32 bytes."""
+
+    key: SecretValue = Field(description="write ${ENV_VAR} or {file: PATH}; at least 32 bytes")
+
+
+def _pseudonymise(raw: Any) -> Pseudonyms | None:
+    """`pseudonymise:`, its key required and long enough (errors name `pseudonymise.key`)."""
+    if raw is None or isinstance(raw, Pseudonyms):
+        return raw
+    key = PseudonymiseSection.model_validate(raw).key
+    if not isinstance(key, Secret):
+        raise ValueError("pseudonymise.key: missing (write ${ENV_VAR} or {file: PATH})")
+    try:
+        return Pseudonyms(key)
+    except ValueError as err:
+        raise ValueError(f"pseudonymise.key: {err}") from None
+
+
 def _mechanism_schema(schema: dict[str, Any]) -> None:
     schema["enum"] = list(REGISTRY.names())
 
@@ -441,6 +463,8 @@ class Config(Section):
         Requirement | DynamicRequirement | None,
         PlainValidator(_default_requirement,
                        json_schema_input_type=FixedRequirementSpec | DynamicRequirementSpec | None)] = None
+    pseudonyms: Annotated[Pseudonyms | None, PlainValidator(
+        _pseudonymise, json_schema_input_type=PseudonymiseSection | None)] = Field(None, alias="pseudonymise")
 
     @classmethod
     def input_keys(cls) -> set[str]:

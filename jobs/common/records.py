@@ -17,7 +17,9 @@ string of 1 to MAX_USER_CHARS characters, already in Unicode NFC, with no contro
 surrogate, private-use, unassigned or separator (space included) character; or a JSON integer,
 whose decimal digits are the id. Times are within years 1 to 9999. The configured fields are
 field paths (jobs/common/field_paths.py) into nested objects; a path that crosses an array, a scalar
-or null rejects the record.
+or null rejects the record. With `pseudonymise` configured (jobs/common/pseudonyms.py) a valid user id is
+replaced by its pseudonym as the last step, after every check of the record (a requirement's
+signature included), so everything downstream holds pseudonyms only.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pwevent.jobs.common import provenance
 from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES, CONFLUENT_MAGIC, RegistryUnavailable, decoder
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, InputFormat, RequirementFields
 from pwevent.jobs.common.field_paths import field_path, path_text
+from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
@@ -282,13 +285,19 @@ class KafkaTimestamp:
     ms: int | None
 
 
+def _named(user: str, pseudonyms: Pseudonyms | None) -> str:
+    """A valid user id as the job keeps it: its pseudonym with `pseudonymise` configured, else itself."""
+    return user if pseudonyms is None else pseudonyms.of(user)
+
+
 def parse_event(
     text: str | bytes, fields: EventFields, domain: Domain, kafka_time: KafkaTimestamp | None = None,
-    max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_bytes: int = DEFAULT_MAX_RECORD_BYTES, pseudonyms: Pseudonyms | None = None,
 ) -> Event:
     """An event record -> (user, time, cell); the time from the record's time field, or with
-    `kafka_time` the Kafka timestamp. Raises Rejected, and nothing else but RegistryUnavailable (the
-    Schema Registry of an `avro-confluent` input did not answer: no verdict on the record)."""
+    `kafka_time` the Kafka timestamp; the user as its pseudonym under `pseudonyms`. Raises Rejected, and
+    nothing else but RegistryUnavailable (the Schema Registry of an `avro-confluent` input did not
+    answer: no verdict on the record)."""
     with _boundary():
         obj = load_record(text, fields, max_bytes)
         user = _user(obj, fields.user)
@@ -303,16 +312,18 @@ def parse_event(
         else:
             value = _field(obj, fields.value)
         try:
-            return Event(user, time_ms, domain.cell(value))
+            return Event(_named(user, pseudonyms), time_ms, domain.cell(value))
         except OutOfDomainError as err:
             raise Rejected(Reason.OUT_OF_DOMAIN, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
 
 
 def parse_requirement_update(
     text: str | bytes, fields: RequirementFields, caps: RequirementCaps, max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    pseudonyms: Pseudonyms | None = None,
 ) -> RequirementUpdate:
-    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}}.
-    Raises Rejected, and nothing else but RegistryUnavailable (as `parse_event`)."""
+    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}};
+    the user as its pseudonym under `pseudonyms` (after the signature is verified). Raises Rejected,
+    and nothing else but RegistryUnavailable (as `parse_event`)."""
     with _boundary():
         obj = load_record(text, fields, max_bytes)
         try:
@@ -326,7 +337,7 @@ def parse_requirement_update(
             caps.check(requirement)
         except InvalidRequirementError as err:
             raise Rejected(Reason.INVALID_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
-        return RequirementUpdate(user, time_ms, requirement)
+        return RequirementUpdate(_named(user, pseudonyms), time_ms, requirement)
 
 
 def reject_record(

@@ -6,7 +6,12 @@ means under the configuration that wrote it: a different slot length or origin r
 a different domain changes the histograms' shape, a different mechanism, mechanism section (e.g.
 `adaptive:`) or cap reads the ledgers
 under other rules. The job keeps this fingerprint in its state and refuses a restore whose
-configuration differs in any of these fields, naming the field. Everything else in the configuration
+configuration differs in any of these fields, naming the field. With `pseudonymise`, the state's user
+ids are pseudonyms under one key: the fingerprint then also holds `pseudonyms`, the pseudonym of a
+fixed text (KEY_TAG_TEXT) under that key, which tells keys apart without revealing them, so a restore
+that switches the setting on or off or changes the key (every user would come back as a new one,
+with a fresh budget) is refused; without the setting the field is absent, as in the fingerprints of
+earlier releases. Everything else in the configuration
 (parallelism, checkpointing, Kafka client settings, parsing limits, field names) may change.
 """
 
@@ -20,6 +25,8 @@ from pwevent.jobs.common.config import Config
 
 #: The fingerprint's fields, in the order a refusal names them.
 FIELDS = ("mechanism", "window", "epsilon", "options", "origin_ms", "slot_ms", "domain", "caps", "noise", "postprocess")
+#: The text whose pseudonym stands for the key in the fingerprint (`pseudonyms`).
+KEY_TAG_TEXT = "pwevent:restore-fingerprint"
 
 
 class RestoreMismatchError(RuntimeError):
@@ -53,7 +60,10 @@ class RestoreFingerprint:
             "noise": config.noise,
             "postprocess": config.postprocess,
         }
-        return cls(tuple((name, raw[name]) for name in FIELDS))
+        values = tuple((name, raw[name]) for name in FIELDS)
+        if config.pseudonyms is not None:
+            values += (("pseudonyms", config.pseudonyms.of(KEY_TAG_TEXT)),)
+        return cls(values)
 
     def to_json(self) -> str:
         return json.dumps(dict(self.values), sort_keys=True)

@@ -20,6 +20,14 @@ Two modes:
   configuration and the earlier releases (repeats, OBS thresholds, population, labels, one schema
   version per run, `smoothed` and `interval`).
 
+Erased users (docs/operations.md, "Retention and erasure"): with `erased` (`pwevent audit --erased
+FILE`), a user named there whose requirement records are gone from the input is reported as
+unverifiable instead of `unregistered_member`: its windows against its own declarations, its
+registration slot and (with a default requirement) its default registration cannot be checked. Its
+`member` lines still place it in ledgers, so every ledger-level check (each ledger's windows against
+the ledger's requirement, members, population) still covers it. A user not named there keeps every
+rule; a named user whose records are still in the input is audited in full.
+
 Every finding is a `Violation` with a `rule` name (the `RULES` below). Window sums are compared with
 the relative precision of docs/mechanisms.md section 9 (`state.requirements.exceeds`).
 """
@@ -37,6 +45,7 @@ import numpy as np
 
 from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, InputFormat, RequirementFields
+from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import parse_requirement_update
 from pwevent.jobs.common.slots import SlotClock, iso
@@ -174,7 +183,8 @@ class Violation:
 
 @dataclass(frozen=True)
 class AuditReport:
-    """What was audited and every finding; `skipped` names the checks a quick audit left out."""
+    """What was audited and every finding; `skipped` names the checks a quick audit left out;
+    `unverifiable` the erased users whose own declarations could not be checked."""
 
     ledgers: int
     users: int
@@ -184,6 +194,7 @@ class AuditReport:
     skipped: str | None = None
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    unverifiable: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -207,6 +218,11 @@ class AuditReport:
         if self.skipped:
             lines.append(f"NOT CHECKED: {self.skipped}")
         lines += [f"NOTE: {note}" for note in self.notes]
+        if self.unverifiable:
+            shown = ", ".join(self.unverifiable[:limit]) + (" ..." if len(self.unverifiable) > limit else "")
+            lines.append(f"UNVERIFIABLE: {len(self.unverifiable)} erased users (member lines kept, requirement records "
+                         f"erased: their windows against their own declarations are not checked, their ledgers'"
+                         f" are): {shown}")
         return "\n".join(lines)
 
 
@@ -269,7 +285,8 @@ class InputRules:
     """What decides whether a requirement record registers its user (docs/formats.md, Requirement):
     the mechanism family, the slot clock, the caps, for a baseline the global requirement, and the
     default requirement of users seen before any record of theirs; the largest record; and the
-    configured post-processing (`Config.smoother`, the job's own filter bank, fresh at each call)."""
+    configured post-processing (`Config.smoother`, the job's own filter bank, fresh at each call); the
+    pseudonyms the run gave user ids (`pseudonymise`), so the input's ids read as the log's."""
 
     mechanism: str
     clock: SlotClock
@@ -282,6 +299,7 @@ class InputRules:
     domain: Mapping[str, Any] = field(default_factory=lambda: {"type": "binary"})
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     smoother: Callable[[], KalmanSmoother | None] = lambda: None
+    pseudonyms: Pseudonyms | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> InputRules:
@@ -290,7 +308,7 @@ class InputRules:
             global_ = Requirement(config.window, config.epsilon)
         return cls(config.mechanism, config.clock, config.caps, config.requirements, global_,
                    config.default_requirement, config.domain.d, config.noise, config.domain.describe(),
-                   config.max_record_bytes, config.smoother)
+                   config.max_record_bytes, config.smoother, config.pseudonyms)
 
     @property
     def dynamic(self) -> bool:
@@ -313,19 +331,26 @@ Updates: TypeAlias = tuple[tuple[int, AnyRequirement], ...]
 class AuditInputs:
     """The full audit's inputs: each user's valid requirement records as (slot, requirement) in the
     order the replay applies them, the releases, and the rules (the mechanism's family, the global
-    requirement of a baseline, the default requirement)."""
+    requirement of a baseline, the default requirement), and the users erased from the input."""
 
     updates: Mapping[str, Updates]
     releases: tuple[Any, ...]
     rules: InputRules
+    erased: frozenset[str] = frozenset()
 
     @classmethod
     def build(
-        cls, requirement_lines: Iterable[tuple[str, str | bytes]], releases: Iterable[Any], config: Config
+        cls, requirement_lines: Iterable[tuple[str, str | bytes]], releases: Iterable[Any], config: Config,
+        erased: frozenset[str] = frozenset(),
     ) -> AuditInputs:
-        """From the raw requirement records (position, text), the release records and the run's configuration."""
+        """From the raw requirement records (position, text), the release records, the run's configuration
+        and the erased users (as the log names them: pseudonyms under `pseudonymise`)."""
         rules = InputRules.from_config(config)
-        return cls(valid_updates(requirement_lines, rules), tuple(releases), rules)
+        return cls(valid_updates(requirement_lines, rules), tuple(releases), rules, erased)
+
+    def unverifiable(self, user: str) -> bool:
+        """An erased user with no requirement record left: its own declarations cannot be checked."""
+        return user in self.erased and user not in self.updates
 
     @property
     def global_requirement(self) -> Requirement | None:
@@ -336,9 +361,12 @@ class AuditInputs:
         requirement, a user whose first member line (`first_member`) comes before any record of
         theirs was registered with the default at that slot (the auditor cannot see the events, so
         it takes that slot from the log: protection from then on is what it checks), and a later
-        record is a change like any other (docs/streaming.md, "Users without a requirement record")."""
+        record is a change like any other (docs/streaming.md, "Users without a requirement record"). An
+        unverifiable user (erased) has no timeline."""
         out = {}
-        for user in sorted(set(self.updates) | (set(first_member) if self.rules.default is not None else set())):
+        defaulted = {user for user in first_member if not self.unverifiable(user)} \
+            if self.rules.default is not None else set()
+        for user in sorted(set(self.updates) | defaulted):
             updates = self.updates.get(user, ())
             seen = first_member.get(user)
             if self.rules.default is not None and seen is not None and (not updates or updates[0][0] > seen):
@@ -356,7 +384,7 @@ def valid_updates(lines: Iterable[tuple[str, str | bytes]], rules: InputRules) -
     parsed = []
     for order, (_, text) in enumerate(lines):
         try:
-            update = parse_requirement_update(text, rules.fields, rules.caps, rules.max_record_bytes)
+            update = parse_requirement_update(text, rules.fields, rules.caps, rules.max_record_bytes, rules.pseudonyms)
         except Rejected:
             continue
         slot = rules.clock.slot_of(update.time_ms)
@@ -1076,11 +1104,13 @@ class _LedgerSeries:
 def _user_checks(
     log: _Log, inputs: AuditInputs, users: dict[str, tuple[tuple[str, int], ...]], horizon: int,
     found: list[Violation],
-) -> int:
+) -> tuple[int, tuple[str, ...]]:
     """Registration against membership, then, once per distinct (membership, timeline), the user's
-    series from its member lines against the requirements the user declared."""
+    series from its member lines against the requirements the user declared. Returns the windows
+    checked and the unverifiable (erased) users."""
     declared_by_user = inputs.declared({user: segments[0][1] for user, segments in users.items()})
-    for user in sorted(set(users) - set(declared_by_user)):
+    unverifiable = tuple(sorted(user for user in users if inputs.unverifiable(user)))
+    for user in sorted(set(users) - set(declared_by_user) - set(unverifiable)):
         found.append(Violation("unregistered_member", users[user][0][1], "no valid requirement in the input",
                                users[user][0][0], user))
     groups: dict[tuple[Any, ...], list[str]] = defaultdict(list)
@@ -1124,7 +1154,7 @@ def _user_checks(
         n, more = _window_findings(spend, start, wanted, "user", None, who)
         checked += n
         found += more
-    return checked
+    return checked, unverifiable
 
 
 def _first_mismatch(
@@ -1149,6 +1179,7 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
     windows = _ledger_checks(log, found)
     users: dict[str, tuple[tuple[str, int], ...]] = {}
     notes: tuple[str, ...] = ()
+    unverifiable: tuple[str, ...] = ()
     if inputs is None:
         for line in (line for lines in log.spends.values() for line in lines.values()):
             _line_rules(line, None, found)
@@ -1174,14 +1205,16 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
         _release_checks(releases, log, population, inputs.rules, found)
         notes = _release_field_checks(releases, inputs.rules, found)
         _noise_labels(releases, log, inputs.rules.noise, found)
-        windows += _user_checks(log, inputs, users, horizon, found)
+        checked, unverifiable = _user_checks(log, inputs, users, horizon, found)
+        windows += checked
     found.sort(key=lambda v: (v.slot, v.rule, v.ledger or "", v.user or ""))
     members: dict[str, list[str]] = defaultdict(list)
     for member in log.members:
         if member.user not in members[member.ledger]:
             members[member.ledger].append(member.user)
     return AuditReport(len(set(log.ledgers) | set(log.spends)), len(users), log.spend_lines, windows,
-                       tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()}, notes)
+                       tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()}, notes,
+                       unverifiable)
 
 
 def _json_lines(path: str) -> Iterator[tuple[str, Any]]:
@@ -1211,10 +1244,11 @@ def _values(path: str, fields: InputFormat) -> list[tuple[str, str | bytes]]:
 
 def audit_file(
     spend_log: str, requirements: str | None = None, releases: str | None = None, config: Config | None = None,
-    release_records: Iterable[Any] | None = None,
+    release_records: Iterable[Any] | None = None, erased: frozenset[str] = frozenset(),
 ) -> AuditReport:
     """Audit a spend log file; with the requirements input, the releases (a file, or `release_records`
-    as read from the release topic) and the configuration, the full audit. Raises AuditInputError for
+    as read from the release topic) and the configuration, the full audit (`erased`: the erased users,
+    module docstring). Raises AuditInputError for
     an unreadable or corrupt file."""
     inputs = None
     if releases is not None:
@@ -1223,5 +1257,5 @@ def audit_file(
         if requirements is None or release_records is None or config is None:
             raise AuditInputError("the full audit needs the requirements, the releases and the configuration")
         lines = _values(requirements, config.requirements)
-        inputs = AuditInputs.build(lines, release_records, config)
+        inputs = AuditInputs.build(lines, release_records, config, erased)
     return _audit(_json_lines(spend_log), inputs)

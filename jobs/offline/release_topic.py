@@ -138,10 +138,12 @@ def with_findings(report: AuditReport, found: Iterable[Violation]) -> AuditRepor
 
 
 def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | None = None,
-                        requirements: str | None = None, read: TopicRead | None = None) -> TopicAudit:
+                        requirements: str | None = None, read: TopicRead | None = None,
+                        erased: frozenset[str] = frozenset()) -> TopicAudit:
     """Every slot's records read_uncommitted once or identical; with `spend_log`, the audit of the
     log (the full audit, against the committed releases up to the log's last spend slot, with
-    `requirements` too: the topic is read after the log, and a running job releases meanwhile)."""
+    `requirements` too: the topic is read after the log, and a running job releases meanwhile;
+    `erased`: the erased users, jobs/offline/audit.py)."""
     read = read or read_release_topic(kafka)
     found = redrawn(read.uncommitted)
     if spend_log is None:
@@ -153,7 +155,7 @@ def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | N
         through = last_spend_slot(spend_log)
         releases = read.releases()
         logged = [r for r in releases if not isinstance(r.get("slot"), int) or r["slot"] <= through]
-        report = audit_file(spend_log, requirements, None, config, release_records=logged)
+        report = audit_file(spend_log, requirements, None, config, release_records=logged, erased=erased)
         return TopicAudit(read, with_findings(report, found), len(releases) - len(logged), through)
     return TopicAudit(read, with_findings(report, found))
 

@@ -248,12 +248,14 @@ class Replay:
             self._shown.update({events_file: events_path, requirements_file: requirements_path})
             requirements = self._read(
                 requirements_file, "requirements",
-                lambda line: parse_requirement_update(line, config.requirements, config.caps, config.max_record_bytes),
+                lambda line: parse_requirement_update(line, config.requirements, config.caps, config.max_record_bytes,
+                                                     config.pseudonyms),
                 progress, framed_requirements,
             )
             events = self._read_events(
                 events_file,
-                lambda line: parse_event(line, config.events, config.domain, max_bytes=config.max_record_bytes),
+                lambda line: parse_event(line, config.events, config.domain, max_bytes=config.max_record_bytes,
+                                         pseudonyms=config.pseudonyms),
                 progress, framed_events,
             )
             engine = Engine(

@@ -158,7 +158,7 @@ def parse_requirements(stage: Stage) -> Requirements:
     verdicts = t_env.to_data_stream(t_env.sql_query(
         f"SELECT {jvm_contract.REQUIREMENT_VERDICT.sql_columns()}"
         f" FROM ({parsed_requirements_sql(stage.config, 'raw_requirements_ts')})"))
-    split, slow = internals.requirement_split(verdicts)
+    split, slow = internals.requirement_split(verdicts, stage.config.pseudonyms)
     split.uid("requirement-split").name("split requirements by the fast path's verdict")
     parsed = slow.process(fn.ParseRequirements(stage.config, stage.settings.kafka.topics["requirements"]),
                           output_type=rows.PARSED_REQUIREMENT).uid("parse-requirements") \
@@ -183,7 +183,8 @@ def split_events(stage: Stage) -> Any:
     parsed_sql = parsed_events_sql(stage.config, "raw_events_ts", stage.kafka_time)
     verdicts = t_env.to_data_stream(t_env.sql_query(
         f"SELECT {jvm_contract.EVENT_VERDICT.sql_columns(fast='COALESCE(`fast`, FALSE)')} FROM ({parsed_sql})"))
-    return internals.fast_path_split(verdicts).uid("fast-path-split").name("split by the fast path's verdict")
+    return internals.fast_path_split(verdicts, stage.config.pseudonyms).uid("fast-path-split") \
+        .name("split by the fast path's verdict")
 
 
 def parse_events(stage: Stage, split: Any) -> tuple[Any, Any]:

@@ -163,7 +163,7 @@ class ParseEvents(_ParseRecords):
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.config.events, self.config.domain,
                                                                   kafka_timestamp(self.kafka_time, ts),
-                                                                  self.config.max_record_bytes))
+                                                                  self.config.max_record_bytes, self.config.pseudonyms))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
             position = _position(self.topic, row)
@@ -193,7 +193,8 @@ class ParseRequirements(_ParseRecords):
         position = _position(self.topic, row)
         partition, offset = position["partition"], position["offset"]
         out = self._checked(row, ctx, lambda raw, ts: parse_requirement_update(raw, config.requirements, config.caps,
-                                                                                 config.max_record_bytes))
+                                                                                 config.max_record_bytes,
+                                                                                 config.pseudonyms))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
             yield parsed_row(TimePath.SLOW_REJECTED, partition, offset)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pwevent.jobs.common.pseudonyms import Pseudonyms
+
 
 def _jvm() -> Any:
     from pyflink.java_gateway import get_gateway
@@ -87,12 +89,18 @@ def user_class_join(versions: Any, rows: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.counting.UserClassJoin.join(versions._j_data_stream, rows._j_data_stream))
 
 
-def fast_path_split(verdicts: Any) -> Any:
+def pseudonyms(config: Pseudonyms | None) -> Any:
+    """Java `Pseudonyms` of the configured `pseudonymise` (None: the ids as they are)."""
+    parsing = _jvm().pwevent.flink.parsing
+    return parsing.Pseudonyms.none() if config is None else parsing.Pseudonyms(config.key_bytes())
+
+
+def fast_path_split(verdicts: Any, names: Pseudonyms | None) -> Any:
     """Java `FastPathSplit`, chained to `verdicts` (`jvm_contract.EVENT_VERDICT`): the fast path's
-    events and the marks of the other records, as `ValidTime.IN`."""
+    events (users named by `names`) and the marks of the other records, as `ValidTime.IN`."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.parsing.FastPathSplit.apply(verdicts._j_data_stream))
+    return DataStream(_jvm().pwevent.flink.parsing.FastPathSplit.apply(verdicts._j_data_stream, pseudonyms(names)))
 
 
 def fast_path_slow(split: Any) -> Any:
@@ -153,14 +161,15 @@ def valid_time(records: Any, strategy: dict[str, int], lag_ms: int, properties: 
     return DataStream(jvm.pwevent.flink.time.ValidTime.apply(records._j_data_stream, operator, name))
 
 
-def requirement_split(verdicts: Any) -> tuple[Any, Any]:
+def requirement_split(verdicts: Any, names: Pseudonyms | None) -> tuple[Any, Any]:
     """Java `RequirementSplit`, chained to `verdicts` (`jvm_contract.REQUIREMENT_VERDICT`): (the fast
-    path's requirement records and the marks of the others, as `ValidTime.IN`, which needs a uid; the
+    path's requirement records, users named by `names`, and the marks of the others, as
+    `ValidTime.IN`, which needs a uid; the
     others, `jvm_contract.SLOW_RECORD`, for the reference parser)."""
     from pyflink.datastream import DataStream
 
     flink = _jvm().pwevent.flink
-    split = flink.parsing.RequirementSplit.apply(verdicts._j_data_stream)
+    split = flink.parsing.RequirementSplit.apply(verdicts._j_data_stream, pseudonyms(names))
     return DataStream(split), DataStream(split.getSideOutput(flink.parsing.RequirementSplit.SLOW))
 
 

@@ -57,9 +57,10 @@ def test_a_bad_job_config_is_a_usage_error_naming_it(tmp_path: Path, capsys: pyt
 def test_locally_every_topic_keeps_its_records_unless_told(tmp_path: Path) -> None:
     """Local topics hold replayed datasets stamped with old event times: kept, or --retention-ms for all."""
     module = _module()
-    assert set(module.retention(module.parse_args(["--bootstrap", "127.0.0.1:1"])).values()) == {"-1"}
+    kept = module.retention(module.parse_args(["--bootstrap", "127.0.0.1:1"])).values()
+    assert all(settings == {"retention.ms": "-1"} for settings in kept)
     args = module.parse_args(["--bootstrap", "127.0.0.1:1", "--retention-ms", "5000"])
-    assert set(module.retention(args).values()) == {"5000"}
+    assert all(settings == {"retention.ms": "5000"} for settings in module.retention(args).values())
     with pytest.raises(SystemExit):
         module.parse_args(["--bootstrap", "127.0.0.1:1", "--retention-ms", "5000", "--role-retention"])
 
@@ -67,8 +68,8 @@ def test_locally_every_topic_keeps_its_records_unless_told(tmp_path: Path) -> No
 def test_the_kubernetes_topic_job_gives_each_topic_the_retention_of_its_role(tmp_path: Path) -> None:
     """deploy/kubernetes/topics-job.yaml runs this script with --role-retention, so the table of
     roles (TOPICS) is the one definition: the users' raw records (events, dead letters) expire after
-    a week; the durable record (requirements, releases, audit) is never deleted (docs/operations.md,
-    "Topics and retention")."""
+    a week and the dead letters sooner; the requirements are compacted by user id; the releases and
+    the audit are never deleted (docs/operations.md, "Retention and erasure")."""
     module = _module()
     manifest = yaml.safe_load((SCRIPT.parents[1] / "kubernetes" / "topics-job.yaml").read_text())
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
@@ -77,6 +78,7 @@ def test_the_kubernetes_topic_job_gives_each_topic_the_retention_of_its_role(tmp
     args = module.parse_args([*command[2:config], str(_job_config(tmp_path)), *command[config + 1:]])
     kept = module.retention(args)
     by_role = dict(zip(module.TOPICS, kept.values(), strict=True))
-    assert by_role == {role: str(topic.retention_ms) for role, topic in module.TOPICS.items()}
-    assert by_role["releases"] == by_role["audit"] == by_role["requirements"] == "-1"
-    assert by_role["events"] == by_role["dead-letters"] == str(7 * 86_400_000)
+    assert by_role == {role: dict(topic.configs) for role, topic in module.TOPICS.items()}
+    assert by_role["requirements"]["cleanup.policy"] == "compact"
+    assert int(by_role["dead-letters"]["retention.ms"]) <= int(by_role["events"]["retention.ms"])
+    assert by_role["audit"]["retention.ms"] == by_role["releases"]["retention.ms"] == "-1"

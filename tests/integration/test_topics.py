@@ -1,6 +1,6 @@
 """deploy/local/create-topics.py against a real broker: with --role-retention (what the Kubernetes
-topic Job runs) each topic the broker creates has the retention of its role (docs/operations.md,
-"Topics and retention")."""
+topic Job runs) each topic the broker creates has the retention and cleanup policy of its role (docs/operations.md,
+"Retention and erasure")."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ def test_role_retention_reaches_the_broker(kafka_bootstrap: str) -> None:
         described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name) for name in names.values()])
     finally:
         admin.close()
-    kept = {name: entries["retention.ms"]["value"] for name, entries in described["topic"].items()}
-    assert kept == {names[role]: str(topic.retention_ms) for role, topic in roles.items()}
+    kept = {name: {key: entries[key]["value"] for key in roles[role].configs}
+            for role, name in names.items() for entries in [described["topic"][name]]}
+    assert kept == {names[role]: dict(topic.configs) for role, topic in roles.items()}
+    kept = {name: settings["retention.ms"] for name, settings in kept.items()}
     assert kept[names["audit"]] == kept[names["releases"]] == "-1" != kept[names["events"]]

@@ -79,3 +79,16 @@ def test_a_changed_mechanism_section_is_refused() -> None:
     with pytest.raises(RestoreMismatchError, match="changed options "):
         fingerprint(mechanism="Adaptive", adaptive={"evidence": 120}).check_restore(stored)
     fingerprint(mechanism="Adaptive", adaptive={"evidence": 240}).check_restore(stored)
+
+
+def test_a_restore_that_changes_the_pseudonyms_is_refused_without_showing_the_key() -> None:
+    """Under another key (or with the setting switched on or off) every user would come back as a new
+    one with a fresh budget; without the setting the fingerprint is an earlier release's."""
+    key, other = "k" * 32, "K" * 32
+    stored = fingerprint(pseudonymise={"key": key})
+    fingerprint(pseudonymise={"key": key}).check_restore(stored)
+    for changes in ({"pseudonymise": {"key": other}}, {}):
+        with pytest.raises(RestoreMismatchError, match="changed pseudonyms") as err:
+            fingerprint(**changes).check_restore(stored)
+        assert key not in str(err.value) and other not in str(err.value)
+    assert "pseudonyms" not in dict(fingerprint().values)

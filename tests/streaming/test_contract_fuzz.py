@@ -10,7 +10,9 @@ by `deploy/local/test-jvm.sh --main`), the Python reference is asked the same, a
 - `IsoMillis` (the requirements' SQL fast path): a time it converts is `parse_time_ms`'s;
 - the events' and the requirements' fast-path regular expressions run by Java's engine
   (`RecordGroups`): a record they match `parse_event` / `parse_requirement_update` accepts, with the
-  user and the time the groups hold. User ids are drawn from every Unicode category.
+  user and the time the groups hold. User ids are drawn from every Unicode category;
+- `Pseudonyms` (the fast paths' user ids under `pseudonymise`): for any key of at least
+  MIN_KEY_BYTES bytes and any user id the parsers accept, jobs/common/pseudonyms.py's pseudonym.
 
 A case the two sides disagreed on becomes a row of tests/streaming/data/event-time.tsv
 (tests/streaming/vectors/event_time.py, RULE_TIMES)."""
@@ -29,8 +31,10 @@ from hypothesis import strategies as st
 from pwevent.jobs.common.config import Config, parse_config
 from pwevent.jobs.common.field_paths import path_text
 from pwevent.jobs.common.jsonl import dumps
+from pwevent.jobs.common.pseudonyms import MIN_KEY_BYTES, Pseudonyms
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.records import MAX_TIME_MS, MIN_TIME_MS, parse_event, parse_requirement_update
+from pwevent.jobs.common.secrets import Secret
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.jobs.streaming.event_sql import group_columns, record_regex
 from pwevent.jobs.streaming.requirement_sql import requirement_regex
@@ -202,3 +206,16 @@ def test_the_requirement_fast_path_regex_matches_only_what_the_reference_accepts
         assert update.user == (found["userstr"] or found["usernum"]), record
         java_time = int(found["time"]) if found["time"] else probe.ask("iso", (found["tiso"] or "").encode())
         assert str(update.time_ms) == str(java_time), record
+
+
+@given(key=st.text(min_size=MIN_KEY_BYTES, max_size=80).filter(lambda k: len(k.encode()) >= MIN_KEY_BYTES),
+       user=USERS)
+@EXAMPLES
+def test_the_java_pseudonym_is_the_python_one(probe: Probe, key: str, user: Any) -> None:
+    record = dumps({"user": user, "time": 60_000, "value": 3}).encode()
+    cfg = config()
+    try:
+        valid = parse_event(record, cfg.events, cfg.domain).user
+    except Rejected:
+        return
+    assert probe.ask("pseudonym", key.encode(), valid.encode()) == Pseudonyms(Secret(key)).of(valid), (key, valid)

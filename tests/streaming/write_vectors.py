@@ -15,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from tests.streaming.vectors import avro_fields, event_time, first_presence, membership, slot_rules
+from tests.streaming.vectors import avro_fields, event_time, first_presence, membership, pseudonyms, slot_rules
 
 DATA = Path(__file__).parent / "data"
-MODULES: list[ModuleType] = [avro_fields, event_time, first_presence, membership, slot_rules]
+MODULES: list[ModuleType] = [avro_fields, event_time, first_presence, membership, pseudonyms, slot_rules]
 
 
 def files() -> dict[Path, Callable[[], str]]:

@@ -14,7 +14,9 @@ Values (`Reasons`, `TimePaths`, `Limits` in Java):
 - `TIME_PATHS`: `TimePath`, the `path` of a `PARSED` row (`ValidTime`, `FastPathSplit`,
   `RequirementSplit`, `RequirementOrder`; Python: the reference parsers of jobs/streaming/hosts.py).
 - `LIMITS`: `FIRST_SLOT` (jobs/common/slots.py; `SlotRules`), `CONFLUENT_FRAME_BYTES`
-  (jobs/common/avro_format.py; `EventTime.FRAME_BYTES`, `RecordGroups`, `AvroFields`).
+  (jobs/common/avro_format.py; `EventTime.FRAME_BYTES`, `RecordGroups`, `AvroFields`),
+  `PSEUDONYM_HEX_CHARS` (jobs/common/pseudonyms.py; `Pseudonyms`, the fast paths' user ids under
+  `pseudonymise`).
 
 Rows (a class per layout in Java: named field indices, `ARITY`, `TYPE` its RowTypeInfo, `SQL` its SQL
 type; Python: jobs/streaming/rows.py's PyFlink types and the SQL of jobs/streaming/graph.py derive from
@@ -54,6 +56,7 @@ from enum import Enum, IntEnum
 from functools import cached_property
 
 from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES
+from pwevent.jobs.common.pseudonyms import PSEUDONYM_HEX_CHARS
 from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, TOO_FAR_AHEAD_DETAIL, Reason
 from pwevent.jobs.common.slots import FIRST_SLOT
 
@@ -212,4 +215,5 @@ REASONS: Mapping[str, Reason] = {reason.name: reason for reason in (
 DETAILS: Mapping[str, str] = {"TOO_FAR_AHEAD_DETAIL": TOO_FAR_AHEAD_DETAIL,
                               "LATE_REQUIREMENT_DETAIL": LATE_REQUIREMENT_DETAIL}
 TIME_PATHS: Mapping[str, int] = {path.name: int(path) for path in TimePath}
-LIMITS: Mapping[str, int] = {"FIRST_SLOT": FIRST_SLOT, "CONFLUENT_FRAME_BYTES": CONFLUENT_FRAME_BYTES}
+LIMITS: Mapping[str, int] = {"FIRST_SLOT": FIRST_SLOT, "CONFLUENT_FRAME_BYTES": CONFLUENT_FRAME_BYTES,
+                             "PSEUDONYM_HEX_CHARS": PSEUDONYM_HEX_CHARS}

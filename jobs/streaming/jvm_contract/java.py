@@ -29,7 +29,8 @@ def rendered() -> dict[str, str]:
         "TimePaths": _constants("TimePaths", "The values of a parsed row's `path` (jobs/streaming/jvm_contract,"
                                 " `TimePath`).", TIME_PATHS, {}),
         "Limits": _constants("Limits", "Numbers the JVM shares with Python (jobs/common/slots.py `FIRST_SLOT`,"
-                             " jobs/common/avro_format.py `CONFLUENT_FRAME_BYTES`).", LIMITS, {}),
+                             " jobs/common/avro_format.py `CONFLUENT_FRAME_BYTES`, jobs/common/pseudonyms.py"
+                             " `PSEUDONYM_HEX_CHARS`).", LIMITS, {}),
     }
     for layout in ROWS:
         if layout.java is not None:

@@ -21,6 +21,7 @@ import org.apache.flink.types.Row;
  *   <li>{@code iso TEXT}: {@link IsoMillis#millis}; the milliseconds or {@code -}.</li>
  *   <li>{@code groups REGEX RECORD}: {@link RecordGroups} (limit 65536 bytes); {@code -} when it does
  *       not match, else its groups, each as hex or {@code .} for null, tab-separated.</li>
+ *   <li>{@code pseudonym KEY USER}: {@link Pseudonyms#name} of the user id under the key.</li>
  * </ul>
  */
 final class EventTimeProbe {
@@ -46,6 +47,7 @@ final class EventTimeProbe {
                     groups.eval(HEX.parseHex(f[2]), text(f[1]), MAX_BYTES);
                     yield matched(rows.get(0));
                 }
+                case "pseudonym" -> new Pseudonyms(HEX.parseHex(f[1])).name(text(f[2]));
                 default -> throw new IllegalArgumentException("no such question: " + f[0]);
             });
         }

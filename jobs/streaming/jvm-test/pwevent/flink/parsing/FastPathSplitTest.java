@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
 class FastPathSplitTest {
     @Test
     void eachRecordIsAnEventOrAMarkInOrderAndTheOthersGoToTheParser() throws Exception {
-        var split = new OneInputStreamOperatorTestHarness<Row, Row>(new ProcessOperator<>(new FastPathSplit()));
+        var split = new OneInputStreamOperatorTestHarness<Row, Row>(
+                new ProcessOperator<>(new FastPathSplit(Pseudonyms.none())));
         split.setup(ValidTime.IN.createSerializer(split.getExecutionConfig().getSerializerConfig()));
         split.open();
         byte[] good = {'{', '}'};

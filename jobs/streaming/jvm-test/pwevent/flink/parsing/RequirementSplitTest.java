@@ -23,7 +23,8 @@ class RequirementSplitTest {
 
     @Test
     void eachRecordIsARequirementOrAMarkInOrderAndTheOthersGoToTheParser() throws Exception {
-        var split = new OneInputStreamOperatorTestHarness<Row, Row>(new ProcessOperator<>(new RequirementSplit()));
+        var split = new OneInputStreamOperatorTestHarness<Row, Row>(
+                new ProcessOperator<>(new RequirementSplit(Pseudonyms.none())));
         split.setup(ValidTime.IN.createSerializer(split.getExecutionConfig().getSerializerConfig()));
         split.open();
         byte[] good = {'{', '}'};

@@ -3,11 +3,12 @@ package pwevent.flink.contract;
 
 /**
  * Numbers the JVM shares with Python (jobs/common/slots.py `FIRST_SLOT`, jobs/common/avro_format.py
- * `CONFLUENT_FRAME_BYTES`).
+ * `CONFLUENT_FRAME_BYTES`, jobs/common/pseudonyms.py `PSEUDONYM_HEX_CHARS`).
  */
 public final class Limits {
     public static final int FIRST_SLOT = 1;
     public static final int CONFLUENT_FRAME_BYTES = 5;
+    public static final int PSEUDONYM_HEX_CHARS = 32;
 
     private Limits() {
     }

@@ -16,7 +16,8 @@ import org.apache.flink.util.OutputTag;
  * The SQL fast path's verdict on every event record, split in one pass (docs/streaming.md,
  * "Parsing"): an event the fast path accepted goes on as {@link TimePaths#FAST}; a record it hands
  * to the reference parser leaves a mark ({@link TimePaths#PENDING}, partition and offset only) on the
- * same channel, so in offset order with the events, and goes to the side output {@link #SLOW}.
+ * same channel, so in offset order with the events, and goes to the side output {@link #SLOW}. The
+ * accepted event's user id is named by {@link Pseudonyms} (a pseudonym under {@code pseudonymise:}).
  *
  * <p>Input: {@link EventVerdictRow}, one per record in offset order (jobs/streaming/event_sql.py).
  * Output: {@link ValidTime#IN}. Side output: {@link SlowRecordRow}, what the reference parser takes.
@@ -26,9 +27,16 @@ public final class FastPathSplit extends ProcessFunction<Row, Row> {
     /** The records for the reference parser. */
     public static final OutputTag<Row> SLOW = new OutputTag<>("for the reference parser", SlowRecordRow.TYPE);
 
+    private final Pseudonyms pseudonyms;
+
+    /** A split whose accepted events' users are named by {@code pseudonyms}. */
+    public FastPathSplit(Pseudonyms pseudonyms) {
+        this.pseudonyms = pseudonyms;
+    }
+
     /** `verdicts` split; chained to them. */
-    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> verdicts) {
-        return verdicts.process(new FastPathSplit(), ValidTime.IN);
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> verdicts, Pseudonyms pseudonyms) {
+        return verdicts.process(new FastPathSplit(pseudonyms), ValidTime.IN);
     }
 
     @Override
@@ -36,7 +44,8 @@ public final class FastPathSplit extends ProcessFunction<Row, Row> {
         Object partition = row.getField(EventVerdictRow.PARTITION);
         Object offset = row.getField(EventVerdictRow.OFFSET);
         if (Boolean.TRUE.equals(row.getField(EventVerdictRow.FAST))) {
-            out.collect(accepted(row.getField(EventVerdictRow.USER), row.getField(EventVerdictRow.TIME_MS),
+            out.collect(accepted(pseudonyms.name((String) row.getField(EventVerdictRow.USER)),
+                    row.getField(EventVerdictRow.TIME_MS),
                     row.getField(EventVerdictRow.CELL), partition, offset, row.getField(EventVerdictRow.VALUE)));
         } else {
             out.collect(mark(partition, offset, TimePaths.PENDING));

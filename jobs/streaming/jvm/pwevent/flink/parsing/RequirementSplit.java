@@ -17,7 +17,7 @@ import org.apache.flink.util.OutputTag;
  * detail); a record it hands to the reference parser leaves a mark ({@link TimePaths#PENDING},
  * partition and offset only) on the same channel, so in offset order with the accepted ones, and
  * goes to the side output {@link #SLOW}. {@link RequirementOrder} puts the reference parser's rows
- * back in the marks' places.
+ * back in the marks' places. The accepted record's user id is named by {@link Pseudonyms}.
  *
  * <p>Input: {@link RequirementVerdictRow}, one per record in offset order (ledger set where fast
  * holds). Output: {@link ValidTime#IN}. Side output: {@link FastPathSplit#SLOW}'s rows, what the
@@ -29,9 +29,16 @@ public final class RequirementSplit extends ProcessFunction<Row, Row> {
     public static final OutputTag<Row> SLOW = new OutputTag<>("requirements for the reference parser",
             FastPathSplit.SLOW.getTypeInfo());
 
+    private final Pseudonyms pseudonyms;
+
+    /** A split whose accepted records' users are named by {@code pseudonyms}. */
+    public RequirementSplit(Pseudonyms pseudonyms) {
+        this.pseudonyms = pseudonyms;
+    }
+
     /** `verdicts` split; chained to them. */
-    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> verdicts) {
-        return verdicts.process(new RequirementSplit(), ValidTime.IN);
+    public static SingleOutputStreamOperator<Row> apply(DataStream<Row> verdicts, Pseudonyms pseudonyms) {
+        return verdicts.process(new RequirementSplit(pseudonyms), ValidTime.IN);
     }
 
     @Override
@@ -42,7 +49,7 @@ public final class RequirementSplit extends ProcessFunction<Row, Row> {
         if (Boolean.TRUE.equals(row.getField(RequirementVerdictRow.FAST))) {
             byte[] payload = new RequirementPayload((String) row.getField(RequirementVerdictRow.REQUESTED),
                     (String) row.getField(RequirementVerdictRow.LEDGER), null, value).encode();
-            out.collect(FastPathSplit.accepted(row.getField(RequirementVerdictRow.USER),
+            out.collect(FastPathSplit.accepted(pseudonyms.name((String) row.getField(RequirementVerdictRow.USER)),
                     row.getField(RequirementVerdictRow.TIME_MS), null, partition, offset, payload));
         } else {
             out.collect(FastPathSplit.mark(partition, offset, TimePaths.PENDING));
