@@ -52,7 +52,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 PID_FILE="$RUN_DIR/s3.pid"
-ENDPOINT_FILE="$RUN_DIR/endpoint"
+ADDRESS_FILE="$RUN_DIR/endpoint"
 
 install_server() {
   [[ -f "$TOOL_ROOT/.complete" ]] && return 0
@@ -73,39 +73,17 @@ running_pid() { live_pid "$PID_FILE" "moto_server"; }
 start_server() {
   install_server
   mkdir -p "$RUN_DIR"
-  if pid="$(running_pid)"; then echo "s3-server.sh: already running (pid $pid)" >&2; cat "$ENDPOINT_FILE"; return; fi
+  if pid="$(running_pid)"; then echo "s3-server.sh: already running (pid $pid)" >&2; cat "$ADDRESS_FILE"; return; fi
   [[ -n "$PORT" ]] || PORT="$(free_port)"
-  # setsid: the server outlives the calling shell's process group (e.g. Ctrl-C in a test runner).
-  setsid "$BINARY" -H 127.0.0.1 -p "$PORT" >"$RUN_DIR/s3.out" 2>&1 </dev/null &
-  local pid=$!
-  echo "$pid" >"$PID_FILE"
-  [[ -z "$OWNER" ]] || watch_owner "$OWNER" "$pid" "$SCRIPT_DIR/s3-server.sh" "$RUN_DIR"
-  local url="http://127.0.0.1:$PORT" deadline=$((SECONDS + READY_TIMEOUT))
-  # Our own process answering counts, not the port: another server may hold it.
-  until curl -sf "$url/" >/dev/null 2>&1 && grep -q "Running on $url" "$RUN_DIR/s3.out"; do
-    if ! kill -0 "$pid" 2>/dev/null; then tail -5 "$RUN_DIR/s3.out" >&2; die "server exited during start-up"; fi
-    if (( SECONDS >= deadline )); then stop_pid "$pid" "$STOP_TIMEOUT"; die "no answer on $url within ${READY_TIMEOUT}s"; fi
-    sleep 0.2
-  done
+  local url="http://127.0.0.1:$PORT"
+  launch_server "$SCRIPT_DIR/s3-server.sh" "$RUN_DIR/s3.out" "$url" / "Running on $url" \
+    "$BINARY" -H 127.0.0.1 -p "$PORT"
   if [[ -n "$BUCKET" ]]; then
-    curl -sf -X PUT "$url/$BUCKET" >/dev/null || { stop_pid "$pid" "$STOP_TIMEOUT"; die "could not create bucket $BUCKET"; }
+    curl -sf -X PUT "$url/$BUCKET" >/dev/null \
+      || { stop_pid "$(cat "$PID_FILE")" "$STOP_TIMEOUT"; die "could not create bucket $BUCKET"; }
   fi
-  echo "$url" >"$ENDPOINT_FILE"
+  echo "$url" >"$ADDRESS_FILE"
   echo "$url"
 }
 
-stop_server() {
-  local pid
-  if pid="$(running_pid)"; then stop_pid "$pid" "$STOP_TIMEOUT"; echo "stopped"; else echo "not running"; fi
-  rm -f "$PID_FILE" "$ENDPOINT_FILE"
-}
-
-case "$CMD" in
-  install) install_server; echo "$BINARY" ;;
-  start) start_server ;;
-  stop) stop_server ;;
-  status)
-    if pid="$(running_pid)"; then echo "running (pid $pid, $(cat "$ENDPOINT_FILE" 2>/dev/null))"
-    else echo "not running"; exit 3; fi ;;
-  *) usage ;;
-esac
+server_command "$CMD"
