@@ -92,14 +92,16 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
-    if settings.flink.prometheus is not None:  # the gateway's class path, where the mini-cluster finds reporters
-        import pyflink
-
-        # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR to its own lib folder when it starts the gateway.
-        os.environ.setdefault("FLINK_HOME", os.path.dirname(pyflink.__file__))
-        os.environ["FLINK_LIB_DIR"] = str(metrics_lib())
     places = (settings.flink.checkpoint_dir, restore or "")
     on_store = settings.flink.s3 is not None or any(map(is_object_store, places))
+    if settings.flink.prometheus is not None or on_store:
+        import pyflink
+
+        # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR and FLINK_PLUGINS_DIR to its own folders when it
+        # starts the gateway.
+        os.environ.setdefault("FLINK_HOME", os.path.dirname(pyflink.__file__))
+    if settings.flink.prometheus is not None:  # the gateway's class path, where the mini-cluster finds reporters
+        os.environ["FLINK_LIB_DIR"] = str(metrics_lib())
     if on_store:  # read by PyFlink's gateway launcher; load_file_systems below loads the S3 file system from it
         os.environ["FLINK_PLUGINS_DIR"] = str(s3_plugins_dir())
     extra_jars = security_jars(settings.kafka.security)
