@@ -43,7 +43,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 PID_FILE="$RUN_DIR/registry.pid"
-URL_FILE="$RUN_DIR/url"
+ADDRESS_FILE="$RUN_DIR/url"
 
 install_server() {
   [[ -x "$BINARY" ]] && return 0
@@ -61,36 +61,13 @@ running_pid() { live_pid "$PID_FILE" "rivven-schema"; }
 start_server() {
   install_server
   mkdir -p "$RUN_DIR"
-  if pid="$(running_pid)"; then echo "schema-registry.sh: already running (pid $pid)" >&2; cat "$URL_FILE"; return; fi
+  if pid="$(running_pid)"; then echo "schema-registry.sh: already running (pid $pid)" >&2; cat "$ADDRESS_FILE"; return; fi
   [[ -n "$PORT" ]] || PORT="$(free_port)"
-  # setsid: the server outlives the calling shell's process group (e.g. Ctrl-C in a test runner).
-  NO_COLOR=1 setsid "$BINARY" --log-level debug serve --host 127.0.0.1 --port "$PORT" >"$RUN_DIR/registry.out" 2>&1 </dev/null &
-  local pid=$!
-  echo "$pid" >"$PID_FILE"
-  [[ -z "$OWNER" ]] || watch_owner "$OWNER" "$pid" "$SCRIPT_DIR/schema-registry.sh" "$RUN_DIR"
-  local url="http://127.0.0.1:$PORT" deadline=$((SECONDS + READY_TIMEOUT))
-  # Our own process answering counts, not the port: another server may hold it.
-  until curl -sf "$url/health" >/dev/null 2>&1 && grep -q "listening on" "$RUN_DIR/registry.out"; do
-    if ! kill -0 "$pid" 2>/dev/null; then tail -5 "$RUN_DIR/registry.out" >&2; die "server exited during start-up"; fi
-    if (( SECONDS >= deadline )); then stop_pid "$pid" "$STOP_TIMEOUT"; die "no answer on $url within ${READY_TIMEOUT}s"; fi
-    sleep 0.2
-  done
-  echo "$url" >"$URL_FILE"
+  local url="http://127.0.0.1:$PORT"
+  launch_server "$SCRIPT_DIR/schema-registry.sh" "$RUN_DIR/registry.out" "$url" /health "listening on" \
+    env NO_COLOR=1 "$BINARY" --log-level debug serve --host 127.0.0.1 --port "$PORT"
+  echo "$url" >"$ADDRESS_FILE"
   echo "$url"
 }
 
-stop_server() {
-  local pid
-  if pid="$(running_pid)"; then stop_pid "$pid" "$STOP_TIMEOUT"; echo "stopped"; else echo "not running"; fi
-  rm -f "$PID_FILE" "$URL_FILE"
-}
-
-case "$CMD" in
-  install) install_server; echo "$BINARY" ;;
-  start) start_server ;;
-  stop) stop_server ;;
-  status)
-    if pid="$(running_pid)"; then echo "running (pid $pid, $(cat "$URL_FILE" 2>/dev/null))"
-    else echo "not running"; exit 3; fi ;;
-  *) usage ;;
-esac
+server_command "$CMD"

@@ -1,6 +1,7 @@
-"""Where a job's state is (docs/operations.md, "Savepoints, upgrades and rescaling";
-docs/kubernetes.md, "State"): the newest completed checkpoint, the folders of earlier jobs a local
-run removes, and what the cluster entry point takes for restored state."""
+"""Where a job's state is (docs/operations.md, "Savepoints, upgrades and rescaling", "Checkpoints
+and savepoints on an object store"; docs/kubernetes.md, "State"): the newest completed checkpoint,
+in a local folder or on an object store, the folders of earlier jobs a local run removes, and what the
+cluster entry point takes for restored state."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import os
 import re
 import shutil
 from pathlib import Path
+
+from pwevent.jobs.common.config import ConfigError
+from pwevent.jobs.streaming.object_store import ObjectStoreError, S3Settings, is_object_store, latest_stored_checkpoint
 
 #: The Flink keys the cluster sets when it restores a job (a savepoint or checkpoint path; HA).
 RECOVERY_PATH = "execution.state-recovery.path"
@@ -30,8 +34,15 @@ def cluster_restore(recovery_path: str | None, ha_type: str | None) -> str | Non
     return None
 
 
-def latest_checkpoint(checkpoint_dir: str) -> str | None:
-    """The newest completed checkpoint (a chk-N folder with _metadata) under the checkpoint dir."""
+def latest_checkpoint(checkpoint_dir: str, s3: S3Settings | None = None) -> str | None:
+    """The newest completed checkpoint (a chk-N folder with _metadata) under the checkpoint dir; on
+    an object store (s3://...) found through its S3 API, reached as `s3` (`flink.s3`) says. A store
+    that refuses or does not answer is a ConfigError naming it."""
+    if is_object_store(checkpoint_dir):
+        try:
+            return latest_stored_checkpoint(s3 or S3Settings(), checkpoint_dir)
+        except ObjectStoreError as err:
+            raise ConfigError(f"--restore latest: {err}; check flink.s3 or name the checkpoint to restore") from None
     base = checkpoint_dir.removeprefix("file://")
     found = glob.glob(os.path.join(base, "*", "chk-*", "_metadata"))
     if not found:

@@ -13,6 +13,10 @@ OAUTHBEARER only, Jackson and jose4j (docs/streaming.md, "Installing from the wh
 - Flink's Avro format jar (`flink-sql-avro`, self-contained): its relocated Apache Avro decodes Avro
   events in the JVM (jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java); fetched like the connector
   (`fetch-jars.sh` in a checkout, else Maven Central, pinned by SHA-256) when the events are Avro.
+- Flink's S3 file system (`flink-s3-fs-presto`) for a local run whose state is on an object store:
+  downloaded like the connector (Maven Central, pinned by SHA-256) into a plugins folder of its own,
+  which the run's JVM loads it from (jobs/streaming/object_store.py; docs/operations.md,
+  "Checkpoints and savepoints on an object store").
 - The job's JVM classes (jobs/streaming/jvm): the wheel carries them compiled (`setup.py` runs
   `deploy/local/build-jvm.sh` when it builds the wheel), so an installed job needs no JDK; a checkout
   compiles them on first use and after every change of the sources, with the same script.
@@ -78,6 +82,17 @@ OAUTHBEARER_JARS = (
              "7314af50cde9c99e8eaf43eee617a23edcc6bb43036221064355094999d837ef"),
 )
 
+#: Flink's S3 file system on Presto's S3 client (schemes s3:// and s3p://; Flink's advice for
+#: checkpoints), loaded as a plugin. 2.2.0: Maven Central has no 2.2.1 of it (PyFlink's is 2.2.1);
+#: a plugin sees only Flink's stable file system API, which a patch release keeps.
+S3_FS_PLUGIN = MavenJar("org.apache.flink", "flink-s3-fs-presto", "2.2.0",
+                        "f5aa119d94e55dff89641649a1bc61f3da172a3b445f425c6866d336a4afc320")
+
+
+def maven_repository() -> str:
+    """Where jars are downloaded from: $PWEVENT_MAVEN_REPOSITORY, else Maven Central."""
+    return os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL
+
 
 def download(jar: MavenJar, folder: Path, repository: str, timeout_s: float = 60.0) -> Path:
     """`jar` in `folder`, downloaded from `repository` unless already there; a download whose SHA-256
@@ -120,7 +135,7 @@ def _flink_jar(artifact: MavenJar, override: str) -> Path:
     repo = checkout()
     if repo is not None and not (folder / artifact.file_name).is_file():
         subprocess.run([str(repo / "deploy" / "local" / "fetch-jars.sh")], check=True, stdout=subprocess.DEVNULL)
-    return download(artifact, folder, os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL)
+    return download(artifact, folder, maven_repository())
 
 
 def connector_jar() -> Path:
@@ -147,8 +162,15 @@ def security_jars(security: KafkaSecurity) -> list[Path]:
     for OAUTHBEARER, none otherwise; fetched into the jar cache on first use."""
     if not (security.sasl and security.sasl_mechanism == "OAUTHBEARER"):
         return []
-    repository = os.environ.get("PWEVENT_MAVEN_REPOSITORY") or MAVEN_CENTRAL
-    return [download(jar, jar_cache() / "flink", repository) for jar in OAUTHBEARER_JARS]
+    return [download(jar, jar_cache() / "flink", maven_repository()) for jar in OAUTHBEARER_JARS]
+
+
+def s3_plugins_dir() -> Path:
+    """A Flink plugins folder holding the S3 file system (`s3-fs-presto/<jar>`), fetched into the
+    jar cache on first use: what a local run's JVM loads it from ($FLINK_PLUGINS_DIR)."""
+    root = jar_cache() / "flink-plugins"
+    download(S3_FS_PLUGIN, root / "s3-fs-presto", maven_repository())
+    return root
 
 
 def jvm_jar() -> Path:

@@ -37,9 +37,10 @@ from pwevent.jobs.streaming.checkpoints import (
 )
 from pwevent.jobs.streaming.flink_config import flink_configuration
 from pwevent.jobs.streaming.graph import build_pipeline
-from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib, security_jars
+from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib, s3_plugins_dir, security_jars
 from pwevent.jobs.streaming.local_run import LocalRun, local_configuration, local_run, with_jvm_args
 from pwevent.jobs.streaming.locations import python_root
+from pwevent.jobs.streaming.object_store import S3Settings, is_object_store
 from pwevent.jobs.streaming.settings import StreamSettings, stream_settings
 from pwevent.jobs.streaming.startup import StartReads
 
@@ -75,7 +76,10 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     """A local (mini-cluster) environment configured for the job; sets PYTHONPATH for thread mode.
     With `run` (a job to execute, not only a graph to inspect): FLINK_LOG_DIR, LOG4J_PROPERTIES and
     the JVM's temporary folder (read when PyFlink starts its JVM) are the run's own, and the REST
-    API listens at the run's address (`local_configuration`). A JVM system property of
+    API listens at the run's address (`local_configuration`). State on an object store (flink.s3 set,
+    or an s3:// checkpoint dir or restore path): the JVM loads Flink's S3 file system from the plugins
+    folder of jars.s3_plugins_dir, configured by `flink.s3` (its credentials stay out of the job's
+    configuration). A JVM system property of
     `kafka.security` that JVM_ARGS cannot carry is a ConfigError, raised before anything is set."""
     system = [f"-D{key}={value}" for key, value in settings.kafka.security.jvm_system_properties().items()]
     try:
@@ -88,12 +92,18 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     site = sysconfig.get_paths()["purelib"]
     parts = [root, site, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
-    if settings.flink.prometheus is not None:  # the gateway's class path, where the mini-cluster finds reporters
+    places = (settings.flink.checkpoint_dir, restore or "")
+    on_store = settings.flink.s3 is not None or any(map(is_object_store, places))
+    if settings.flink.prometheus is not None or on_store:
         import pyflink
 
-        # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR to its own lib folder when it starts the gateway.
+        # With FLINK_HOME unset, PyFlink sets FLINK_LIB_DIR and FLINK_PLUGINS_DIR to its own folders when it
+        # starts the gateway.
         os.environ.setdefault("FLINK_HOME", os.path.dirname(pyflink.__file__))
+    if settings.flink.prometheus is not None:  # the gateway's class path, where the mini-cluster finds reporters
         os.environ["FLINK_LIB_DIR"] = str(metrics_lib())
+    if on_store:  # read by PyFlink's gateway launcher; load_file_systems below loads the S3 file system from it
+        os.environ["FLINK_PLUGINS_DIR"] = str(s3_plugins_dir())
     extra_jars = security_jars(settings.kafka.security)
     if extra_jars:  # the gateway's class path (PyFlink adds $HADOOP_CLASSPATH to it): the parent class loader
         parts = [str(connector_jar()), *map(str, extra_jars), *filter(None, [os.environ.get("HADOOP_CLASSPATH")])]
@@ -108,11 +118,15 @@ def make_environment(settings: StreamSettings, restore: str | None,  # type: ign
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
 
+    from pwevent.jobs.streaming.pyflink_internals import load_file_systems
+
     conf = Configuration()
-    local = local_configuration(settings, run)
-    for key, value in {**flink_configuration(settings, restore, allow_non_restored), **local}.items():
+    keys = {**flink_configuration(settings, restore, allow_non_restored), **local_configuration(settings, run)}
+    for key, value in keys.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
+    if on_store:
+        load_file_systems({**keys, **(settings.flink.s3 or S3Settings()).flink_keys()})
     env.add_jars(connector_jar().resolve().as_uri(), classes.resolve().as_uri(),
                  *(jar.resolve().as_uri() for jar in extra_jars))
     env.add_python_file(root)
@@ -142,7 +156,7 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     py = sys.executable
     workers = python_root(jvm_jar())
     if restore == "latest":
-        restore = latest_checkpoint(settings.flink.checkpoint_dir)
+        restore = latest_checkpoint(settings.flink.checkpoint_dir, settings.flink.s3)
         if restore is None:
             raise ConfigError(f"--restore latest: no completed checkpoint under {settings.flink.checkpoint_dir}")
     argv = [str(flink_home / "bin" / "flink"), "run", "-d", *(["-m", jobmanager] if jobmanager else []),
@@ -195,7 +209,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     settings = with_resume(stream_settings(config, str(Path(config_path).resolve().parent)), resume)
     settings.kafka.require_bootstrap()
     if restore == "latest":
-        restore = latest_checkpoint(settings.flink.checkpoint_dir)
+        restore = latest_checkpoint(settings.flink.checkpoint_dir, settings.flink.s3)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
     start = StartReads.read(config, settings, restore)
     for folder in clean_checkpoints(settings.flink.checkpoint_dir, settings.flink.retained_jobs, restore):

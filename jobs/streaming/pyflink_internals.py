@@ -11,6 +11,9 @@ operator creeps back onto the per-record path. An upgrade of apache-flink starts
 - `set_output_type`: re-declares a stream's type (a `to_data_stream` Row as the RowTypeInfo a
   Python operator or a union needs; same Row objects, another serializer).
 - `side_output`: `DataStream.get_side_output` adds a Python identity map per record.
+- `load_file_systems`: a local run's mini-cluster loads no file system plugins (only a cluster's
+  entry points initialise them); the S3 file system of a job whose state is on an object store is
+  loaded so, with its `s3.*` keys, before the job is submitted.
 - `effective_setting`: PyFlink has no reader of the environment's effective configuration (the
   cluster's and the submitter's keys), which tells the entry point whether the cluster restores state.
 """
@@ -73,7 +76,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
 
 
 def _java_strings(properties: dict[str, str]) -> Any:
-    """A java.util.HashMap of the Kafka clients' `properties`."""
+    """A java.util.HashMap of `properties` (the Kafka clients', a Flink configuration)."""
     out = _jvm().java.util.HashMap()
     for key, value in properties.items():
         out.put(key, value)
@@ -244,3 +247,12 @@ def effective_setting(env: Any, key: str) -> str | None:
     `flink run` options, the operator's settings), or None."""
     value = env._j_stream_execution_environment.getConfiguration().toMap().get(key)
     return None if value is None else str(value)
+
+
+def load_file_systems(configuration: dict[str, str]) -> None:
+    """Initialise Flink's file systems in this JVM (the mini-cluster's) from `configuration`, with the
+    plugins of the gateway's $FLINK_PLUGINS_DIR, as a cluster's entry point does at its start."""
+    jvm = _jvm()
+    conf = jvm.org.apache.flink.configuration.Configuration.fromMap(_java_strings(configuration))
+    plugins = jvm.org.apache.flink.core.plugin.PluginUtils.createPluginManagerFromRootFolder(conf)
+    jvm.org.apache.flink.core.fs.FileSystem.initialize(conf, plugins)

@@ -35,7 +35,11 @@ flink:
                                   # step longer than one timeout (e.g. a registration burst) needs > 0
   checkpoint_dir: .run/checkpoints   # relative paths are relative to the config file's folder; default:
                                      # <repo>/.run/checkpoints in a checkout, else
-                                     # $XDG_STATE_HOME/pwevent/checkpoints (jobs/streaming/locations.py)
+                                     # $XDG_STATE_HOME/pwevent/checkpoints (jobs/streaming/locations.py);
+                                     # or an object store, s3://bucket/path
+  s3: {}                          # optional: the object store's endpoint, path_style_access, region and
+                                  # credentials (access_key, secret_key: ${ENV_VAR} or {file: PATH}) for a
+                                  # local run (jobs/streaming/object_store.py; docs/operations.md)
   state_backend: hashmap          # hashmap | rocksdb
   incremental_checkpoints: false  # rocksdb: each checkpoint writes only what changed since the last
   out_of_orderness: 0ms           # bounded out-of-orderness of event time, per partition, in a backlog
@@ -93,6 +97,7 @@ from pwevent.jobs.common.config import (
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, check_properties
 from pwevent.jobs.streaming.locations import default_checkpoint_dir, default_log_dir, run_dir
+from pwevent.jobs.streaming.object_store import S3Settings
 
 DEFAULT_BOOTSTRAP_FILE = run_dir() / "kafka" / "bootstrap"
 #: kafka.start values besides a time.
@@ -287,6 +292,7 @@ class FlinkSettings(Section):
     checkpoint_timeout_ms: Duration = Field("10m", alias="checkpoint_timeout", validate_default=True)
     tolerable_failed_checkpoints: StrictInt = Field(5, ge=0)
     checkpoint_dir: LocalPath = Field(default_factory=default_checkpoint_dir)
+    s3: S3Settings | None = None
     state_backend: Literal["hashmap", "rocksdb"] = "hashmap"
     incremental_checkpoints: StrictBool = False
     out_of_orderness_ms: DurationOrZero = Field(0, alias="out_of_orderness")

@@ -400,11 +400,14 @@ def make_job(streaming_job: Any, mechanism: str, extra: dict[str, Any] | None = 
     return streaming_job(mechanism, merged)
 
 
-def stop_with_savepoint(rest: str, folder: Path) -> str:
-    stopped = subprocess.run([*PWEVENT, "stop", "--jobmanager", rest, "--savepoint", str(folder)],
+def stop_with_savepoint(rest: str, target: Path | str) -> str:
+    """`pwevent stop --savepoint` of the job at `rest` into `target`, a local folder or a URI (s3://...);
+    returns the savepoint's path."""
+    stopped = subprocess.run([*PWEVENT, "stop", "--jobmanager", rest, "--savepoint", str(target)],
                              capture_output=True, text=True, timeout=400)
     assert stopped.returncode == 0, stopped.stderr[-3000:]
     savepoint = stopped.stdout.strip()
-    assert "savepoint-" in savepoint and Path(savepoint.removeprefix("file:")).is_dir(), savepoint
+    assert "savepoint-" in savepoint, savepoint
+    assert isinstance(target, str) or Path(savepoint.removeprefix("file:")).is_dir(), savepoint
     return savepoint
 
