@@ -14,7 +14,7 @@ connects in plaintext. Needs kafka-python >= 3.0.
 Exit status: 0 when every topic exists afterwards, 1 otherwise.
 
 Retention (docs/operations.md, "Topics and retention"). --role-retention gives each new topic the
-retention of its role (TOPICS; what deploy/kubernetes/topics-job.yaml passes): the raw events and the
+retention of its role (TOPICS; what the Helm chart's topic Job passes): the raw events and the
 dead letters, which hold the users' original records, 7 days; the requirements, releases and audit
 topics, the durable record, forever (retention.ms=-1). Without it every new topic keeps its records
 (-1, or --retention-ms MS): `pwevent produce` stamps each record with its event time, and Kafka's time
