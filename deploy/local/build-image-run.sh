@@ -3,15 +3,15 @@
 # wait for one committed release (docs/kubernetes.md, "Building the image"):
 #   build-image-run.sh [--image TAG] [--run-dir DIR] [--timeout SECONDS]
 # 1. a Kafka broker on 127.0.0.1 (deploy/local/kafka.sh, <run-dir>/kafka) and the five topics;
-# 2. the job's configuration: deploy/kubernetes/job-config.yaml's job.yaml with the local bootstrap
-#    address, no kafka.security (the local broker is PLAINTEXT), a generated requirement signing key
-#    in the environment (as the Secret gives it), and a 5 s checkpoint interval (releases commit with
-#    checkpoints), mounted at
-#    /opt/pwevent/config as in flink-deployment.yaml, the checkpoint volume at /flink-data;
+# 2. the job's configuration: the Helm chart (deploy/helm/pwevent) rendered by `helm template` with
+#    the local bootstrap address, PLAINTEXT (the local broker's), a shared volume for checkpoints
+#    and a 5 s checkpoint interval (releases commit with checkpoints): its job.yaml, with a generated
+#    requirement signing key in the environment (as the Secret gives it), mounted at
+#    /opt/pwevent/config as in the FlinkDeployment, the checkpoint volume at /flink-data;
 # 3. a backlog: `pwevent produce` of 200 users over 6 slots;
 # 4. two containers of the image with the host's network, every Flink port bound to 127.0.0.1 and
 #    chosen free: the JobManager by the image's entry point `standalone-job` running
-#    flink-deployment.yaml's entry class and arguments (Flink's Python driver, -pym
+#    the FlinkDeployment's entry class and arguments (Flink's Python driver, -pym
 #    pwevent.jobs.streaming.job --config /opt/pwevent/config/job.yaml) with its jarURI on the class
 #    path, and a TaskManager (`taskmanager`) with the deployment's two slots;
 # 5. `pwevent tail --max-slots 1` (read_committed) until a release arrives or --timeout (default 400).
@@ -72,17 +72,15 @@ logs() {
 "$SCRIPT_DIR/kafka.sh" start --run-dir "$RUN_DIR/kafka" >/dev/null
 BOOTSTRAP="$(cat "$RUN_DIR/kafka/bootstrap")"
 
-# 2. the deployment's job configuration, pointed at this broker
-"$PYTHON" - "$REPO_ROOT/deploy/kubernetes/job-config.yaml" "$BOOTSTRAP" >"$RUN_DIR/config/job.yaml" <<'PY'
+# 2. the deployment's job configuration, pointed at this broker (kafka.sh listens in PLAINTEXT)
+"$REPO_ROOT/.cache/bin/helm" template pwevent "$REPO_ROOT/deploy/helm/pwevent" --set "kafka.bootstrap=$BOOTSTRAP" \
+  --set kafka.security.protocol=PLAINTEXT --set storage.type=volume --set checkpoints.interval=5s >"$RUN_DIR/chart.yaml"
+"$PYTHON" - "$RUN_DIR/chart.yaml" >"$RUN_DIR/config/job.yaml" <<'PY'
 import sys, yaml
-(config_map,) = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ConfigMap"]
-job = yaml.safe_load(config_map["data"]["job.yaml"])
-job["kafka"]["bootstrap"] = sys.argv[2]
-job["kafka"].pop("security", None)  # the local broker listens in PLAINTEXT (kafka.sh without --secure)
-job["flink"]["checkpoint_interval"] = "5s"
-print(yaml.safe_dump(job, sort_keys=False))
+(config_map,) = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["metadata"]["name"] == "pwevent-job-config"]
+print(config_map["data"]["job.yaml"])
 PY
-# The requirement signing key, as the Secret gives it to the pods (secrets.yaml): produce signs with it.
+# The requirement signing key, as the Secret gives it to the pods: produce signs with it.
 PWEVENT_REQUIREMENT_KEY="$("$PYTHON" -c 'import secrets; print(secrets.token_hex(32))')"
 export PWEVENT_REQUIREMENT_KEY
 "$PYTHON" "$SCRIPT_DIR/create-topics.py" --job-config "$RUN_DIR/config/job.yaml" >/dev/null
@@ -108,8 +106,8 @@ jobmanager.memory.process.size: 1024m
 taskmanager.memory.process.size: 1728m
 python.executable: /opt/pwevent/venv/bin/python
 python.client.executable: /opt/pwevent/venv/bin/python"
-# flink-deployment.yaml's job: jarURI, entryClass and args, as the operator passes them.
-mapfile -t JOB < <("$PYTHON" - "$REPO_ROOT/deploy/kubernetes/flink-deployment.yaml" <<'PY'
+# The FlinkDeployment's job: jarURI, entryClass and args, as the operator passes them.
+mapfile -t JOB < <("$PYTHON" - "$RUN_DIR/chart.yaml" <<'PY'
 import sys, yaml
 (deployment,) = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "FlinkDeployment"]
 job = deployment["spec"]["job"]

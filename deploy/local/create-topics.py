@@ -15,7 +15,7 @@ Exit status: 0 when every topic exists afterwards, 1 otherwise.
 
 Retention (docs/operations.md, "Retention and erasure"). --role-retention gives each new topic the
 topic configuration of its role (TOPICS, jobs/streaming/topic_policies.py, the one declaration; what
-deploy/kubernetes/topics-job.yaml passes): the raw events 7 days, the dead letters 3 days, the
+the Helm chart's topic Job passes): the raw events 7 days, the dead letters 3 days, the
 requirements compacted by user id (no record younger than 7 days compacted), the releases and the
 audit topic forever (retention.ms=-1). Without it every new topic keeps its records
 (-1, or --retention-ms MS): `pwevent produce` stamps each record with its event time, and Kafka's time

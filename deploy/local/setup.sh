@@ -4,8 +4,9 @@
 # time): Prometheus (promtool and the server, for the alert-rule and scraping tests) and MIT Kerberos
 # (the KDC of deploy/local/kdc.sh, and the development files the Python package gssapi builds
 # against, for the GSSAPI tests), then gssapi itself (built once per machine), and the Schema Registry
-# of the tests (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh), and the
-# S3 server of the object-store tests (Moto, a venv once per machine: deploy/local/s3-server.sh).
+# of the tests (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh), the
+# S3 server of the object-store tests (Moto, a venv once per machine: deploy/local/s3-server.sh) and
+# Helm for the chart's tests (built once per checkout with go: deploy/local/install-helm.sh).
 # Quick when nothing changed.
 #   PWEVENT_PYTHON  interpreter to build the venv from (default: python3.11, else python3)
 #   PWEVENT_WHEELS  the wheelhouse of the dependencies (default ~/.cache/pwevent/wheels)
@@ -85,4 +86,5 @@ bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
 bash "$REPO_ROOT/deploy/local/build-jvm.sh" >/dev/null
 bash "$REPO_ROOT/deploy/local/schema-registry.sh" install >/dev/null
 bash "$REPO_ROOT/deploy/local/s3-server.sh" install >/dev/null
+bash "$REPO_ROOT/deploy/local/install-helm.sh"
 echo "setup: ready ($VENV)" >&2

@@ -3,12 +3,14 @@ state after each decided slot and from the dead letters; the Flink hosts only co
 Flink metrics (jobs/streaming/hosts.py), the names below are theirs.
 
 Per slot (`SlotReport`): the decision (publish / skip / nullify), the OBS threshold of the release
-step, the registered users and live ledger classes, and the budget utilisation per requirement level:
+step, the registered users and live ledger classes, and the budget utilisation per window bucket:
 for every class, what its ledger spent in the window of w slots ending at the slot, over the epsilon
-it may spend there (for dynamic requirements, the backward window's w and epsilon); a level's value is
-the largest of its classes' (the level's most constrained class). 1.0 means no budget is left for the
-slots still inside the window. The counters (releases by kind, dead letters by reason, late records)
-are counted where the records are made.
+it may spend there (for dynamic requirements, the backward window's w and epsilon); a bucket's value
+is the largest of the classes whose w falls in it (its most constrained class). 1.0 means no budget
+is left for the slots still inside the window. The buckets are the decades of w (WINDOW_BUCKETS), a
+fixed set, so that the metric has a bounded number of series whatever levels users declare. The
+counters (releases by kind, dead letters by reason, late records) are counted where the records are
+made.
 
 Flink's gauges from Python carry integers, so fractional values are exported scaled, with the scale in
 the name: `obs_threshold_milli` (thresholds in thousandths) and `budget_utilisation_ppm` (millionths).
@@ -27,23 +29,26 @@ MILLI = 1_000
 PPM = 1_000_000
 
 
-def requirement_level(requirement: Requirement | DynamicRequirement) -> str:
-    """A label naming a requirement level: `w40_eps0.6`, dynamic ones by their backward window."""
+#: The window buckets (the label `window` of `budget_utilisation_ppm`): name -> the smallest w in it.
+WINDOW_BUCKETS = {"w1_9": 1, "w10_99": 10, "w100_999": 100, "w1000_up": 1000}
+
+
+def window_bucket(requirement: Requirement | DynamicRequirement) -> str:
+    """The window bucket of a requirement's w (dynamic ones by their backward window)."""
     fixed = requirement.backward if isinstance(requirement, DynamicRequirement) else requirement
-    return f"w{fixed.w}_eps{fixed.epsilon:g}"
+    return [name for name, lowest in WINDOW_BUCKETS.items() if fixed.w >= lowest][-1]
 
 
 def window_utilisation(classes: list[LedgerClass], slot: int) -> dict[str, float]:
-    """Requirement level -> the largest share of its window budget a class of that level has spent
-    in the w slots ending at `slot`."""
-    out: dict[str, float] = {}
+    """Window bucket -> the largest share of its window budget a class of that bucket has spent in
+    the w slots ending at `slot`; every bucket, 0.0 where no class is."""
+    out = dict.fromkeys(WINDOW_BUCKETS, 0.0)
     for cls in classes:
         requirement = cls.requirement
         fixed = requirement.backward if isinstance(requirement, DynamicRequirement) else requirement
         spend1, spend2 = cls.ledger.spent(slot - fixed.w + 1, slot)
-        share = (spend1 + spend2) / fixed.epsilon
-        level = requirement_level(requirement)
-        out[level] = max(out.get(level, 0.0), share)
+        bucket = window_bucket(requirement)
+        out[bucket] = max(out[bucket], (spend1 + spend2) / fixed.epsilon)
     return out
 
 
@@ -72,4 +77,4 @@ class SlotReport:
         }
 
     def utilisation_ppm(self) -> dict[str, int]:
-        return {level: round(share * PPM) for level, share in self.utilisation.items()}
+        return {bucket: round(share * PPM) for bucket, share in self.utilisation.items()}

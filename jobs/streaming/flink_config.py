@@ -33,7 +33,7 @@ def flink_configuration(settings: StreamSettings, restore: str | None,
         "execution.checkpointing.mode": "EXACTLY_ONCE",
         "execution.checkpointing.dir": checkpoints,
         "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-        "execution.checkpointing.num-retained": "3",
+        "execution.checkpointing.num-retained": str(f.retained_checkpoints),
         "execution.checkpointing.min-pause": "0 ms",
         # A step that holds the barrier longer than the timeout (Membership closing the slot of a
         # million registrations fires a million timers at one watermark) expires checkpoints; with no

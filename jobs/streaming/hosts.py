@@ -276,7 +276,6 @@ class PopulationHost(KeyedProcessFunction):
         self._timer_slot = 0
         self.metrics = HostMetrics(runtime_context)
         self.releases = {kind: self.metrics.counter("releases", ("kind", kind)) for kind in KINDS}
-        self.levels: set[str] = set()
 
     def _report(self, report: SlotReport, watermark: int) -> None:
         """The slot's numbers (jobs.common.service_metrics) into the Flink metrics."""
@@ -284,10 +283,8 @@ class PopulationHost(KeyedProcessFunction):
         for name, value in report.gauges().items():
             self.metrics.gauge(name, value)
         self.metrics.gauge("watermark_ms", min(watermark, END_OF_TIME_MS))
-        shares = report.utilisation_ppm()
-        self.levels |= set(shares)
-        for level in self.levels:  # a level whose classes are gone spends nothing any more
-            self.metrics.gauge("budget_utilisation_ppm", shares.get(level, 0), ("level", level))
+        for bucket, share in report.utilisation_ppm().items():  # every bucket, 0 where no class is
+            self.metrics.gauge("budget_utilisation_ppm", share, ("window", bucket))
 
     def _load(self) -> None:
         if self._loaded:

@@ -57,6 +57,9 @@ flink:
   web_port: 0                     # local run: port of the web UI / REST API on 127.0.0.1 (0 = a free one)
   log_dir: .run/logs              # local run: each run logs into its own folder under this one
   retained_jobs: 1                # local checkpoint dirs: earlier jobs' folders kept besides the newest
+  retained_checkpoints: 3         # completed checkpoints kept per job (execution.checkpointing.num-retained)
+  upgrade_mode: savepoint         # on Kubernetes, the FlinkDeployment's upgradeMode (savepoint | last-state);
+                                  # stateless is refused: it would start every ledger afresh
   extra: {}                       # more Flink configuration, key: value, passed through as strings;
                                   # keys the job sets itself are refused (OWNED_FLINK_KEYS)
 ```
@@ -306,8 +309,20 @@ class FlinkSettings(Section):
     web_port: StrictInt = Field(0, ge=0, le=65535, description="0 = a free one")
     log_dir: LocalPath = Field(default_factory=default_log_dir)  # a factory: the schema holds no local path
     retained_jobs: StrictInt = Field(1, ge=0)
+    retained_checkpoints: StrictInt = Field(3, ge=1)
+    upgrade_mode: Literal["savepoint", "last-state"] | None = Field(None, description=(
+        "the Flink Kubernetes Operator's upgradeMode of the deployment running the job (the Helm chart sets it)"))
     extra: Annotated[dict[str, str], PlainValidator(
         _extra, json_schema_input_type=dict[str, str | int | float | bool])] = Field(default_factory=dict)
+
+    @field_validator("upgrade_mode", mode="before")
+    @classmethod
+    def _keeps_state(cls, value: Any) -> Any:
+        if value == "stateless":
+            raise ValueError("stateless starts the job without its state on every change, so "
+                             "every user's ledger would start afresh and the spent budget be forgotten; use "
+                             "savepoint or last-state (docs/kubernetes.md, \"Upgrades, savepoints and rescaling\")")
+        return value
 
     @model_validator(mode="after")
     def _one_reporter(self) -> FlinkSettings:

@@ -1,7 +1,7 @@
 """The job's five topics and what each keeps, for how long and why: the one declaration of topic
 retention (docs/operations.md, "Retention and erasure"). `deploy/local/create-topics.py
---role-retention` (what deploy/kubernetes/topics-job.yaml runs) creates each new topic with its
-`configs`; a Helm chart or any other installer mirrors this table (each policy's `configs` are Kafka
+--role-retention` (what the Helm chart's topic Job runs) creates each new topic with its
+`configs`; any other installer mirrors this table (each policy's `configs` are Kafka
 topic configuration keys, as `kafka-topics.sh --config` takes them).
 
 Why each policy is what it is (the `reason` of each entry says it in one sentence):

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.deploy.chart import one, render
+
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "local" / "create-topics.py"
 
 
@@ -66,13 +68,13 @@ def test_locally_every_topic_keeps_its_records_unless_told(tmp_path: Path) -> No
 
 
 def test_the_kubernetes_topic_job_gives_each_topic_the_retention_of_its_role(tmp_path: Path) -> None:
-    """deploy/kubernetes/topics-job.yaml runs this script with --role-retention, so the table of
-    roles (TOPICS) is the one definition: the users' raw records (events, dead letters) expire after
-    a week and the dead letters sooner; the requirements are compacted by user id; the releases and
-    the audit are never deleted (docs/operations.md, "Retention and erasure")."""
+    """The Helm chart's topic Job (deploy/helm/pwevent/templates/topics-job.yaml) runs this script with
+    --role-retention, so the table of roles (TOPICS) is the one definition: the users' raw records
+    (events, dead letters) expire after a week and the dead letters sooner; the requirements are
+    compacted by user id; the releases and the audit are never deleted (docs/operations.md,
+    "Retention and erasure")."""
     module = _module()
-    manifest = yaml.safe_load((SCRIPT.parents[1] / "kubernetes" / "topics-job.yaml").read_text())
-    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    (container,) = one(render(), "Job")["spec"]["template"]["spec"]["containers"]
     command = container["command"]
     config = command.index("--job-config") + 1
     args = module.parse_args([*command[2:config], str(_job_config(tmp_path)), *command[config + 1:]])

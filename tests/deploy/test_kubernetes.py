@@ -1,9 +1,11 @@
-"""deploy/kubernetes: every custom resource against its operator's CRD schema (the Flink Kubernetes
-Operator's FlinkDeployment, the Prometheus Operator's PodMonitor and PrometheusRule; the CRDs are
-committed in tests/deploy/data/ at pinned releases, tests/deploy/data/SOURCES), the core kinds
-(NetworkPolicy, Secret) against what they must select and hold, and every path, entry point,
-secret and setting in the manifests against the package and the image (docs/kubernetes.md). No
-cluster or container engine."""
+"""The Helm chart deploy/helm/pwevent, rendered by `helm template` with its defaults and with each
+overlay of its `ci/` folder (tests/deploy/chart.py), and the image it runs (deploy/kubernetes): every
+custom resource against its operator's CRD schema (the Flink Kubernetes Operator's FlinkDeployment,
+the Prometheus Operator's PodMonitor and PrometheusRule; the CRDs are committed in tests/deploy/data/
+at pinned releases, tests/deploy/data/SOURCES), the core kinds (NetworkPolicy, Job, ConfigMaps)
+against what they must select and hold, the job's configuration against the job's own check, and
+every path, entry point, secret reference and setting against the package and the image
+(docs/kubernetes.md). No cluster or container engine."""
 
 from __future__ import annotations
 
@@ -25,30 +27,23 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.flink_config import flink_configuration
 from pwevent.jobs.streaming.job import refuse_insecure_randomness
 from pwevent.jobs.streaming.settings import OWNED_FLINK_KEYS, stream_settings
+from tests.deploy.chart import CHART, OVERLAYS, RELEASE, helm, job_yaml, one, render, template_args
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "deploy" / "kubernetes"
 DATA = Path(__file__).resolve().parent / "data"
 #: Keys the cluster sets for the job's Python: the entry point leaves them to `flink run` / the operator.
 CLUSTER_SET = {"python.executable", "python.client.executable"}
-#: kind -> (the CRD file in DATA, the manifest that holds the resource).
-CUSTOM = {"FlinkDeployment": ("flinkdeployments.flink.apache.org-v1.yml", "flink-deployment.yaml"),
-          "PodMonitor": ("monitoring.coreos.com_podmonitors.yaml", "podmonitor.yaml"),
-          "PrometheusRule": ("monitoring.coreos.com_prometheusrules.yaml", "prometheus-rule.yaml")}
-
-
-def load(name: str) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all((K8S / name).read_text()) if doc]
-
-
-def one(name: str, kind: str) -> dict[str, Any]:
-    found = [doc for doc in load(name) if doc["kind"] == kind]
-    assert len(found) == 1, (name, kind)
-    return found[0]
+#: kind -> the CRD file in DATA.
+CUSTOM = {"FlinkDeployment": "flinkdeployments.flink.apache.org-v1.yml",
+          "PodMonitor": "monitoring.coreos.com_podmonitors.yaml",
+          "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml"}
+#: The chart's value sets the tests render: the defaults (None) and every overlay of ci/.
+VALUES = [None, *OVERLAYS]
 
 
 def dockerfile() -> str:
@@ -74,7 +69,7 @@ def structural(schema: Any) -> Any:
 def crd_validator(kind: str) -> Draft202012Validator:
     """A validator of `kind` from its committed CRD: the served storage version's schema, with the
     resource's apiVersion and kind fixed."""
-    crd = yaml.load((DATA / CUSTOM[kind][0]).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    crd = yaml.load((DATA / CUSTOM[kind]).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     assert crd["spec"]["names"]["kind"] == kind
     (served,) = [v for v in crd["spec"]["versions"] if v["served"] and v["storage"]]
     schema = structural(served["schema"]["openAPIV3Schema"])
@@ -91,17 +86,25 @@ def test_the_crds_are_the_pinned_releases() -> None:
         if line and not line.startswith("#"):
             name, digest, release, commit, _path = line.split()
             sources[name] = (digest, release, commit)
-    assert set(sources) == {crd for crd, _ in CUSTOM.values()}
+    assert set(sources) == set(CUSTOM.values())
     for name, (digest, _, commit) in sources.items():
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
         assert re.fullmatch(r"[0-9a-f]{40}", commit), name
-    assert sources[CUSTOM["FlinkDeployment"][0]][1] == "apache/flink-kubernetes-operator@release-1.13.0"
+    assert sources[CUSTOM["FlinkDeployment"]][1] == "apache/flink-kubernetes-operator@release-1.13.0"
     assert "v2_2" in crd_validator("FlinkDeployment").schema["properties"]["spec"]["properties"]["flinkVersion"]["enum"]
 
 
+@pytest.mark.parametrize("overlay", VALUES)
+def test_helm_lints_the_chart(overlay: str | None) -> None:
+    files = ["--values", str(CHART / "ci" / overlay)] if overlay else []
+    done = helm("lint", "--strict", str(CHART), *files)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("overlay", VALUES)
 @pytest.mark.parametrize("kind", sorted(CUSTOM))
-def test_each_custom_resource_is_valid_against_its_crd(kind: str) -> None:
-    manifest = one(CUSTOM[kind][1], kind)
+def test_each_custom_resource_is_valid_against_its_crd(kind: str, overlay: str | None) -> None:
+    manifest = one(render(overlay), kind)
     errors = sorted(crd_validator(kind).iter_errors(manifest), key=lambda e: list(e.path))
     assert not errors, [f"{'.'.join(map(str, e.path))}: {e.message}" for e in errors]
 
@@ -125,7 +128,7 @@ MISTAKES = [
 @pytest.mark.parametrize(("kind", "path", "value"), MISTAKES)
 def test_the_schema_check_catches_mistakes(kind: str, path: tuple[Any, ...], value: Any) -> None:
     """The check can fail: each mistake of MISTAKES makes the resource invalid."""
-    broken = json.loads(json.dumps(one(CUSTOM[kind][1], kind)))
+    broken = json.loads(json.dumps(one(render(), kind)))
     target = broken["spec"]
     for key in path[:-1]:
         target = target[key]
@@ -133,52 +136,93 @@ def test_the_schema_check_catches_mistakes(kind: str, path: tuple[Any, ...], val
     assert list(crd_validator(kind).iter_errors(broken)), path
 
 
-def secret_keys() -> tuple[str, set[str]]:
-    secret = one("secrets.yaml", "Secret")
-    return secret["metadata"]["name"], set(secret["stringData"])
+@pytest.mark.parametrize(("assignment", "message"), [
+    ("upgradeMode=stateless", "upgradeMode: stateless starts the job without its state"),
+    ("upgradeMode=rolling", "upgradeMode: rolling is not savepoint or last-state"),
+    ("storage.type=nfs", "storage.type: nfs is not s3 or volume"),
+    ("job.slot=15 minutes", 'job.slot: "15 minutes" is not a duration'),
+    ("job.config.flink.parallelism=3", "job.config.flink.parallelism: the chart sets it"),
+    ("job.config.slot=1m", "job.config.slot: set it in the chart's own values"),
+])
+def test_the_chart_refuses_values_naming_the_field(assignment: str, message: str) -> None:
+    done = helm(*template_args(None, assignment))
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+@pytest.mark.usefixtures("secret_env")
+def test_the_job_refuses_a_stateless_upgrade_mode_in_its_own_configuration() -> None:
+    """The chart renders the upgrade mode into job.yaml (flink.upgrade_mode); a copy of the
+    configuration edited to `stateless` fails the job's start, naming the field."""
+    config = job_yaml(render(None))
+    assert config["flink"]["upgrade_mode"] == one(render(None), "FlinkDeployment")["spec"]["job"]["upgradeMode"]
+    config["flink"]["upgrade_mode"] = "stateless"
+    with pytest.raises(ConfigError, match=r"flink\.upgrade_mode: stateless starts the job without its state"):
+        stream_settings(parse_config(config), "/opt/pwevent/config")
+
+
+def secret_refs(pod: dict[str, Any], container: str | None = None) -> dict[str, tuple[str, str]]:
+    """Environment variable -> (Secret, key) of a pod's container (the main container of a Flink pod)."""
+    (main,) = [c for c in pod["containers"] if c["name"] == (container or c["name"])]
+    refs = {variable["name"]: variable["valueFrom"]["secretKeyRef"] for variable in main.get("env", [])
+            if "valueFrom" in variable}
+    return {name: (ref["name"], ref["key"]) for name, ref in refs.items()}
+
+
+def deployment_pod(docs: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    return dict(one(docs, "FlinkDeployment")["spec"]["podTemplate"]["spec"])
+
+
+def topics_pod(docs: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    return dict(one(docs, "Job")["spec"]["template"]["spec"])
+
+
+def named_variables(text: str, config: dict[str, Any]) -> set[str]:
+    """The environment variables a job configuration names: `${NAME}` and the signature's key_env."""
+    signature = (config.get("requirements") or {}).get("signature")
+    return set(re.findall(r"\$\{(\w+)\}", text)) | ({signature["key_env"]} if signature else set())
 
 
 @pytest.fixture
 def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The variables the pods get from the Secret, set to its placeholder values."""
-    secret = one("secrets.yaml", "Secret")["stringData"]
-    pod = one("flink-deployment.yaml", "FlinkDeployment")["spec"]["podTemplate"]["spec"]
-    for variable, key in secret_variables(pod).items():
-        monkeypatch.setenv(variable, secret[key])
+    """Every variable the chart's pods get from a Secret, set to a stand-in value."""
+    for overlay in VALUES:
+        docs = render(overlay)
+        for variable in {**secret_refs(deployment_pod(docs), "flink-main-container"), **secret_refs(topics_pod(docs))}:
+            monkeypatch.setenv(variable, f"stand-in-{variable}")
 
 
-def secret_variables(pod: dict[str, Any]) -> dict[str, str]:
-    """Environment variable -> Secret key of the pod's main container; every reference is to the
-    Secret of secrets.yaml and to a key it holds."""
-    name, keys = secret_keys()
-    (container,) = [c for c in pod["containers"] if c["name"] == "flink-main-container"] or pod["containers"]
-    out = {}
-    for variable in container.get("env", []):
-        ref = variable["valueFrom"]["secretKeyRef"]
-        assert ref["name"] == name and ref["key"] in keys, variable
-        out[variable["name"]] = ref["key"]
-    return out
-
-
-def test_every_secret_the_job_config_names_comes_from_the_secret() -> None:
-    """`${NAME}` in job.yaml and the signature's key_env: set from the Secret on the job's pods and
-    on the topic Job, which both load job.yaml; and the Secret holds nothing else."""
-    text = one("job-config.yaml", "ConfigMap")["data"]["job.yaml"]
-    named = set(re.findall(r"\$\{(\w+)\}", text)) | {job_yaml()["requirements"]["signature"]["key_env"]}
-    assert named == {"PWEVENT_KAFKA_PASSWORD", "PWEVENT_REQUIREMENT_KEY"}
-    job_pods = secret_variables(one("flink-deployment.yaml", "FlinkDeployment")["spec"]["podTemplate"]["spec"])
-    topics_pod = secret_variables(one("topics-job.yaml", "Job")["spec"]["template"]["spec"])
-    assert set(job_pods) == set(topics_pod) == named
-    assert set(job_pods.values()) == secret_keys()[1]
+@pytest.mark.parametrize("overlay", VALUES)
+def test_every_secret_the_configurations_name_comes_from_a_secret_reference(overlay: str | None) -> None:
+    """`${NAME}` and the signature's key_env in job.yaml are set from Secrets on the job's pods, and in
+    topics.yaml on the topic Job; the topic Job connects as the administrator with its own Secret and
+    gets none of the job's. The chart renders no Secret: it only refers to them."""
+    docs = render(overlay)
+    job_text = one(docs, "ConfigMap", f"{RELEASE}-job-config")["data"]["job.yaml"]
+    topics_text = one(docs, "ConfigMap", f"{RELEASE}-topics-config")["data"]["topics.yaml"]
+    job_refs = secret_refs(deployment_pod(docs), "flink-main-container")
+    topic_refs = secret_refs(topics_pod(docs))
+    storage = {name for name in job_refs if name.startswith("AWS_")}
+    assert named_variables(job_text, yaml.safe_load(job_text)) == set(job_refs) - storage
+    assert named_variables(topics_text, yaml.safe_load(topics_text)) == set(topic_refs)
+    assert not set(job_refs.values()) & set(topic_refs.values())
+    assert not [doc for doc in docs if doc["kind"] == "Secret"]
+    topics_security = yaml.safe_load(topics_text)["kafka"]["security"]
+    job_security = yaml.safe_load(job_text)["kafka"]["security"]
+    if job_security["protocol"].startswith("SASL_"):
+        assert (job_security["username"], topics_security["username"]) == ("pwevent-job", "pwevent-admin")
+        assert topic_refs == {"PWEVENT_KAFKA_ADMIN_PASSWORD": ("pwevent-kafka-admin", "password")}
+    else:
+        assert topic_refs == {} and "username" not in job_security
 
 
 def test_the_network_policy_admits_the_deployment_the_operator_and_prometheus() -> None:
     """It selects the pods of the FlinkDeployment (Flink labels them `app: <name>`), lets them reach
     each other on every port, and opens only the REST port (to the operator) and the metrics port
     (to Prometheus, the PodMonitor's port) beside that."""
-    policy = one("network-policy.yaml", "NetworkPolicy")
+    docs = render(None)
+    policy = one(docs, "NetworkPolicy")
     assert policy["apiVersion"] == "networking.k8s.io/v1"
-    deployment = one("flink-deployment.yaml", "FlinkDeployment")
+    deployment = one(docs, "FlinkDeployment")
     app = {"app": deployment["metadata"]["name"]}
     spec = policy["spec"]
     assert spec["podSelector"] == {"matchLabels": app} and spec["policyTypes"] == ["Ingress"]
@@ -188,7 +232,7 @@ def test_the_network_policy_admits_the_deployment_the_operator_and_prometheus() 
     metrics = int(deployment["spec"]["flinkConfiguration"]["metrics.reporter.prom.port"])
     rest = int(deployment["spec"]["flinkConfiguration"].get("rest.port", 8081))
     assert ports == sorted([rest, metrics])
-    monitor = one("podmonitor.yaml", "PodMonitor")["spec"]
+    monitor = one(docs, "PodMonitor")["spec"]
     container = deployment["spec"]["podTemplate"]["spec"]["containers"][0]
     (endpoint,) = monitor["podMetricsEndpoints"]
     assert {"name": endpoint["port"], "containerPort": metrics} in container["ports"]
@@ -201,36 +245,55 @@ def test_the_network_policy_admits_the_deployment_the_operator_and_prometheus() 
     assert all(word in constants for word in (b"LABEL_APP_KEY", b"flink-native-kubernetes"))
 
 
-def test_the_secret_is_a_placeholder() -> None:
-    secret = one("secrets.yaml", "Secret")
-    assert secret["apiVersion"] == "v1" and secret["type"] == "Opaque" and "data" not in secret
-    assert set(secret["stringData"].values()) == {"CHANGE-ME"}
-
-
-def job_yaml() -> dict[str, Any]:
-    return dict(yaml.safe_load(one("job-config.yaml", "ConfigMap")["data"]["job.yaml"]))
-
-
 def mount_of(spec: dict[str, Any], volume: str) -> str:
     (container,) = [c for c in spec["containers"] if c["name"] == "flink-main-container"] or spec["containers"]
     (mount,) = [m["mountPath"] for m in container["volumeMounts"] if m["name"] == volume]
     return str(mount)
 
 
+def check_storage(docs: tuple[dict[str, Any], ...], flink_conf: dict[str, str]) -> None:
+    """Checkpoints, savepoints and HA under one root: the object store through Flink's S3 plugin of
+    this Flink version, with credentials from a Secret, or the shared volume mounted where the paths
+    point."""
+    pod = deployment_pod(docs)
+    env = {variable["name"]: variable for variable in pod["containers"][0].get("env", [])}
+    keys = ("high-availability.storageDir", "execution.checkpointing.dir", "execution.checkpointing.savepoint-dir")
+    if flink_conf["execution.checkpointing.dir"].startswith("s3://"):
+        root = f"s3://pwevent/{RELEASE}"
+        assert {flink_conf[key] for key in keys} == {f"{root}/ha", f"{root}/checkpoints", f"{root}/savepoints"}
+        assert env["ENABLE_BUILT_IN_PLUGINS"]["value"] == f"flink-s3-fs-hadoop-{version('apache-flink')}.jar"
+        assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= set(env)
+        assert not [doc for doc in docs if doc["kind"] == "PersistentVolumeClaim"]
+    else:
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        claim = one(docs, "PersistentVolumeClaim")
+        assert volumes["flink-data"]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+        assert "ReadWriteMany" in claim["spec"]["accessModes"]
+        data = mount_of(pod, "flink-data")
+        assert all(flink_conf[key].startswith(f"file://{data}/") for key in keys)
+        assert "ENABLE_BUILT_IN_PLUGINS" not in env
+
+
+@pytest.mark.parametrize("overlay", VALUES)
 @pytest.mark.usefixtures("secret_env")
-def test_the_manifests_agree_with_the_job_and_the_image() -> None:
-    deployment = one("flink-deployment.yaml", "FlinkDeployment")["spec"]
+def test_the_rendered_deployment_agrees_with_the_job_and_the_image(overlay: str | None) -> None:
+    docs = render(overlay)
+    deployment = one(docs, "FlinkDeployment")["spec"]
     job, flink_conf = deployment["job"], deployment["flinkConfiguration"]
     docker = dockerfile()
     # The job's own configuration: accepted, and its paths and parallelism are the deployment's.
-    settings = stream_settings(parse_config(job_yaml()), "/opt/pwevent/config")
+    settings = stream_settings(parse_config(job_yaml(docs)), "/opt/pwevent/config")
     assert settings.flink.checkpoint_dir == flink_conf["execution.checkpointing.dir"]
     assert settings.flink.parallelism == job["parallelism"]
-    assert settings.flink.parallelism <= int(flink_conf["taskmanager.numberOfTaskSlots"]) * 1
+    assert settings.flink.upgrade_mode == job["upgradeMode"]
     owned = flink_configuration(settings, None)
     for key, value in flink_conf.items():
         if key in OWNED_FLINK_KEYS and key not in CLUSTER_SET:
             assert owned[key] == value, (key, value, owned[key])
+    assert owned["execution.checkpointing.num-retained"] == flink_conf["execution.checkpointing.num-retained"]
+    assert settings.kafka.security.ca_file is None  # the defaults and overlays trust the image's store
+    check_storage(docs, flink_conf)
+    assert flink_conf["high-availability.type"] == "kubernetes"
     # The entry point: Flink's Python driver running the job module with the mounted configuration.
     assert job["entryClass"] == "org.apache.flink.client.python.PythonDriver"
     args = job["args"]
@@ -240,18 +303,10 @@ def test_the_manifests_agree_with_the_job_and_the_image() -> None:
     config_path = args[args.index("--config") + 1]
     volumes = {v["name"]: v for v in deployment["podTemplate"]["spec"]["volumes"]}
     assert Path(config_path).parent == Path(mount_of(deployment["podTemplate"]["spec"], "job-config"))
-    assert volumes["job-config"]["configMap"]["name"] == one("job-config.yaml", "ConfigMap")["metadata"]["name"]
-    assert Path(config_path).name in one("job-config.yaml", "ConfigMap")["data"]
-    # Persistent store: the claim of storage.yaml, mounted where every path points.
-    claim = one("storage.yaml", "PersistentVolumeClaim")
-    assert volumes["flink-data"]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
-    assert "ReadWriteMany" in claim["spec"]["accessModes"]
-    data = mount_of(deployment["podTemplate"]["spec"], "flink-data")
-    for key in ("high-availability.storageDir", "execution.checkpointing.dir", "execution.checkpointing.savepoint-dir"):
-        assert flink_conf[key].startswith(f"file://{data}/"), key
-    assert flink_conf["high-availability.type"] == "kubernetes"
+    config_map = one(docs, "ConfigMap", volumes["job-config"]["configMap"]["name"])
+    assert Path(config_path).name in config_map["data"]
     # The image: Flink and the driver jar of the installed apache-flink version, the venv the
-    # manifest runs, the jars the entry point finds.
+    # deployment runs, the jars the entry point finds.
     flink_version = version("apache-flink")
     assert re.search(rf"^ARG FLINK_IMAGE=flink:{re.escape(flink_version)}-", docker, re.M)
     assert job["jarURI"] == f"local:///opt/flink/opt/flink-python-{flink_version}.jar"
@@ -281,19 +336,22 @@ def test_the_manifests_agree_with_the_job_and_the_image() -> None:
 
 @pytest.mark.usefixtures("secret_env")
 def test_the_deployment_never_carries_test_randomness() -> None:
-    """No seed, no numpy-fast noise and no test switch anywhere in the manifests, the image or the
+    """No seed, no numpy-fast noise and no test switch anywhere in the chart, the image or the
     Kubernetes page; the job's configuration is production noise, which the entry point accepts
     without the switch (docs/streaming.md, "Test randomness")."""
-    config = parse_config(job_yaml())
+    config = parse_config(job_yaml(render(None)))
     assert config.noise == "opendp"
     refuse_insecure_randomness(config.noise, None, allowed=False)
-    texts = {path: path.read_text() for path in [*K8S.rglob("*"), REPO / "docs" / "kubernetes.md"] if path.is_file()}
+    paths = [*CHART.rglob("*"), *K8S.rglob("*"), REPO / "docs" / "kubernetes.md"]
+    texts = {path: path.read_text() for path in paths if path.is_file()}
     assert [path for path, text in texts.items() if re.search(r"--seed|numpy-fast|test-randomness", text)] == []
 
 
+@pytest.mark.parametrize("overlay", VALUES)
 @pytest.mark.usefixtures("secret_env")
-def test_the_topic_job_runs_create_topics_with_the_job_config(tmp_path: Path) -> None:
-    job = one("topics-job.yaml", "Job")["spec"]["template"]["spec"]
+def test_the_topic_job_runs_create_topics_as_the_administrator(overlay: str | None, tmp_path: Path) -> None:
+    docs = render(overlay)
+    job = topics_pod(docs)
     (container,) = job["containers"]
     command = container["command"]
     assert f"COPY deploy/local/create-topics.py {command[1]}" in dockerfile()
@@ -303,13 +361,21 @@ def test_the_topic_job_runs_create_topics_with_the_job_config(tmp_path: Path) ->
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     config_path = command[command.index("--job-config") + 1]
-    config_mount = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["job-config"]
+    config_mount = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["topics-config"]
     assert Path(config_path).parent == Path(config_mount)
-    local = tmp_path / "job.yaml"  # the ConfigMap's file, where this machine can read it
-    local.write_text(yaml.safe_dump(job_yaml()))
+    config_map = one(docs, "ConfigMap", {v["name"]: v for v in job["volumes"]}["topics-config"]["configMap"]["name"])
+    local = tmp_path / Path(config_path).name  # the ConfigMap's file, where this machine can read it
+    local.write_text(config_map["data"][Path(config_path).name])
     args = module.parse_args([str(local) if word == config_path else word for word in command[2:]])
     assert module.wanted_topics(args)["pwevent.events"] == 4 and args.replication_factor == 3
-    assert {v["name"]: v for v in job["volumes"]}["job-config"]["configMap"]["name"] == "pwevent-job-config"
+    assert args.role_retention
+    # The same topics and brokers as the job's.
+    kafka = job_yaml(docs)["kafka"]
+    assert args.bootstrap == kafka["bootstrap"]
+    assert set(module.wanted_topics(args)) == set(kafka["topics"].values())
+    # A hook: the topics exist before the FlinkDeployment is applied.
+    assert one(docs, "Job")["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert config_map["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
 
 
 # Builds the job graph from the deployment's job configuration, as the entry point does (no broker
@@ -334,7 +400,7 @@ print("NODES " + json.dumps(nodes))
 @pytest.mark.flink
 @pytest.mark.usefixtures("secret_env")
 def test_the_deployment_config_builds_the_job_graph_with_a_uid_on_every_operator(tmp_path: Path) -> None:
-    text = one("job-config.yaml", "ConfigMap")["data"]["job.yaml"]
+    text = one(render(None), "ConfigMap", f"{RELEASE}-job-config")["data"]["job.yaml"]
     done = subprocess.run([sys.executable, "-c", GRAPH, text], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""})
     lines = [line for line in done.stdout.splitlines() if line.startswith("NODES ")]
@@ -520,8 +586,9 @@ def test_the_pods_run_as_the_images_flink_user_with_volumes_it_can_write() -> No
     template runs as that user, and fsGroup makes mounted volumes (the checkpoints) writable by it."""
     base = (K8S / "local-base" / "Containerfile").read_text()
     assert "--gid=9999 flink" in base and "--uid=9999" in base
-    context = one("flink-deployment.yaml", "FlinkDeployment")["spec"]["podTemplate"]["spec"]["securityContext"]
+    context = deployment_pod(render(None))["securityContext"]
     assert context == {"runAsUser": 9999, "runAsGroup": 9999, "fsGroup": 9999}
+    assert topics_pod(render(None))["securityContext"] == {"runAsUser": 9999, "runAsGroup": 9999}
 
 
 def test_the_image_installs_the_project_with_the_stream_and_kerberos_extras() -> None:

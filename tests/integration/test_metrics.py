@@ -2,7 +2,8 @@
 reporter on loopback; docs/operations.md, "Metrics"), against what the job wrote to its topics, in
 both execution modes; and a real Prometheus server (Debian's package) scraping that endpoint, which
 must hold every documented metric as a number and every series the alert rules and the dashboard
-select (deploy/kubernetes/pwevent-rules.yml, grafana-dashboard.json)."""
+select (the Helm chart's rules for 1-minute slots, its grafana-dashboard.json), scraping the job as the
+chart's deployment (the scrape job and namespace the rules and the dashboard select)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import yaml
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
+from tests.deploy.chart import CHART, NAMESPACE, RELEASE, rule_groups
 from tests.integration.conftest import SEED, SLOT_MS, TEST_ORIGIN_MS, check_releases, generate
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink]
@@ -76,14 +78,20 @@ def documented_metrics() -> list[str]:
     return re.findall(r"^\| `(\w+)` \|", section, re.M)
 
 
+#: The chart's rules for the test's 1-minute slots.
+RULES_OVERLAY = "1-minute-values.yaml"
+
+
 def dashboard_queries() -> list[str]:
-    dashboard = json.loads((REPO / "deploy" / "kubernetes" / "grafana-dashboard.json").read_text())
-    return [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    """The dashboard's queries with its variables set to the deployment the test scrapes."""
+    dashboard = json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
+    return [target["expr"].replace("$namespace", NAMESPACE).replace("$job", RELEASE)
+            for panel in dashboard["panels"] for target in panel.get("targets", [])]
 
 
 def watched_selectors() -> set[str]:
     """Every series selector of the alert rules and of the dashboard's queries."""
-    rules = yaml.safe_load((REPO / "deploy" / "kubernetes" / "pwevent-rules.yml").read_text())
+    rules = rule_groups(RULES_OVERLAY)
     exprs = [r["expr"] for group in rules["groups"] for r in group["rules"]] + dashboard_queries()
     return {name + (labels or "") for expr in exprs for name, labels in SELECTOR.findall(expr)}
 
@@ -91,15 +99,18 @@ def watched_selectors() -> set[str]:
 @contextmanager
 def prometheus_server(folder: Path, target_port: int) -> Iterator[Any]:
     """A Prometheus server on a free loopback port, storing under `folder`, scraping the job's
-    reporter every second as the job `pwevent` with the project's rules loaded; yields a function
-    PromQL -> result vector. Stopped by its pid when the block ends."""
+    reporter every second as the chart's deployment (scrape job RELEASE, label namespace NAMESPACE)
+    with the chart's rules loaded; yields a function PromQL -> result vector. Stopped by its pid when
+    the block ends."""
     binary = shutil.which("prometheus")
     assert binary, "prometheus not on PATH: deploy/local/setup.sh installs Debian's prometheus package"
     port = free_loopback_port()
+    (folder / "rules.yml").write_text(yaml.safe_dump(rule_groups(RULES_OVERLAY)))
     config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-              "rule_files": [str(REPO / "deploy" / "kubernetes" / "pwevent-rules.yml")],
-              "scrape_configs": [{"job_name": "pwevent",
-                                  "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}]}]}
+              "rule_files": [str(folder / "rules.yml")],
+              "scrape_configs": [{"job_name": RELEASE,
+                                  "static_configs": [{"targets": [f"127.0.0.1:{target_port}"],
+                                                      "labels": {"namespace": NAMESPACE}}]}]}
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
     log = open(folder / "prometheus.log", "wb")
     server = subprocess.Popen([binary, f"--config.file={folder / 'prometheus.yml'}",
@@ -203,10 +214,11 @@ def test_a_running_job_exports_its_privacy_metrics(streaming_job: Any, mode: str
     if decided in after:
         assert total(metrics, "obs_threshold_milli") == round((after[decided]["threshold"] or 0.0) * 1000)
     assert total(metrics, "watermark_ms") >= (decided - 1) * SLOT_MS + TEST_ORIGIN_MS
-    levels = metrics["level_budget_utilisation_ppm"]
-    assert levels and all(0 <= v <= 1_000_000 for _, v in levels), levels
-    assert all(labels["level"].startswith("w40_") for labels, _ in levels), levels  # the synthetic users' w
-    assert any(v > 0 for _, v in levels)
+    buckets = metrics["window_budget_utilisation_ppm"]
+    assert sorted(labels["window"] for labels, _ in buckets) == ["w1000_up", "w100_999", "w10_99", "w1_9"], buckets
+    assert all(0 <= v <= 1_000_000 for _, v in buckets), buckets
+    # the synthetic users' w = 40: only that bucket spends
+    assert [labels["window"] for labels, v in buckets if v > 0] == ["w10_99"], buckets
     # Against what the job wrote to its dead-letter topic (on a loaded machine a starved partition can
     # close a slot early and make records late: the counts must say so too).
     want = dead

@@ -16,6 +16,7 @@ from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.streaming.config_schema import config_schema
 from pwevent.jobs.streaming.settings import stream_settings
+from tests.deploy.chart import OVERLAYS, job_yaml, render
 
 ROOT = Path(__file__).parents[2]
 SCHEMA = ROOT / "docs" / "schemas" / "config.schema.json"
@@ -81,10 +82,9 @@ def test_every_example_validates_against_the_schema(path: Path) -> None:
     stream_settings(parse_config(raw), str(path.parent))  # and pwevent accepts it
 
 
-def test_the_kubernetes_configuration_validates_against_the_schema() -> None:
-    documents = yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "job-config.yaml").read_text())
-    config_map = next(doc for doc in documents if doc and doc.get("kind") == "ConfigMap")
-    validator().validate(as_json(yaml.safe_load(config_map["data"]["job.yaml"])))
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS])
+def test_the_helm_charts_job_configuration_validates_against_the_schema(overlay: str | None) -> None:
+    validator().validate(as_json(job_yaml(render(overlay))))
 
 
 @pytest.mark.parametrize("change", [

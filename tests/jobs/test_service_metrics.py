@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pwevent.jobs.common.engine import Engine
-from pwevent.jobs.common.service_metrics import SlotReport, requirement_level, window_utilisation
+from pwevent.jobs.common.service_metrics import WINDOW_BUCKETS, SlotReport, window_bucket, window_utilisation
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
@@ -54,10 +54,11 @@ def test_utilisation_equals_what_the_spend_log_says() -> None:
     requirements = {f"u{i}": Requirement(4 + 2 * (i % 2), 0.8 + 0.4 * (i % 2)) for i in range(10)}
     engine, reports, log = run("PBA", requirements, 12)
     last = reports[-1]
-    assert set(last.utilisation) == {"w4_eps0.8", "w6_eps1.2"}
-    for level, share in spent_by_log(log, 12).items():
-        assert last.utilisation[level] == pytest.approx(share)
-        assert 0.0 <= share <= 1.0 + 1e-9
+    by_level = spent_by_log(log, 12)
+    assert set(by_level) == {"w4_eps0.8", "w6_eps1.2"}
+    assert all(0.0 <= share <= 1.0 + 1e-9 for share in by_level.values())
+    # both levels' w are in the bucket of 1 to 9 slots: its value is the larger share, the others 0
+    assert last.utilisation == pytest.approx({**dict.fromkeys(WINDOW_BUCKETS, 0.0), "w1_9": max(by_level.values())})
     assert (last.users, last.classes) == (10, 2)
     assert last.gauges()["registered_users"] == 10 and last.gauges()["last_decided_slot"] == 12
 
@@ -66,9 +67,9 @@ def test_a_uniform_level_fills_its_window_and_stays_pinned() -> None:
     """Uniform spends E/w every slot: half the window after w/2 slots, all of it from slot w on."""
     requirements = {f"u{i}": Requirement(8, 1.0) for i in range(5)}
     _, reports, _ = run("Uniform", requirements, 12, window=8, epsilon=1.0)
-    assert reports[3].utilisation["w8_eps1"] == pytest.approx(0.5)
-    assert all(r.utilisation["w8_eps1"] == pytest.approx(1.0) for r in reports[7:])
-    assert reports[-1].utilisation_ppm() == {"w8_eps1": 1_000_000}
+    assert reports[3].utilisation["w1_9"] == pytest.approx(0.5)
+    assert all(r.utilisation["w1_9"] == pytest.approx(1.0) for r in reports[7:])
+    assert reports[-1].utilisation_ppm() == {"w1_9": 1_000_000, "w10_99": 0, "w100_999": 0, "w1000_up": 0}
 
 
 def test_kinds_thresholds_and_dynamic_levels() -> None:
@@ -77,7 +78,14 @@ def test_kinds_thresholds_and_dynamic_levels() -> None:
     assert {r.kind for r in reports} <= {"publish", "skip", "nullify"}
     for report in reports:
         assert report.gauges()["obs_threshold_milli"] == round((report.threshold or 0.0) * 1000)
-    assert set(reports[-1].utilisation) == {"w6_eps2"}  # dynamic: the backward window
-    assert reports[-1].utilisation["w6_eps2"] == pytest.approx(spent_by_log(log, 8)["w6_eps2"])
-    assert requirement_level(Requirement(40, 0.6)) == "w40_eps0.6"
-    assert window_utilisation([], 3) == {}
+    assert reports[-1].utilisation["w1_9"] == pytest.approx(spent_by_log(log, 8)["w6_eps2"])  # the backward window
+    assert window_utilisation([], 3) == dict.fromkeys(WINDOW_BUCKETS, 0.0)
+
+
+@pytest.mark.parametrize(("w", "bucket"), [(1, "w1_9"), (9, "w1_9"), (10, "w10_99"), (99, "w10_99"),
+                                           (100, "w100_999"), (999, "w100_999"), (1000, "w1000_up"),
+                                           (50_000, "w1000_up")])
+def test_a_requirement_counts_in_the_bucket_of_its_window(w: int, bucket: str) -> None:
+    """Four buckets, the decades of w, whatever levels users declare (a bounded label)."""
+    assert window_bucket(Requirement(w, 0.5)) == bucket
+    assert window_bucket(DynamicRequirement(Requirement(w, 0.5), Requirement(3, 1.0))) == bucket
