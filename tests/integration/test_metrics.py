@@ -93,7 +93,7 @@ def prometheus_server(folder: Path, target_port: int) -> Iterator[Any]:
     reporter every second as the job `pwevent` with the project's rules loaded; yields a function
     PromQL -> result vector. Stopped by its pid when the block ends."""
     binary = shutil.which("prometheus")
-    assert binary, "prometheus not on PATH: deploy/local/setup.sh installs Debian's prometheus package"
+    assert binary, "prometheus not on PATH: deploy/local/setup.sh --tests installs Debian's prometheus package"
     port = free_loopback_port()
     config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
               "rule_files": [str(REPO / "deploy" / "kubernetes" / "pwevent-rules.yml")],
