@@ -1,7 +1,7 @@
 """The README's demo command (`bash deploy/local/demo.sh`), as a new user runs it, with a small
 stream: it sets up, starts its own broker and the job, produces a live stream whose slot 1 begins
-30 s after the start (`--lead 30`; 60 by default), shows every committed release, audits the spend log without a violation and
-stops everything it started (its broker and job by their pids)."""
+30 s after the start (`--lead 30`; 60 by default), shows every committed release, audits the spend log
+without a violation and stops everything it started (its broker and job by their pids)."""
 
 from __future__ import annotations
 
