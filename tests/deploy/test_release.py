@@ -94,3 +94,13 @@ def test_release_script_tags_a_clean_tree_once(clone: Path) -> None:
     assert message.startswith(f"pwevent [{VERSION}] - ") and "### Added" in message
     again = release(clone)
     assert again.returncode == 1 and f"tag v{VERSION} exists already" in again.stderr
+
+
+def test_the_wheel_lists_every_package_of_the_source() -> None:
+    """pyproject.toml lists the packages by name (their folders install under `pwevent`): a package
+    folder it leaves out would be missing from the wheel and the source distribution."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {f"pwevent.{Path(folder).as_posix().replace('/', '.')}"
+               for top in ("jobs", "operators", "state") for folder in
+               (p.parent.relative_to(REPO) for p in (REPO / top).rglob("__init__.py"))}
+    assert folders <= set(setuptools["packages"]), sorted(folders - set(setuptools["packages"]))
