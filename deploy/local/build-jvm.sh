@@ -5,6 +5,8 @@
 #   <cache>/pwevent-jvm-<digest of the sources>.jar
 # and print that path. Quick when the sources did not change. Needs javac (Java 17).
 #   PWEVENT_CACHE  cache dir (default <repo>/.cache/jars)
+#   PWEVENT_VENV_PYTHON  the Python whose PyFlink jars the classes compile against (default
+#                        <repo>/.venv/bin/python; the wheel's build, setup.py, passes its own)
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -16,7 +18,8 @@ command -v javac >/dev/null || { echo "build-jvm: javac not found on PATH" >&2; 
 digest="$(cd "$SRC" && find . -name '*.java' | sort | xargs sha256sum | sha256sum | cut -c1-16)"
 jar="$CACHE/pwevent-jvm-$digest.jar"
 if [[ ! -f "$jar" ]]; then
-  flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')"
+  # pyflink/lib: of apache-flink, or of apache-flink-libraries alone (the wheel's build; a namespace package)
+  flink_lib="$("$PY" -c 'import os, pyflink; print(os.path.join(list(pyflink.__path__)[0], "lib"))')"
   connector="$(ls "$CACHE"/flink/flink-sql-connector-kafka-*.jar | head -n 1)"
 # Flink's Avro jar (AvroFields decodes with its Apache Avro): a cache from before it is completed
 avro="$(ls "$CACHE"/flink/flink-sql-avro-*.jar 2>/dev/null | head -n 1 || true)"

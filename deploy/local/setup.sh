@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Everything a fresh machine needs, idempotent: the venv with the project and its test tools,
-# the Kafka / Flink connector jars, Debian's packages of the tests (needs root and apt the first
-# time): Prometheus (promtool and the server, for the alert-rule and scraping tests) and MIT Kerberos
-# (the KDC of deploy/local/kdc.sh, and the development files the Python package gssapi builds
-# against, for the GSSAPI tests), then gssapi itself (built once per machine), and the Schema Registry
-# of the tests (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh), the
-# S3 server of the object-store tests (Moto, a venv once per machine: deploy/local/s3-server.sh) and
-# Helm for the chart's tests (built once per checkout with go: deploy/local/install-helm.sh).
-# Quick when nothing changed.
+# Everything a fresh machine needs, idempotent: the venv with the project and its test tools, the
+# Kafka / Flink connector jars and the job's JVM classes. With --tests (deploy/local/test.sh) also what
+# only the tests need: Debian's packages of the tests (needs root and apt the first time): Prometheus
+# (promtool and the server, for the alert-rule and scraping tests) and MIT Kerberos (the KDC of
+# deploy/local/kdc.sh, and the development files the Python package gssapi builds against, for the
+# GSSAPI tests), then gssapi itself (built once per machine), and the Schema Registry of the tests
+# (rivven-schema, built once per machine with cargo: deploy/local/schema-registry.sh), the S3 server
+# of the object-store tests (Moto, a venv once per machine: deploy/local/s3-server.sh) and Helm for
+# the chart's tests (built once per checkout with go: deploy/local/install-helm.sh). Quick when
+# nothing changed.
+#   deploy/local/setup.sh [--tests] [--help]
 #   PWEVENT_PYTHON  interpreter to build the venv from (default: python3.11, else python3)
 #   PWEVENT_WHEELS  the wheelhouse of the dependencies (default ~/.cache/pwevent/wheels)
 set -euo pipefail
 
+TESTS=0
+case "${1:-}" in
+  "") ;;
+  --tests) TESTS=1 ;;
+  -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+esac
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="$REPO_ROOT/.venv"
 PY="${PWEVENT_PYTHON:-$(command -v python3.11 || command -v python3)}"
@@ -52,6 +61,12 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   fi
   echo "$want" >"$stamp"
 fi
+bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
+bash "$REPO_ROOT/deploy/local/build-jvm.sh" >/dev/null
+if [[ $TESTS -eq 0 ]]; then
+  echo "setup: ready ($VENV)" >&2
+  exit 0
+fi
 # Debian's packages, each with a command it provides: what is missing is installed in one go.
 declare -A DEBIAN=([promtool]=prometheus [prometheus]=prometheus [krb5kdc]=krb5-kdc [kadmin.local]=krb5-admin-server
                    [krb5-config]=libkrb5-dev)
@@ -82,9 +97,7 @@ if ! "$VENV/bin/python" -c 'import gssapi' 2>/dev/null; then
     "${pip[@]}" --no-index --find-links "$GSSAPI_WHEELS" gssapi
   fi
 fi
-bash "$REPO_ROOT/deploy/local/fetch-jars.sh" >/dev/null
-bash "$REPO_ROOT/deploy/local/build-jvm.sh" >/dev/null
 bash "$REPO_ROOT/deploy/local/schema-registry.sh" install >/dev/null
 bash "$REPO_ROOT/deploy/local/s3-server.sh" install >/dev/null
 bash "$REPO_ROOT/deploy/local/install-helm.sh"
-echo "setup: ready ($VENV)" >&2
+echo "setup: ready for the tests ($VENV)" >&2

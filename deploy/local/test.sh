@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up (deploy/local/setup.sh) and run the test suite: the JVM pieces' JUnit tests
-# (deploy/local/test-jvm.sh) first, then pytest: unit, statistical, Kafka and Flink tests. The Kafka
-# tests start their own broker with deploy/local/kafka.sh and stop it by its pid.
+# Set up for the tests (deploy/local/setup.sh --tests: also the tests' Debian packages, gssapi and their
+# Schema Registry, rivven-schema, built once per machine with cargo) and run the test suite: the JVM pieces'
+# JUnit tests (deploy/local/test-jvm.sh) first, then pytest: unit, statistical, Kafka and Flink tests.
+# The Kafka tests start their own broker with deploy/local/kafka.sh and stop it by its pid.
 # Extra arguments go to pytest: `-m "not slow"` is the fast loop (JUnit and the unit tests, under
 # two minutes on 2 cores; README, "Tests"), a path a file of its own (JUnit runs all the same).
 # pytest runs PWEVENT_TEST_WORKERS (default 3) workers (pytest-xdist), each test file on one worker
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-bash "$REPO_ROOT/deploy/local/setup.sh"
+bash "$REPO_ROOT/deploy/local/setup.sh" --tests
 cd "$REPO_ROOT"
 set +e
 export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"

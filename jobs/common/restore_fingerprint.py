@@ -13,6 +13,11 @@ that switches the setting on or off or changes the key (every user would come ba
 with a fresh budget) is refused; without the setting the field is absent, as in the fingerprints of
 earlier releases. Everything else in the configuration
 (parallelism, checkpointing, Kafka client settings, parsing limits, field names) may change.
+
+Next to the configuration, the fingerprint holds the job's state version, `JOB_STATE_VERSION`: the
+layout of the whole job's state (every operator's, Java and Python). A release that changes that
+layout so that an earlier release's savepoint cannot be read bumps it, and a restore of state of
+another version is refused with the way out (docs/operations.md, "State versions").
 """
 
 from __future__ import annotations
@@ -22,6 +27,14 @@ import json
 from dataclasses import dataclass
 
 from pwevent.jobs.common.config import Config
+
+#: The layout of the job's state this release writes and reads (docs/operations.md, "State versions").
+JOB_STATE_VERSION = 1
+#: The state version of a fingerprint that holds none: written by the releases before the state
+#: version existed whose savepoints this layout reads (the older ones' Flink refuses before this check).
+UNVERSIONED_STATE = 1
+#: The key of the state version in the stored fingerprint.
+STATE_VERSION_KEY = "state_version"
 
 #: The fingerprint's fields, in the order a refusal names them.
 FIELDS = ("mechanism", "window", "epsilon", "options", "origin_ms", "slot_ms", "domain", "caps", "noise", "postprocess")
@@ -33,6 +46,10 @@ class RestoreMismatchError(RuntimeError):
     """A restore whose configuration differs from the restored state's in a fingerprinted field."""
 
 
+class StateVersionError(RestoreMismatchError):
+    """A restore of state written under another state version than this release's."""
+
+
 def _describe_domain(config: Config) -> str:
     domain = config.domain
     return json.dumps({"type": type(domain).__name__, **dataclasses.asdict(domain)}, sort_keys=True, default=str)
@@ -40,9 +57,11 @@ def _describe_domain(config: Config) -> str:
 
 @dataclass(frozen=True)
 class RestoreFingerprint:
-    """The fingerprinted fields of one configuration, each as a canonical string."""
+    """The fingerprinted fields of one configuration, each as a canonical string, and the state version
+    of the state they describe."""
 
     values: tuple[tuple[str, str], ...]
+    state_version: int
 
     @classmethod
     def of(cls, config: Config) -> RestoreFingerprint:
@@ -63,17 +82,20 @@ class RestoreFingerprint:
         values = tuple((name, raw[name]) for name in FIELDS)
         if config.pseudonyms is not None:
             values += (("pseudonyms", config.pseudonyms.of(KEY_TAG_TEXT)),)
-        return cls(values)
+        return cls(values, JOB_STATE_VERSION)
 
     def to_json(self) -> str:
-        return json.dumps(dict(self.values), sort_keys=True)
+        return json.dumps({**dict(self.values), STATE_VERSION_KEY: str(self.state_version)}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RestoreFingerprint:
         stored = json.loads(text)
         if not isinstance(stored, dict) or not all(isinstance(v, str) for v in stored.values()):
             raise ValueError(f"not a restore fingerprint: {text[:200]!r}")
-        return cls(tuple((str(k), v) for k, v in stored.items()))
+        version = stored.pop(STATE_VERSION_KEY, str(UNVERSIONED_STATE))
+        if not version.isdigit():
+            raise ValueError(f"not a state version: {version!r}")
+        return cls(tuple((str(k), v) for k, v in stored.items()), int(version))
 
     def differences(self, stored: RestoreFingerprint) -> list[tuple[str, str | None, str | None]]:
         """(field, value in the stored state, value now) of every field that differs; a field only
@@ -83,7 +105,14 @@ class RestoreFingerprint:
         return [(name, then.get(name), now.get(name)) for name in names if then.get(name) != now.get(name)]
 
     def check_restore(self, stored: RestoreFingerprint) -> None:
-        """Raise RestoreMismatchError naming every changed field, the first one first."""
+        """Raise StateVersionError when the stored state's version is not this one's, else
+        RestoreMismatchError naming every changed field, the first one first."""
+        if stored.state_version != self.state_version:
+            raise StateVersionError(
+                f"restore refused: savepoint of state version {stored.state_version}, this release reads state "
+                f"version {self.state_version}: start a new job with new ledgers, on new release and audit topics "
+                "(docs/operations.md, 'State versions', says which release restores which savepoint and what "
+                "a new job costs)")
         changed = self.differences(stored)
         if changed:
             detail = "; ".join(f"{name}: state has {then}, configuration has {now}" for name, then, now in changed)

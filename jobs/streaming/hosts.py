@@ -300,8 +300,9 @@ class PopulationHost(KeyedProcessFunction):
                 self.operator.resume_after(point.slot, point.counts, point.publication)
 
     def _check_fingerprint(self) -> None:
-        """Refuse state written under another configuration (RestoreMismatchError names the field);
-        state without a fingerprint (a first start, or state of an earlier version) gets this one."""
+        """Refuse state written under another state version (StateVersionError) or configuration
+        (RestoreMismatchError names the field); state without a fingerprint (a first start, or state of
+        an earlier version) gets this one."""
         current = RestoreFingerprint.of(self.config)
         stored = self.fingerprint.value()
         if stored is None:

@@ -490,8 +490,9 @@ def test_the_downloaded_jars_are_verified_against_a_pinned_sha512(variable: str,
                                r"([0-9a-f]{40})", docker)
     assert version and pinned and published_sha1
     (jvm,) = [stage for stage in stages(docker) if stage[0][1].upper().endswith(" AS JVM")]
-    url = (f"https://repo1.maven.org/maven2/org/apache/flink/{artifact}/${{{variable}}}/"
-           f"{artifact}-${{{variable}}}.jar")
+    assert re.search(r"^ARG MAVEN_REPOSITORY=https://repo1\.maven\.org/maven2$", docker, re.M)
+    assert ("ARG", "MAVEN_REPOSITORY") in jvm
+    url = f"${{MAVEN_REPOSITORY}}/org/apache/flink/{artifact}/${{{variable}}}/{artifact}-${{{variable}}}.jar"
     download = jvm.index(("ADD", f"{url} {target}"))
     check = download + 1  # the RUN right after the download checks it
     assert jvm[check][0] == "RUN"

@@ -177,7 +177,7 @@ def alerts(rules: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     tool = shutil.which("promtool")
-    assert tool, "promtool not on PATH: deploy/local/setup.sh installs Debian's prometheus package"
+    assert tool, "promtool not on PATH: deploy/local/setup.sh --tests installs Debian's prometheus package"
     return subprocess.run([tool, *args], capture_output=True, text=True, timeout=300, cwd=cwd, check=False)
 
 

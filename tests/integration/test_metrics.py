@@ -103,7 +103,7 @@ def prometheus_server(folder: Path, target_port: int) -> Iterator[Any]:
     with the chart's rules loaded; yields a function PromQL -> result vector. Stopped by its pid when
     the block ends."""
     binary = shutil.which("prometheus")
-    assert binary, "prometheus not on PATH: deploy/local/setup.sh installs Debian's prometheus package"
+    assert binary, "prometheus not on PATH: deploy/local/setup.sh --tests installs Debian's prometheus package"
     port = free_loopback_port()
     (folder / "rules.yml").write_text(yaml.safe_dump(rule_groups(RULES_OVERLAY)))
     config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},

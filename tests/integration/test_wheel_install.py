@@ -1,13 +1,16 @@
-"""Installed like a library (docs/streaming.md, "Installing from the wheel"): the wheel built from this
-checkout, installed alone into a fresh venv outside it, replays and audits without PyFlink and says how
-to install the extra `stream` for `pwevent run`; with that extra installed by the command the message
-gives, it runs the job against the local broker from a folder outside the checkout, and equals
-`pwevent replay`. The tests run in file order: the first sees the venv before the extra is installed.
+"""Installed like a library (docs/streaming.md, "Installing from the wheel"): the wheel built as a user builds
+it, `pip wheel .` in a fresh clone of this repository (its HEAD: what is committed) with pip's build
+isolation, so from pyproject.toml's build requirements and a JDK alone, installed alone into a fresh venv
+outside it, replays and audits without PyFlink and says how to install the extra `stream` for `pwevent run`;
+with that extra installed by the command the message gives, it runs the job against the local broker from a
+folder outside the checkout, and equals `pwevent replay`. The tests run in file order: the first sees the venv
+before the extra is installed.
 
-The connector jar is fetched the way an installed package fetches it (jobs/streaming/jars.py), from a
-Maven-layout folder standing in for Maven Central (`$PWEVENT_MAVEN_REPOSITORY`), into a fresh user
-cache; the JVM classes come from the wheel; the workers' Python files are a copy in the user state
-folder. pip resolves the dependencies as a user's would (its cache makes it quicker, not different).
+The connector jar is fetched the way an installed package fetches it (jobs/streaming/jars.py), and the build's
+compile jars the way setup.py fetches them, from a Maven-layout folder standing in for Maven Central
+(`$PWEVENT_MAVEN_REPOSITORY`), into a fresh user cache and the clone; the JVM classes come from the wheel; the
+workers' Python files are a copy in the user state folder. pip resolves the dependencies as a user's would
+(its cache makes it quicker, not different).
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pwevent.jobs.streaming.jars import KAFKA_CONNECTOR, connector_jar
+from pwevent.jobs.streaming.jars import FLINK_AVRO, KAFKA_CONNECTOR, avro_jar, connector_jar
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import REPO, check_equals_replay, generate
 
@@ -37,11 +41,14 @@ def run(args: list[str], **kwargs: Any) -> str:
 
 @pytest.fixture(scope="module")
 def wheel_alone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(venv, wheel): the wheel of this checkout installed with its dependencies, no extra, into a fresh
-    venv."""
+    """(venv, wheel): the wheel of a fresh clone, built by `pip wheel .` in the clone, installed with its
+    dependencies, no extra, into a fresh venv."""
     base = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"),
-         str(REPO)])
+    clone = base / "clone"
+    run(["git", "clone", "-q", str(REPO), str(clone)])
+    env = {**user_environment(base / "home", maven_repository(base / "maven", [connector_jar(), avro_jar()])),
+           "PIP_CACHE_DIR": str(Path.home() / ".cache" / "pip")}  # quicker, not different
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), "."], cwd=clone, env=env)
     (wheel,) = (base / "dist").glob("pwevent-*.whl")
     venv = base / "venv"
     run([sys.executable, "-m", "venv", str(venv)])
@@ -87,6 +94,16 @@ def test_the_wheel_alone_replays_and_audits_and_names_the_extra_for_the_job(
     assert "apache-flink<2.3,>=2.2" in config.stderr and "Traceback" not in config.stderr
 
 
+def maven_repository(folder: Path, jars: list[Path]) -> Path:
+    """`folder` as a Maven repository holding `jars` (each one of the pinned jars, by its file name)."""
+    for jar in jars:
+        (pinned,) = (p for p in (KAFKA_CONNECTOR, FLINK_AVRO) if p.file_name == jar.name)
+        target = Path(pinned.url(folder.as_uri()).removeprefix("file://"))
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(jar, target)
+    return folder
+
+
 def user_environment(home: Path, maven: Path) -> dict[str, str]:
     """A user's environment: nothing of this checkout or its venv, fresh cache and state folders."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PWEVENT_", "PYTHON", "VIRTUAL_ENV"))}
@@ -98,10 +115,7 @@ def user_environment(home: Path, maven: Path) -> dict[str, str]:
 def test_the_installed_wheel_runs_the_job_outside_the_checkout(installed: tuple[Path, Path], streaming_job: Any,
                                                                tmp_path: Path) -> None:
     venv, _ = installed
-    maven = tmp_path / "maven"
-    jar = Path(KAFKA_CONNECTOR.url(maven.as_uri()).removeprefix("file://"))
-    jar.parent.mkdir(parents=True)
-    shutil.copyfile(connector_jar(), jar)
+    maven = maven_repository(tmp_path / "maven", [connector_jar()])
     home = tmp_path / "home"
     env = user_environment(home, maven)
     python = str(venv / "bin" / "python")
@@ -109,7 +123,7 @@ def test_the_installed_wheel_runs_the_job_outside_the_checkout(installed: tuple[
     where = run([python, "-c", "import pwevent.jobs.streaming.locations as l; print(l.PACKAGE_ROOT, l.checkout())"],
                 env=env, cwd=tmp_path).split()
     assert where[0].startswith(str(venv)) and where[1] == "None", where
-    assert run([str(venv / "bin" / "pwevent"), "--version"], env=env).strip() == "pwevent 0.1.0"
+    assert run([str(venv / "bin" / "pwevent"), "--version"], env=env).strip() == f"pwevent {version('pwevent')}"
     listed = run([str(venv / "bin" / "pwevent"), "examples", "--out", str(tmp_path / "ex")], env=env).split()
     assert {Path(p).name for p in listed} >= {"stream-pbd.yaml", "release.schema.json", "spend.schema.json"}
 

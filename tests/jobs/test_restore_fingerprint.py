@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pwevent.jobs.common.config import parse_config
-from pwevent.jobs.common.restore_fingerprint import FIELDS, RestoreFingerprint, RestoreMismatchError
+from pwevent.jobs.common.restore_fingerprint import (
+    FIELDS,
+    JOB_STATE_VERSION,
+    RestoreFingerprint,
+    RestoreMismatchError,
+    StateVersionError,
+)
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"},
         "caps": {"max_w": 200}, "noise": "numpy-fast"}
@@ -61,7 +69,7 @@ def test_safe_changes_pass(changes) -> None:
 
 def test_a_field_only_one_side_knows_differs() -> None:
     """A fingerprint of another version (a field added or dropped) is a difference, not ignored."""
-    stored = RestoreFingerprint(fingerprint().values + (("future_field", "x"),))
+    stored = RestoreFingerprint(fingerprint().values + (("future_field", "x"),), JOB_STATE_VERSION)
     assert fingerprint().differences(stored) == [("future_field", "x", None)]
     with pytest.raises(RestoreMismatchError, match="changed future_field"):
         fingerprint().check_restore(stored)
@@ -92,3 +100,28 @@ def test_a_restore_that_changes_the_pseudonyms_is_refused_without_showing_the_ke
             fingerprint(**changes).check_restore(stored)
         assert key not in str(err.value) and other not in str(err.value)
     assert "pseudonyms" not in dict(fingerprint().values)
+
+
+def test_the_stored_fingerprint_carries_this_releases_state_version() -> None:
+    stored = json.loads(fingerprint().to_json())
+    assert stored["state_version"] == str(JOB_STATE_VERSION)
+    assert RestoreFingerprint.from_json(fingerprint().to_json()).state_version == JOB_STATE_VERSION
+
+
+@pytest.mark.parametrize("version", [JOB_STATE_VERSION - 1, JOB_STATE_VERSION + 1])
+def test_state_of_another_state_version_is_refused_with_the_way_out(version: int) -> None:
+    written = json.loads(fingerprint().to_json())
+    written["state_version"] = str(version)
+    with pytest.raises(StateVersionError) as err:
+        fingerprint(mechanism="PBA").check_restore(RestoreFingerprint.from_json(json.dumps(written)))
+    assert str(err.value).startswith(f"restore refused: savepoint of state version {version}, this release reads "
+                                     f"state version {JOB_STATE_VERSION}: start a new job with new ledgers")
+    assert "docs/operations.md, 'State versions'" in str(err.value)
+
+
+def test_a_fingerprint_without_a_state_version_is_of_the_first_one() -> None:
+    written = json.loads(fingerprint().to_json())
+    del written["state_version"]
+    stored = RestoreFingerprint.from_json(json.dumps(written))
+    assert stored.state_version == 1
+    fingerprint().check_restore(stored)
