@@ -136,9 +136,16 @@ def check_spread(rest: str, job_id: str) -> None:
                  "latest event and class of each user"):
         assert any(part in name for name in wide), (part, {n: v["parallelism"] for n, v in vertices.items()})
     for name, vertex in wide.items():
-        hosts = _rest(rest, f"/jobs/{job_id}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]
-        assert len(hosts) == TASKMANAGERS, (name, hosts)
-        assert all(h["status"] == "RUNNING" for h in hosts), (name, hosts)
+        # the REST API answers from a cache it refreshes when 10 s old: a subtask that was still
+        # INITIALIZING then may show so for up to that long after the job's first releases
+        deadline = time.monotonic() + 30
+        while True:
+            hosts = _rest(rest, f"/jobs/{job_id}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]
+            assert len(hosts) == TASKMANAGERS, (name, hosts)
+            if all(h["status"] == "RUNNING" for h in hosts):
+                break
+            assert time.monotonic() < deadline, (name, hosts)
+            time.sleep(2)
     print(f"\ncluster job {job_id}: {len(wide)} of {len(vertices)} vertices at parallelism {PARALLELISM}, "
           f"each on {TASKMANAGERS} TaskManagers")
     for name, vertex in vertices.items():
