@@ -96,7 +96,9 @@ class ClusterJob(StreamingJob):
         return str(_rest(self.rest, f"/jobs/{self.job_id}")["state"])
 
     def alive(self) -> bool:
-        return self.job_id is not None and self.state() == "RUNNING"
+        """Submitted and not ended: a job the restart strategy is restarting (RESTARTING) is alive."""
+        return self.job_id is not None and self.state() not in ("FAILED", "FAILING", "CANCELED", "CANCELLING",
+                                                                 "FINISHED", "SUSPENDED")
 
     def log_tail(self) -> str:
         if self.job_id is None:

@@ -188,7 +188,9 @@ def taskmanager_pid(run_dir: Path, resource_id: str) -> int:
 
 def restarted(job: ClusterJob) -> bool:
     """Whether the job has restarted at least once and runs again with all its tasks (a finished one,
-    the start row's source, counts as running)."""
+    the start row's source, counts as running). The REST API may answer the job's state from a cache
+    up to 10 s old while `numRestarts` is fresh, so this can say True while the job still restarts:
+    what follows waits for releases, which a restarting job (alive, `ClusterJob.alive`) still gives."""
     if job.state() != "RUNNING":
         return False
     restarts = _rest(job.rest, f"/jobs/{job.job_id}/metrics?get=numRestarts")
