@@ -301,8 +301,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def register(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser(
         "run", help="run the streaming job (Kafka in and out) on Flink's local mini-cluster",
-        description="Build the Flink job (Kafka sources with per-partition slot watermarks, SQL parsing and "
-        "per-slot counts, keyed Membership, the global Population; releases, dead letters and the audit "
+        description="Build the Flink job (Kafka sources, event time from valid records and the release "
+        "schedule, SQL parsing and per-slot counts, keyed Membership, the global Population; releases, "
+        "dead letters and the audit "
         "log written exactly once) and run it on the local mini-cluster until killed. See docs/streaming.md.",
     )
     p.add_argument("--config", required=True, help="YAML configuration with kafka: and flink: sections")
