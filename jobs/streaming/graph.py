@@ -14,9 +14,10 @@ operator).
     read_topics -> parse_requirements ---------------------------------------> membership
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
                    -> latest_with_class (with membership's changes) -> count_present
-                   -> population (counts, changes) -> (ReleaseWriter: releases, once their checkpoint completed)
+                   -> population (counts, changes) -> (ReleaseWriter: releases with their audit lines,
+                      once their checkpoint completed)
                    judge_events' and count_present's rejects -> reject_events (their dead letters)
-                   -> write_sinks (audit, dead letters)
+                   -> write_sinks (dead letters)
 """
 
 from __future__ import annotations
@@ -95,23 +96,17 @@ def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...]
 
 
 def write_sink_tables(stage: Stage) -> None:
-    """The Kafka sink tables of the dead letters and the audit lines (exactly once; docs/streaming.md,
-    "Which releases count"; the releases have their own writer, `population`), in UTC: tumbling
+    """The Kafka sink table of the dead letters (exactly once; docs/streaming.md, "Which releases
+    count"; the releases and the audit lines have their own writer, `population`), in UTC: tumbling
     windows on TIMESTAMP_LTZ align to the session time zone."""
     topics, settings = stage.settings.kafka.topics, stage.settings
     stage.t_env.get_config().set("table.local-time-zone", "UTC")
     stage.t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", settings))
-    stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", settings))
-
-
-#: The Java table function that splits the Population's audit rows into lines (`pwevent.flink.release.Lines`).
-LINES = "pwevent_lines"
 
 
 def register_functions(stage: Stage) -> None:
     """The Java functions the job's SQL calls: the fast paths' `RecordGroups`, `IsoMillis` and, for
-    Avro events, `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar());
-    `Lines` for the audit lines."""
+    Avro events, `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar())."""
     from pwevent.jobs.streaming.event_sql import register_record_groups
     from pwevent.jobs.streaming.jars import avro_jar
     from pwevent.jobs.streaming.requirement_sql import register_iso_millis
@@ -121,7 +116,6 @@ def register_functions(stage: Stage) -> None:
         stage.env.add_jars(avro_jar().resolve().as_uri())
     register_record_groups(stage.t_env, avro)
     register_iso_millis(stage.t_env)
-    stage.t_env.create_java_temporary_system_function(LINES, "pwevent.flink.release.Lines")
 
 
 def read_topics(stage: Stage) -> None:
@@ -311,9 +305,10 @@ def reject_events(stage: Stage, late_through: int) -> Any:
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
     """Views `slot_counts` and `membership_changes` -> the Population (Python, one key: the replay's
-    Engine) -> its releases to `ReleaseWriter` (Java), which writes each to the release topic once the
-    checkpoint holding it has completed (docs/streaming.md, "A slot's outcome is drawn once"), and
-    view `population_out` (`rows.POPULATION_OUT`: audit lines, dead letters). Its input,
+    Engine) -> its releases and audit lines to `ReleaseWriter` (Java), which writes each release to
+    the release topic, with the audit lines before it to the audit topic in the same transaction, once
+    the checkpoint holding it has completed (docs/streaming.md, "A slot's outcome is drawn once"), and
+    view `population_out` (`rows.POPULATION_OUT`: its dead letters). Its input,
     `rows.POPULATION_IN`, is one row kind per source, in one query so that the planner runs the window
     once: the count of present users per (slot, class, cell), the subtasks' counts summed in a window
     of the slot; Membership's changes, in batches. `rows.population_row` reads each as its typed row."""
@@ -343,17 +338,16 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     hosted = internals.keyed_by_first_field(population_in.union(start), Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
-    internals.release_writer(hosted, rows.RELEASE_ROUTE, kafka.release_writer_properties(), kafka.topics["releases"],
+    internals.release_writer(hosted, kafka.release_writer_properties(), kafka.topics["releases"], kafka.topics["audit"],
                              kafka.release_transactional_id).uid("release-writer")
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
 
 def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, members: Members,
                 rejected_events: Any) -> None:
-    """Audit lines (one message per line of its audit rows) from `population_out`; dead letters from
-    the parsers' side outputs, Membership's refusals, the events that count for no slot
-    (`rejected_events`) and the Population (counts of a slot decided before they came, projections);
-    one statement set."""
+    """Dead letters from the parsers' side outputs, Membership's refusals, the events that count for
+    no slot (`rejected_events`) and the Population (counts of a slot decided before they came,
+    projections), in one statement set. (The audit lines go with the releases, `population`.)"""
     from pyflink.table.expressions import col
 
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -366,9 +360,6 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, me
         .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{rows.DEAD_ROUTE}'"))
     statements = t_env.create_statement_set()
     statements.add_insert("sink_dead_letters", dead)
-    statements.add_insert("sink_audit", t_env.sql_query(  # the Population joins many audit lines in a row
-        f"SELECT line AS v FROM population_out, LATERAL TABLE({LINES}(v)) AS l(line)"
-        f" WHERE route = '{rows.AUDIT_ROUTE}'"))
     statements.attach_as_datastream()
 
 

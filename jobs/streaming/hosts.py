@@ -312,7 +312,7 @@ class PopulationHost(KeyedProcessFunction):
 
     def _routed(self, emitted: Emitted, watermark: int):  # type: ignore[no-untyped-def]
         audit = emitted.audit
-        for at in range(0, len(audit), AUDIT_LINES_PER_ROW):  # split into messages in SQL (write_sinks)
+        for at in range(0, len(audit), AUDIT_LINES_PER_ROW):  # split into messages by ReleaseWriter
             yield _out(AUDIT_ROUTE, v="\n".join(_json(line) for line in audit[at:at + AUDIT_LINES_PER_ROW]))
         for letter in emitted.dead_letters:
             self.metrics.dead_letter(letter["reason"])

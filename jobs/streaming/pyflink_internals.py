@@ -209,16 +209,17 @@ def change_batches(changes: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.membership.ChangeBatches.apply(changes._j_data_stream))
 
 
-def release_writer(population: Any, route: str, properties: dict[str, str], topic: str,
+def release_writer(population: Any, properties: dict[str, str], release_topic: str, audit_topic: str,
                    transactional_id: str) -> Any:
-    """Java `ReleaseWriter` behind the Population (`population`, `rows.POPULATION_OUT`): the rows of
-    `route` written to `topic` once the checkpoint holding them has completed, by a transactional
-    producer with `transactional_id` and the Kafka clients' `properties` (bootstrap and security
-    included). Returns the writer's stream (it needs a uid; a discarding sink ends it)."""
+    """Java `ReleaseWriter` behind the Population (`population`, `rows.POPULATION_OUT`): its releases
+    written to `release_topic`, each with the spend-log lines before it to `audit_topic` in the same
+    transaction, once the checkpoint holding them has completed, by a transactional producer with
+    `transactional_id` and the Kafka clients' `properties` (bootstrap and security included). Returns
+    the writer's stream (it needs a uid; a discarding sink ends it)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.release.ReleaseWriter.apply(population._j_data_stream, route,
-                                                               _java_strings(properties), topic, transactional_id))
+    return DataStream(_jvm().pwevent.flink.release.ReleaseWriter.apply(
+        population._j_data_stream, _java_strings(properties), release_topic, audit_topic, transactional_id))
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

@@ -228,9 +228,9 @@ class StreamingJob:
     def wait_records(self, role: str, count: int, keep: Callable[[dict[str, Any]], bool] | None = None,
                      timeout: float = 60) -> list[dict[str, Any]]:
         """The records of topic `role` (those `keep` accepts), once there are `count` of them, or all
-        there are at the timeout. Each of the job's exactly-once sinks commits its own transaction
-        when a checkpoint completes, so a reader may see a slot's release a moment before the spend
-        lines and dead letters of the same checkpoint."""
+        there are at the timeout. A slot's release and its spend lines are committed in one
+        transaction; the dead letters' sink commits its own when a checkpoint completes, so a reader
+        may see a slot's release a moment before the dead letters of the same checkpoint."""
         deadline = time.monotonic() + timeout
         while True:
             records = [r for r in (m.json() for m in self.read(role, idle_s=1.0)) if keep is None or keep(r)]

@@ -5,7 +5,7 @@ owners (imported, never copied); `python -m pwevent.jobs.streaming.jvm_contract 
 as the Java package `pwevent.flink.contract` (jobs/streaming/jvm_contract/java.py), and
 tests/streaming/test_jvm_contract.py fails when the checked-in Java differs from a fresh rendering.
 
-Values (`Reasons`, `TimePaths`, `Limits` in Java):
+Values (`Reasons`, `TimePaths`, `Routes`, `Limits` in Java):
 - `REASONS`: the dead letters' reasons the JVM writes (jobs/common/reasons.py `Reason`):
   `late` (`SlotJudge`, `UserMembership.receive`), `too_far_ahead` (`SlotJudge`, `Membership`),
   `invalid_requirement` and `requirement_change_under_fixed_mechanism` (`MembershipRule`).
@@ -13,6 +13,8 @@ Values (`Reasons`, `TimePaths`, `Limits` in Java):
   `LATE_REQUIREMENT_DETAIL` (`UserMembership.receive`, a method of the slot in Java).
 - `TIME_PATHS`: `TimePath`, the `path` of a `PARSED` row (`ValidTime`, `FastPathSplit`,
   `RequirementSplit`, `RequirementOrder`; Python: the reference parsers of jobs/streaming/hosts.py).
+- `ROUTES`: `Route`, the `route` of a `POPULATION_OUT` row (`ReleaseWriter`; Python:
+  `hosts.PopulationHost`, graph.py's dead-letter query).
 - `LIMITS`: `FIRST_SLOT` (jobs/common/slots.py; `SlotRules`), `CONFLUENT_FRAME_BYTES`
   (jobs/common/avro_format.py; `EventTime.FRAME_BYTES`, `RecordGroups`, `AvroFields`),
   `PSEUDONYM_HEX_CHARS` (jobs/common/pseudonyms.py; `Pseudonyms`, the fast paths' user ids under
@@ -70,6 +72,14 @@ class TimePath(IntEnum):
     SLOW_ACCEPTED = 2  # the reference parser's event for such a record
     SLOW_REJECTED = 3  # its refusal
     REFUSED = 4  # a requirement record the reference parser refused (RequirementOrder's in-order rows)
+
+
+class Route(Enum):
+    """`route` of a `POPULATION_OUT` row: where the Population's output goes."""
+
+    RELEASE = "release"  # k: the slot, v: its release record (`ReleaseWriter`, to the release topic)
+    AUDIT = "audit"  # v: spend-log lines joined by "\n" (`ReleaseWriter`, to the audit topic with the next release)
+    DEAD = "dead"  # v: a dead letter (the dead letters' SQL sink)
 
 
 class FieldType(Enum):
@@ -200,8 +210,8 @@ POPULATION_IN = RowLayout(
     None, "The Population's input: a count (`present`) or a batch of changes (`change`).",
     (("slot", LONG), ("present", POPULATION_PRESENT), ("change", STR)))
 POPULATION_OUT = RowLayout(
-    "PopulationOutRow", "The Population's output: route \"release\" (k the slot), \"audit\" (v audit lines) or"
-    " \"dead\".",
+    "PopulationOutRow", "The Population's output: route (Routes) \"release\" (k the slot), \"audit\" (v spend-log"
+    " lines) or \"dead\".",
     (("route", STR), ("k", STR), ("v", STR)))
 
 ROWS = (RECORD, RECORD_GROUPS, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, PARSED, TIMED, PRESENT,
@@ -215,5 +225,6 @@ REASONS: Mapping[str, Reason] = {reason.name: reason for reason in (
 DETAILS: Mapping[str, str] = {"TOO_FAR_AHEAD_DETAIL": TOO_FAR_AHEAD_DETAIL,
                               "LATE_REQUIREMENT_DETAIL": LATE_REQUIREMENT_DETAIL}
 TIME_PATHS: Mapping[str, int] = {path.name: int(path) for path in TimePath}
+ROUTES: Mapping[str, str] = {route.name: route.value for route in Route}
 LIMITS: Mapping[str, int] = {"FIRST_SLOT": FIRST_SLOT, "CONFLUENT_FRAME_BYTES": CONFLUENT_FRAME_BYTES,
                              "PSEUDONYM_HEX_CHARS": PSEUDONYM_HEX_CHARS}

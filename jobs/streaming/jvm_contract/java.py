@@ -1,5 +1,5 @@
 """The contract (jobs/streaming/jvm_contract) as Java source: the package `pwevent.flink.contract`, one
-class of constants per kind of value (`Reasons`, `TimePaths`, `Limits`) and one per row layout with a
+class of constants per kind of value (`Reasons`, `TimePaths`, `Routes`, `Limits`) and one per row layout with a
 Java class (its named field indices, `ARITY`, `TYPE` its RowTypeInfo and `SQL` its SQL type)."""
 
 from __future__ import annotations
@@ -11,7 +11,16 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from pwevent.jobs.streaming.jvm_contract import DETAILS, LIMITS, REASONS, ROWS, TIME_PATHS, FieldType, RowLayout
+from pwevent.jobs.streaming.jvm_contract import (
+    DETAILS,
+    LIMITS,
+    REASONS,
+    ROUTES,
+    ROWS,
+    TIME_PATHS,
+    FieldType,
+    RowLayout,
+)
 
 PACKAGE = "pwevent.flink.contract"
 #: Where the rendered classes are checked in.
@@ -28,6 +37,8 @@ def rendered() -> dict[str, str]:
                               {name: reason.value for name, reason in REASONS.items()}, DETAILS),
         "TimePaths": _constants("TimePaths", "The values of a parsed row's `path` (jobs/streaming/jvm_contract,"
                                 " `TimePath`).", TIME_PATHS, {}),
+        "Routes": _constants("Routes", "The values of a Population output row's `route` (jobs/streaming/jvm_contract,"
+                             " `Route`).", ROUTES, {}),
         "Limits": _constants("Limits", "Numbers the JVM shares with Python (jobs/common/slots.py `FIRST_SLOT`,"
                              " jobs/common/avro_format.py `CONFLUENT_FRAME_BYTES`, jobs/common/pseudonyms.py"
                              " `PSEUDONYM_HEX_CHARS`).", LIMITS, {}),
