@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pwevent.jobs.common.config import Config, EventFields, RequirementFields
-from pwevent.jobs.common.field_paths import field_path
+from pwevent.jobs.common.field_paths import field_path, record_field
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.streaming import jvm_contract, slot_sql
 from pwevent.jobs.streaming.settings import KafkaSettings, StreamSettings
@@ -91,8 +91,9 @@ def start_of(kafka: KafkaSettings, role: str) -> tuple[str, int | None]:
 
 def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
     """The keys of the time field the source reads in the JVM (`pwevent.flink.parsing.EventTime`), or None
-    for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes."""
-    return field_path(fields.time) if fields.format == "json" else None
+    for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes; a
+    time mapped to a part of the Kafka record (`$timestamp`, a header) is not in the value."""
+    return field_path(fields.time) if fields.format == "json" and record_field(fields.time) is None else None
 
 
 def write_sink_tables(stage: Stage) -> None:
@@ -119,19 +120,22 @@ def register_functions(stage: Stage) -> None:
 
 
 def read_topics(stage: Stage) -> None:
-    """Views `raw_events` and `raw_requirements`: `value` (bytes), `partition`, `offset`, `kafka_ts`,
-    `jtime` (the source's time of the record: its time field read in the JVM for JSON, else its
-    Kafka timestamp) and `rt`; no watermark (ValidTime makes it, docs/streaming.md, "Time").
-    `kafka.start` moves the events only: Membership needs every requirement record ever declared."""
+    """Views `raw_events` and `raw_requirements`: `value` (bytes: the Kafka value, or for an input read
+    as whole Kafka records the record's whole-records line, jobs/common/kafka_record.py), `partition`,
+    `offset`, `kafka_ts`, `jtime` (the source's time of the record: its time field read in the JVM
+    for JSON, else its Kafka timestamp) and `rt`; no watermark (ValidTime makes it,
+    docs/streaming.md, "Time"). `kafka.start` moves the events only: Membership needs every
+    requirement record ever declared."""
     from pwevent.jobs.streaming import pyflink_internals as internals
 
     kafka, config = stage.settings.kafka, stage.config
-    for role, time_path in (("events", None if stage.kafka_time else source_time_path(config.events)),
-                            ("requirements", source_time_path(config.requirements))):
+    for role, fields, time_path in (
+            ("events", config.events, None if stage.kafka_time else source_time_path(config.events)),
+            ("requirements", config.requirements, source_time_path(config.requirements))):
         start = start_of(kafka, role)
         stream = internals.kafka_source(stage.env, f"kafka {role}", kafka.require_bootstrap(), kafka.topics[role],
                                         kafka.source_group_id(role), kafka.jvm_properties(), time_path,
-                                        config.max_record_bytes, start).uid(f"source-{role}")
+                                        config.max_record_bytes, start, fields.whole_records).uid(f"source-{role}")
         stage.t_env.create_temporary_view(f"raw_{role}", stage.t_env.from_data_stream(stream, stage.rowtime))
 
 

@@ -49,11 +49,12 @@ def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
 
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
                  time_path: tuple[str, ...] | None, max_bytes: int,
-                 start: tuple[str, int | None] = ("earliest", None)) -> Any:
+                 start: tuple[str, int | None] = ("earliest", None), whole_records: bool = False) -> Any:
     """A Kafka source of `jvm_contract.RECORD` rows (`pwevent.flink.parsing.PositionedRecords`),
     read from `start` (a `kafka.start` position and its time) when no state is restored, without
     watermarks (`pwevent.flink.time.ValidTime` makes them from the valid records; docs/streaming.md,
-    "Time"). `time_path`: the keys of the time's field path (None: the Kafka record timestamp)."""
+    "Time"). `time_path`: the keys of the time's field path (None: the Kafka record timestamp).
+    `whole_records`: each row's `value` is the record's whole-records line (jobs/common/kafka_record.py)."""
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream import DataStream
 
@@ -65,7 +66,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
         .setGroupId(group_id)
         .setStartingOffsets(_starting_offsets(*start))
         .setDeserializer(jvm.pwevent.flink.parsing.PositionedRecords(None if time_path is None else list(time_path),
-                                                                     max_bytes))
+                                                                     max_bytes, whole_records))
         .setProperty("isolation.level", "read_committed")
     )
     for key, value in properties.items():

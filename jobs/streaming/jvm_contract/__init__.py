@@ -5,7 +5,7 @@ owners (imported, never copied); `python -m pwevent.jobs.streaming.jvm_contract 
 as the Java package `pwevent.flink.contract` (jobs/streaming/jvm_contract/java.py), and
 tests/streaming/test_jvm_contract.py fails when the checked-in Java differs from a fresh rendering.
 
-Values (`Reasons`, `TimePaths`, `Routes`, `Limits` in Java):
+Values (`Reasons`, `TimePaths`, `Routes`, `WholeRecords`, `Limits` in Java):
 - `REASONS`: the dead letters' reasons the JVM writes (jobs/common/reasons.py `Reason`):
   `late` (`SlotJudge`, `UserMembership.receive`), `too_far_ahead` (`SlotJudge`, `Membership`),
   `invalid_requirement` and `requirement_change_under_fixed_mechanism` (`MembershipRule`).
@@ -15,6 +15,9 @@ Values (`Reasons`, `TimePaths`, `Routes`, `Limits` in Java):
   `RequirementSplit`, `RequirementOrder`; Python: the reference parsers of jobs/streaming/hosts.py).
 - `ROUTES`: `Route`, the `route` of a `POPULATION_OUT` row (`ReleaseWriter`; Python:
   `hosts.PopulationHost`, graph.py's dead-letter query).
+- `WHOLE_RECORD_MEMBERS`: the members of a whole-records line, in their canonical order
+  (jobs/common/kafka_record.py; `PositionedRecords` renders each record of an input read as whole
+  Kafka records as that line).
 - `LIMITS`: `FIRST_SLOT` (jobs/common/slots.py; `SlotRules`), `CONFLUENT_FRAME_BYTES`
   (jobs/common/avro_format.py; `EventTime.FRAME_BYTES`, `RecordGroups`, `AvroFields`),
   `PSEUDONYM_HEX_CHARS` (jobs/common/pseudonyms.py; `Pseudonyms`, the fast paths' user ids under
@@ -57,6 +60,7 @@ from dataclasses import dataclass
 from enum import Enum, IntEnum
 from functools import cached_property
 
+from pwevent.jobs.common import kafka_record
 from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES
 from pwevent.jobs.common.pseudonyms import PSEUDONYM_HEX_CHARS
 from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, TOO_FAR_AHEAD_DETAIL, Reason
@@ -226,5 +230,7 @@ DETAILS: Mapping[str, str] = {"TOO_FAR_AHEAD_DETAIL": TOO_FAR_AHEAD_DETAIL,
                               "LATE_REQUIREMENT_DETAIL": LATE_REQUIREMENT_DETAIL}
 TIME_PATHS: Mapping[str, int] = {path.name: int(path) for path in TimePath}
 ROUTES: Mapping[str, str] = {route.name: route.value for route in Route}
+#: The members of a whole-records line, by their Java names, in their canonical order.
+WHOLE_RECORD_MEMBERS: Mapping[str, str] = {name.upper(): name for name in kafka_record.MEMBERS}
 LIMITS: Mapping[str, int] = {"FIRST_SLOT": FIRST_SLOT, "CONFLUENT_FRAME_BYTES": CONFLUENT_FRAME_BYTES,
                              "PSEUDONYM_HEX_CHARS": PSEUDONYM_HEX_CHARS}
