@@ -244,7 +244,7 @@ def _key_value(raw: bytes, fields: InputFormat, max_bytes: int) -> Any:
                                            f"{err.start}") from None
     except Rejected as err:
         if err.reason is Reason.UNKNOWN_SCHEMA:
-            raise Rejected(err.reason, f"the key: {err.detail}") from None
+            raise
         raise Rejected(Reason.UNDECODABLE, _clean_text(f"the key is not {decoding} ({err.reason.value}: {err.detail})",
                                                        MAX_DETAIL_CHARS)) from None
 
@@ -261,43 +261,42 @@ class RecordView:
     _key: Any = _ABSENT
 
     def part(self, found: RecordField, name: str) -> Any:
-        """The value of the `$` mapping `name` (`found`), or _ABSENT when the record has no such part."""
+        """The value of the `$` mapping `name` (`found`); Rejected `missing_field` when the record has
+        no such part, `undecodable` (or `unknown_schema`) when its bytes do not decode."""
         record, fields = self.record, self.fields
         if record is None or fields is None:
-            raise Rejected(Reason.MISSING_FIELD, _clean_text(f"field {name!r}: not read as a whole Kafka record",
-                                                             MAX_DETAIL_CHARS))
+            raise _rejected(Reason.MISSING_FIELD, name, "not read as a whole Kafka record")
         if found.part is RecordPart.TIMESTAMP:
-            return _ABSENT if record.timestamp_ms is None else record.timestamp_ms
+            if record.timestamp_ms is None:
+                raise _rejected(Reason.MISSING_FIELD, name, "the record has no Kafka timestamp")
+            return record.timestamp_ms
         if found.part is RecordPart.HEADER:
             assert found.header is not None
             header = record.header(found.header)
             if header is None:
-                return _ABSENT
+                raise _rejected(Reason.MISSING_FIELD, name, f"the record has no header {found.header!r}")
             try:
                 return header.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise Rejected(Reason.UNDECODABLE, _clean_text(f"header {found.header!r} is not UTF-8 text: "
-                                                               f"{err.reason} at byte {err.start}",
-                                                               MAX_DETAIL_CHARS)) from None
+                raise _rejected(Reason.UNDECODABLE, name, f"header {found.header!r} is not UTF-8 text: {err.reason} "
+                                                          f"at byte {err.start}") from None
         if record.key is None:
-            return _ABSENT
+            raise _rejected(Reason.MISSING_FIELD, name, "the record has no key")
         if self._key is _ABSENT:
-            self._key = _key_value(record.key, fields, self.max_bytes)
+            try:
+                self._key = _key_value(record.key, fields, self.max_bytes)
+            except Rejected as err:
+                raise _rejected(err.reason, name, err.detail) from None
         if not found.keys:
             return self._key
         if not isinstance(self._key, dict):
-            raise Rejected(Reason.MISTYPED_FIELD, _clean_text(f"field {name!r}: the key is not an object",
-                                                              MAX_DETAIL_CHARS))
+            raise _rejected(Reason.MISTYPED_FIELD, name, "the key is not an object")
         return _walk(self._key, found.keys, name)
 
 
-def _absent_detail(name: str) -> str:
-    """The detail of a missing field: the part of the Kafka record a `$` mapping names, or the path."""
-    found = record_field(name)
-    if found is None or found.keys:
-        return f"field {name!r} is missing"
-    what = {RecordPart.KEY: "key", RecordPart.TIMESTAMP: "Kafka timestamp"}.get(found.part, f"header {found.header!r}")
-    return f"field {name!r}: the record has no {what}"
+def _rejected(reason: Reason, name: str, what: str) -> Rejected:
+    """The reject of the mapping `name`: `field '<name>': <what>`."""
+    return Rejected(reason, _clean_text(f"field {name!r}: {what}", MAX_DETAIL_CHARS))
 
 
 def _lookup(view: RecordView | dict[str, Any], name: str) -> Any:
@@ -347,7 +346,7 @@ def field_value(view: RecordView | dict[str, Any], name: str) -> Any:
 def _field(obj: RecordView, name: str) -> Any:
     value = _lookup(obj, name)
     if value is _ABSENT or value is None:
-        raise Rejected(Reason.MISSING_FIELD, _clean_text(_absent_detail(name), MAX_DETAIL_CHARS))
+        raise Rejected(Reason.MISSING_FIELD, _clean_text(f"field {name!r} is missing", MAX_DETAIL_CHARS))
     return value
 
 

@@ -36,9 +36,9 @@ from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import Config, EventFields, RequirementFields
 from pwevent.jobs.common.files import write_synthetic
 from pwevent.jobs.common.jsonl import dumps
+from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.reasons import Rejected
-from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.records import field_value, load_object, read_record
 from pwevent.jobs.common.slots import duration_arg, pace_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.common.files import iso, write_synthetic
 from pwevent.jobs.common.synthetic import SyntheticStream
@@ -322,10 +323,11 @@ def replay(job: StreamingJob, events: str, requirements: str, through: int) -> d
 def full_audit(job: StreamingJob, requirements: str, releases: list[dict[str, Any]],
                audit: list[dict[str, Any]]) -> None:
     """The auditor trusts nothing: users' windows against the requirements they declared (the
-    input), ledgers against the releases."""
+    input, read as `pwevent audit` reads it), ledgers against the releases."""
     for record in audit:
         schema("spend").validate(record)
-    lines = [(f"{requirements}:{n}", text) for n, text in enumerate(Path(requirements).read_text().splitlines(), 1)]
+    lines = [(f"{requirements}:{n}", record)
+             for n, record in enumerate(input_values(requirements, job.config.requirements), 1)]
     report = audit_records(audit, AuditInputs.build(lines, releases, job.config))
     assert report.ok and report.skipped is None, report.render()
 
