@@ -8,12 +8,15 @@ mixed in: a missing key, undecodable key bytes, a missing header, a header that 
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 
+from pwevent.jobs.common.avro_format import encode_datum, frame
 from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
@@ -27,6 +30,7 @@ from tests.integration.conftest import (
     replay,
     slot_time,
 )
+from tests.schema_registry import LocalSchemaRegistry
 from tests.whole_records import EVENTS, JSON_KEY_EVENTS, REQUIREMENTS, event_record, requirement_record, rewrite
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
@@ -69,7 +73,7 @@ def test_key_timestamp_and_headers_equal_the_replay_with_invalid_records_mixed_i
     out of the domain, each 50 minutes ahead), and invalid requirement records (no header, a header
     that is not UTF-8). The job equals the replay of the files, field by field, spend log line for
     line, with the full audit; the replay of the files with the invalid records is the same; nothing
-    valid is `late`; the dead letters are the replay's rejects."""
+    valid is `late`; the dead letters are the replay's rejects, reasons and kept values."""
     slots, bad_at = 12, 7
     json_key = "key_format" in events_mapping
     job = make_job(streaming_job, "PBD", {"events": events_mapping, "requirements": REQUIREMENTS})
@@ -111,3 +115,65 @@ def test_key_timestamp_and_headers_equal_the_replay_with_invalid_records_mixed_i
     details = Counter(d["detail"].split(":")[0] for d in dead if d["reason"] != "out_of_domain")
     key_field = "$key.id" if json_key else "$key"
     assert details[f"field {key_field!r}"] == 4 and details["field '$headers.user-id'"] == 2, details
+    # each keeps the Kafka value, as the replay's reject does
+    assert Counter((d["reason"], d["original_sha256"]) for d in dead) == \
+        Counter((r["reason"], r["original_sha256"]) for r in whole["rejects"])
+
+
+USER_KEY = {"type": "record", "name": "UserKey", "namespace": "sensors", "fields": [{"name": "id", "type": "string"}]}
+
+
+@pytest.mark.registry
+def test_an_avro_key_through_the_registry_equals_the_replay(streaming_job: Any,
+                                                           schema_registry: LocalSchemaRegistry) -> None:
+    """Events whose key is Confluent-framed Avro (`key_format: avro-confluent`, a record with the
+    user id in `id`, its schema from the real registry), the time the Kafka timestamp, the value
+    JSON; requirements with the user id in a header. A backlog beside a CPU burner, with invalid keys
+    mixed in (an id the registry does not know, truncated Avro, no key): the job equals the replay,
+    spend log line for line, with the full audit; the dead letters are the replay's rejects."""
+    slots, bad_at = 10, 6
+    subject = f"events-{uuid.uuid4().hex[:8]}-key"
+    key_id = schema_registry.add(subject, USER_KEY)
+    parsed = fastavro.parse_schema(USER_KEY)
+    mapping = {"user": "$key.id", "time": "$timestamp", "value": "value", "key_format": "avro-confluent",
+               "schema_registry": {"url": schema_registry.url, "retry_for": "60s"}}
+    job = make_job(streaming_job, "PBD", {"events": mapping, "requirements": REQUIREMENTS})
+    flat_events, flat_requirements = generate(job.folder, users=30, slots=slots)
+
+    def avro_keyed(flat: dict[str, Any]) -> KafkaRecord:
+        record = event_record(flat)
+        assert record.key is not None
+        return KafkaRecord(record.value, frame(key_id, encode_datum({"id": record.key.decode()}, parsed)),
+                           record.timestamp_ms, record.headers)
+
+    events = rewrite(flat_events, avro_keyed)
+    requirements = rewrite(flat_requirements, requirement_record)
+    expected = replay(job, events, requirements, slots)
+    assert len(expected["releases"]) == slots and not expected["rejects"]
+    far = slot_time(bad_at, 50 * 60_000)
+    good_key = frame(key_id, encode_datum({"id": "u1"}, parsed))
+    bad = [KafkaRecord(b'{"value": 1}', frame(424242, good_key[5:]), far),  # an id the registry does not know
+           KafkaRecord(b'{"value": 1}', good_key[:-2], far),  # truncated Avro
+           KafkaRecord(b'{"value": 1}', None, far)]  # no key
+    mixed = job.folder / "mixed-events.records"
+    mixed.write_bytes(Path(events).read_bytes() + b"".join(record.line() + b"\n" for record in bad + bad))
+    whole = replay(job, str(mixed), requirements, slots)
+    assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
+
+    client = producer(job.kafka)
+
+    def before(slot: int, _: float) -> None:
+        if slot == bad_at:
+            for partition in (0, 1):
+                for record in bad:
+                    send(client, job.topics["events"], record, partition)
+            client.flush()
+
+    produce_files(job.kafka, job.config, events, requirements, 0.0, before_slot=before)
+    client.close()
+    with cpu_burner():
+        job.start(seed=SEED)
+        check_equals_replay(job, events, requirements, slots, expected)
+    dead = check_dead_letters(job, whole["rejects"])
+    assert Counter(d["reason"] for d in dead) == Counter({"unknown_schema": 2, "undecodable": 2,
+                                                          "missing_field": 2})
