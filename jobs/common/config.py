@@ -434,6 +434,10 @@ class RequirementFields(InputFormat):
         self._check_record_fields("requirements")
         if self.signature is not None and self.format != "json":
             raise ValueError("requirements.signature: signed requirement records are JSON (format json)")
+        if self.signature is not None and self.whole_records:
+            name, text = next((name, self.mappings()[name]) for name in self.record_fields)
+            raise ValueError(f"requirements.signature: a signature covers the value only, and requirements.{name} "
+                             f"({text!r}) is outside it: map the user and time into the signed value")
         return self
 
 

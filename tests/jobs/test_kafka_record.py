@@ -70,6 +70,15 @@ def test_requirement_mappings_are_checked_the_same_way():
         config(requirements={"user": "$header.uid"})
 
 
+def test_a_signature_cannot_leave_the_user_or_time_unsigned(monkeypatch):
+    """A requirement's signature covers its value: a user id in a header could be swapped under a
+    valid signature, so signing and a `$` mapping of the requirements are refused together."""
+    monkeypatch.setenv("PWEVENT_TEST_KEY", "k" * 32)
+    with pytest.raises(ConfigError, match=r"requirements\.signature: a signature covers the value only, and "
+                                          r"requirements\.user \('\$headers\.user-id'\) is outside it"):
+        config(requirements={**REQUIREMENTS, "signature": {"key_env": "PWEVENT_TEST_KEY"}})
+
+
 def test_a_value_key_that_starts_with_a_dollar_is_escaped():
     cfg = config({"user": "\\$key", "time": "t", "value": "v"})
     assert not cfg.events.whole_records
