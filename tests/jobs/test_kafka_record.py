@@ -288,3 +288,11 @@ def test_whole_record_lines_carry_any_value_format():
         {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})))
     line = KafkaRecord(datum, b"u1", 5).line()
     assert base64.b64decode(json.loads(line)["value"]) == datum
+
+
+def test_a_header_holds_text_so_only_categories_take_their_value_from_one():
+    cells = config({"user": "$key", "time": "$timestamp", "value": "$headers.v"})
+    assert outcome(KafkaRecord(b"{}", b"u1", T, (("v", b"1"),)), cells)[0] is Reason.OUT_OF_DOMAIN
+    categories = config({"user": "$key", "time": "$timestamp", "value": "$headers.v"},
+                        domain={"type": "categories", "values": ["0", "1"]})
+    assert outcome(KafkaRecord(b"{}", b"u1", T, (("v", b"1"),)), categories).cell == 1
