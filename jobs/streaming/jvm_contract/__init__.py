@@ -150,8 +150,8 @@ def _sql(kind: FieldType | RowLayout) -> str:
 STR, INT, LONG, BOOL, BYTES = FieldType.STRING, FieldType.INT, FieldType.LONG, FieldType.BOOLEAN, FieldType.BYTES
 
 RECORD = RowLayout(
-    "RecordRow", "A Kafka record: its bytes, where it was read, its Kafka timestamp and the time read for"
-    " watermarking (null: unreadable).",
+    "RecordRow", "A Kafka record: its bytes (the value, or an input read as whole records its whole-records"
+    " line), where it was read, its Kafka timestamp and the time read for watermarking (null: unreadable).",
     (("value", BYTES), ("partition", INT), ("offset", LONG), ("kafka_ts", LONG), ("jtime", LONG)))
 EVENT_VERDICT = RowLayout(
     "EventVerdictRow", "The SQL fast path's verdict on an event record (user, time_ms and cell meaningful where"
