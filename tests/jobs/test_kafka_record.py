@@ -296,3 +296,21 @@ def test_a_header_holds_text_so_only_categories_take_their_value_from_one():
     categories = config({"user": "$key", "time": "$timestamp", "value": "$headers.v"},
                         domain={"type": "categories", "values": ["0", "1"]})
     assert outcome(KafkaRecord(b"{}", b"u1", T, (("v", b"1"),)), categories).cell == 1
+
+
+def test_the_replay_refuses_a_record_too_large_before_or_after_reading_its_line(flat, tmp_path):
+    """A line longer than `line_limit` is `too_large` unread; a shorter one whose key, value and
+    headers exceed `max_record_bytes` is `too_large` once read. The other records replay as usual."""
+    events, requirements = flat
+    whole = config(EVENTS, REQUIREMENTS, max_record_bytes=1024)
+    whole_events = rewrite(events, event_record, tmp_path / "events.records")
+    with open(whole_events, "ab") as out:
+        out.write(KafkaRecord(b'{"value": 1}', b"u1", T, (("pad", b"x" * 9000),)).line() + b"\n")  # over the limit
+        out.write(KafkaRecord(b'{"value": 1}', b"u1", T, (("pad", b"x" * 1100),)).line() + b"\n")  # a short line
+    assert line_limit(1024) < len(KafkaRecord(b"", None, None, (("pad", b"x" * 9000),)).line())
+    whole_requirements = rewrite(requirements, requirement_record, tmp_path / "requirements.records")
+    summary, got = replayed(whole, whole_events, whole_requirements, tmp_path)
+    assert dict(summary.rejects) == {"too_large": 2}, summary.rejects
+    unread, read = (r["detail"] for r in got["rejects"])
+    assert "more than the 1024 allowed" in unread and "bytes of key, value and headers" not in unread
+    assert "1117 bytes of key, value and headers" in read  # 2 + 12 + 3 + 1100
