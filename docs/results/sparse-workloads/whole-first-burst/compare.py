@@ -74,8 +74,10 @@ if __name__ == "__main__":
     table(HERE.parent / "runs.csv", ["sparse"])
     print("\nTuning workloads: the other changes\n")
     table(HERE.parent / "runs.csv", ["tuning-probe-half", "tuning-sqrt-spacing", "tuning-whole-first-sqrt-spacing"])
+    print("\nHeld-out workloads: bursts spread over the day\n")
+    table(HERE.parent / "runs.csv", ["held-out-sqrt-spacing"])
     print("\nThe best other configuration against itself with other noise\n")
     null(HERE.parent / "runs.csv", "sample-seed-2", "Sample+KF")
     print("\nThe paper's defaults\n")
     table(HERE.parent.parent / "every-mechanism-at-the-defaults" / "runs.csv",
-          ["paper-scale-defaults", "foursquare-at-slot-2"])
+          ["paper-scale-defaults", "foursquare-at-slot-2", "foursquare-sqrt-spacing"])
