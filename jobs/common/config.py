@@ -557,7 +557,10 @@ class Config(Section):
             raise ValueError(f"events.{taken[0]}: with statistics, each statistic names its own value fields; "
                              "remove it from events")
         statistics = raw["statistics"]
-        first = statistics[0] if isinstance(statistics, list) and statistics else None
+        if not isinstance(statistics, list) or not statistics:
+            raise ValueError("statistics: a list of at least one statistic ({name, domain, value or lat and lon, "
+                             "share}); without the key, domain: and events: give the one statistic")
+        first = statistics[0]
         return {**raw, "domain": first.get("domain") if isinstance(first, dict) else None}
 
     @property
@@ -587,11 +590,8 @@ class Config(Section):
             if (section.share is None) != (sections[0].share is None):
                 raise ValueError(f"{where}.share: give every statistic a share, or none (equal shares)")
             values = {"value": section.value} if section.value else {"lat": section.lat, "lon": section.lon}
-            try:
-                check_disjoint({"events.user": self.events.user, "events.time": self.events.time,
-                                **{f"{where}.{key}": path for key, path in values.items() if path is not None}})
-            except ValueError as err:
-                raise ValueError(f"{where}: {err}") from None
+            check_disjoint({"events.user": self.events.user, "events.time": self.events.time,
+                            **{f"{where}.{key}": path for key, path in values.items() if path is not None}})
         total = sum(section.share or 0.0 for section in sections)
         if total > 1.0 + SHARE_SUM_SLACK:
             raise ValueError(f"statistics[{len(sections) - 1}].share: the shares add up to {total:.12g}, more than "
