@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.common.config import ConfigError, load_config
+from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
 from pwevent.jobs.streaming.checkpoints import (
     HA_TYPE,
@@ -57,6 +57,15 @@ def insecure_randomness(noise: str, seed: int | None) -> str | None:
     if noise == "numpy-fast":
         return "noise: numpy-fast draws numpy's floating-point geometric sampler, not OpenDP's vetted one"
     return None
+
+
+def refuse_several_statistics(config: Config) -> None:
+    """ConfigError (exit 2) for a configuration with several statistics: the job releases one
+    (docs/streaming.md, "One statistic per job"); `pwevent replay` runs several under one budget."""
+    if len(config.statistics) > 1:
+        raise ConfigError("statistics: the streaming job releases one statistic (domain: and events:); several "
+                          "statistics under one budget run in pwevent replay only so far (docs/streaming.md, "
+                          "'One statistic per job')")
 
 
 def refuse_insecure_randomness(noise: str, seed: int | None, allowed: bool, submission: bool = False) -> None:
@@ -151,6 +160,7 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     import pyflink
 
     config = load_config(config_path)
+    refuse_several_statistics(config)
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
@@ -205,6 +215,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed; test
     randomness (`seed`, `noise: numpy-fast`) only with `insecure_test_randomness`."""
     config = load_config(config_path)
+    refuse_several_statistics(config)
     refuse_insecure_randomness(config.noise, seed, insecure_test_randomness)
     settings = with_resume(stream_settings(config, str(Path(config_path).resolve().parent)), resume)
     settings.kafka.require_bootstrap()
@@ -254,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     try:
+        refuse_several_statistics(config)
         refuse_insecure_randomness(config.noise, args.seed, args.insecure_test_randomness)
     except ConfigError as err:
         parser.error(str(err))

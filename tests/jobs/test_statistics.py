@@ -26,6 +26,9 @@ from pwevent.state.requirements import RELATIVE_TOLERANCE
 from tests.jobs.test_audit_mutations import DYNAMIC, SLOTS, inputs
 
 Record = dict[str, Any]
+#: The rules of the check across statistics, each caught below (tests/jobs/test_audit.py counts on it).
+TOTAL_RULES = {"user_total_fixed_window", "user_total_backward_window", "user_total_forward_window"}
+CAUGHT_HERE = TOTAL_RULES | {"unknown_statistic"}
 SCREENS = ["home", "map", "feed"]
 STATISTICS = [
     {"name": "cells", "domain": {"type": "cells", "d": 4}, "value": "payload.cell", "share": 0.4},
@@ -232,7 +235,8 @@ def test_two_separate_runs_at_the_whole_budget_fail_where_the_shared_one_passes(
         releases += [{**rec, "statistic": statistic["name"]} for rec in own_releases]
     report = audit(run.config, run.requirements, log, releases)
     assert not report.ok
-    assert {rule for rule in report.rules() if rule.startswith("user_total_")}, report.render()
+    totals = {rule for rule in report.rules() if rule.startswith("user_total_")}
+    assert totals == (TOTAL_RULES - {"user_total_fixed_window"} if name in DYNAMIC else {"user_total_fixed_window"})
     assert window_breaches(log, run.requirements, name in DYNAMIC) != []
 
 
@@ -335,3 +339,13 @@ def test_the_cli_replays_and_audits_two_statistics(shared: dict[str, Shared], tm
     assert [(t["slot"], t["statistic"]) for t in truth[:2]] == [(1, "cells"), (1, "screen")]
     assert main(["audit", "--spend-log", files["spend"], "--requirements", str(tmp_path / "req.jsonl"),
                  "--releases", files["rel"], "--config", str(tmp_path / "c.yaml")]) == 0
+
+
+@pytest.mark.parametrize("extra", [[], ["--print-submit"]])
+def test_the_streaming_job_refuses_several_statistics(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      extra: list[str]) -> None:
+    import yaml
+
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(settings("PBD", STATISTICS, noise="opendp")))
+    assert main(["run", "--config", str(tmp_path / "c.yaml"), *extra]) == 2
+    assert "statistics: the streaming job releases one statistic" in capsys.readouterr().err
