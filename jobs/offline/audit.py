@@ -1308,7 +1308,7 @@ def _total_checks(inputs: AuditInputs, audited: list[_Audited]) -> tuple[int, li
     spend lines, against every window of the requirements the user declared (not their shares):
     rules user_total_*. Users with the same memberships and declarations are checked once."""
     horizon = max(one.horizon for one in audited)
-    first_member = {}
+    first_member: dict[str, int] = {}
     for one in audited:
         for user, segments in one.users.items():
             first_member[user] = min(first_member.get(user, segments[0][1]), segments[0][1])

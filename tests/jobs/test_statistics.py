@@ -133,7 +133,7 @@ def window_breaches(log: list[Record], requirements: list[Record], dynamic: bool
     for user, records in declared(requirements).items():
         spent = spends.get(user, {})
 
-        def window(first: int, last: int) -> Fraction:
+        def window(first: int, last: int, spent: dict[int, Fraction] = spent) -> Fraction:
             return sum((spent.get(slot, Fraction(0)) for slot in range(first, last + 1)), Fraction(0))
 
         if not dynamic:
