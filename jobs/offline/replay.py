@@ -27,10 +27,8 @@ from pwevent.jobs.common.progress import Progress
 from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import (
     ORIGINAL_HEAD_BYTES,
-    Event,
     Original,
     RequirementUpdate,
-    parse_event,
     parse_requirement_update,
     reject_record,
     unknown_user,
@@ -38,34 +36,8 @@ from pwevent.jobs.common.records import (
 from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import Action
 from pwevent.jobs.common.shared_budget import SharedBudget
+from pwevent.jobs.common.statistic_cells import Observed, observe
 from pwevent.operators.noise import Randomness, make_randomness
-
-
-@dataclass(frozen=True)
-class Observed:
-    """A valid event: its user, time and its cell under each statistic (Config.statistics)."""
-
-    user: str
-    time_ms: int
-    cells: tuple[int, ...]
-
-
-def observe(line: bytes, config: Config) -> Observed:
-    """An event record read once per statistic, each with its own value fields and domain
-    (`parse_event`); a reject names the statistic whose value it failed on (when statistics are named)."""
-    cells = []
-    event: Event | None = None
-    for statistic in config.statistics:
-        try:
-            event = parse_event(line, statistic.events, statistic.domain, max_bytes=config.max_record_bytes,
-                                pseudonyms=config.pseudonyms)
-        except Rejected as err:
-            if statistic.name is None:
-                raise
-            raise Rejected(err.reason, f"statistic {statistic.name}: {err.detail}") from None
-        cells.append(event.cell)
-    assert event is not None
-    return Observed(event.user, event.time_ms, tuple(cells))
 
 
 @dataclass
@@ -282,7 +254,11 @@ class Replay:
                                                      config.pseudonyms),
                 progress, framed_requirements,
             )
-            events = self._read_events(events_file, lambda line: observe(line, config), progress, framed_events)
+            events = self._read_events(
+                events_file,
+                lambda line: observe(line, config, max_bytes=config.max_record_bytes, pseudonyms=config.pseudonyms),
+                progress, framed_events,
+            )
             engine = SharedBudget(config, self.rng, spend_sink)
             last_slot = max([*requirements, events.last_slot], default=0) if through is None else through
             self.summary.beyond = (sum(len(records) for slot, records in requirements.items() if slot > last_slot)

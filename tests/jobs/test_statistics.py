@@ -22,7 +22,7 @@ from pwevent.jobs.common.config import Config, ConfigError, parse_config
 from pwevent.jobs.offline.audit import AuditInputs, AuditReport, audit_records
 from pwevent.jobs.offline.replay import run_replay
 from pwevent.operators.registry import REGISTRY
-from pwevent.state.requirements import RELATIVE_TOLERANCE
+from pwevent.state.requirements import RELATIVE_TOLERANCE, parse_requirement
 from tests.jobs.test_audit_mutations import DYNAMIC, SLOTS, inputs
 
 Record = dict[str, Any]
@@ -349,3 +349,52 @@ def test_the_streaming_job_refuses_several_statistics(tmp_path: Path, capsys: py
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(settings("PBD", STATISTICS, noise="opendp")))
     assert main(["run", "--config", str(tmp_path / "c.yaml"), *extra]) == 2
     assert "statistics: the streaming job releases one statistic" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["PBD", "DPBA", "Adaptive", "BA"])
+def test_the_job_population_equals_the_replay(shared: dict[str, Shared], name: str) -> None:
+    """The streaming job's Population (`PopulationOperator`, its rows as the JVM hands them: the
+    Membership rule's changes and counts per (slot, class, joint cell)) decides both statistics as
+    the replay does, release for release and line for line, also when restored from a snapshot
+    taken half way."""
+    from pwevent.jobs.common.membership import Membership, UserState
+    from pwevent.jobs.common.population_operator import PopulationOperator, SlotChanges, SlotCount
+    from pwevent.jobs.common.requirement_rules import RequirementRules
+    from pwevent.jobs.common.statistic_cells import joint_cell, observe
+    from pwevent.operators.noise import make_randomness
+
+    run = shared[name]
+    config = run.config
+    membership = Membership(RequirementRules(config.mechanism_spec(), config.caps.max_w))
+    states: dict[str, UserState] = {}
+    latest: dict[int, dict[str, int]] = defaultdict(dict)
+    for event in sorted(run.events, key=lambda e: e["time"]):
+        seen = observe(json.dumps(event), config)
+        latest[seen.time_ms // 1000 + 1][seen.user] = joint_cell(seen.cells, config.statistics)
+    operator = PopulationOperator(config, make_randomness(config.noise, 3))
+    releases, lines = [], []
+    for slot in range(1, SLOTS + 1):
+        rows: list[SlotChanges | SlotCount] = []
+        for rec in [r for r in run.requirements if r["time"] // 1000 + 1 == slot]:
+            requirement = {k: v for k, v in rec.items() if k not in ("user", "time")}
+            applied = membership.apply(rec["user"], states.get(rec["user"], UserState()), slot,
+                                       parse_requirement(requirement))
+            states[rec["user"]] = applied.state
+            if applied.change is not None:
+                rows.append(SlotChanges(slot, (applied.change,)))
+        counts: dict[tuple[str, int], int] = defaultdict(int)
+        for user, cell in latest[slot].items():
+            if user in states and states[user].class_id is not None:
+                counts[(str(states[user].class_id), cell)] += 1
+        rows += [SlotCount(slot, cls, cell, n) for (cls, cell), n in counts.items()]
+        for row in rows:
+            assert operator.on_row(row)[0]
+        if slot == SLOTS // 2:
+            restored = PopulationOperator(config, make_randomness(config.noise, 99))
+            restored.restore(operator.snapshot())
+            operator = restored
+        closed = operator.on_slot_end(slot, rows, ended=False)
+        releases += [record for _, record in closed.emitted.releases]
+        lines += closed.emitted.audit
+    assert releases == run.releases
+    assert sorted(map(str, lines)) == sorted(map(str, run.log))
