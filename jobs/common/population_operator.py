@@ -15,9 +15,10 @@ version 1 (a pickled pair of the engine's bytes, with a hex-pickled generator st
 smoother's snapshot) is still read. With several statistics (docs/mechanisms.md, "Several statistics
 under one budget") the document holds one engine and one smoother per statistic, in the
 configuration's order: `{"version": 2, "engines": [..], "smoothers": [..]}`, and a count's `cell` is
-the joint cell of every statistic's (jobs/common/statistic_cells.py). The rows a host keeps until their slot ends: `row_to_json` /
-`row_from_json`, `{"version": 1, "kind": "present" | "groups", ..}`, the changes in groups
-(`change_groups`); kind "change", one change, written by earlier releases, is still read.
+the joint cell of every statistic's (jobs/common/statistic_cells.py). The rows a host keeps until
+their slot ends: `row_to_json` / `row_from_json`, `{"version": 1, "kind": "present" | "groups", ..}`,
+the changes in groups (`change_groups`); kind "change", one change, written by earlier releases, is
+still read.
 """
 
 from __future__ import annotations

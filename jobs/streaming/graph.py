@@ -339,12 +339,16 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     # a job that reads no record still releases on the schedule: the start row arms the first timer
     start = stage.env.from_collection([Row(0, rows.POPULATION_START)], type_info=keyed_row) \
         .uid("population-start").name("start row of the release schedule")
-    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through))
+    several = tuple((kafka.release_topic(s.name), s.domain.d) for s in config.statistics if s.name is not None)
+    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through, several))
     hosted = internals.keyed_by_first_field(population_in.union(start), Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
-    internals.release_writer(hosted, rows.RELEASE_ROUTE, kafka.release_writer_properties(), kafka.topics["releases"],
-                             kafka.release_transactional_id).uid("release-writer")
+    for statistic in config.statistics:  # one writer and topic per statistic (docs/streaming.md)
+        name = statistic.name
+        uid = "release-writer" if name is None else f"release-writer-{name}"
+        internals.release_writer(hosted, rows.release_route(name), kafka.release_writer_properties(),
+                                 kafka.release_topic(name), kafka.release_writer_id(name), f"{uid}-end").uid(uid)
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
+from pwevent.jobs.common.statistic_cells import MAX_JOINT_CELLS, joint_size
 from pwevent.jobs.streaming.checkpoints import (
     HA_TYPE,
     RECOVERY_PATH,
@@ -59,13 +60,18 @@ def insecure_randomness(noise: str, seed: int | None) -> str | None:
     return None
 
 
-def refuse_several_statistics(config: Config) -> None:
-    """ConfigError (exit 2) for a configuration with several statistics: the job releases one
-    (docs/streaming.md, "One statistic per job"); `pwevent replay` runs several under one budget."""
-    if len(config.statistics) > 1:
-        raise ConfigError("statistics: the streaming job releases one statistic (domain: and events:); several "
-                          "statistics under one budget run in pwevent replay only so far (docs/streaming.md, "
-                          "'One statistic per job')")
+def refuse_several_statistics(config: Config, settings: StreamSettings) -> None:
+    """ConfigError (exit 2) for what the job does not do with several statistics (docs/streaming.md,
+    "Several statistics"): resume after its last releases without state, or carry joint cells beyond
+    a Java int."""
+    if len(config.statistics) == 1:
+        return
+    if settings.kafka.resume_after_last_release:
+        raise ConfigError("kafka.resume_after_last_release: a job with several statistics does not resume after its "
+                          "last releases without state; restore its state, or start a new job on new topics")
+    if joint_size(config.statistics) > MAX_JOINT_CELLS:
+        raise ConfigError(f"statistics: the domains' sizes multiply to {joint_size(config.statistics)}, more than the "
+                          f"{MAX_JOINT_CELLS} joint cells the job's rows carry")
 
 
 def refuse_insecure_randomness(noise: str, seed: int | None, allowed: bool, submission: bool = False) -> None:
@@ -160,8 +166,8 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
     import pyflink
 
     config = load_config(config_path)
-    refuse_several_statistics(config)
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
+    refuse_several_statistics(config, with_resume(settings, resume))
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
     workers = python_root(jvm_jar())
@@ -215,9 +221,9 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     """Build and run the job on the local mini-cluster until it is cancelled, stopped or killed; test
     randomness (`seed`, `noise: numpy-fast`) only with `insecure_test_randomness`."""
     config = load_config(config_path)
-    refuse_several_statistics(config)
     refuse_insecure_randomness(config.noise, seed, insecure_test_randomness)
     settings = with_resume(stream_settings(config, str(Path(config_path).resolve().parent)), resume)
+    refuse_several_statistics(config, settings)
     settings.kafka.require_bootstrap()
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir, settings.flink.s3)
@@ -265,12 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     try:
-        refuse_several_statistics(config)
         refuse_insecure_randomness(config.noise, args.seed, args.insecure_test_randomness)
+        settings = with_resume(stream_settings(config, str(Path(args.config).resolve().parent)),
+                               args.resume_after_last_release)
+        refuse_several_statistics(config, settings)
     except ConfigError as err:
         parser.error(str(err))
-    settings = with_resume(stream_settings(config, str(Path(args.config).resolve().parent)),
-                           args.resume_after_last_release)
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment

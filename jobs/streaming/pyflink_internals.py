@@ -210,15 +210,17 @@ def change_batches(changes: Any) -> Any:
 
 
 def release_writer(population: Any, route: str, properties: dict[str, str], topic: str,
-                   transactional_id: str) -> Any:
+                   transactional_id: str, end_uid: str) -> Any:
     """Java `ReleaseWriter` behind the Population (`population`, `rows.POPULATION_OUT`): the rows of
     `route` written to `topic` once the checkpoint holding them has completed, by a transactional
     producer with `transactional_id` and the Kafka clients' `properties` (bootstrap and security
-    included). Returns the writer's stream (it needs a uid; a discarding sink ends it)."""
+    included). Returns the writer's stream (it needs a uid; a discarding sink with uid `end_uid` ends it)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.release.ReleaseWriter.apply(population._j_data_stream, route,
-                                                               _java_strings(properties), topic, transactional_id))
+    writers = _jvm().pwevent.flink.release.ReleaseWriter
+    written = writers.apply(population._j_data_stream, route, _java_strings(properties), topic, transactional_id)
+    writers.end(written, end_uid)
+    return DataStream(written)
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

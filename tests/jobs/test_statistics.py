@@ -342,13 +342,14 @@ def test_the_cli_replays_and_audits_two_statistics(shared: dict[str, Shared], tm
 
 
 @pytest.mark.parametrize("extra", [[], ["--print-submit"]])
-def test_the_streaming_job_refuses_several_statistics(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                      extra: list[str]) -> None:
+def test_the_streaming_job_refuses_to_resume_several_statistics(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 extra: list[str]) -> None:
     import yaml
 
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(settings("PBD", STATISTICS, noise="opendp")))
-    assert main(["run", "--config", str(tmp_path / "c.yaml"), *extra]) == 2
-    assert "statistics: the streaming job releases one statistic" in capsys.readouterr().err
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(settings("PBD", STATISTICS, noise="opendp",
+                                                             kafka={"bootstrap": "127.0.0.1:1"})))
+    assert main(["run", "--config", str(tmp_path / "c.yaml"), "--resume-after-last-release", *extra]) == 2
+    assert "kafka.resume_after_last_release: a job with several statistics" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["PBD", "DPBA", "Adaptive", "BA"])

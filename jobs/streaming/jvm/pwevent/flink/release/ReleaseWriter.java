@@ -64,16 +64,19 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     }
 
     /** The writer of `population`'s release rows (route `route`) to `topic`, with the Kafka clients'
-     *  `properties` and the producer's `transactionalId`; parallelism 1, ended by a discarding sink
-     *  (returned, for its uid). */
+     *  `properties` and the producer's `transactionalId`; parallelism 1 (returned, for its uid; {@link #end}
+     *  ends it). */
     public static SingleOutputStreamOperator<Void> apply(DataStream<Row> population, String route,
             Map<String, String> properties, String topic, String transactionalId) {
         ReleaseWriter writer = new ReleaseWriter(new KafkaReleaseTopic.Factory(properties, topic, transactionalId),
                 route);
-        SingleOutputStreamOperator<Void> written = population.transform("write releases", Types.VOID, writer)
-                .setParallelism(1).setMaxParallelism(1);
-        written.sinkTo(new DiscardingSink<>()).name("releases written").uid("release-writer-end").setParallelism(1);
-        return written;
+        return population.transform("write releases", Types.VOID, writer).setParallelism(1).setMaxParallelism(1);
+    }
+
+    /** Ends a writer's stream with a discarding sink of uid `uid` (one per writer: several statistics
+     *  have a writer each). */
+    public static void end(SingleOutputStreamOperator<Void> written, String uid) {
+        written.sinkTo(new DiscardingSink<>()).name("releases written").uid(uid).setParallelism(1);
     }
 
     @Override
