@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from jsonschema import Draft202012Validator
 
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import Config, ConfigError, parse_config
@@ -26,6 +28,7 @@ from pwevent.state.requirements import RELATIVE_TOLERANCE, parse_requirement
 from tests.jobs.test_audit_mutations import DYNAMIC, SLOTS, inputs
 
 Record = dict[str, Any]
+ROOT = Path(__file__).parents[2]
 #: The rules of the check across statistics, each caught below (tests/jobs/test_audit.py counts on it).
 TOTAL_RULES = {"user_total_fixed_window", "user_total_backward_window", "user_total_forward_window"}
 CAUGHT_HERE = TOTAL_RULES | {"unknown_statistic"}
@@ -89,7 +92,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Shared]:
 # ------------------------------------------------------------------ the independent check
 
 
-def user_spends(log: list[Record]) -> dict[str, dict[int, Fraction]]:
+def user_spends(log: list[Record], slots: int = SLOTS) -> dict[str, dict[int, Fraction]]:
     """Each user's spend per slot, summed over every statistic, exactly (Fractions of the logged
     floats), from the spend log alone: a user's spend at a slot is the spend line of the ledger its
     latest member line (of that statistic) puts it in, forks stitched onto their parents."""
@@ -108,17 +111,23 @@ def user_spends(log: list[Record]) -> dict[str, dict[int, Fraction]]:
     for (statistic, user), members in joins.items():
         members.sort()
         for i, (since, ledger) in enumerate(members):
-            end = members[i + 1][0] - 1 if i + 1 < len(members) else SLOTS
+            end = members[i + 1][0] - 1 if i + 1 < len(members) else slots
             for slot in range(since, end + 1):
                 out[user][slot] += lines[(statistic, ledger)].get(slot, Fraction(0))
     return out
 
 
-def declared(requirements: list[Record]) -> dict[str, list[tuple[int, Record]]]:
-    """Each user's requirement records by slot, in input order (a fixed mechanism keeps the first)."""
+def slot_of_test_time(rec: Record) -> int:
+    """The slot of a record of these tests: epoch ms from origin 0, 1-second slots."""
+    return int(rec["time"]) // 1000 + 1
+
+
+def declared(requirements: list[Record], slot_of: Callable[[Record], int]) -> dict[str, list[tuple[int, Record]]]:
+    """Each user's requirement records by slot, in time order, then input order (a fixed mechanism
+    keeps the first)."""
     out: dict[str, list[tuple[int, Record]]] = defaultdict(list)
-    for rec in sorted(requirements, key=lambda r: r["time"]):
-        out[rec["user"]].append((rec["time"] // 1000 + 1, rec))
+    for rec in sorted(requirements, key=slot_of):
+        out[rec["user"]].append((slot_of(rec), rec))
     return out
 
 
@@ -126,11 +135,13 @@ def within(total: Fraction, bound: float) -> bool:
     return total <= Fraction(bound) * (1 + Fraction(RELATIVE_TOLERANCE))
 
 
-def window_breaches(log: list[Record], requirements: list[Record], dynamic: bool) -> list[str]:
-    """Every window of every user, summed over all statistics, that spends more than the user declared."""
-    spends = user_spends(log)
+def window_breaches(log: list[Record], requirements: list[Record], dynamic: bool, slots: int = SLOTS,
+                    slot_of: Callable[[Record], int] = slot_of_test_time) -> list[str]:
+    """Every window of every user, summed over all statistics, that spends more than the user declared
+    (through slot `slots`; `slot_of`: a requirement record's slot)."""
+    spends = user_spends(log, slots)
     breaches = []
-    for user, records in declared(requirements).items():
+    for user, records in declared(requirements, slot_of).items():
         spent = spends.get(user, {})
 
         def window(first: int, last: int, spent: dict[int, Fraction] = spent) -> Fraction:
@@ -138,14 +149,14 @@ def window_breaches(log: list[Record], requirements: list[Record], dynamic: bool
 
         if not dynamic:
             w, epsilon = records[0][1]["w"], records[0][1]["epsilon"]
-            breaches += [f"{user} {t - w + 1}..{t}" for t in range(1, SLOTS + 1) if not within(window(t - w + 1, t),
+            breaches += [f"{user} {t - w + 1}..{t}" for t in range(1, slots + 1) if not within(window(t - w + 1, t),
                                                                                                 epsilon)]
             continue
         in_force = {}
         for slot, rec in records:
             in_force[slot] = rec
         current = None
-        for t in range(records[0][0], SLOTS + 1):
+        for t in range(records[0][0], slots + 1):
             current = in_force.get(t, current)
             assert current is not None
             back, forward = current["backward"], current["forward"]
@@ -177,6 +188,10 @@ def test_two_statistics_pass_the_audit_and_the_independent_check(shared: dict[st
     assert all(len(r["counts"]) == 4 for r in by_statistic["cells"])
     assert {rec.get("statistic") for rec in run.log} == {"cells", "screen"}
     assert report.windows_checked > 0
+    for kind, records in (("spend", run.log), ("release", run.releases)):
+        validator = Draft202012Validator(json.loads((ROOT / "docs" / "schemas" / f"{kind}.schema.json").read_text()))
+        for record in records:
+            validator.validate(record)
 
 
 def test_the_shares_reach_the_ledgers(shared: dict[str, Shared]) -> None:

@@ -1,0 +1,95 @@
+"""Two statistics under one budget in the streaming job (docs/streaming.md, "Several statistics"):
+one events topic, each event carrying a value per statistic; the job releases each statistic to its
+own topic, equal to `pwevent replay` record for record and line for line, the full audit (each user's
+windows summed over both statistics against what it declared) passes, and an independent exact check
+of every user's summed windows finds none over its budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pwevent.jobs.common.config import load_config
+from pwevent.jobs.common.slots import parse_time_ms
+from pwevent.jobs.streaming.kafka_io import read_topic
+from pwevent.jobs.streaming.produce import produce_files
+from pwevent.jobs.streaming.settings import stream_settings
+from tests.integration.conftest import (
+    SEED,
+    full_audit,
+    generate,
+    load_script,
+    make_job,
+    replay,
+    spend_lines,
+)
+from tests.jobs.test_statistics import window_breaches
+
+pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
+
+SCREENS = ["home", "map", "feed"]
+STATISTICS = [
+    {"name": "state", "domain": {"type": "binary"}, "value": "value", "share": 0.3},
+    {"name": "screen", "domain": {"type": "categories", "values": SCREENS}, "value": "app.screen", "share": 0.7},
+]
+
+
+def two_valued(events: str) -> None:
+    """Every event gets a screen (nested), from its user and time; one in 50 an unknown screen (a
+    dead letter naming the statistic)."""
+    lines = []
+    for n, line in enumerate(Path(events).read_text().splitlines()):
+        event = json.loads(line)
+        screen = "settings" if n % 50 == 7 else SCREENS[(int(event["user"].removeprefix("u")) + n // 7) % 3]
+        lines.append(json.dumps({**event, "app": {"screen": screen}}))
+    Path(events).write_text("".join(line + "\n" for line in lines))
+
+
+@pytest.mark.parametrize("mechanism", ["Adaptive", "DPBA"])
+def test_two_statistics_job_equals_replay_and_passes_the_audit(streaming_job: Any, mechanism: str) -> None:
+    slots = 10
+    job = make_job(streaming_job, mechanism)
+    raw = yaml.safe_load(job.config_path.read_text())
+    del raw["domain"]
+    raw["statistics"] = STATISTICS
+    job.config_path.write_text(yaml.safe_dump(raw))
+    job.config = load_config(str(job.config_path))
+    job.kafka = stream_settings(job.config, str(job.folder)).kafka
+    topics = {s["name"]: job.kafka.release_topic(s["name"]) for s in STATISTICS}
+    created = load_script("create-topics.py").create_topics(job.kafka.bootstrap, {t: 1 for t in topics.values()})
+    assert set(created.values()) == {"created"}, created
+    events, requirements = generate(job.folder, users=30, slots=slots, dynamic=mechanism == "DPBA")
+    two_valued(events)
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    job.start(seed=SEED)
+    expected = replay(job, events, requirements, slots)
+    for name, topic in topics.items():
+        want = [r for r in expected["releases"] if r["statistic"] == name]
+        got: list[dict[str, Any]] = []
+        for _ in range(240):
+            got = [m.json() for m in read_topic(job.kafka, topic, idle_s=1.0, max_s=90)]
+            if len({r["slot"] for r in got}) >= slots:
+                break
+            assert job.alive(), job.log_tail()
+        by_slot = {r["slot"]: r for r in got}
+        assert len(by_slot) == len(got), f"statistic {name}: a slot released twice"
+        assert [by_slot[slot] for slot in range(1, slots + 1)] == want[:slots], f"statistic {name}"
+    assert job.read("releases", idle_s=1.0) == []  # each statistic has its own topic
+    want_lines = [r for r in expected["spend"] if r.get("slot", r.get("since", 0)) <= slots]
+    audit = job.wait_records("audit", len(want_lines), lambda r: r.get("slot", r.get("since", 0)) <= slots)
+    assert spend_lines(audit) == spend_lines(want_lines)
+    decided = [r for r in expected["releases"] if r["slot"] <= slots]
+    full_audit(job, requirements, decided, audit)
+    clock = job.config.clock
+    declared = [json.loads(line) for line in Path(requirements).read_text().splitlines()]
+    assert window_breaches(audit, declared, mechanism == "DPBA", slots,
+                           lambda rec: clock.slot_of(parse_time_ms(rec["time"], "time"))) == []
+    rejects = [r for r in expected["rejects"] if r["reason"] == "out_of_domain"]
+    assert rejects and all(r["detail"].startswith("statistic screen:") for r in rejects)
+    dead = job.wait_records("dead_letters", len(expected["rejects"]))
+    assert sorted(d["detail"] for d in dead if d["reason"] == "out_of_domain") == \
+        sorted(r["detail"] for r in rejects)
