@@ -7,6 +7,7 @@ of every user's summed windows finds none over its budget."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ import yaml
 
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.common.slots import parse_time_ms
+from pwevent.jobs.offline.release_topic import audit_release_topic
 from pwevent.jobs.streaming.kafka_io import read_topic
 from pwevent.jobs.streaming.produce import produce_files
 from pwevent.jobs.streaming.settings import stream_settings
 from tests.integration.conftest import (
+    PWEVENT,
     SEED,
     full_audit,
     generate,
@@ -88,6 +91,13 @@ def test_two_statistics_job_equals_replay_and_passes_the_audit(streaming_job: An
     declared = [json.loads(line) for line in Path(requirements).read_text().splitlines()]
     assert window_breaches(audit, declared, mechanism == "DPBA", slots,
                            lambda rec: clock.slot_of(parse_time_ms(rec["time"], "time"))) == []
+    spend_log = job.folder / "audit.jsonl"
+    spend_log.write_text("".join(json.dumps(r) + "\n" for r in audit))
+    topic_audit = audit_release_topic(job.kafka, job.config, str(spend_log), requirements)
+    assert topic_audit.ok, topic_audit.render()  # both statistics' topics, read as an analyst reads them
+    tail = subprocess.run([*PWEVENT, "tail", "--config", str(job.config_path), "--statistic", "screen",
+                           "--max-slots", "3", "--timeout", "60s"], capture_output=True, text=True, timeout=120)
+    assert tail.returncode == 0 and len(tail.stdout.strip().splitlines()) == 4, tail.stderr[-2000:]
     rejects = [r for r in expected["rejects"] if r["reason"] == "out_of_domain"]
     assert rejects and all(r["detail"].startswith("statistic screen:") for r in rejects)
     dead = job.wait_records("dead_letters", len(expected["rejects"]))

@@ -414,3 +414,28 @@ def test_the_job_population_equals_the_replay(shared: dict[str, Shared], name: s
         lines += closed.emitted.audit
     assert releases == run.releases
     assert sorted(map(str, lines)) == sorted(map(str, run.log))
+
+
+def test_tail_asks_which_statistic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(settings("PBD", STATISTICS, kafka={"bootstrap": "127.0.0.1:1"})))
+    assert main(["tail", "--config", str(tmp_path / "c.yaml")]) == 2
+    assert "several statistics, each with its release topic; name one with --statistic (cells, screen)" in \
+        capsys.readouterr().err
+    assert main(["tail", "--config", str(tmp_path / "c.yaml"), "--statistic", "other"]) == 2
+    assert "--statistic other: not a statistic" in capsys.readouterr().err
+
+
+def test_a_redrawn_slot_is_found_per_release_topic() -> None:
+    """Two statistics' topics hold a record of slot 1 each, with other bytes: not a redraw; a second,
+    different record of slot 1 on one topic is."""
+    from pwevent.jobs.offline.release_topic import redrawn
+    from pwevent.jobs.streaming.kafka_io import Message
+
+    cells, screen = (Message(f"r.{name}", 0, 0, b"1", f'{{"statistic": "{name}"}}'.encode(), 0)
+                     for name in ("cells", "screen"))
+    assert redrawn([cells, screen]) == []
+    again = Message("r.screen", 0, 1, b"1", b'{"statistic": "screen", "other": 1}', 0)
+    [finding] = redrawn([cells, screen, again])
+    assert finding.slot == 1 and finding.detail.startswith("topic r.screen: 2 different records")
