@@ -219,14 +219,16 @@ class PopulationOperator:
                 emitted.dead_letters.append(reject_record(
                     "events", f"slot {t}", Reason.UNKNOWN_USER,
                     f"{int(present.pop(cls).sum())} events counted for class {cls}, which has no member", ""))
+            outcomes = []
             for k, (statistic, engine) in enumerate(zip(self.config.statistics, self.budget.engines, strict=True)):
                 outcome, projections = engine.decide(t, self._marginals(present, k))
+                outcomes.append(outcome)
                 emitted.audit.extend(self._take_lines())
                 emitted.dead_letters.extend(replace(p, statistic=statistic.name).reject() for p in projections)
-                emitted.reports.append(SlotReport.of(t, outcome.kind.value, outcome.threshold,
-                                                     engine.population.live()))
                 emitted.releases.append((t, release_record(outcome, self.config, self.rng.label, self.smoothers[k],
                                                            statistic)))
+            live = [engine.population.live() for engine in self.budget.engines]
+            emitted.reports += [SlotReport.of(t, outcome.kind.value, outcome.threshold, *live) for outcome in outcomes]
         return Closed(emitted, rest, None if ended else slot + 1)
 
     def _marginals(self, present: dict[str, np.ndarray], k: int) -> dict[str, np.ndarray]:

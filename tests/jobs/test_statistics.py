@@ -376,6 +376,7 @@ def test_the_job_population_equals_the_replay(shared: dict[str, Shared], name: s
     from pwevent.jobs.common.membership import Membership, UserState
     from pwevent.jobs.common.population_operator import PopulationOperator, SlotChanges, SlotCount
     from pwevent.jobs.common.requirement_rules import RequirementRules
+    from pwevent.jobs.common.service_metrics import window_utilisation
     from pwevent.jobs.common.statistic_cells import joint_cell, observe
     from pwevent.operators.noise import make_randomness
 
@@ -388,7 +389,7 @@ def test_the_job_population_equals_the_replay(shared: dict[str, Shared], name: s
         seen = observe(json.dumps(event), config)
         latest[seen.time_ms // 1000 + 1][seen.user] = joint_cell(seen.cells, config.statistics)
     operator = PopulationOperator(config, make_randomness(config.noise, 3))
-    releases, lines = [], []
+    releases, lines, reports, alone = [], [], [], []
     for slot in range(1, SLOTS + 1):
         rows: list[SlotChanges | SlotCount] = []
         for rec in [r for r in run.requirements if r["time"] // 1000 + 1 == slot]:
@@ -412,8 +413,13 @@ def test_the_job_population_equals_the_replay(shared: dict[str, Shared], name: s
         closed = operator.on_slot_end(slot, rows, ended=False)
         releases += [record for _, record in closed.emitted.releases]
         lines += closed.emitted.audit
+        reports += closed.emitted.reports
+        alone += [window_utilisation(operator.budget.engines[0].population.live(), slot)]
     assert releases == run.releases
     assert sorted(map(str, lines)) == sorted(map(str, run.log))
+    # the budget metric adds each class's spend up over both statistics, against its whole budget
+    totals = [max(r.utilisation.values()) for r in reports[::2]]
+    assert max(totals) <= 1 + 1e-9 and max(totals) > max(max(a.values()) for a in alone)
 
 
 def test_tail_asks_which_statistic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
