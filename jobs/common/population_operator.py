@@ -227,8 +227,9 @@ class PopulationOperator:
                 emitted.dead_letters.extend(replace(p, statistic=statistic.name).reject() for p in projections)
                 emitted.releases.append((t, release_record(outcome, self.config, self.rng.label, self.smoothers[k],
                                                            statistic)))
-            live = [engine.population.live() for engine in self.budget.engines]
-            emitted.reports += [SlotReport.of(t, outcome.kind.value, outcome.threshold, *live) for outcome in outcomes]
+            populations = [engine.population.live() for engine in self.budget.engines]
+            emitted.reports += [SlotReport.of(t, outcome.kind.value, outcome.threshold, *populations)
+                               for outcome in outcomes]
         return Closed(emitted, rest, None if ended else slot + 1)
 
     def _marginals(self, present: dict[str, np.ndarray], k: int) -> dict[str, np.ndarray]:
