@@ -80,7 +80,8 @@ class MembershipChange:
 
 @dataclass
 class LedgerClass:
-    """One ledger and how many users it currently stands for."""
+    """One ledger and how many users it currently stands for; `requirement` is its members', the
+    ledger's own (`ledger.requirement`) is the population's share of it."""
 
     id: ClassId
     ledger: Ledger
@@ -91,10 +92,19 @@ class LedgerClass:
 
 
 class Population:
-    """The ledger classes and their member counts; users themselves are tracked by the caller."""
+    """The ledger classes and their member counts; users themselves are tracked by the caller.
 
-    def __init__(self, new_ledger: Callable[[UserRequirement, int], Ledger]) -> None:
+    `share`: the part of every requirement this population's ledgers may spend, when several
+    statistics share each user's budget (docs/mechanisms.md, "Several statistics under one budget").
+    A class is still named by its members' requirements (so every statistic's population has the
+    same classes and takes the same membership changes); its ledger runs at `share` of them.
+    """
+
+    def __init__(self, new_ledger: Callable[[UserRequirement, int], Ledger], share: float = 1.0) -> None:
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"share {share!r} is not in (0, 1]")
         self._new_ledger = new_ledger
+        self.share = share
         self._classes: dict[ClassId, LedgerClass] = {}
 
     def get(self, cid: ClassId) -> LedgerClass | None:
@@ -118,7 +128,7 @@ class Population:
 
     def _create(self, change: MembershipChange, since: int) -> LedgerClass:
         if change.previous is None:
-            ledger = self._new_ledger(change.requirement, since)
+            ledger = self._new_ledger(change.requirement.scaled(self.share), since)
             return self._add(LedgerClass(change.target, ledger, change.requirement, None, since))
         parent = self._classes.get(change.previous)
         if parent is None:
@@ -126,7 +136,7 @@ class Population:
         ledger = parent.ledger.copy()
         if not isinstance(ledger, DynamicLedger) or not isinstance(change.requirement, DynamicRequirement):
             raise ValueError("only dynamic ledgers take a new requirement")
-        ledger.declare(change.requirement)
+        ledger.declare(change.requirement.scaled(self.share))
         return self._add(LedgerClass(change.target, ledger, change.requirement, change.previous, since))
 
     def _add(self, cls: LedgerClass) -> LedgerClass:

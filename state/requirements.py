@@ -86,6 +86,11 @@ class Requirement:
         ledger's, and a user's windows could then exceed its E by more than the relative precision)."""
         return self.w >= other.w and self.epsilon <= other.epsilon
 
+    def scaled(self, share: float) -> Requirement:
+        """The same window at `share` of the budget: what one statistic of several may spend of it
+        (docs/mechanisms.md, "Several statistics under one budget"); itself at share 1."""
+        return self if share == 1.0 else Requirement(self.w, self.epsilon * share)
+
 
 @dataclass(frozen=True)
 class DynamicRequirement:
@@ -96,6 +101,10 @@ class DynamicRequirement:
 
     def to_json(self) -> dict[str, Any]:
         return {"backward": self.backward.to_json(), "forward": self.forward.to_json()}
+
+    def scaled(self, share: float) -> DynamicRequirement:
+        """Both sides at `share` of their budgets (`Requirement.scaled`)."""
+        return self if share == 1.0 else DynamicRequirement(self.backward.scaled(share), self.forward.scaled(share))
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> DynamicRequirement:

@@ -8,7 +8,8 @@ Roles and defaults (TOPICS): events (pwevent.events, 2 partitions), requirements
 1), releases (pwevent.releases, 1), dead-letters (pwevent.dead-letters, 1), audit (pwevent.audit, 1).
 With --job-config (the job's YAML), the bootstrap address, the topic names and the security settings
 (`kafka.security`: protocol, SASL credentials, CA file) come from that file; flags
-given explicitly still win. Without it the bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to
+given explicitly still win; a job with several statistics also gets each statistic's release topic
+(`topics.releases` + "." + its name, the releases' partitions and policy). Without it the bootstrap address defaults to $PWEVENT_BOOTSTRAP, else to
 the file written by `deploy/local/kafka.sh start` (<repo>/.run/kafka/bootstrap) and the client
 connects in plaintext. Needs kafka-python >= 3.0.
 Exit status: 0 when every topic exists afterwards, 1 otherwise.
@@ -33,7 +34,7 @@ from pathlib import Path
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError, for_code
 
-from pwevent.jobs.streaming.topic_policies import TOPIC_POLICIES
+from pwevent.jobs.streaming.topic_policies import TOPIC_POLICIES, TopicPolicy
 
 #: The job's topics by role, with their names, partitions and topic configuration (the declaration).
 TOPICS = TOPIC_POLICIES
@@ -71,14 +72,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="extra topic configuration for new topics (repeatable)")
     args = parser.parse_args(argv)
     args.client = {}
+    args.statistic_releases = []
     if args.job_config:
         from pwevent.jobs.common.config import ConfigError, load_config
         from pwevent.jobs.streaming.settings import stream_settings
 
         try:
-            kafka = stream_settings(load_config(args.job_config), str(Path(args.job_config).resolve().parent)).kafka
+            config = load_config(args.job_config)
+            kafka = stream_settings(config, str(Path(args.job_config).resolve().parent)).kafka
         except (ConfigError, OSError) as err:
             parser.error(f"--job-config {args.job_config}: {err}")
+        # several statistics: each has its release topic (docs/streaming.md, "Several statistics")
+        args.statistic_releases = [kafka.release_topic(s.name) for s in config.statistics if s.name is not None]
         args.bootstrap = args.bootstrap or kafka.bootstrap
         args.client = kafka.client_options()
         for role in TOPICS:
@@ -96,19 +101,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def wanted_topics(args: argparse.Namespace) -> dict[str, int]:
-    """Topic name -> partition count, from the parsed flags."""
+    """Topic name -> partition count, from the parsed flags (a statistic's release topic as the releases')."""
     return {
-        getattr(args, f"{role.replace('-', '_')}_topic"): getattr(args, f"{role.replace('-', '_')}_partitions")
-        for role in TOPICS
+        **{getattr(args, f"{role.replace('-', '_')}_topic"): getattr(args, f"{role.replace('-', '_')}_partitions")
+           for role in TOPICS},
+        **{name: args.releases_partitions for name in args.statistic_releases},
     }
 
 
 def retention(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     """Topic name -> the retention settings of the new topic (its role's with --role-retention, else
     retention.ms alone), from the parsed flags."""
-    return {getattr(args, f"{role.replace('-', '_')}_topic"):
-            dict(topic.configs) if args.role_retention else {"retention.ms": str(args.retention_ms)}
-            for role, topic in TOPICS.items()}
+    def of(topic: TopicPolicy) -> dict[str, str]:
+        return dict(topic.configs) if args.role_retention else {"retention.ms": str(args.retention_ms)}
+
+    return {**{getattr(args, f"{role.replace('-', '_')}_topic"): of(topic) for role, topic in TOPICS.items()},
+            **{name: of(TOPICS["releases"]) for name in args.statistic_releases}}
 
 
 def create_topics(bootstrap: str, topics: dict[str, int], replication_factor: int = 1,

@@ -77,11 +77,14 @@ def main(argv: list[str] | None = None) -> int:
             kafka: KafkaSettings = stream_settings(config, str(Path(args.job_config).resolve().parent)).kafka
         else:
             base = {"mechanism": "PBD", "slot": "1s", "origin": 0, "domain": {"type": "binary"}}
-            kafka = stream_settings(parse_config(base)).kafka
+            config = parse_config(base)
+            kafka = stream_settings(config).kafka
     except ConfigError as err:
         parser.error(str(err))
     bootstrap = args.bootstrap or (args.run_dir / "bootstrap").read_text().strip()
-    grants = acl_plan(kafka, Principals(args.job, args.producer, args.registrar, args.analyst, args.auditor))
+    statistics = tuple(s.name for s in config.statistics if s.name is not None)
+    grants = acl_plan(kafka, Principals(args.job, args.producer, args.registrar, args.analyst, args.auditor),
+                      statistics)
     failed = apply_grants(bootstrap, local_admin(args.run_dir), grants)
     for line in failed:
         print(f"kafka-acls: {line}", file=sys.stderr)

@@ -96,7 +96,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     settings = load_settings(args.config) if args.config else None  # a ConfigError: exit 2, not the auditor's 3
     config = settings[0] if settings else None
     # the topic read before the auditor runs: no broker or no topic is exit 4, not the auditor's 3
-    read = read_release_topic(settings[1].kafka) if settings and args.release_topic else None
+    read = read_release_topic(settings[1].kafka, settings[0]) if settings and args.release_topic else None
     try:
         erased = erased_users(args.erased)
         if settings and read is not None:
@@ -228,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--requirements", required=True, help="requirements file: {user, time, w, epsilon} or "
                         "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line (in its format, as "
                         "--events)")
-    replay.add_argument("--releases-out", required=True, help="where to write one release per slot")
+    replay.add_argument("--releases-out", required=True, help="where to write one release per slot (per "
+                        "statistic and slot with several statistics, each naming its statistic)")
     replay.add_argument("--spend-log", required=True, help="where to write the spend log")
     replay.add_argument("--truth-out", help="where to write the true histogram of each slot (evaluation only)")
     replay.add_argument("--rejects-out", help="where to write rejected records with their reasons")
@@ -246,7 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Recompute every window sum from raw records: each ledger's from the spend log, and, with "
         "--requirements, --releases and --config, each user's (followed through its member lines) against the "
         "requirements the user declared in the input, plus membership, gaps and every line against its slot's "
-        "release. With --spend-log alone only the ledger-level checks run, and the report says what it skipped. "
+        "release. With several statistics under one budget each statistic is audited against its share, and every "
+        "user's windows summed over all of them against its declared requirement. "
+        "With --spend-log alone only the ledger-level checks run, and the report says what it skipped. "
         "Exit 0: no violation; 1: violations (each with its rule, slot, ledger/user); 2: unreadable or corrupt "
         "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict). "
         "Rules: docs/mechanisms.md, 'What the auditor proves'.",
@@ -256,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--requirements", help="the requirements input the run read (JSON lines, or the file of "
                        "requirements.format, a whole-records file when a mapping names a part of the Kafka record; a "
                        "dump of the requirements topic for the streaming job)")
-    audit.add_argument("--releases", help="the releases the run wrote (JSON lines, one per slot)")
+    audit.add_argument("--releases", help="the releases the run wrote (JSON lines, one per "
+                       "slot, or per statistic and slot)")
     audit.add_argument("--config", help="the run's YAML configuration (mechanism, slot clock, caps, field names)")
     audit.add_argument("--release-topic", action="store_true",
                        help="read the releases from the release topic of --config's kafka: section as an analyst "

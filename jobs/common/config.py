@@ -41,6 +41,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -398,6 +399,49 @@ class EventFields(InputFormat):
         return self
 
 
+#: A statistic's name: what its releases and spend lines carry (letters, digits, `_`, `-`).
+STATISTIC_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+
+
+class StatisticSection(Section):
+    """One statistic of `statistics:`: its name, its domain, where an event holds its value (`value`,
+    or `lat` and `lon` for a grid; field paths, as in `events:`) and its share of every user's
+    budget (the shares of all statistics add up to at most 1; without any, equal shares)."""
+
+    name: StrictStr = Field(pattern=STATISTIC_NAME)
+    domain: Annotated[Domain, PlainValidator(_domain, json_schema_input_type=DomainSpec)]
+    value: FieldPath | None = None
+    lat: FieldPath | None = None
+    lon: FieldPath | None = None
+    share: float | None = Field(None, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _value_fields(self) -> StatisticSection:
+        if (self.lat is None) != (self.lon is None):
+            raise ValueError("lat and lon go together")
+        if (self.value is None) == (self.lat is None):
+            raise ValueError("give value, or lat and lon (a grid's coordinates), not both")
+        return self
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """What one released histogram counts: its name (None: the configuration's one statistic,
+    `domain:` and `events:`, whose records carry no name), its domain, the event fields its value
+    is read from, and its share of every user's requirement (docs/mechanisms.md, "Several
+    statistics under one budget")."""
+
+    name: str | None
+    domain: Domain
+    events: EventFields
+    share: float = 1.0
+
+
+#: Shares may add up to 1 plus this (0.1 + 0.2 + 0.7 is 1 + 2.2e-16 in floats); far inside the
+#: relative precision of every budget comparison (state.requirements.RELATIVE_TOLERANCE).
+SHARE_SUM_SLACK = 1e-12
+
+
 class SignatureSection(Section):
     """`requirements.signature:` (jobs.common.provenance)."""
 
@@ -523,6 +567,10 @@ class Config(Section):
                        json_schema_input_type=FixedRequirementSpec | DynamicRequirementSpec | None)] = None
     pseudonyms: Annotated[Pseudonyms | None, PlainValidator(
         _pseudonymise, json_schema_input_type=PseudonymiseSection | None)] = Field(None, alias="pseudonymise")
+    statistic_sections: list[StatisticSection] | None = Field(
+        None, alias="statistics", min_length=1,
+        description="several statistics released under one budget, each with its name, domain, value fields and "
+                    "share; replaces domain and events.value/lat/lon (docs/mechanisms.md)")
 
     @classmethod
     def input_keys(cls) -> set[str]:
@@ -550,7 +598,62 @@ class Config(Section):
         if not isinstance(options, dict):
             raise ValueError(f"{entry.section} must be a mapping")
         out = {key: value for key, value in raw.items() if key not in sections | EXTRA_SECTIONS}
+        if raw.get("statistics") is not None:
+            out = cls._statistics_domain(out)
         return {**out, "extra": {key: raw[key] for key in EXTRA_SECTIONS if key in raw}, "options": options}
+
+    @staticmethod
+    def _statistics_domain(raw: dict[str, Any]) -> dict[str, Any]:
+        """With `statistics:`, each statistic has its domain and value fields: `domain` and
+        `events.value`/`lat`/`lon` are refused (not ignored); `domain` is then the first statistic's,
+        for what reads one domain (the streaming job, which refuses several statistics)."""
+        if "domain" in raw:
+            raise ValueError("domain: with statistics, each statistic names its own domain; remove the top-level one")
+        events = raw.get("events")
+        taken = sorted(key for key in ("value", "lat", "lon") if isinstance(events, dict) and key in events)
+        if taken:
+            raise ValueError(f"events.{taken[0]}: with statistics, each statistic names its own value fields; "
+                             "remove it from events")
+        statistics = raw["statistics"]
+        if not isinstance(statistics, list) or not statistics:
+            raise ValueError("statistics: a list of at least one statistic ({name, domain, value or lat and lon, "
+                             "share}); without the key, domain: and events: give the one statistic")
+        first = statistics[0]
+        return {**raw, "domain": first.get("domain") if isinstance(first, dict) else None}
+
+    @property
+    def statistics(self) -> tuple[Statistic, ...]:
+        """The statistics released every slot: `statistics:`, or the one of `domain:` and `events:`."""
+        sections = self.statistic_sections
+        if sections is None:
+            return (Statistic(None, self.domain, self.events),)
+        equal = 1.0 / len(sections)
+        return tuple(
+            Statistic(section.name, section.domain,
+                      self.events.model_copy(update={"value": section.value or "value", "lat": section.lat,
+                                                     "lon": section.lon}),
+                      equal if section.share is None else section.share)
+            for section in sections)
+
+    def _check_statistics(self) -> None:
+        """Names differ, shares all given or none, adding up to at most 1, value fields outside the
+        user's and time's."""
+        sections = self.statistic_sections or []
+        names: set[str] = set()
+        for index, section in enumerate(sections):
+            where = f"statistics[{index}]"
+            if section.name in names:
+                raise ValueError(f"{where}.name: {section.name!r} names two statistics")
+            names.add(section.name)
+            if (section.share is None) != (sections[0].share is None):
+                raise ValueError(f"{where}.share: give every statistic a share, or none (equal shares)")
+            values = {"value": section.value} if section.value else {"lat": section.lat, "lon": section.lon}
+            check_disjoint({"events.user": self.events.user, "events.time": self.events.time,
+                            **{f"{where}.{key}": path for key, path in values.items() if path is not None}})
+        total = sum(section.share or 0.0 for section in sections)
+        if total > 1.0 + SHARE_SUM_SLACK:
+            raise ValueError(f"statistics[{len(sections) - 1}].share: the shares add up to {total:.12g}, more than "
+                             "1: every user's window would spend more than its budget E")
 
     @model_validator(mode="after")
     def _rules(self) -> Config:
@@ -570,6 +673,7 @@ class Config(Section):
             spec = entry.spec(self.window, self.epsilon, self.options)
         except (TypeError, ValueError) as err:
             raise ValueError(f"{entry.section or 'mechanism'}: {err}") from None
+        self._check_statistics()
         if self.default_requirement is not None:
             try:
                 self.caps.check(self.default_requirement)
@@ -582,9 +686,11 @@ class Config(Section):
     def clock(self) -> SlotClock:
         return SlotClock(self.origin_ms, self.slot_ms)
 
-    def smoother(self) -> KalmanSmoother | None:
-        """The configured post-processing of the releases, fresh (None when `postprocess: none`)."""
-        return KalmanSmoother(self.domain.d) if self.postprocess == "kalman" else None
+    def smoother(self, statistic: Statistic | None = None) -> KalmanSmoother | None:
+        """The configured post-processing of a statistic's releases (default: the first), fresh (None
+        when `postprocess: none`)."""
+        domain = (statistic or self.statistics[0]).domain
+        return KalmanSmoother(domain.d) if self.postprocess == "kalman" else None
 
     def mechanism_spec(self) -> MechanismSpec:
         """A fresh mechanism (its policy may hold state, such as Adaptive's family: one per engine)."""

@@ -43,12 +43,15 @@ class Projection:
     members: int
     requested: float
     projected: float
+    statistic: str | None = None
 
     def reject(self) -> dict[str, Any]:
         """The reject / dead-letter record that reports the projection."""
-        detail = (f"ledger {self.ledger} ({self.members} users): backward epsilon {self.requested} is below the "
-                  f"{self.projected:.6g} its window already spent; projected, the users spend 0 now")
-        original = orjson.dumps({"ledger": self.ledger, "slot": self.slot}).decode()
+        where = f"statistic {self.statistic}, " if self.statistic is not None else ""
+        detail = (f"{where}ledger {self.ledger} ({self.members} users): backward epsilon {self.requested} is below "
+                  f"the {self.projected:.6g} its window already spent; projected, the users spend 0 now")
+        ledger = {"ledger": self.ledger, "slot": self.slot}
+        original = orjson.dumps(ledger if self.statistic is None else {"statistic": self.statistic, **ledger}).decode()
         return reject_record("requirements", f"slot {self.slot}", Reason.INFEASIBLE_BACKWARD, detail, original)
 
 
@@ -65,11 +68,13 @@ class Engine:
         last_release: np.ndarray | None = None,
         floor: float = DEFAULT_MIN_SLOT_EPSILON,
         default_requirement: UserRequirement | None = None,
+        share: float = 1.0,
     ) -> None:
         """`last_release`: r_0, the histogram the first dissimilarity compares with (zeros by
         default; a public earlier release when a run continues another). `floor`: the per-slot
         budget floor, caps.min_slot_epsilon (docs/mechanisms.md, Budget floor).
-        `default_requirement`: the configured one, for `declare_default`."""
+        `default_requirement`: the configured one, for `declare_default`. `share`: the part of each
+        user's requirement this engine's ledgers spend (one statistic of several: SharedBudget)."""
         self.spec = spec
         self.d = d
         self.horizon = horizon
@@ -77,7 +82,7 @@ class Engine:
         self.floor = floor
         self.rules = RequirementRules(spec, horizon)
         self.membership = Membership(self.rules, default_requirement)
-        self.population = Population(self.rules.new_ledger)
+        self.population = Population(self.rules.new_ledger, share)
         self.release = SlotRelease(d, rng)
         self.history = ReleaseHistory.start(d, last_release)
         self._sink = spend_sink
@@ -100,7 +105,7 @@ class Engine:
         created = self.population.apply(change, since)
         if self._sink:
             if created is not None:
-                self._sink(ledger_record(created.id, created.requirement, created.since, created.parent))
+                self._sink(ledger_record(created.id, created.ledger.requirement, created.since, created.parent))
             self._sink(member_record(change.user, change.target, since))
 
     def declare(self, name: str, slot: int, requested: UserRequirement) -> RequirementAction:
@@ -246,13 +251,14 @@ class Engine:
         projections = []
         for cls, budget in zip(classes, budgets, strict=True):
             entry = cls.ledger.settle(slot, outcome.kind)
+            requirement = cls.ledger.requirement
             if budget.projected_backward is not None:
-                assert isinstance(cls.requirement, DynamicRequirement)
+                assert isinstance(requirement, DynamicRequirement)
                 projections.append(
-                    Projection(slot, cls.id, cls.members, cls.requirement.backward.epsilon, budget.projected_backward)
+                    Projection(slot, cls.id, cls.members, requirement.backward.epsilon, budget.projected_backward)
                 )
             if self._sink:
-                self._sink(spend_record(cls.id, entry, cls.requirement, self.rng.label, cls.members,
+                self._sink(spend_record(cls.id, entry, requirement, self.rng.label, cls.members,
                                          budget.projected_backward))
         self.history.record(slot, outcome.kind, outcome.counts)
         self.spec.policy.observe(outcome)

@@ -12,16 +12,20 @@ Events that count for no slot never reach it (jobs/common/event_rejections.py).
 
 State (`snapshot` / `restore`): one JSON document, `{"version": 2, "engine": .., "smoother": ..}`;
 version 1 (a pickled pair of the engine's bytes, with a hex-pickled generator state, and the
-smoother's snapshot) is still read. The rows a host keeps until their slot ends: `row_to_json` /
-`row_from_json`, `{"version": 1, "kind": "present" | "groups", ..}`, the changes in groups
-(`change_groups`); kind "change", one change, written by earlier releases, is still read.
+smoother's snapshot) is still read. With several statistics (docs/mechanisms.md, "Several statistics
+under one budget") the document holds one engine and one smoother per statistic, in the
+configuration's order: `{"version": 2, "engines": [..], "smoothers": [..]}`, and a count's `cell` is
+the joint cell of every statistic's (jobs/common/statistic_cells.py). The rows a host keeps until
+their slot ends: `row_to_json` / `row_from_json`, `{"version": 1, "kind": "present" | "groups", ..}`,
+the changes in groups (`change_groups`); kind "change", one change, written by earlier releases, is
+still read.
 """
 
 from __future__ import annotations
 
 import pickle
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +37,8 @@ from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.records import reject_record
 from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.service_metrics import SlotReport
+from pwevent.jobs.common.shared_budget import SharedBudget
+from pwevent.jobs.common.statistic_cells import joint_size, split_cells
 from pwevent.operators.noise import Randomness, pcg64_state_to_json
 from pwevent.state.population import MembershipChange
 from pwevent.state.release_history import ReleaseHistory
@@ -150,9 +156,10 @@ class PopulationOperator:
         self.config = config
         self.rng = rng
         self._lines: list[dict[str, Any]] = []
-        self.engine = Engine(config.mechanism_spec(), config.domain.d, rng, config.caps.max_w,
-                             self._lines.append, floor=config.caps.min_slot_epsilon)
-        self.smoother = config.smoother()
+        self.budget = SharedBudget(config, rng, self._lines.append)
+        self.engine: Engine = self.budget.engines[0]
+        self.smoothers = [config.smoother(statistic) for statistic in config.statistics]
+        self.smoother = self.smoothers[0]
 
     @property
     def decided(self) -> int:
@@ -162,6 +169,8 @@ class PopulationOperator:
     def resume_after(self, slot: int, counts: tuple[int, ...], publication: int | None) -> None:
         """Continue after `slot`, whose release was `counts`, the last publication at `publication`
         (a job without state resuming after its release topic's last audited release)."""
+        if len(self.budget.engines) > 1:
+            raise ValueError("a job with several statistics does not resume after its last release")
         self.engine.history = ReleaseHistory(np.asarray(counts, dtype=np.int64), publication, slot)
 
     def on_row(self, row: PopulationRow) -> tuple[bool, Emitted]:
@@ -172,7 +181,8 @@ class PopulationOperator:
         if row.slot <= self.decided:
             if isinstance(row, SlotChanges):
                 for change in sorted(row.changes, key=lambda c: c.user):
-                    self.engine.apply(change)
+                    for engine in self.budget.engines:
+                        engine.apply(change)
                 emitted.audit.extend(self._take_lines())
             elif isinstance(row, SlotCount):  # its slot was decided without it: never dropped silently
                 emitted.dead_letters.append(reject_record(
@@ -189,32 +199,48 @@ class PopulationOperator:
         changes: dict[int, list[MembershipChange]] = defaultdict(list)
         counts: dict[int, dict[str, np.ndarray]] = defaultdict(dict)
         rest: list[PopulationRow] = []
-        d = self.config.domain.d
+        joint = joint_size(self.config.statistics)
         for row in rows:
             if row.slot > slot:
                 rest.append(row)
             elif isinstance(row, SlotChanges):
                 changes[row.slot].extend(row.changes)
             elif isinstance(row, SlotCount):
-                counts[row.slot].setdefault(row.cls, np.zeros(d, dtype=np.int64))[row.cell] += row.n
+                counts[row.slot].setdefault(row.cls, np.zeros(joint, dtype=np.int64))[row.cell] += row.n
         last = max([*changes, *counts, self.decided]) if ended else slot
         emitted = Emitted()
-        engine = self.engine
         for t in range(self.decided + 1, last + 1):
             for change in sorted(changes.pop(t, []), key=lambda c: c.user):
-                engine.apply(change)
+                for engine in self.budget.engines:
+                    engine.apply(change)
             present = counts.pop(t, {})
-            live = {c.id for c in engine.population.live()}
+            live = {c.id for c in self.engine.population.live()}
             for cls in [c for c in present if c not in live]:  # cannot happen: a change precedes its counts
                 emitted.dead_letters.append(reject_record(
                     "events", f"slot {t}", Reason.UNKNOWN_USER,
                     f"{int(present.pop(cls).sum())} events counted for class {cls}, which has no member", ""))
-            outcome, projections = engine.decide(t, present)
-            emitted.audit.extend(self._take_lines())
-            emitted.dead_letters.extend(projection.reject() for projection in projections)
-            emitted.reports.append(SlotReport.of(t, outcome.kind.value, outcome.threshold, engine.population.live()))
-            emitted.releases.append((t, release_record(outcome, self.config, self.rng.label, self.smoother)))
+            outcomes = []
+            for k, (statistic, engine) in enumerate(zip(self.config.statistics, self.budget.engines, strict=True)):
+                outcome, projections = engine.decide(t, self._marginals(present, k))
+                outcomes.append(outcome)
+                emitted.audit.extend(self._take_lines())
+                emitted.dead_letters.extend(replace(p, statistic=statistic.name).reject() for p in projections)
+                emitted.releases.append((t, release_record(outcome, self.config, self.rng.label, self.smoothers[k],
+                                                           statistic)))
+            populations = [engine.population.live() for engine in self.budget.engines]
+            emitted.reports += [SlotReport.of(t, outcome.kind.value, outcome.threshold, *populations)
+                               for outcome in outcomes]
         return Closed(emitted, rest, None if ended else slot + 1)
+
+    def _marginals(self, present: dict[str, np.ndarray], k: int) -> dict[str, np.ndarray]:
+        """Statistic k's count per class and cell from the joint cells' counts (the joint counts
+        themselves with one statistic)."""
+        statistics = self.config.statistics
+        if len(statistics) == 1:
+            return present
+        d = statistics[k].domain.d
+        cells = np.array([split_cells(joint, statistics)[k] for joint in range(joint_size(statistics))])
+        return {cls: np.bincount(cells, weights=row, minlength=d).astype(np.int64) for cls, row in present.items()}
 
     def _take_lines(self) -> list[dict[str, Any]]:
         lines, self._lines[:] = list(self._lines), []
@@ -224,8 +250,11 @@ class PopulationOperator:
 
     def snapshot(self) -> bytes:
         """The operator's state, version `STATE_VERSION` (the module docstring)."""
-        smoother = self.smoother.snapshot() if self.smoother is not None else None
-        return orjson.dumps({"version": STATE_VERSION, "engine": self.engine.snapshot(), "smoother": smoother})
+        smoothers = [smoother.snapshot() if smoother is not None else None for smoother in self.smoothers]
+        if len(self.smoothers) > 1:
+            return orjson.dumps({"version": STATE_VERSION, "engines": [e.snapshot() for e in self.budget.engines],
+                                 "smoothers": smoothers})
+        return orjson.dumps({"version": STATE_VERSION, "engine": self.engine.snapshot(), "smoother": smoothers[0]})
 
     def restore(self, data: bytes) -> None:
         """Continue from a `snapshot` of this version or of version 1."""
@@ -234,12 +263,23 @@ class PopulationOperator:
             if obj.get("version") != STATE_VERSION:
                 raise ValueError(f"population state of version {obj.get('version')!r}; this release reads "
                                  f"versions 1 and {STATE_VERSION}")
+            if "engines" in obj:
+                self._restore_statistics(obj["engines"], obj["smoothers"])
+                return
             engine, smoother = obj["engine"], obj["smoother"]
         else:  # version 1: pickle.dumps((engine bytes, smoother snapshot)), written by this job's own state
             engine_bytes, smoother = pickle.loads(data)  # noqa: S301 - the job's own checkpoint
             engine = orjson.loads(engine_bytes)
             if engine.get("rng") is not None:
                 engine["rng"] = pcg64_state_to_json(pickle.loads(bytes.fromhex(engine["rng"])))  # noqa: S301
-        self.engine.restore(engine)
-        if self.smoother is not None and smoother is not None:
-            self.smoother.restore(smoother)
+        self._restore_statistics([engine], [smoother])
+
+    def _restore_statistics(self, engines: list[dict[str, Any]], smoothers: list[Any]) -> None:
+        if len(engines) != len(self.budget.engines):
+            raise ValueError(f"population state of {len(engines)} statistics; this configuration has "
+                             f"{len(self.budget.engines)}")
+        for engine, state in zip(self.budget.engines, engines, strict=True):
+            engine.restore(state)
+        for smoother, state in zip(self.smoothers, smoothers, strict=True):
+            if smoother is not None and state is not None:
+                smoother.restore(state)

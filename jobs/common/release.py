@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.config import Config, Statistic
 from pwevent.jobs.common.slots import iso
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.slot_release import SlotOutcome
@@ -17,17 +17,21 @@ RELEASE_SCHEMA_VERSION = 3
 
 
 def release_record(
-    outcome: SlotOutcome, config: Config, noise: str, smoother: KalmanSmoother | None = None
+    outcome: SlotOutcome, config: Config, noise: str, smoother: KalmanSmoother | None = None,
+    statistic: Statistic | None = None,
 ) -> dict[str, Any]:
-    """The release line/message (docs/schemas/release.schema.json).
+    """The release line/message (docs/schemas/release.schema.json) of `statistic` (default: the
+    configuration's first); a named statistic's record carries its name, `statistic`.
 
     With a smoother, the slot's release also goes through the post-processing (one causal step, so
     call this exactly once per slot, in order) and the record carries its output as `smoothed`.
     """
     clock = config.clock
+    statistic = statistic or config.statistics[0]
     record: dict[str, Any] = {
         "schema_version": RELEASE_SCHEMA_VERSION,
         "slot": outcome.slot,
+        **({"statistic": statistic.name} if statistic.name is not None else {}),
         "start": iso(clock.start_ms(outcome.slot)),
         "end": iso(clock.end_ms(outcome.slot)),
         "mechanism": config.mechanism,
@@ -41,7 +45,7 @@ def release_record(
         "kept_share": outcome.publication.kept_share if outcome.publication else None,
         "dissimilarity": outcome.dissimilarity,
         "noise": noise,
-        "domain": config.domain.describe(),
+        "domain": statistic.domain.describe(),
     }
     if smoother is not None:
         smoothed = smoother.step(PublicRelease.from_outcome(outcome))

@@ -27,6 +27,7 @@ import json
 from dataclasses import dataclass
 
 from pwevent.jobs.common.config import Config
+from pwevent.operators.domain import Domain
 
 #: The layout of the job's state this release writes and reads (docs/operations.md, "State versions").
 JOB_STATE_VERSION = 1
@@ -51,7 +52,10 @@ class StateVersionError(RestoreMismatchError):
 
 
 def _describe_domain(config: Config) -> str:
-    domain = config.domain
+    return _describe(config.domain)
+
+
+def _describe(domain: Domain) -> str:
     return json.dumps({"type": type(domain).__name__, **dataclasses.asdict(domain)}, sort_keys=True, default=str)
 
 
@@ -82,6 +86,9 @@ class RestoreFingerprint:
         values = tuple((name, raw[name]) for name in FIELDS)
         if config.pseudonyms is not None:
             values += (("pseudonyms", config.pseudonyms.of(KEY_TAG_TEXT)),)
+        if len(config.statistics) > 1:  # several statistics: names, domains, value fields and shares
+            values += (("statistics", json.dumps([[s.name, _describe(s.domain), s.events.value, s.events.lat,
+                                                    s.events.lon, s.share] for s in config.statistics])),)
         return cls(values, JOB_STATE_VERSION)
 
     def to_json(self) -> str:

@@ -39,16 +39,22 @@ def window_bucket(requirement: Requirement | DynamicRequirement) -> str:
     return [name for name, lowest in WINDOW_BUCKETS.items() if fixed.w >= lowest][-1]
 
 
-def window_utilisation(classes: list[LedgerClass], slot: int) -> dict[str, float]:
+def window_utilisation(classes: list[LedgerClass], slot: int, *more: list[LedgerClass]) -> dict[str, float]:
     """Window bucket -> the largest share of its window budget a class of that bucket has spent in
-    the w slots ending at `slot`; every bucket, 0.0 where no class is."""
+    the w slots ending at `slot`; every bucket, 0.0 where no class is. `more`: the classes of the other
+    statistics of a shared budget (docs/mechanisms.md, "Several statistics under one budget"), which
+    have the same ids: a class's spend is then summed over the statistics, against its members' whole
+    budget."""
+    spent: dict[str, float] = {}
+    for cls in (cls for population in (classes, *more) for cls in population):
+        fixed = cls.requirement.backward if isinstance(cls.requirement, DynamicRequirement) else cls.requirement
+        spend1, spend2 = cls.ledger.spent(slot - fixed.w + 1, slot)
+        spent[cls.id] = spent.get(cls.id, 0.0) + spend1 + spend2
     out = dict.fromkeys(WINDOW_BUCKETS, 0.0)
     for cls in classes:
-        requirement = cls.requirement
-        fixed = requirement.backward if isinstance(requirement, DynamicRequirement) else requirement
-        spend1, spend2 = cls.ledger.spent(slot - fixed.w + 1, slot)
-        bucket = window_bucket(requirement)
-        out[bucket] = max(out[bucket], (spend1 + spend2) / fixed.epsilon)
+        fixed = cls.requirement.backward if isinstance(cls.requirement, DynamicRequirement) else cls.requirement
+        bucket = window_bucket(cls.requirement)
+        out[bucket] = max(out[bucket], spent[cls.id] / fixed.epsilon)
     return out
 
 
@@ -62,10 +68,12 @@ class SlotReport:
     utilisation: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, slot: int, kind: str, threshold: float | None, classes: list[LedgerClass]) -> SlotReport:
-        """The report of `slot` from the live classes after the slot was settled."""
+    def of(cls, slot: int, kind: str, threshold: float | None, classes: list[LedgerClass],
+           *more: list[LedgerClass]) -> SlotReport:
+        """The report of `slot` from the live classes after the slot was settled (`more`: the other
+        statistics' classes of a shared budget, `window_utilisation`)."""
         return cls(slot, kind, threshold, sum(c.members for c in classes), len(classes),
-                   window_utilisation(classes, slot))
+                   window_utilisation(classes, slot, *more))
 
     def gauges(self) -> dict[str, int]:
         """The slot's gauges as Flink exports them (integers; see the module docstring)."""

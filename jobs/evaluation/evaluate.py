@@ -29,7 +29,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
@@ -40,7 +40,8 @@ import numpy as np
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.extras import EVALUATE
 from pwevent.jobs.common.progress import progress_printer
-from pwevent.jobs.common.synthetic import RequirementDraw, SyntheticStream
+from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStream
+from pwevent.jobs.evaluation.budget_split import check_pair, evaluate_split
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
 from pwevent.jobs.evaluation.grid import GRIEFER, GridSpec, Run, Task
@@ -299,9 +300,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
             workers=args.workers, noise_seed=args.seed, default_point=not args.no_default_point,
         )
+        pair = check_pair(_names(args.statistics)) if args.statistics is not None else None
     except ValueError as err:  # a list entry not a number, an unknown dataset or mechanism, a bad count, no point
         print(f"pwevent evaluate: {err}", file=sys.stderr)
         return 2
+    if pair is not None:
+        return _evaluate_split(grid, pair, args)
     EVALUATE.require()  # before any work: the plots come last
     command = grid_command(grid, args.out)
     existing = [name for name in RESULT_FILES if (Path(args.out) / name).exists()]
@@ -319,6 +323,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         _, summary, plots = evaluate(grid, Path(args.out), command, args.quiet)
     print(f"wrote {summary} and {len(plots)} plots in {args.out}")
+    return 0
+
+
+def _evaluate_split(grid: GridSpec, pair: tuple[str, str], args: argparse.Namespace) -> int:
+    """`--statistics A,B`: the shared budget against two separate jobs (jobs/evaluation/budget_split.py)."""
+    out = Path(args.out)
+    if (out / "statistics.csv").exists() and not args.overwrite:
+        print(f"pwevent evaluate: {args.out} already holds statistics.csv; pass --overwrite to replace it, or "
+              "choose another --out", file=sys.stderr)
+        return 2
+    command = grid_command(replace(grid, datasets=(pair[0],)), args.out) + f" --statistics {','.join(pair)}"
+    print(f"wrote {evaluate_split(grid, pair, out, command)} and {out / 'statistics.csv'}")
     return 0
 
 
@@ -355,6 +371,10 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--no-default-point", action="store_true", help="run only the listed points: without it the "
                    "default point (E 0.6, w 120, uniform draw) is run once even when no sweep lists it; for a grid "
                    "run in parts whose runs.csv files are merged")
+    p.add_argument("--statistics", help="two synthetic streams A,B (of " + ", ".join(STREAMS) + ") as two statistics "
+                   "of the same users: every mechanism under one budget (share 0.5 each) against two separate jobs "
+                   "at half the budget each, over the grid's sweeps of A (--datasets is not used); writes "
+                   "statistics.csv and statistics.md (docs/evaluation.md, 'Several statistics under one budget')")
     p.add_argument("--out", default="pwevent-results", help="output folder (default: ./pwevent-results); a folder "
                    "that already holds results is refused unless --overwrite (or --replot)")
     p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")

@@ -38,13 +38,13 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
 from pwevent.jobs.common.avro_format import input_values
-from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, InputFormat, RequirementFields
+from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, InputFormat, RequirementFields, Statistic
 from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Rejected
@@ -118,6 +118,11 @@ RULES = {
     "user_fixed_window": "w consecutive slots of a user over the user's declared E",
     "user_backward_window": "a user's backward window over the user's declared EB",
     "user_forward_window": "a user's forward window over the EF the user declared at tau",
+    "user_total_fixed_window": "w consecutive slots of a user, summed over all statistics, over the user's declared E",
+    "user_total_backward_window": "a user's backward window, summed over all statistics, over the declared EB",
+    "user_total_forward_window": "a user's forward window, summed over all statistics, over the EF declared at tau",
+    "unknown_statistic": "a spend line or release of a statistic the configuration does not list (or without the "
+                         "name of one when it lists several), or a listed statistic without releases",
     "release_missing": "a slot between 1 and the last release without a release",
     "release_duplicate": "two releases for one slot",
     "release_redrawn": "two different records of one slot on the release topic, read_uncommitted "
@@ -170,6 +175,7 @@ class Violation:
     detail: str
     ledger: str | None = None
     user: str | None = None
+    statistic: str | None = None
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -177,6 +183,7 @@ class Violation:
 
     def __str__(self) -> str:
         where = [f"slot {self.slot}"]
+        where += [f"statistic {self.statistic}"] if self.statistic is not None else []
         where += [f"ledger {self.ledger}"] if self.ledger is not None else []
         where += [f"user {self.user}"] if self.user is not None else []
         return f"{' '.join(where)}: {self.rule}: {self.detail}"
@@ -301,15 +308,19 @@ class InputRules:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     smoother: Callable[[], KalmanSmoother | None] = lambda: None
     pseudonyms: Pseudonyms | None = None
+    share: float = 1.0
 
     @classmethod
-    def from_config(cls, config: Config) -> InputRules:
+    def from_config(cls, config: Config, statistic: Statistic | None = None) -> InputRules:
+        """The rules of one of the configuration's statistics (default: the first): its domain, its
+        post-processing and its share of every requirement."""
+        statistic = statistic or config.statistics[0]
         global_ = None
         if config.mechanism in BASELINE_MECHANISMS and config.window is not None and config.epsilon is not None:
             global_ = Requirement(config.window, config.epsilon)
         return cls(config.mechanism, config.clock, config.caps, config.requirements, global_,
-                   config.default_requirement, config.domain.d, config.noise, config.domain.describe(),
-                   config.max_record_bytes, config.smoother, config.pseudonyms)
+                   config.default_requirement, statistic.domain.d, config.noise, statistic.domain.describe(),
+                   config.max_record_bytes, lambda: config.smoother(statistic), config.pseudonyms, statistic.share)
 
     @property
     def dynamic(self) -> bool:
@@ -338,6 +349,7 @@ class AuditInputs:
     releases: tuple[Any, ...]
     rules: InputRules
     erased: frozenset[str] = frozenset()
+    statistics: Mapping[str | None, InputRules] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -346,9 +358,17 @@ class AuditInputs:
         erased: frozenset[str] = frozenset(),
     ) -> AuditInputs:
         """From the raw requirement records (position, text), the release records, the run's configuration
-        and the erased users (as the log names them: pseudonyms under `pseudonymise`)."""
-        rules = InputRules.from_config(config)
-        return cls(valid_updates(requirement_lines, rules), tuple(releases), rules, erased)
+        and the erased users (as the log names them: pseudonyms under `pseudonymise`). `statistics`:
+        the rules of each statistic by its name (None: the configuration's one unnamed statistic);
+        `rules` are the first's."""
+        statistics = {statistic.name: InputRules.from_config(config, statistic) for statistic in config.statistics}
+        rules = next(iter(statistics.values()))
+        return cls(valid_updates(requirement_lines, rules), tuple(releases), rules, erased, statistics)
+
+    def of_statistic(self, name: str | None) -> AuditInputs:
+        """These inputs for one statistic: its rules, its releases."""
+        releases = tuple(rec for rec in self.releases if not isinstance(rec, dict) or rec.get("statistic") == name)
+        return replace(self, rules=self.statistics.get(name, self.rules), releases=releases)
 
     def unverifiable(self, user: str) -> bool:
         """An erased user with no requirement record left: its own declarations cannot be checked."""
@@ -493,46 +513,68 @@ def _amount(value: Any) -> float | None:
     return float(value)
 
 
-def _read_log(records: Iterable[tuple[str, Any]], found: list[Violation]) -> _Log:
-    ledgers: dict[str, _Ledger] = {}
-    members: list[_Member] = []
-    spends: dict[str, dict[int, _Spend]] = defaultdict(dict)
+@dataclass
+class _LogParts:
+    """One statistic's records while the log is read."""
+
+    ledgers: dict[str, _Ledger] = field(default_factory=dict)
+    members: list[_Member] = field(default_factory=list)
+    spends: dict[str, dict[int, _Spend]] = field(default_factory=lambda: defaultdict(dict))
+    lines: int = 0
+    found: list[Violation] = field(default_factory=list)
+
+    def log(self) -> _Log:
+        return _Log(self.ledgers, tuple(self.members), dict(self.spends), self.lines)
+
+
+def _read_logs(records: Iterable[tuple[str, Any]]) -> dict[str | None, _LogParts]:
+    """The log of each statistic, by the name its lines carry (None: no name), in order of appearance,
+    with the findings of its lines alone."""
+    parts: dict[str | None, _LogParts] = {}
     seen: dict[str, AnyRequirement] = {}
-    lines = 0
     for where, rec in records:
         if not isinstance(rec, dict):
             raise AuditInputError(f"{where}: not a JSON object")
-        kind = rec.get("record", "spend")
-        ledger = str(_need(rec, "ledger", where, (str, int)))
-        if kind == "ledger":
-            parent = rec.get("parent")
-            entry = _Ledger(ledger, None if parent is None else str(parent), _need(rec, "since", where),
-                            _requirement(rec, where, seen))
-            if ledger in ledgers and ledgers[ledger] != entry:
-                found.append(Violation("duplicate_ledger", entry.since, "two different ledger lines", ledger))
-            ledgers.setdefault(ledger, entry)
-        elif kind == "member":
-            user = str(_need(rec, "user", where, (str, int)))
-            members.append(_Member(user, ledger, _need(rec, "since", where)))
-        elif kind == "spend":
-            lines += 1
-            slot = _need(rec, "slot", where)
-            line_kind = rec.get("kind")
-            if line_kind not in KINDS:
-                found.append(Violation("bad_kind", slot, f"kind {line_kind!r}", ledger))
-            amounts = [_amount(rec.get(label)) for label in ("spend1", "spend2")]
-            for label, amount in zip(("spend1", "spend2"), amounts, strict=True):
-                if amount is None:
-                    found.append(Violation("bad_spend", slot, f"{label}={rec.get(label)!r}", ledger))
-            spend = _Spend(ledger, slot, _need(rec, "members", where, int, 0), amounts[0] or 0.0, amounts[1] or 0.0,
-                           str(line_kind), _requirement(rec, where, seen), rec.get("noise"))
-            if slot in spends[ledger]:
-                found.append(Violation("duplicate_line", slot, "two spend lines for one slot", ledger))
-            else:
-                spends[ledger][slot] = spend
+        statistic = rec.get("statistic")
+        if statistic is not None and not isinstance(statistic, str):
+            raise AuditInputError(f"{where}: field 'statistic' must be a string")
+        _read_record(where, rec, parts.setdefault(statistic, _LogParts()), seen)
+    return parts
+
+
+def _read_record(where: str, rec: dict[str, Any], part: _LogParts, seen: dict[str, AnyRequirement]) -> None:
+    """One record of the log into its statistic's `part` (with the findings of the line alone)."""
+    ledgers, members, spends, found = part.ledgers, part.members, part.spends, part.found
+    kind = rec.get("record", "spend")
+    ledger = str(_need(rec, "ledger", where, (str, int)))
+    if kind == "ledger":
+        parent = rec.get("parent")
+        entry = _Ledger(ledger, None if parent is None else str(parent), _need(rec, "since", where),
+                        _requirement(rec, where, seen))
+        if ledger in ledgers and ledgers[ledger] != entry:
+            found.append(Violation("duplicate_ledger", entry.since, "two different ledger lines", ledger))
+        ledgers.setdefault(ledger, entry)
+    elif kind == "member":
+        user = str(_need(rec, "user", where, (str, int)))
+        members.append(_Member(user, ledger, _need(rec, "since", where)))
+    elif kind == "spend":
+        part.lines += 1
+        slot = _need(rec, "slot", where)
+        line_kind = rec.get("kind")
+        if line_kind not in KINDS:
+            found.append(Violation("bad_kind", slot, f"kind {line_kind!r}", ledger))
+        amounts = [_amount(rec.get(label)) for label in ("spend1", "spend2")]
+        for label, amount in zip(("spend1", "spend2"), amounts, strict=True):
+            if amount is None:
+                found.append(Violation("bad_spend", slot, f"{label}={rec.get(label)!r}", ledger))
+        spend = _Spend(ledger, slot, _need(rec, "members", where, int, 0), amounts[0] or 0.0, amounts[1] or 0.0,
+                       str(line_kind), _requirement(rec, where, seen), rec.get("noise"))
+        if slot in spends[ledger]:
+            found.append(Violation("duplicate_line", slot, "two spend lines for one slot", ledger))
         else:
-            raise AuditInputError(f"{where}: unknown record type {kind!r}")
-    return _Log(ledgers, tuple(members), dict(spends), lines)
+            spends[ledger][slot] = spend
+    else:
+        raise AuditInputError(f"{where}: unknown record type {kind!r}")
 
 
 # ------------------------------------------------------------------------------------------ windows
@@ -1103,6 +1145,25 @@ class _LedgerSeries:
         return cls(np.array(slots, dtype=np.int64), totals, _runs((slot, lines[slot].requirement) for slot in slots))
 
 
+def _ledger_series(log: _Log) -> dict[str, _LedgerSeries]:
+    return {name: _LedgerSeries.of(lines) for name, lines in log.spends.items()}
+
+
+def _user_series(segments: tuple[tuple[str, int], ...], start: int, horizon: int,
+                 series: Mapping[str, _LedgerSeries]) -> np.ndarray:
+    """A user's spend at slots start..horizon (index 0 = `start`) from its member lines: the lines of
+    the ledger it belongs to at each slot, 0 where it belongs to none."""
+    spend = np.zeros(horizon - start + 1)
+    for i, (ledger, since) in enumerate(segments):
+        end = min(segments[i + 1][1] - 1 if i + 1 < len(segments) else horizon, horizon)
+        own = series.get(ledger)
+        if own is None or since > end:
+            continue
+        lo, hi = np.searchsorted(own.slots, max(since, start)), np.searchsorted(own.slots, end, side="right")
+        spend[own.slots[lo:hi] - start] = own.totals[lo:hi]
+    return spend
+
+
 def _user_checks(
     log: _Log, inputs: AuditInputs, users: dict[str, tuple[tuple[str, int], ...]], horizon: int,
     found: list[Violation],
@@ -1124,7 +1185,7 @@ def _user_checks(
             found.append(Violation("missing_member", declared.registered, "registered but in no ledger", None, user))
             continue
         groups[(segments, declared.updates)].append(user)
-    series = {name: _LedgerSeries.of(lines) for name, lines in log.spends.items()}
+    series = _ledger_series(log)
     empty = _LedgerSeries.of({})
     checked = 0
     for (segments, _), names in groups.items():
@@ -1138,17 +1199,17 @@ def _user_checks(
             found.append(Violation("missing_member", declared.registered,
                                    f"in no ledger before slot {first_member}", None, who))
         start = min(first_member, declared.registered)
-        spend = np.zeros(horizon - start + 1)
-        wanted = declared.runs(horizon)
+        spend = _user_series(segments, start, horizon, series)
+        share = inputs.rules.share
+        wanted = [(first, last, requirement.scaled(share)) for first, last, requirement in declared.runs(horizon)]
+        global_requirement = inputs.global_requirement.scaled(share) if inputs.global_requirement else None
         for i, (ledger, since) in enumerate(segments):
             end = min(segments[i + 1][1] - 1 if i + 1 < len(segments) else horizon, horizon)
             own = series.get(ledger, empty)
-            lo, hi = np.searchsorted(own.slots, since), np.searchsorted(own.slots, end, side="right")
-            spend[own.slots[lo:hi] - start] = own.totals[lo:hi]
             entry = log.ledgers.get(ledger)
             joined = [(since, since, entry.requirement)] if entry is not None else []
             for label, runs in (("ledger line", joined), ("spend line", own.runs)):
-                clash = _first_mismatch(runs, wanted, since, end, inputs.global_requirement)
+                clash = _first_mismatch(runs, wanted, since, end, global_requirement)
                 if clash is not None:
                     slot, have, want = clash
                     found.append(Violation("requirement_mismatch", slot, f"{label} {have.to_json()}, "
@@ -1175,13 +1236,112 @@ def audit_records(records: Iterable[Any], inputs: AuditInputs | None = None) -> 
     return _audit(((f"record {i}", rec) for i, rec in enumerate(records, 1)), inputs)
 
 
+@dataclass(frozen=True)
+class _Audited:
+    """One statistic's log audited: its report, and what the check across statistics reads."""
+
+    report: AuditReport
+    log: _Log
+    users: dict[str, tuple[tuple[str, int], ...]]
+    horizon: int
+
+
 def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> AuditReport:
-    found: list[Violation] = []
-    log = _read_log(records, found)
+    """Every statistic's log audited on its own (its ledgers, its members, its releases, each user
+    against its share of the declared requirement), then, with several statistics, every user's
+    windows summed over all of them against the requirement it declared (docs/mechanisms.md,
+    "Several statistics under one budget")."""
+    parts = _read_logs(records)
+    names: list[str | None] = list(inputs.statistics) if inputs is not None else list(parts)
+    names = names or [None]
+    extra: list[Violation] = []
+    for name in (name for name in parts if name not in names):
+        lines = parts[name]
+        where = min((line.slot for spends in lines.spends.values() for line in spends.values()), default=1)
+        extra.append(Violation("unknown_statistic", where, f"{lines.lines} spend lines of statistic {name!r}; the "
+                               f"configuration's statistics are {names}"))
+    if inputs is not None:
+        for number, rec in enumerate(inputs.releases, 1):
+            said = rec.get("statistic") if isinstance(rec, dict) else None
+            if said not in names:
+                slot = rec.get("slot") if isinstance(rec, dict) else None
+                extra.append(Violation("unknown_statistic", slot if isinstance(slot, int) else 1,
+                                       f"release {number} of statistic {said!r}; the configuration's statistics "
+                                       f"are {names}"))
+    audited = {}
+    for name in names:
+        part = parts.get(name, _LogParts())
+        audited[name] = _audit_log(part.log(), list(part.found), inputs.of_statistic(name) if inputs else None)
+        if inputs is not None and len(names) > 1 and not any(
+                isinstance(rec, dict) and rec.get("statistic") == name for rec in inputs.releases):
+            extra.append(Violation("unknown_statistic", 1, f"no release of statistic {name!r}"))
+    windows = 0
+    if inputs is not None and len(names) > 1:
+        windows, more = _total_checks(inputs, [audited[name] for name in names])
+        extra += more
+    return _combined(audited, extra, windows)
+
+
+def _combined(audited: Mapping[str | None, _Audited], extra: list[Violation], windows: int) -> AuditReport:
+    """One report of the statistics' reports (the only one's, with one statistic and nothing more found)."""
+    if len(audited) == 1 and not extra and windows == 0:
+        return next(iter(audited.values())).report
+    found = list(extra)
+    members: dict[str, tuple[str, ...]] = {}
+    users: set[str] = set()
+    for name, one in audited.items():
+        report = one.report
+        found += [replace(v, statistic=name) for v in report.violations]
+        members.update({f"{name}/{ledger}" if name is not None else ledger: names
+                        for ledger, names in report.members.items()})
+        users |= set(one.users)
+    found = [replace(v, ledger=f"{v.statistic}/{v.ledger}") if v.statistic and v.ledger else v for v in found]
+    found.sort(key=lambda v: (v.slot, v.rule, v.statistic or "", v.ledger or "", v.user or ""))
+    reports = [one.report for one in audited.values()]
+    return AuditReport(sum(r.ledgers for r in reports), len(users) or max(r.users for r in reports),
+                       sum(r.spend_lines for r in reports), sum(r.windows_checked for r in reports) + windows,
+                       tuple(found), reports[0].skipped, members,
+                       tuple(note for r in reports for note in r.notes),
+                       tuple(sorted({user for r in reports for user in r.unverifiable})))
+
+
+def _total_checks(inputs: AuditInputs, audited: list[_Audited]) -> tuple[int, list[Violation]]:
+    """Every user's spend, summed over the statistics slot by slot from each statistic's own member and
+    spend lines, against every window of the requirements the user declared (not their shares):
+    rules user_total_*. Users with the same memberships and declarations are checked once."""
+    horizon = max(one.horizon for one in audited)
+    first_member: dict[str, int] = {}
+    for one in audited:
+        for user, segments in one.users.items():
+            first_member[user] = min(first_member.get(user, segments[0][1]), segments[0][1])
+    declared_by_user = inputs.declared(first_member)
+    series = [_ledger_series(one.log) for one in audited]
+    groups: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    for user, declared in sorted(declared_by_user.items()):
+        if user in first_member and declared.registered <= horizon:
+            groups[(tuple(one.users.get(user, ()) for one in audited), declared.updates)].append(user)
+    checked, found = 0, []
+    for (memberships, _), names in groups.items():
+        declared = declared_by_user[names[0]]
+        who = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} with the same history)"
+        start = min(first_member[names[0]], declared.registered)
+        total = np.zeros(horizon - start + 1)
+        for segments, own in zip(memberships, series, strict=True):
+            if segments:
+                total += _user_series(segments, start, horizon, own)
+        n, more = _window_findings(total, start, declared.runs(horizon), "user_total", None, who)
+        checked += n
+        found += more
+    return checked, found
+
+
+def _audit_log(log: _Log, found: list[Violation], inputs: AuditInputs | None) -> _Audited:
+    """The audit of one statistic's log (`found`: the findings of its lines alone)."""
     windows = _ledger_checks(log, found)
     users: dict[str, tuple[tuple[str, int], ...]] = {}
     notes: tuple[str, ...] = ()
     unverifiable: tuple[str, ...] = ()
+    horizon = 0
     if inputs is None:
         for line in (line for lines in log.spends.values() for line in lines.values()):
             _line_rules(line, None, found)
@@ -1214,9 +1374,10 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
     for member in log.members:
         if member.user not in members[member.ledger]:
             members[member.ledger].append(member.user)
-    return AuditReport(len(set(log.ledgers) | set(log.spends)), len(users), log.spend_lines, windows,
-                       tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()}, notes,
-                       unverifiable)
+    report = AuditReport(len(set(log.ledgers) | set(log.spends)), len(users), log.spend_lines, windows,
+                         tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()}, notes,
+                         unverifiable)
+    return _Audited(report, log, users, horizon)
 
 
 def _json_lines(path: str) -> Iterator[tuple[str, Any]]:

@@ -46,15 +46,20 @@ def slot_values(messages: Iterable[Message]) -> dict[str, list[Message]]:
 
 
 def redrawn(messages: Iterable[Message]) -> list[Violation]:
-    """One `release_redrawn` finding per slot whose records (as read, aborted ones included) are not
-    all byte-identical, naming where each distinct record lies."""
+    """One `release_redrawn` finding per slot (of each topic: several statistics have a release topic
+    each) whose records (as read, aborted ones included) are not all byte-identical, naming where each
+    distinct record lies."""
+    by_topic: dict[str, list[Message]] = {}
+    for message in messages:
+        by_topic.setdefault(message.topic, []).append(message)
     found = []
-    for key, distinct in slot_values(messages).items():
-        if len(distinct) > 1:
-            where = ", ".join(f"partition {m.partition} offset {m.offset}" for m in distinct)
-            slot = int(key) if key.isdigit() else 0
-            label = "" if key.isdigit() else f"key {key!r}: "
-            found.append(Violation(RULE, slot, f"{label}{len(distinct)} different records ({where})"))
+    for topic, read in by_topic.items():
+        for key, distinct in slot_values(read).items():
+            if len(distinct) > 1:
+                where = ", ".join(f"partition {m.partition} offset {m.offset}" for m in distinct)
+                slot = int(key) if key.isdigit() else 0
+                label = ("" if len(by_topic) == 1 else f"topic {topic}: ") + ("" if key.isdigit() else f"key {key!r}: ")
+                found.append(Violation(RULE, slot, f"{label}{len(distinct)} different records ({where})"))
     return sorted(found, key=lambda v: v.slot)
 
 
@@ -78,19 +83,22 @@ class TopicRead:
         return out
 
 
-def read_release_topic(kafka: KafkaSettings) -> TopicRead:
+def read_release_topic(kafka: KafkaSettings, config: Config | None = None) -> TopicRead:
     """Every record of the release topic up to its end: read_uncommitted (what any reader may see),
-    then read_committed."""
-    topic = kafka.topics["releases"]
+    then read_committed; with several statistics in `config`, of every statistic's release topic
+    (`KafkaSettings.release_topic`), one after the other."""
+    topics = [kafka.release_topic(s.name) for s in config.statistics] if config else [kafka.topics["releases"]]
     client = consumer(kafka)
     try:
-        if topic not in client.topics():
-            raise BrokerUnavailableError(f"topic {topic} does not exist at {kafka.bootstrap}")
+        missing = [topic for topic in topics if topic not in client.topics()]
+        if missing:
+            raise BrokerUnavailableError(f"topic {missing[0]} does not exist at {kafka.bootstrap}")
     finally:
         client.close()
-    reads = [tuple(read_topic(kafka, topic, idle_s=2.0, max_s=READ_LIMIT_S, committed=committed))
+    reads = [tuple(m for topic in topics
+                   for m in read_topic(kafka, topic, idle_s=2.0, max_s=READ_LIMIT_S, committed=committed))
              for committed in (False, True)]
-    return TopicRead(topic, *reads)
+    return TopicRead(", ".join(topics), *reads)
 
 
 @dataclass(frozen=True)
@@ -144,7 +152,7 @@ def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | N
     log (the full audit, against the committed releases up to the log's last spend slot, with
     `requirements` too: the topic is read after the log, and a running job releases meanwhile;
     `erased`: the erased users, jobs/offline/audit.py)."""
-    read = read or read_release_topic(kafka)
+    read = read or read_release_topic(kafka, config)
     found = redrawn(read.uncommitted)
     if spend_log is None:
         report = AuditReport(0, 0, 0, 0, (), "the spend log and every user's windows; pass --spend-log "

@@ -23,24 +23,23 @@ from typing import IO, Any
 import numpy as np
 
 from pwevent.jobs.common.avro_format import CONTAINER_MAGIC, container_values, decoder, framed_line, unframed_line
-from pwevent.jobs.common.config import Config, InputFormat
-from pwevent.jobs.common.engine import Engine
+from pwevent.jobs.common.config import Config, InputFormat, Statistic
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.kafka_record import KafkaRecord, kept_value, line_limit
 from pwevent.jobs.common.progress import Progress
 from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import (
     ORIGINAL_HEAD_BYTES,
-    Event,
     Original,
     RequirementUpdate,
-    parse_event,
     parse_requirement_update,
     reject_record,
     unknown_user,
 )
 from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import Action
+from pwevent.jobs.common.shared_budget import SharedBudget
+from pwevent.jobs.common.statistic_cells import Observed, observe
 from pwevent.operators.noise import Randomness, make_randomness
 
 
@@ -101,7 +100,7 @@ class SlotEvents:
     path: str
     slots: np.ndarray
     users: np.ndarray  # index into `names`
-    cells: np.ndarray
+    cells: np.ndarray  # one row per statistic (Config.statistics)
     numbers: np.ndarray
     offsets: np.ndarray
     names: list[str]
@@ -225,25 +224,29 @@ class Replay:
             by_slot[clock.slot_of(time_ms)].append((number, payload))
         return by_slot
 
-    def _read_events(self, path: str, parse: Callable[[bytes | KafkaRecord], Event], progress: Progress | None,
+    def _read_events(self, path: str, parse: Callable[[bytes | KafkaRecord], Observed], progress: Progress | None,
                      kind: LineKind = LineKind.JSON) -> SlotEvents:
         index: dict[str, int] = {}
-        columns = {name: array("q") for name in ("time", "number", "offset", "user", "cell")}
+        k = len(self.config.statistics)
+        cell_columns = [f"cell{i}" for i in range(k)]
+        columns = {name: array("q") for name in ("time", "number", "offset", "user", *cell_columns)}
         for number, offset, event, _ in self._valid(path, "events", parse, progress, kind):
             columns["time"].append(event.time_ms)
             columns["number"].append(number)
             columns["offset"].append(offset)
             columns["user"].append(index.setdefault(event.user, len(index)))
-            columns["cell"].append(event.cell)
+            for name, cell in zip(cell_columns, event.cells, strict=True):
+                columns[name].append(cell)
         data = {name: np.frombuffer(column, dtype=np.int64) if len(column) else np.zeros(0, dtype=np.int64)
                 for name, column in columns.items()}
         order = np.lexsort((data["number"], data["time"]))
         slots = self.config.clock.slot_of(data["time"][order])
-        return SlotEvents(path, slots, data["user"][order], data["cell"][order], data["number"][order],
+        cells = np.stack([data[name][order] for name in cell_columns])
+        return SlotEvents(path, slots, data["user"][order], cells, data["number"][order],
                           data["offset"][order], list(index))
 
     def _apply_requirement(
-        self, engine: Engine, slot: int, position: str, update: RequirementUpdate, line: bytes
+        self, engine: SharedBudget, slot: int, position: str, update: RequirementUpdate, line: bytes
     ) -> None:
         decision = engine.declare(update.user, slot, update.requirement)
         if decision.action is Action.REJECT:
@@ -267,7 +270,6 @@ class Replay:
         run over a finished dataset; `pwevent replay` always asks for a horizon)."""
         with ExitStack() as stack:
             config = self.config
-            d = config.domain.d
             event_lines, requirement_lines = LineKind.of(config.events), LineKind.of(config.requirements)
             events_file = _as_framed_lines(events_path, config.events, stack)
             requirements_file = _as_framed_lines(requirements_path, config.requirements, stack)
@@ -280,18 +282,14 @@ class Replay:
             )
             events = self._read_events(
                 events_file,
-                lambda line: parse_event(line, config.events, config.domain, max_bytes=config.max_record_bytes,
-                                         pseudonyms=config.pseudonyms),
+                lambda line: observe(line, config, max_bytes=config.max_record_bytes, pseudonyms=config.pseudonyms),
                 progress, event_lines,
             )
-            engine = Engine(
-                config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon,
-                default_requirement=config.default_requirement,
-            )
+            engine = SharedBudget(config, self.rng, spend_sink)
             last_slot = max([*requirements, events.last_slot], default=0) if through is None else through
             self.summary.beyond = (sum(len(records) for slot, records in requirements.items() if slot > last_slot)
                                    + int(np.count_nonzero(events.slots > last_slot)))
-            smoother = config.smoother()
+            smoothers = [config.smoother(statistic) for statistic in config.statistics]
             with open(events_file, "rb") as originals:
                 for slot in range(1, last_slot + 1):
                     for number, (update, line) in requirements.get(slot, []):
@@ -303,7 +301,7 @@ class Replay:
                     # registers them (in name order, as the job's Population applies a slot's changes).
                     for name in sorted(events.names[u] for u in latest if engine.index_of(events.names[u]) is None):
                         engine.declare_default(name, slot)
-                    present: dict[int, int] = {}
+                    present: dict[int, int] = {}  # index -> the row of its latest event
                     for user, row in latest.items():
                         name = events.names[user]
                         index = engine.index_of(name)
@@ -312,22 +310,30 @@ class Replay:
                             self._reject("events", where, Reason.UNKNOWN_USER, unknown_user(name, slot),
                                          _read_line(originals, int(events.offsets[row]), event_lines))
                             continue
-                        present[index] = int(events.cells[row])
+                        present[index] = row
                     users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
-                    values = np.fromiter(present.values(), dtype=np.int64, count=len(present))
-                    outcome, projections = engine.step(slot, users, values)
-                    for projection in projections:
-                        self._count_reject(projection.reject())
-                    self.summary.kinds[outcome.kind.value] += 1
-                    on_release(release_record(outcome, config, self.rng.label, smoother))
-                    if on_truth:
-                        truth = np.bincount(values, minlength=d) if len(values) else np.zeros(d, dtype=np.int64)
-                        on_truth({"slot": slot, "counts": [int(c) for c in truth], "present": len(values)})
+                    rows = np.fromiter(present.values(), dtype=np.int64, count=len(present))
+                    decided = engine.step(slot, users, list(events.cells[:, rows]))
+                    for k, one in enumerate(decided):
+                        for projection in one.projections:
+                            self._count_reject(projection.reject())
+                        self.summary.kinds[one.outcome.kind.value] += 1
+                        on_release(release_record(one.outcome, config, self.rng.label, smoothers[k], one.statistic))
+                        if on_truth:
+                            on_truth(_truth(slot, one.statistic, events.cells[k, rows]))
                     if progress:
                         progress(slot, last_slot, "slot")
             self.summary.slots = last_slot
             self.summary.users = engine.users
             return self.summary
+
+
+def _truth(slot: int, statistic: Statistic, values: np.ndarray) -> dict[str, Any]:
+    """The true histogram of a slot's present users under `statistic` (`--truth-out`)."""
+    d = statistic.domain.d
+    truth = np.bincount(values, minlength=d) if len(values) else np.zeros(d, dtype=np.int64)
+    named = {"statistic": statistic.name} if statistic.name is not None else {}
+    return {"slot": slot, **named, "counts": [int(c) for c in truth], "present": len(values)}
 
 
 def _writer(stack: ExitStack, path: str | None) -> Callable[[dict[str, Any]], None] | None:

@@ -43,6 +43,10 @@ def config_schema(registry: MechanismRegistry = REGISTRY) -> dict[str, Any]:
     document = create_model("Configuration", __base__=Config, kafka=(KafkaSettings | None, None),
                             flink=(FlinkSettings | None, None), **sections)
     schema = document.model_json_schema(by_alias=True, mode="validation")
+    # `statistics:` replaces `domain:` (Config._statistics_domain): one of them is required, not both
+    schema["required"] = [key for key in schema["required"] if key != "domain"]
+    schema["oneOf"] = [{"required": ["domain"], "not": {"required": ["statistics"]}}, {"required": ["statistics"],
+                                                                                      "not": {"required": ["domain"]}}]
     head = {"$schema": SCHEMA_DIALECT, "$id": SCHEMA_ID, "title": "pwevent configuration",
             "description": "The YAML configuration of pwevent replay, run and the other commands (generated "
                            "from jobs/common/config.py and jobs/streaming/settings.py: pwevent config-schema)."}

@@ -292,10 +292,12 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
     no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
     deeper than the parser allows, or Avro events whose registry needs credentials, or events read
-    as whole Kafka records (a mapping names `$key`, `$timestamp` or a header). For Avro events
+    as whole Kafka records (a mapping names `$key`, `$timestamp` or a header); and with several
+    statistics (each event read once per statistic by the reference parser). For Avro events
     the regex reads the text `AvroFields` renders (`avro_text`)."""
     registry = config.events.schema_registry
-    if config.events.whole_records or (registry is not None and registry.username is not None):
+    if (config.events.whole_records or (registry is not None and registry.username is not None)
+            or len(config.statistics) > 1):
         return None
     return anchored_regex(_leaves(config, kafka_time))
 

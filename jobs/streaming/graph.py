@@ -338,12 +338,19 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     # a job that reads no record still releases on the schedule: the start row arms the first timer
     start = stage.env.from_collection([Row(0, rows.POPULATION_START)], type_info=keyed_row) \
         .uid("population-start").name("start row of the release schedule")
-    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through))
+    several = tuple((kafka.release_topic(s.name), s.domain.d) for s in config.statistics if s.name is not None)
+    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through, several))
     hosted = internals.keyed_by_first_field(population_in.union(start), Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
-    internals.release_writer(hosted, kafka.release_writer_properties(), kafka.topics["releases"], kafka.topics["audit"],
-                             kafka.release_transactional_id).uid("release-writer")
+    for i, statistic in enumerate(config.statistics):  # one writer and topic per statistic (docs/streaming.md)
+        name = statistic.name
+        uid = "release-writer" if name is None else f"release-writer-{name}"
+        audit = kafka.topics["audit"] if i == 0 else None  # the spend lines of every statistic go with the first's
+        internals.release_writer(hosted, kafka.release_writer_properties(),
+                                 internals.ReleaseTarget(rows.release_route(name), kafka.release_topic(name), audit,
+                                                         kafka.release_writer_id(name)),
+                                 f"{uid}-end").uid(uid)
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
 

@@ -35,10 +35,11 @@ from pwevent.jobs.common.population_operator import (
     row_to_json,
 )
 from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
-from pwevent.jobs.common.records import KafkaTimestamp, parse_event, parse_requirement_update, reject_record
+from pwevent.jobs.common.records import KafkaTimestamp, parse_requirement_update, reject_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
+from pwevent.jobs.common.statistic_cells import joint_cell, observe
 from pwevent.jobs.streaming import jvm_contract
 from pwevent.jobs.streaming.jvm_contract import TimePath
 from pwevent.jobs.streaming.release_guard import StartGuard
@@ -48,11 +49,11 @@ from pwevent.jobs.streaming.rows import (
     DEAD_LETTERS,
     DEAD_ROUTE,
     END_OF_TIME_MS,
-    RELEASE_ROUTE,
     kept_row,
     parsed_row,
     population_row,
     rejected_event,
+    release_route,
 )
 from pwevent.operators.noise import make_randomness
 
@@ -168,9 +169,9 @@ class ParseEvents(_ParseRecords):
         super().__init__(config, "events", topic, kafka_time)
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
-        out = self._checked(row, ctx, lambda raw, ts: parse_event(raw, self.config.events, self.config.domain,
-                                                                  kafka_timestamp(self.kafka_time, ts),
-                                                                  self.config.max_record_bytes, self.config.pseudonyms))
+        config = self.config
+        out = self._checked(row, ctx, lambda raw, ts: observe(raw, config, kafka_timestamp(self.kafka_time, ts),
+                                                              config.max_record_bytes, config.pseudonyms))
         if isinstance(out, str):
             yield DEAD_LETTERS, out
             position = _position(self.topic, row)
@@ -178,7 +179,7 @@ class ParseEvents(_ParseRecords):
             return
         event, position, raw = out
         yield parsed_row(TimePath.SLOW_ACCEPTED, position["partition"], position["offset"], user=event.user,
-                         time_ms=event.time_ms, cell=event.cell, original=raw)
+                         time_ms=event.time_ms, cell=joint_cell(event.cells, config.statistics), original=raw)
 
 
 class ParseRequirements(_ParseRecords):
@@ -327,7 +328,7 @@ class PopulationHost(KeyedProcessFunction):
         for report in emitted.reports:
             self._report(report, watermark)
         for slot, record in emitted.releases:
-            yield _out(RELEASE_ROUTE, k=str(slot), v=_json(record))
+            yield _out(release_route(record.get("statistic")), k=str(slot), v=_json(record))
 
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
         self._load()  # first: a refused restore writes nothing

@@ -26,8 +26,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pwevent.jobs.common.config import ConfigError, load_config
+from pwevent.jobs.common.config import Config, ConfigError, load_config
 from pwevent.jobs.common.extras import STREAM
+from pwevent.jobs.common.statistic_cells import MAX_JOINT_CELLS, joint_size
 from pwevent.jobs.streaming.checkpoints import (
     HA_TYPE,
     RECOVERY_PATH,
@@ -57,6 +58,20 @@ def insecure_randomness(noise: str, seed: int | None) -> str | None:
     if noise == "numpy-fast":
         return "noise: numpy-fast draws numpy's floating-point geometric sampler, not OpenDP's vetted one"
     return None
+
+
+def refuse_several_statistics(config: Config, settings: StreamSettings) -> None:
+    """ConfigError (exit 2) for what the job does not do with several statistics (docs/streaming.md,
+    "Several statistics"): resume after its last releases without state, or carry joint cells beyond
+    a Java int."""
+    if len(config.statistics) == 1:
+        return
+    if settings.kafka.resume_after_last_release:
+        raise ConfigError("kafka.resume_after_last_release: a job with several statistics does not resume after its "
+                          "last releases without state; restore its state, or start a new job on new topics")
+    if joint_size(config.statistics) > MAX_JOINT_CELLS:
+        raise ConfigError(f"statistics: the domains' sizes multiply to {joint_size(config.statistics)}, more than the "
+                          f"{MAX_JOINT_CELLS} joint cells the job's rows carry")
 
 
 def refuse_insecure_randomness(noise: str, seed: int | None, allowed: bool, submission: bool = False) -> None:
@@ -152,6 +167,7 @@ def submit_command(config_path: str, jobmanager: str | None = None, seed: int | 
 
     config = load_config(config_path)
     settings = stream_settings(config, str(Path(config_path).resolve().parent))
+    refuse_several_statistics(config, with_resume(settings, resume))
     flink_home = Path(pyflink.__file__).parent
     py = sys.executable
     workers = python_root(jvm_jar())
@@ -207,6 +223,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     config = load_config(config_path)
     refuse_insecure_randomness(config.noise, seed, insecure_test_randomness)
     settings = with_resume(stream_settings(config, str(Path(config_path).resolve().parent)), resume)
+    refuse_several_statistics(config, settings)
     settings.kafka.require_bootstrap()
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir, settings.flink.s3)
@@ -255,10 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(args.config)
     try:
         refuse_insecure_randomness(config.noise, args.seed, args.insecure_test_randomness)
+        settings = with_resume(stream_settings(config, str(Path(args.config).resolve().parent)),
+                               args.resume_after_last_release)
+        refuse_several_statistics(config, settings)
     except ConfigError as err:
         parser.error(str(err))
-    settings = with_resume(stream_settings(config, str(Path(args.config).resolve().parent)),
-                           args.resume_after_last_release)
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment

@@ -49,14 +49,17 @@ def _topic(principal: str, topic: str, *operations: str) -> list[Grant]:
     return [Grant(f"User:{principal}", "topic", topic, op) for op in ("DESCRIBE", *operations)]
 
 
-def acl_plan(kafka: KafkaSettings, who: Principals = Principals()) -> list[Grant]:
-    """Every grant of the deployment described by `kafka`, without duplicates, in a stable order."""
+def acl_plan(kafka: KafkaSettings, who: Principals = Principals(), statistics: tuple[str, ...] = ()) -> list[Grant]:
+    """Every grant of the deployment described by `kafka`, without duplicates, in a stable order;
+    `statistics`: the names of a job's several statistics, whose release topics
+    (`KafkaSettings.release_topic`) are granted as the releases topic is."""
     topics = kafka.topics
     job = who.job
+    releases = [topics["releases"], *(kafka.release_topic(name) for name in statistics)]
     grants = [
         *_topic(job, topics["events"], "READ"),
         *_topic(job, topics["requirements"], "READ"),
-        *_topic(job, topics["releases"], "READ", "WRITE"),
+        *(grant for topic in releases for grant in _topic(job, topic, "READ", "WRITE")),
         *_topic(job, topics["dead_letters"], "WRITE"),
         *_topic(job, topics["audit"], "READ", "WRITE"),
         Grant(f"User:{job}", "group", kafka.group_id, "READ", prefixed=True),
@@ -65,8 +68,8 @@ def acl_plan(kafka: KafkaSettings, who: Principals = Principals()) -> list[Grant
         Grant(f"User:{job}", "transactional_id", kafka.transactional_id_prefix, "DESCRIBE", prefixed=True),
         *_topic(who.producer, topics["events"], "WRITE"),
         *_topic(who.registrar, topics["requirements"], "WRITE"),
-        *_topic(who.analyst, topics["releases"], "READ"),
-        *_topic(who.auditor, topics["releases"], "READ"),
+        *(grant for topic in releases for grant in _topic(who.analyst, topic, "READ")),
+        *(grant for topic in releases for grant in _topic(who.auditor, topic, "READ")),
         *_topic(who.auditor, topics["audit"], "READ"),
     ]
     return list(dict.fromkeys(grants))

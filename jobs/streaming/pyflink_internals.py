@@ -20,6 +20,7 @@ operator creeps back onto the per-record path. An upgrade of apache-flink starts
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pwevent.jobs.common.pseudonyms import Pseudonyms
@@ -210,17 +211,32 @@ def change_batches(changes: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.membership.ChangeBatches.apply(changes._j_data_stream))
 
 
-def release_writer(population: Any, properties: dict[str, str], release_topic: str, audit_topic: str,
-                   transactional_id: str) -> Any:
+@dataclass(frozen=True)
+class ReleaseTarget:
+    """Where a `ReleaseWriter` writes (Java `ReleaseWriter.Target`): the rows of `route`
+    (`rows.release_route`) to `release_topic`, and, when `audit_topic` is not None, the spend-log
+    lines before each release to `audit_topic` in the release's transaction, by a transactional
+    producer with `transactional_id`."""
+
+    route: str
+    release_topic: str
+    audit_topic: str | None
+    transactional_id: str
+
+
+def release_writer(population: Any, properties: dict[str, str], target: ReleaseTarget, end_uid: str) -> Any:
     """Java `ReleaseWriter` behind the Population (`population`, `rows.POPULATION_OUT`): its releases
-    written to `release_topic`, each with the spend-log lines before it to `audit_topic` in the same
-    transaction, once the checkpoint holding them has completed, by a transactional producer with
-    `transactional_id` and the Kafka clients' `properties` (bootstrap and security included). Returns
-    the writer's stream (it needs a uid; a discarding sink ends it)."""
+    of `target.route` (and the spend-log lines, if it writes them) written once the checkpoint
+    holding them has completed, with the Kafka clients' `properties` (bootstrap and security
+    included). Returns the writer's stream (it needs a uid; a discarding sink with uid `end_uid` ends
+    it)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.release.ReleaseWriter.apply(
-        population._j_data_stream, _java_strings(properties), release_topic, audit_topic, transactional_id))
+    writers = _jvm().pwevent.flink.release.ReleaseWriter
+    j_target = writers.Target(target.route, target.release_topic, target.audit_topic, target.transactional_id)
+    written = writers.apply(population._j_data_stream, _java_strings(properties), j_target)
+    writers.end(written, end_uid)
+    return DataStream(written)
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

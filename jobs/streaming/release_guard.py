@@ -132,11 +132,12 @@ def job_releases(messages: Iterable[tuple[bytes | None, bytes]], cells: int) -> 
                  if r is not None and len(r["counts"]) == cells)
 
 
-def read_guard_inputs(kafka: KafkaSettings, cells: int) -> GuardInputs:
-    """The release topic's job releases (`job_releases`, `cells` counts each) and, when there are any,
-    the audit topic's last spend slot, read_committed, up to their ends now."""
+def read_guard_inputs(kafka: KafkaSettings, cells: int, topic: str | None = None) -> GuardInputs:
+    """The release topic's job releases (`job_releases`, `cells` counts each; `topic`: another release
+    topic than `topics.releases`, a statistic's) and, when there are any, the audit topic's last spend
+    slot, read_committed, up to their ends now."""
     releases = job_releases(((m.key, m.value) for m in
-                             read_topic(kafka, kafka.topics["releases"], idle_s=1.0, max_s=600.0)), cells)
+                             read_topic(kafka, topic or kafka.topics["releases"], idle_s=1.0, max_s=600.0)), cells)
     if not releases:
         return GuardInputs((), 0)
     audit = read_topic(kafka, kafka.topics["audit"], idle_s=1.0, max_s=600.0)
@@ -148,15 +149,22 @@ class StartGuard:
     """What the Population checks when it finds no state (docs/streaming.md, "Starting twice"):
     `kafka` (the topics, the clients' security, `resume_after_last_release`), `cells` (the domain's d),
     and `late_through`, the slot up to which the job judges every event `late` (`SlotJudge`) (the resume point
-    the job was built with; 0: none)."""
+    the job was built with; 0: none). `statistics`: with several statistics, each one's release topic
+    and cells (one writer and topic each): any release on any of them refuses the start, which cannot
+    resume (`pwevent run` refuses `kafka.resume_after_last_release` with several statistics)."""
 
     kafka: KafkaSettings
     cells: int
     late_through: int = 0
+    statistics: tuple[tuple[str, int], ...] = ()
 
     def check(self) -> ResumePoint | None:
         """Where this Population starts (None: at slot 1), from the topics as they are now; raises
         AlreadyReleasedError (a refusal, or topics that changed since the job was built)."""
+        for topic, cells in self.statistics:
+            fresh_start(read_guard_inputs(self.kafka, cells, topic), False, topic)
+        if self.statistics:
+            return None
         point = fresh_start(read_guard_inputs(self.kafka, self.cells), self.kafka.resume_after_last_release,
                             self.kafka.topics["releases"])
         slot = point.slot if point is not None else 0

@@ -79,6 +79,12 @@ POPULATION_IN = pyflink_type(jvm_contract.POPULATION_IN)
 POPULATION_START = Row(slot=0, present=None, change="[]")
 POPULATION_OUT = pyflink_type(jvm_contract.POPULATION_OUT)
 RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = (route.value for route in jvm_contract.Route)
+
+
+def release_route(statistic: str | None) -> str:
+    """The route of a statistic's releases to its writer: `RELEASE_ROUTE`, or for a named statistic
+    `RELEASE_ROUTE` + ":" + its name."""
+    return RELEASE_ROUTE if statistic is None else f"{RELEASE_ROUTE}:{statistic}"
 #: A watermark at or above this is the end of a bounded input, not a slot end.
 END_OF_TIME_MS = 2**61
 

@@ -213,6 +213,19 @@ class KafkaSettings(Section):
         so that a restored writer fences a failed one's producer."""
         return f"{self.transactional_id_prefix}-release-writer"
 
+    def release_topic(self, statistic: str | None) -> str:
+        """The release topic of a statistic: `topics.releases`, or for a named statistic (several
+        statistics under one budget) `topics.releases` + "." + its name, one topic per statistic, each
+        keyed by slot (docs/streaming.md, "Several statistics")."""
+        base = self.topics["releases"]
+        return base if statistic is None else f"{base}.{statistic}"
+
+    def release_writer_id(self, statistic: str | None) -> str:
+        """The transactional id of a statistic's release writer (`release_transactional_id` for the one
+        unnamed statistic)."""
+        base = self.release_transactional_id
+        return base if statistic is None else f"{base}.{statistic}"
+
     def jvm_properties(self) -> dict[str, str]:
         """Java client properties of every Flink source and sink: `properties` and `security`."""
         return {**self.properties, **self.security.jvm_properties()}

@@ -33,8 +33,15 @@ def row(release: dict[str, Any], cells: int, raw: bool = False) -> str:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    _, settings = load_settings(args.config)
-    topic = settings.kafka.topics["releases"]
+    config, settings = load_settings(args.config)
+    names = [s.name for s in config.statistics]
+    if args.statistic not in names and not (args.statistic is None and names == [None]):
+        listed = ", ".join(str(name) for name in names if name is not None)
+        what = f"--statistic {args.statistic}: not a statistic of the configuration" if args.statistic else \
+            "the configuration has several statistics, each with its release topic"
+        print(f"pwevent tail: {what}; name one with --statistic ({listed or 'none: leave it out'})", file=sys.stderr)
+        return 2
+    topic = settings.kafka.release_topic(args.statistic)
     seen = 0
     start = last = time.monotonic()
     # --timeout bounds the whole run, the wait for an unreachable broker included
@@ -68,6 +75,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--config", required=True)
     p.add_argument("--from-end", action="store_true", help="only releases committed from now on")
+    p.add_argument("--statistic", metavar="NAME", help="with several statistics under one budget: the one to "
+                   "follow (its release topic, topics.releases.NAME)")
     p.add_argument("--cells", type=int, default=8, help="cells shown per line")
     p.add_argument("--raw", action="store_true", help="show the raw noisy counts instead of the smoothed values "
                    "and their 95%% intervals")

@@ -84,3 +84,18 @@ def test_the_kubernetes_topic_job_gives_each_topic_the_retention_of_its_role(tmp
     assert by_role["requirements"]["cleanup.policy"] == "compact"
     assert int(by_role["dead-letters"]["retention.ms"]) <= int(by_role["events"]["retention.ms"])
     assert by_role["audit"]["retention.ms"] == by_role["releases"]["retention.ms"] == "-1"
+
+
+def test_a_job_with_several_statistics_gets_a_release_topic_for_each(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump({
+        "mechanism": "PBD", "slot": "60s", "origin": 0, "kafka": {"bootstrap": "broker-1:9093"},
+        "statistics": [{"name": "cells", "domain": {"type": "cells", "d": 4}, "value": "cell"},
+                       {"name": "screen", "domain": {"type": "binary"}, "value": "screen"}]}))
+    module = _module()
+    args = module.parse_args(["--job-config", str(path), "--role-retention"])
+    wanted = module.wanted_topics(args)
+    assert wanted["pwevent.releases.cells"] == wanted["pwevent.releases.screen"] == wanted["pwevent.releases"]
+    kept = module.retention(args)
+    assert kept["pwevent.releases.cells"] == kept["pwevent.releases"] == {"cleanup.policy": "delete",
+                                                                           "retention.ms": "-1"}

@@ -195,3 +195,45 @@ def test_coverage_over_all_cells_and_over_the_occupied_ones():
     intervals = np.array([[[0, 1], [0, 1]], [[0, 1], [2, 4]], [[0, 1], [0, 1]]], dtype=float)
     assert coverage(intervals, truth) == (5 / 6, 2 / 3)
     assert coverage(intervals, np.zeros_like(truth)) == (5 / 6, None)
+
+
+def test_a_statistic_at_half_share_is_a_job_at_half_the_budget():
+    """What `--statistics` compares, exactly: an engine at share 0.5 of each requirement and one whose
+    users declare half their budgets draw the same releases from the same noise (docs/evaluation.md,
+    "Several statistics under one budget")."""
+    from pwevent.jobs.common.engine import Engine
+    from pwevent.jobs.common.synthetic import RequirementDraw
+    from pwevent.operators.noise import NumpyRandomness
+    from pwevent.operators.registry import mechanism
+
+    task = Task(TINY, "Sin", "epsilon", 0.6, 40, None, 0)
+    data = [(np.asarray(u), np.asarray(v)) for u, v in dataset_of(task).slot_values()]
+    requirements = RequirementDraw(0.6, 40, None, 10, 500).fixed(300, 0)
+    for name in ("PBD", "PBA", "Adaptive", "BD"):
+        arms = []
+        for share, factor in ((0.5, 1.0), (1.0, 0.5)):
+            engine = Engine(mechanism(name, 40, 0.6 * factor), 2, NumpyRandomness(7), 40, share=share)
+            for user, requirement in enumerate(requirements):
+                engine.register(user, requirement.scaled(factor), 1)
+            arms.append([engine.step(t, users, values)[0] for t, (users, values) in enumerate(data, 1)])
+        shared, separate = arms
+        assert [(o.kind, o.counts.tolist(), o.threshold) for o in shared] == \
+            [(o.kind, o.counts.tolist(), o.threshold) for o in separate], name
+
+
+def test_two_statistics_against_two_jobs_at_half_the_budget(tmp_path, capsys):
+    from pwevent.jobs.evaluation.budget_split import run_split_task
+
+    grid = replace(TINY, mechanisms=("PBD", "DPBD", "BA"), reps=1, slots=60, users=80, noise_seed=3)
+    rows = run_split_task((Task(grid, "Sin", "epsilon", 0.6, 40, None, 0), ("Sin", "Log")))
+    assert {(r.statistic, r.mechanism, r.arm, r.post) for r in rows} == {
+        (s, m, a, p) for s in ("Sin", "Log") for m in grid.mechanisms for a in ("shared", "separate")
+        for p in ("none", "kalman")}
+    assert all(np.isfinite(r.mse) and r.mse >= 0 for r in rows)
+    assert main(["evaluate", "--statistics", "Sin,Log", "--users", "60", "--slots", "40", "--reps", "1",
+                 "--epsilons", "0.6", "--windows", "40", "--ratios", "", "--mechanisms", "PBD", "--workers", "1",
+                 "--seed", "1", "--out", str(tmp_path)]) == 0
+    summary = (tmp_path / "statistics.md").read_text()
+    assert "| epsilon | 0.6 | 120 |  | Sin | PBD | none |" in summary
+    assert main(["evaluate", "--statistics", "Sin,Foursquare", "--out", str(tmp_path / "x")]) == 2
+    assert "--statistics: two different synthetic streams" in capsys.readouterr().err

@@ -193,3 +193,68 @@ class TestDynamicTable3:
         assert max((3 - r) * f.requirement.share for r, f in zip(right, windows, strict=True)) == pytest.approx(0.8)
         assert min(f.requirement.epsilon / 2 - u1.spent(f.tau, 2)[1] for f in windows) == pytest.approx(0.9)
         assert u1.requirement.backward.epsilon / 2 - u1.spent(2, 2)[1] == pytest.approx(1.4)
+
+
+SPLITS = [(0.5, 0.5), (0.25, 0.75), (0.1, 0.2, 0.7)]
+
+
+def split_ledgers(share: float, dynamic: bool) -> list[Ledger]:
+    """The paper's users as one statistic's ledger classes at `share` (state.population: a class
+    named by its members' requirement, its ledger at the share of it)."""
+    from pwevent.jobs.common.requirement_rules import RequirementRules
+    from pwevent.operators.registry import REGISTRY
+    from pwevent.state.population import MembershipChange, Population
+
+    rules = RequirementRules(REGISTRY.spec("DPBD" if dynamic else "PBD"), 10)
+    population = Population(rules.new_ledger, share)
+    requirements = REQS[1] if dynamic else [Requirement(w, e) for w, e in zip(W, E, strict=True)]
+    classes = [population.apply(MembershipChange.of(1, f"u{i}", None, req)) for i, req in enumerate(requirements)]
+    assert all(c is not None and c.ledger.requirement == req.scaled(share)
+               for c, req in zip(classes, requirements, strict=True))
+    return [c.ledger for c in classes if c is not None]
+
+
+class TestSplitAcrossStatistics:
+    """docs/mechanisms.md, "Several statistics under one budget": a statistic at share s runs every
+    worked example above at s times each budget (every rule is homogeneous in E; PBA's and DPBA's
+    borders, spend2 / share, do not move), so the statistics' budgets add up to the example's."""
+
+    @pytest.mark.parametrize("shares", SPLITS)
+    def test_pbd_and_pba_examples_3_4(self, shares):
+        whole_pbd, _ = drive(PBD(), fixed_ledgers(), TestFixedExamples34.decisions)
+        decisions = {1: Kind.PUBLISH, 2: Kind.SKIP, 3: Kind.PUBLISH, 4: Kind.PUBLISH, 5: Kind.PUBLISH}
+        whole_pba, whole_kinds = drive(PBA(), fixed_ledgers(), decisions)
+        for policy, whole, wanted in ((PBD(), whole_pbd, TestFixedExamples34.decisions), (PBA(), whole_pba, decisions)):
+            parts = [drive(type(policy)(), split_ledgers(share, False), wanted) for share in shares]
+            for t, budgets in whole.items():
+                for user in range(3):
+                    for field in ("eps1", "eps2"):
+                        said = [getattr(out[t][user], field) for out, _ in parts]
+                        assert said == pytest.approx([share * getattr(budgets[user], field) for share in shares])
+                        assert sum(said) == pytest.approx(getattr(budgets[user], field), rel=1e-12)
+        pba_parts = [drive(PBA(), split_ledgers(share, False), decisions) for share in shares]
+        assert all(kinds == whole_kinds for _, kinds in pba_parts)  # t = 4 nullified in every statistic
+        assert [b.eps2 for b in pba_parts[0][0][3]] == pytest.approx([shares[0] * x for x in (E[0] / 4, E[1] / 2,
+                                                                                            E[2] / 3)])
+
+    @pytest.mark.parametrize("shares", SPLITS)
+    def test_dpbd_and_dpba_table_3(self, shares):
+        for policy in (DPBD, DPBA):
+            whole, whole_kinds = drive(policy(), dynamic_ledgers(), DYN_DECISIONS, REQS)
+            for share in shares:
+                scaled = {t: [req.scaled(share) for req in reqs] for t, reqs in REQS.items()}
+                out, kinds = drive(policy(), split_ledgers(share, True), DYN_DECISIONS, scaled)
+                assert kinds == whole_kinds
+                for t in whole:
+                    assert [b.eps1 for b in out[t]] == pytest.approx([share * b.eps1 for b in whole[t]]), (policy, t)
+                    assert [b.eps2 for b in out[t]] == pytest.approx([share * b.eps2 for b in whole[t]]), (policy, t)
+        dpbd, _ = drive(DPBD(), split_ledgers(0.5, True), DYN_DECISIONS,
+                        {t: [req.scaled(0.5) for req in reqs] for t, reqs in REQS.items()})
+        assert [b.eps2 for b in dpbd[1]] == pytest.approx([0.25, 0.15, 0.15])  # half of (0.5, 0.3, 0.3)
+
+    def test_a_share_outside_0_1_is_refused(self):
+        from pwevent.state.population import Population
+
+        for share in (0.0, -0.5, 1.5):
+            with pytest.raises(ValueError, match="share"):
+                Population(lambda requirement, slot: FixedLedger(requirement, slot), share)

@@ -164,6 +164,11 @@ def test_the_acl_plan_names_every_principal_and_resource() -> None:
     assert ("rl", "READ") in analyst and not {n for n, op in analyst if op == "WRITE"}
     assert not any(g.name in ("ev", "rq") for g in plan if g.principal == "User:pwevent-analyst")
     assert Grant("User:pwevent-job", "topic", "ev", "WRITE") not in plan
+    several = acl_plan(kafka, statistics=("cells", "screen"))  # each statistic's release topic as the releases'
+    for topic in ("rl.cells", "rl.screen"):
+        assert {g.operation for g in several if g.principal == job and g.name == topic} == {"READ", "WRITE", "DESCRIBE"}
+        assert ("User:pwevent-analyst", "topic", topic, "READ", False) in {
+            (g.principal, g.resource, g.name, g.operation, g.prefixed) for g in several}
 
 
 # Every mode of kafka.security (docs/operations.md, "Security"): mTLS, OAUTHBEARER, GSSAPI, secrets

@@ -20,6 +20,7 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
 import org.apache.flink.types.Row;
 import org.junit.jupiter.api.Test;
+import pwevent.flink.contract.Routes;
 
 /**
  * ReleaseWriter and ReleaseLog (docs/streaming.md, "A slot's outcome is drawn once"): a release is
@@ -83,7 +84,8 @@ class ReleaseWriterTest {
 
     static OneInputStreamOperatorTestHarness<Row, Void> writer(String topic, OperatorSubtaskState state)
             throws Exception {
-        var harness = new OneInputStreamOperatorTestHarness<Row, Void>(new ReleaseWriter(new Topics(topic)));
+        var harness = new OneInputStreamOperatorTestHarness<Row, Void>(
+                new ReleaseWriter(new Topics(topic), Routes.RELEASE, true));
         harness.setup(VoidSerializer.INSTANCE);
         if (state != null) {
             harness.initializeState(state);
@@ -207,6 +209,23 @@ class ReleaseWriterTest {
         assertEquals(List.of(1L, 2L, 3L), topic("lines").slots());
         assertEquals(List.of("c1"), lines(topic("lines"), 2));
         restored.close();
+    }
+
+    @Test
+    void aWriterOfAnotherStatisticTakesItsRoutesReleasesAndNoLine() throws Exception {
+        var harness = new OneInputStreamOperatorTestHarness<Row, Void>(
+                new ReleaseWriter(new Topics("second"), "release:b", false));
+        harness.setup(VoidSerializer.INSTANCE);
+        harness.open();
+        harness.processElement(audit("a line"));
+        harness.processElement(release(1, "[1,1]"));  // route "release": another writer's
+        harness.processElement(new StreamRecord<>(Row.of("release:b", "1", "{\"b\":1}")));
+        harness.snapshot(1, 1);
+        harness.notifyOfCompletedCheckpoint(1);
+        assertEquals(List.of(1L), topic("second").slots());
+        assertEquals("{\"b\":1}", value(topic("second"), 0));
+        assertEquals(List.of(), lines(topic("second"), 0), "the lines are the first statistic's writer's");
+        harness.close();
     }
 
     @Test

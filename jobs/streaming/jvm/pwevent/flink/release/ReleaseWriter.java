@@ -2,6 +2,7 @@ package pwevent.flink.release;
 
 import pwevent.flink.contract.PopulationOutRow;
 import pwevent.flink.contract.Routes;
+import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
@@ -51,6 +52,10 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
             new ListStateDescriptor<>("releases", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
 
     private final ReleaseTopic.Factory topics;
+    /** The route of this writer's releases. */
+    private final String route;
+    /** Whether this writer takes the spend-log lines. */
+    private final boolean audit;
     private transient ListState<byte[]> state;
     private transient ReleaseLog log;
     private transient boolean restored;
@@ -61,21 +66,34 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
      *  first write, and after a failed one), so the next write first reads what it has. */
     private transient boolean unchecked;
 
-    ReleaseWriter(ReleaseTopic.Factory topics) {
+    ReleaseWriter(ReleaseTopic.Factory topics, String route, boolean audit) {
         this.topics = topics;
+        this.route = route;
+        this.audit = audit;
     }
 
-    /** The writer of `population`'s release rows to `releaseTopic` and its audit rows to `auditTopic`,
-     *  with the Kafka clients' `properties` and the producer's `transactionalId`; parallelism 1, ended
-     *  by a discarding sink (returned, for its uid). */
+    /** Where a writer writes: the Population's rows of `route` to `releaseTopic`, and, when
+     *  `auditTopic` is not null, the spend-log lines (route {@link Routes#AUDIT}) before each release to
+     *  `auditTopic` in the release's transaction; by a producer of `transactionalId`. Several statistics
+     *  have a writer each; one of them writes the lines. */
+    public record Target(String route, String releaseTopic, String auditTopic, String transactionalId)
+            implements Serializable {
+        private static final long serialVersionUID = 1L;
+    }
+
+    /** The writer of `population`'s rows to `target`, with the Kafka clients' `properties`;
+     *  parallelism 1 (returned, for its uid; {@link #end} ends it). */
     public static SingleOutputStreamOperator<Void> apply(DataStream<Row> population, Map<String, String> properties,
-            String releaseTopic, String auditTopic, String transactionalId) {
-        ReleaseWriter writer = new ReleaseWriter(
-                new KafkaReleaseTopic.Factory(properties, releaseTopic, auditTopic, transactionalId));
-        SingleOutputStreamOperator<Void> written = population.transform("write releases", Types.VOID, writer)
-                .setParallelism(1).setMaxParallelism(1);
-        written.sinkTo(new DiscardingSink<>()).name("releases written").uid("release-writer-end").setParallelism(1);
-        return written;
+            Target target) {
+        ReleaseWriter writer = new ReleaseWriter(new KafkaReleaseTopic.Factory(properties, target.releaseTopic(),
+                target.auditTopic(), target.transactionalId()), target.route(), target.auditTopic() != null);
+        return population.transform("write releases", Types.VOID, writer).setParallelism(1).setMaxParallelism(1);
+    }
+
+    /** Ends a writer's stream with a discarding sink of uid `uid` (one per writer: several statistics
+     *  have a writer each). */
+    public static void end(SingleOutputStreamOperator<Void> written, String uid) {
+        written.sinkTo(new DiscardingSink<>()).name("releases written").uid(uid).setParallelism(1);
     }
 
     @Override
@@ -105,11 +123,11 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     @Override
     public void processElement(StreamRecord<Row> element) {
         Row row = element.getValue();
-        Object route = row.getField(PopulationOutRow.ROUTE);
-        if (Routes.RELEASE.equals(route)) {
+        Object kind = row.getField(PopulationOutRow.ROUTE);
+        if (route.equals(kind)) {
             log.accept(Long.parseLong((String) row.getField(PopulationOutRow.K)),
                     ((String) row.getField(PopulationOutRow.V)).getBytes(StandardCharsets.UTF_8));
-        } else if (Routes.AUDIT.equals(route)) {
+        } else if (audit && Routes.AUDIT.equals(kind)) {
             log.audit((String) row.getField(PopulationOutRow.V));
         }
     }
