@@ -96,7 +96,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     settings = load_settings(args.config) if args.config else None  # a ConfigError: exit 2, not the auditor's 3
     config = settings[0] if settings else None
     # the topic read before the auditor runs: no broker or no topic is exit 4, not the auditor's 3
-    read = read_release_topic(settings[1].kafka) if settings and args.release_topic else None
+    read = read_release_topic(settings[1].kafka, settings[1].release) if settings and args.release_topic else None
     try:
         erased = erased_users(args.erased)
         if settings and read is not None:
@@ -107,6 +107,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2
+    except RegistryUnavailable:  # the registry an Avro release topic needs did not answer: exit 4
+        raise
     except Exception:  # exit 1 means violations found: a failure of the auditor itself must not say that
         traceback.print_exc()
         print("pwevent audit: the auditor failed (a bug, not a verdict on the log); exit code 3", file=sys.stderr)

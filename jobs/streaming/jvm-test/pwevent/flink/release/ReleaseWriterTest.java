@@ -91,13 +91,12 @@ class ReleaseWriterTest {
 
     static StreamRecord<Row> release(long slot, String counts) {
         String line = "{\"slot\":" + slot + ",\"counts\":" + counts + "}";
-        return new StreamRecord<>(Row.of("release", Long.toString(slot), line));
+        return new StreamRecord<>(Row.of("release", Long.toString(slot), null, line.getBytes(StandardCharsets.UTF_8)));
     }
 
     /** A message of the topic: the record of `slot` with `counts`, as `release` writes it. */
     static ReleaseLog.Release message(long slot, String counts) {
-        return new ReleaseLog.Release(slot, ((String) release(slot, counts).getValue().getField(2))
-                .getBytes(StandardCharsets.UTF_8), 0);
+        return new ReleaseLog.Release(slot, (byte[]) release(slot, counts).getValue().getField(3), 0);
     }
 
     /** The state of a writer of `topic` that holds the release of slot 1 (counts [1,1]), not yet written. */
@@ -120,7 +119,7 @@ class ReleaseWriterTest {
     @Test
     void aReleaseIsWrittenOnlyOnceItsCheckpointHasCompleted() throws Exception {
         var w = writer("only-once", null);
-        w.processElement(new StreamRecord<>(Row.of("audit", null, "line")));
+        w.processElement(new StreamRecord<>(Row.of("audit", null, "line", null)));
         w.processElement(release(1, "[3,4]"));
         w.processElement(release(2, "[5,6]"));
         assertEquals(List.of(), topic("only-once").slots(), "nothing before a checkpoint");

@@ -1,7 +1,6 @@
 package pwevent.flink.release;
 
 import pwevent.flink.contract.PopulationOutRow;
-import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +22,7 @@ import org.apache.flink.types.Row;
 /**
  * Writes the Population's releases to the release topic once the checkpoint that holds them has
  * completed (docs/streaming.md, "A slot's outcome is drawn once"). Its input is the Population's
- * output, {@link PopulationOutRow}; it takes the rows of the release route (k the slot, v the record) into
+ * output, {@link PopulationOutRow}; it takes the rows of the release route (k the slot, b the record's bytes, in the release format) into
  * its {@link ReleaseLog} and writes nothing downstream.
  *
  * <ul>
@@ -105,7 +104,7 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
         Row row = element.getValue();
         if (route.equals(row.getField(PopulationOutRow.ROUTE))) {
             log.accept(Long.parseLong((String) row.getField(PopulationOutRow.K)),
-                    ((String) row.getField(PopulationOutRow.V)).getBytes(StandardCharsets.UTF_8));
+                    (byte[]) row.getField(PopulationOutRow.B));
         }
     }
 
