@@ -162,19 +162,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 #: Package data of the wheel (pyproject.toml, tool.setuptools.package-data): the repository's
 #: deploy/examples and docs/schemas, one copy.
-PACKAGED_FILES = {"examples": ("pwevent.examples", ".yaml"), "schemas": ("pwevent.schemas", ".json")}
+PACKAGED_FILES = {"examples": ("pwevent.examples", (".yaml",)), "schemas": ("pwevent.schemas", (".json", ".avsc"))}
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
     """Copy the example configurations and the record schemas the package carries into --out."""
     out = Path(args.out)
     copies = []
-    for folder, (package, suffix) in PACKAGED_FILES.items():
+    for folder, (package, suffixes) in PACKAGED_FILES.items():
         # Data-only folders are namespace packages: an editable install's search path also holds
         # a placeholder of its import hook, which importlib.resources cannot walk; real folders only.
         spec = importlib.util.find_spec(package)
         places = [Path(p) for p in (spec.submodule_search_locations or []) if Path(p).is_dir()] if spec else []
-        copies += [(item, out / folder / item.name) for place in places for item in place.glob(f"*{suffix}")]
+        copies += [(item, out / folder / item.name) for place in places for item in sorted(place.iterdir())
+                   if item.name.endswith(suffixes)]
     existing = [str(target) for _, target in copies if target.exists()]
     if existing:
         print(f"pwevent examples: not overwriting {', '.join(sorted(existing))}", file=sys.stderr)
