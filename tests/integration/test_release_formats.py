@@ -239,8 +239,9 @@ def check_typed(rows: list[list[Any]], releases: list[dict[str, Any]], copies: d
 @pytest.mark.flink
 def test_the_job_writes_avro_confluent_that_flink_sql_reads(streaming_job: Any,
                                                             schema_registry: LocalSchemaRegistry) -> None:
-    """The job with `release.format: avro-confluent`: its schema registered under <topic>-value, its
-    releases (decoded) equal the replay's and pass the full audit, and the guide's Flink SQL reads them."""
+    """The job with `release.format: avro-confluent`: its releases (decoded) equal the replay's and pass
+    the full audit, the guide's Flink SQL reads them typed through the registry, and `upsert-kafka`
+    one row per slot by the job's keys."""
     job = make_job(streaming_job, "PBD", {"release": {"format": "avro-confluent", "schema_registry": {
         "url": schema_registry.url, "retry_for": "60s"}}})
     events, requirements = generate(job.folder, users=30, slots=SLOTS)
@@ -250,7 +251,9 @@ def test_the_job_writes_avro_confluent_that_flink_sql_reads(streaming_job: Any,
     releases = check_equals_replay(job, events, requirements, SLOTS, expected)
     raw = [m.value for m in job.read("releases")]
     assert all(value[:1] == b"\x00" and value[5:6] != b"{" for value in raw)  # framed Avro, not JSON
-    (typed,) = flink_sql(job.kafka.require_bootstrap(), job.topics["releases"], schema_registry.url,
-                         ("flink-sql-avro",))
+    typed, upsert = flink_sql(job.kafka.require_bootstrap(), job.topics["releases"], schema_registry.url,
+                              ("flink-sql-avro", "flink-sql-upsert"))
     decided = sorted((r for r in releases if r["slot"] <= SLOTS), key=lambda r: r["slot"])
     check_typed([row for row in typed if row[0] <= SLOTS], decided)
+    assert sorted((row for row in upsert if row[1] <= SLOTS), key=lambda row: row[1]) == \
+        [[str(r["slot"]), r["slot"], r["kind"]] for r in decided]  # the job's keys: one row per slot
