@@ -261,7 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="read the releases from the release topic of --config's kafka: section as an analyst "
                        "may, read_uncommitted (aborted transactions included): a slot with two different "
                        "records is release_redrawn; the committed releases stand for --releases (with "
-                       "--spend-log, and --requirements for the full audit). Exit 4: no broker or no topic")
+                       "--spend-log, and --requirements for the full audit). Every release format (json, "
+                       "json-confluent, avro-confluent: the Avro schema from --config's release.schema_registry). "
+                       "Exit 4: no broker, no topic, or no registry answering")
     audit.add_argument("--erased", metavar="FILE",
                        help="users erased from the requirements input, one id per line as the spend log names "
                        "them (pseudonyms under pseudonymise:): reported UNVERIFIABLE, not unregistered_member "

@@ -22,8 +22,9 @@ import org.apache.flink.types.Row;
 /**
  * Writes the Population's releases to the release topic once the checkpoint that holds them has
  * completed (docs/streaming.md, "A slot's outcome is drawn once"). Its input is the Population's
- * output, {@link PopulationOutRow}; it takes the rows of the release route (k the slot, b the record's bytes, in the release format) into
- * its {@link ReleaseLog} and writes nothing downstream.
+ * output, {@link PopulationOutRow}; it takes the rows of the release route (k the slot, b the
+ * record's bytes in the release format, jobs/streaming/release_format.py) into its {@link ReleaseLog}
+ * and writes nothing downstream: it never looks into the bytes, so every format is written alike.
  *
  * <ul>
  *   <li>A release is written, in a transaction of its own producer, when a checkpoint at or after the
