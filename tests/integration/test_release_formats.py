@@ -10,12 +10,14 @@ tests/schema_registry.py) and Flink's mini-cluster (docs/formats.md, "Release"; 
   reads the `json` topic; Flink SQL reads the `avro-confluent` topic typed, through the registry, and
   in its long form; `upsert-kafka` sees one row per slot although the topic holds a slot twice.
 - The job itself in `avro-confluent`: its releases equal the replay's, pass the full audit, and
-  Flink SQL reads them typed through the registry.
+  Flink SQL reads them typed through the registry; across kills and restores every slot's records
+  are byte-identical.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import uuid
@@ -47,6 +49,7 @@ from tests.integration.conftest import (
     make_job,
     replay,
 )
+from tests.integration.released_once import KILLS, SEED_KILLS, kill_and_restore, released_once
 from tests.schema_registry import LocalSchemaRegistry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.registry, pytest.mark.slow]
@@ -257,3 +260,20 @@ def test_the_job_writes_avro_confluent_that_flink_sql_reads(streaming_job: Any,
     check_typed([row for row in typed if row[0] <= SLOTS], decided)
     assert sorted((row for row in upsert if row[1] <= SLOTS), key=lambda row: row[1]) == \
         [[str(r["slot"]), r["slot"], r["kind"]] for r in decided]  # the job's keys: one row per slot
+
+
+@pytest.mark.flink
+def test_kills_over_a_backlog_in_avro_confluent(streaming_job: Any, schema_registry: LocalSchemaRegistry) -> None:
+    """A slot's outcome is drawn once in the Avro format too: KILLS `kill -9` at random points of a
+    backlog, each followed by `--restore latest` (as test_released_once_kills.py does in JSON); every
+    slot read_uncommitted once or in byte-identical copies, the committed releases equal the replay,
+    and `pwevent audit --release-topic` passes."""
+    rng = random.Random(SEED_KILLS + 2)
+    job = make_job(streaming_job, "PBD", {"flink": {"checkpoint_interval": "2s"}, "release": {
+        "format": "avro-confluent", "schema_registry": {"url": schema_registry.url, "retry_for": "60s"}}})
+    events, requirements = generate(job.folder, users=40, slots=30, w=5)
+    produce_files(job.kafka, job.config, events, requirements, 0.0)
+    job.start(seed=SEED)
+    for _ in range(KILLS):
+        kill_and_restore(job, rng, 3.0, seed=SEED)
+    released_once(job, events, requirements, 30)
