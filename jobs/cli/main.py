@@ -96,7 +96,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     settings = load_settings(args.config) if args.config else None  # a ConfigError: exit 2, not the auditor's 3
     config = settings[0] if settings else None
     # the topic read before the auditor runs: no broker or no topic is exit 4, not the auditor's 3
-    read = read_release_topic(settings[1].kafka, settings[0]) if settings and args.release_topic else None
+    read = read_release_topic(settings[1].kafka, settings[1].release, settings[0]) \
+        if settings and args.release_topic else None
     try:
         erased = erased_users(args.erased)
         if settings and read is not None:
@@ -107,6 +108,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2
+    except RegistryUnavailable:  # the registry an Avro release topic needs did not answer: exit 4
+        raise
     except Exception:  # exit 1 means violations found: a failure of the auditor itself must not say that
         traceback.print_exc()
         print("pwevent audit: the auditor failed (a bug, not a verdict on the log); exit code 3", file=sys.stderr)
@@ -160,19 +163,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 #: Package data of the wheel (pyproject.toml, tool.setuptools.package-data): the repository's
 #: deploy/examples and docs/schemas, one copy.
-PACKAGED_FILES = {"examples": ("pwevent.examples", ".yaml"), "schemas": ("pwevent.schemas", ".json")}
+PACKAGED_FILES = {"examples": ("pwevent.examples", (".yaml",)), "schemas": ("pwevent.schemas", (".json", ".avsc"))}
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
     """Copy the example configurations and the record schemas the package carries into --out."""
     out = Path(args.out)
     copies = []
-    for folder, (package, suffix) in PACKAGED_FILES.items():
+    for folder, (package, suffixes) in PACKAGED_FILES.items():
         # Data-only folders are namespace packages: an editable install's search path also holds
         # a placeholder of its import hook, which importlib.resources cannot walk; real folders only.
         spec = importlib.util.find_spec(package)
         places = [Path(p) for p in (spec.submodule_search_locations or []) if Path(p).is_dir()] if spec else []
-        copies += [(item, out / folder / item.name) for place in places for item in place.glob(f"*{suffix}")]
+        copies += [(item, out / folder / item.name) for place in places for item in sorted(place.iterdir())
+                   if item.name.endswith(suffixes)]
     existing = [str(target) for _, target in copies if target.exists()]
     if existing:
         print(f"pwevent examples: not overwriting {', '.join(sorted(existing))}", file=sys.stderr)
@@ -266,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="read the releases from the release topic of --config's kafka: section as an analyst "
                        "may, read_uncommitted (aborted transactions included): a slot with two different "
                        "records is release_redrawn; the committed releases stand for --releases (with "
-                       "--spend-log, and --requirements for the full audit). Exit 4: no broker or no topic")
+                       "--spend-log, and --requirements for the full audit). Every release format (json, "
+                       "json-confluent, avro-confluent: the Avro schema from --config's release.schema_registry). "
+                       "Exit 4: no broker, no topic, or no registry answering")
     audit.add_argument("--erased", metavar="FILE",
                        help="users erased from the requirements input, one id per line as the spend log names "
                        "them (pseudonyms under pseudonymise:): reported UNVERIFIABLE, not unregistered_member "

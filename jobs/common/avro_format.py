@@ -174,10 +174,12 @@ class SchemaRegistry:
         self._schemas[schema_id] = found = writer_schema(parsed)
         return found
 
-    def register(self, subject: str, schema: dict[str, Any]) -> int:
-        """Register `schema` under `subject` (`POST /subjects/{subject}/versions`) -> its id (tools,
-        tests: `pwevent produce --register`)."""
-        status, body = self._request("POST", f"/subjects/{subject}/versions", {"schema": json.dumps(schema)})
+    def register(self, subject: str, schema: dict[str, Any], schema_type: str = "AVRO") -> int:
+        """Register `schema` (of `schema_type`: AVRO or JSON) under `subject` (`POST
+        /subjects/{subject}/versions`) -> its id, the one it already has if it is registered (tools,
+        tests: `pwevent produce --register`; the job: its release schema)."""
+        request = {"schema": json.dumps(schema), **({} if schema_type == "AVRO" else {"schemaType": schema_type})}
+        status, body = self._request("POST", f"/subjects/{subject}/versions", request)
         if status != 200 or not isinstance(body, dict) or not isinstance(body.get("id"), int):
             raise RegistryUnavailable(f"the schema registry {self.settings.url} refused subject {subject}: HTTP "
                                       f"{status} {str(body)[:200]}")

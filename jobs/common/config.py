@@ -79,8 +79,8 @@ from pwevent.state.requirements import DynamicRequirement, Requirement, Requirem
 DEFAULT_MECHANISM = "Adaptive"
 #: Default largest input record, in bytes (`max_record_bytes`).
 DEFAULT_MAX_RECORD_BYTES = 65_536
-#: Sections that other layers validate themselves (the streaming job's Kafka and Flink settings).
-EXTRA_SECTIONS: frozenset[str] = frozenset({"kafka", "flink"})  # jobs/streaming/settings.stream_settings
+#: Sections that other layers validate themselves (the streaming job's Kafka, Flink and release settings).
+EXTRA_SECTIONS: frozenset[str] = frozenset({"kafka", "flink", "release"})  # jobs/streaming/settings.stream_settings
 #: Keys whose value no error message shows (docs/operations.md, "Security").
 SECRET_KEYS = frozenset({"password", "key"})
 
@@ -292,7 +292,8 @@ def _caps(raw: Any) -> RequirementCaps:
 class SchemaRegistrySection(Section):
     """`schema_registry:` of an input in the `avro-confluent` format: where the writer schemas are, by
     the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
-    auth if `username` is given. A registry that does not answer is asked again, with backoff, for
+    auth if `username` is given; of `release:` in a registered format, where the release's schema is
+    registered (jobs/streaming/release_format.py). A registry that does not answer is asked again, with backoff, for
     `retry_for`; then the job's task fails (Flink restarts it) and the replay stops
     (docs/streaming.md, "Parsing")."""
 

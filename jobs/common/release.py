@@ -1,19 +1,19 @@
 """The release record: what the job writes to its release topic and `pwevent replay` to its releases
-file, one per slot (docs/formats.md, "Release"; docs/schemas/release.schema.json). One function for
-both, so that job = replay holds field by field."""
+file, one per slot (docs/formats.md, "Release"; its fields are declared in jobs/common/release_schema.py).
+One function for both, so that job = replay holds field by field; the release topic's formats encode
+this record (jobs/streaming/release_format.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pwevent.jobs.common.config import Config, Statistic
+from pwevent.jobs.common.release_schema import RELEASE_SCHEMA_VERSION
 from pwevent.jobs.common.slots import iso
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.slot_release import SlotOutcome
 
-#: The release record's version (docs/formats.md, Release): 2 added `schema_version`, `domain` and
-#: `interval`; 3 added `kept_share`; a release without `schema_version` is of version 1.
-RELEASE_SCHEMA_VERSION = 3
+__all__ = ["RELEASE_SCHEMA_VERSION", "release_record"]
 
 
 def release_record(

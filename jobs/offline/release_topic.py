@@ -7,22 +7,23 @@ byte-identical copies; two different records of one slot are two draws of its ou
 the spend log charges one (`release_redrawn`).
 
 `slot_values` and `redrawn` are pure (what `pwevent audit --release-topic` and the failover tests
-check); `read_release_topic` reads the topic twice, read_uncommitted for that check and
-read_committed for the releases the audit compares with the spend log; `audit_release_topic` does
-both and gives the report.
+check, byte for byte, so in every release format); `read_release_topic` reads the topic twice,
+read_uncommitted for that check and read_committed for the releases the audit compares with the
+spend log; `audit_release_topic` does both and gives the report.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.offline.audit import AuditInputError, AuditReport, Violation, audit_file
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, Message, consumer, read_topic
-from pwevent.jobs.streaming.settings import KafkaSettings
+from pwevent.jobs.streaming.release_format import NotARelease, ReleaseDecoder, release_decoder
+from pwevent.jobs.streaming.settings import KafkaSettings, ReleaseSettings
 
 #: The rule of a slot with two different records (audit.RULES).
 RULE = "release_redrawn"
@@ -65,28 +66,29 @@ def redrawn(messages: Iterable[Message]) -> list[Violation]:
 
 @dataclass(frozen=True)
 class TopicRead:
-    """The release topic read both ways at one time."""
+    """The release topic read both ways at one time; `decoder` reads its records (any release format)."""
 
     topic: str
     uncommitted: tuple[Message, ...]
     committed: tuple[Message, ...]
+    decoder: ReleaseDecoder = field(default_factory=ReleaseDecoder)
 
     def releases(self) -> list[Any]:
-        """The committed records, parsed (an AuditInputError for one that is not JSON)."""
+        """The committed records, decoded (an AuditInputError for one that is no release record)."""
         out = []
         for message in self.committed:
             try:
-                out.append(json.loads(message.value))
-            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                out.append(self.decoder.decode(message.value))
+            except NotARelease as err:
                 raise AuditInputError(f"{self.topic} partition {message.partition} offset {message.offset}: "
-                                      f"not JSON ({err})") from None
+                                      f"not a release record ({err})") from None
         return out
 
 
-def read_release_topic(kafka: KafkaSettings, config: Config | None = None) -> TopicRead:
+def read_release_topic(kafka: KafkaSettings, release: ReleaseSettings, config: Config | None = None) -> TopicRead:
     """Every record of the release topic up to its end: read_uncommitted (what any reader may see),
-    then read_committed; with several statistics in `config`, of every statistic's release topic
-    (`KafkaSettings.release_topic`), one after the other."""
+    then read_committed, decoded as `release` says (its registry); with several statistics in
+    `config`, of every statistic's release topic (`KafkaSettings.release_topic`), one after the other."""
     topics = [kafka.release_topic(s.name) for s in config.statistics] if config else [kafka.topics["releases"]]
     client = consumer(kafka)
     try:
@@ -95,10 +97,10 @@ def read_release_topic(kafka: KafkaSettings, config: Config | None = None) -> To
             raise BrokerUnavailableError(f"topic {missing[0]} does not exist at {kafka.bootstrap}")
     finally:
         client.close()
-    reads = [tuple(m for topic in topics
-                   for m in read_topic(kafka, topic, idle_s=2.0, max_s=READ_LIMIT_S, committed=committed))
-             for committed in (False, True)]
-    return TopicRead(", ".join(topics), *reads)
+    uncommitted, committed = (tuple(m for topic in topics for m in
+                                    read_topic(kafka, topic, idle_s=2.0, max_s=READ_LIMIT_S, committed=read_committed))
+                              for read_committed in (False, True))
+    return TopicRead(", ".join(topics), uncommitted, committed, release_decoder(release))
 
 
 @dataclass(frozen=True)
@@ -147,12 +149,13 @@ def with_findings(report: AuditReport, found: Iterable[Violation]) -> AuditRepor
 
 def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | None = None,
                         requirements: str | None = None, read: TopicRead | None = None,
-                        erased: frozenset[str] = frozenset()) -> TopicAudit:
+                        erased: frozenset[str] = frozenset(),
+                        release: ReleaseSettings | None = None) -> TopicAudit:
     """Every slot's records read_uncommitted once or identical; with `spend_log`, the audit of the
     log (the full audit, against the committed releases up to the log's last spend slot, with
     `requirements` too: the topic is read after the log, and a running job releases meanwhile;
     `erased`: the erased users, jobs/offline/audit.py)."""
-    read = read or read_release_topic(kafka, config)
+    read = read or read_release_topic(kafka, release or ReleaseSettings(), config)
     found = redrawn(read.uncommitted)
     if spend_log is None:
         report = AuditReport(0, 0, 0, 0, (), "the spend log and every user's windows; pass --spend-log "

@@ -1,5 +1,5 @@
 """The JSON Schema of the YAML configuration, generated from the models that validate it: the top
-level (jobs.common.config.Config), the `kafka:` and `flink:` sections (jobs.streaming.settings) and
+level (jobs.common.config.Config), the `kafka:`, `flink:` and `release:` sections (jobs.streaming.settings) and
 each registered mechanism's own section (operators/registry.py); docs/architecture.md,
 "Dependencies", says what it is for.
 
@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 from pydantic import create_model
 
 from pwevent.jobs.common.config import Config, Section
-from pwevent.jobs.streaming.settings import FlinkSettings, KafkaSettings
+from pwevent.jobs.streaming.settings import FlinkSettings, KafkaSettings, ReleaseSettings
 from pwevent.operators.registry import REGISTRY, MechanismEntry, MechanismRegistry
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -41,7 +41,7 @@ def config_schema(registry: MechanismRegistry = REGISTRY) -> dict[str, Any]:
     """The configuration's JSON Schema (draft 2020-12), input keys as written in the YAML file."""
     sections: dict[str, Any] = {e.section: (_section_model(e) | None, None) for e in registry if e.section}
     document = create_model("Configuration", __base__=Config, kafka=(KafkaSettings | None, None),
-                            flink=(FlinkSettings | None, None), **sections)
+                            flink=(FlinkSettings | None, None), release=(ReleaseSettings | None, None), **sections)
     schema = document.model_json_schema(by_alias=True, mode="validation")
     # `statistics:` replaces `domain:` (Config._statistics_domain): one of them is required, not both
     schema["required"] = [key for key in schema["required"] if key != "domain"]

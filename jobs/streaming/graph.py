@@ -309,10 +309,10 @@ def reject_events(stage: Stage, late_through: int) -> Any:
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
     """Views `slot_counts` and `membership_changes` -> the Population (Python, one key: the replay's
-    Engine) -> its releases and audit lines to `ReleaseWriter` (Java), which writes each release to
-    the release topic, with the audit lines before it to the audit topic in the same transaction, once
-    the checkpoint holding it has completed (docs/streaming.md, "A slot's outcome is drawn once"), and
-    view `population_out` (`rows.POPULATION_OUT`: its dead letters). Its input,
+    Engine) -> its releases, in the release format, and its audit lines to `ReleaseWriter` (Java), which
+    writes each release to the release topic, with the audit lines before it to the audit topic in the
+    same transaction, once the checkpoint holding it has completed (docs/streaming.md, "A slot's
+    outcome is drawn once"), and view `population_out` (`rows.POPULATION_OUT`: its dead letters). Its input,
     `rows.POPULATION_IN`, is one row kind per source, in one query so that the planner runs the window
     once: the count of present users per (slot, class, cell), the subtasks' counts summed in a window
     of the slot; Membership's changes, in batches. `rows.population_row` reads each as its typed row."""
@@ -321,6 +321,7 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     from pwevent.jobs.streaming import hosts as fn
     from pwevent.jobs.streaming import pyflink_internals as internals
     from pwevent.jobs.streaming import rows
+    from pwevent.jobs.streaming.release_format import release_encoder
     from pwevent.jobs.streaming.release_guard import StartGuard
 
     t_env, config, kafka, clock = stage.t_env, stage.config, stage.settings.kafka, stage.config.clock
@@ -339,7 +340,10 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     start = stage.env.from_collection([Row(0, rows.POPULATION_START)], type_info=keyed_row) \
         .uid("population-start").name("start row of the release schedule")
     several = tuple((kafka.release_topic(s.name), s.domain.d) for s in config.statistics if s.name is not None)
-    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, late_through, several))
+    release = stage.settings.release  # a registered format registers the release's schema now, at the build
+    encoders = {s.name: release_encoder(release, kafka.release_topic(s.name)) for s in config.statistics}
+    host = fn.PopulationHost(config, seed, StartGuard(kafka, config.domain.d, release, late_through, several),
+                             encoders)
     hosted = internals.keyed_by_first_field(population_in.union(start), Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)

@@ -3,7 +3,8 @@
 The rules these hosts run live in the plain classes the replay uses too: parsing in
 `jobs.common.records`, the Population operator (budgets, decision, spend log, its state) in
 `jobs.common.population_operator` around `jobs.common.engine.Engine`, the message formats in
-`jobs.common.release.release_record`, `jobs.common.records.reject_record` and `state.spend_log`.
+`jobs.common.release.release_record` (encoded by `jobs.streaming.release_format`),
+`jobs.common.records.reject_record` and `state.spend_log`.
 The job's other rules run in Java ports tested equal to their Python (docs/architecture.md, "The
 JVM pieces"): the parsing fast paths, event time and the slot rules, membership, the latest event
 per user and slot and the counts. These classes only move records, state and time. Python sits on four paths
@@ -16,6 +17,7 @@ The rows they take and give are declared in jobs/streaming/rows.py.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyflink.common import Row
@@ -42,6 +44,7 @@ from pwevent.jobs.common.service_metrics import KINDS, SlotReport
 from pwevent.jobs.common.statistic_cells import joint_cell, observe
 from pwevent.jobs.streaming import jvm_contract
 from pwevent.jobs.streaming.jvm_contract import TimePath
+from pwevent.jobs.streaming.release_format import ReleaseEncoder
 from pwevent.jobs.streaming.release_guard import StartGuard
 from pwevent.jobs.streaming.requirement_payload import RequirementPayload
 from pwevent.jobs.streaming.rows import (
@@ -252,7 +255,7 @@ class EventRejections(ProcessFunction):
         yield _json(rejected_event_letter(event, self.events_topic, self.resumed_after))
 
 
-def _out(route: str, **fields: str) -> Row:
+def _out(route: str, **fields: str | bytes) -> Row:
     """A `rows.POPULATION_OUT` row of `route`."""
     return Row(*jvm_contract.POPULATION_OUT.values(route=route, **fields))
 
@@ -267,12 +270,17 @@ class PopulationHost(KeyedProcessFunction):
     the operator's snapshot after every change, routes its output and updates the metrics.
 
     Without restored state it first checks the release topic (`StartGuard.check`, docs/streaming.md,
-    "Starting twice"): it refuses, failing the job, or resumes after the last audited release."""
+    "Starting twice"): it refuses, failing the job, or resumes after the last audited release. Its
+    releases leave in the release format, the bytes of their statistic's encoder (`encoders`, by
+    statistic name, None for the one statistic of a configuration without `statistics:`;
+    jobs/streaming/release_format.py)."""
 
-    def __init__(self, config: Config, seed: int | None, guard: StartGuard) -> None:
+    def __init__(self, config: Config, seed: int | None, guard: StartGuard,
+                 encoders: Mapping[str | None, ReleaseEncoder]) -> None:
         self.config = config
         self.seed = seed
         self.guard = guard
+        self.encoders = dict(encoders)
 
     def open(self, runtime_context: Any) -> None:
         self.pending = runtime_context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
@@ -328,7 +336,8 @@ class PopulationHost(KeyedProcessFunction):
         for report in emitted.reports:
             self._report(report, watermark)
         for slot, record in emitted.releases:
-            yield _out(release_route(record.get("statistic")), k=str(slot), v=_json(record))
+            name = record.get("statistic")
+            yield _out(release_route(name), k=str(slot), b=self.encoders[name].encode(record))
 
     def process_element(self, value: Row, ctx: Any):  # type: ignore[override]
         self._load()  # first: a refused restore writes nothing

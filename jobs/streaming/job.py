@@ -322,9 +322,12 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
         description="Build the Flink job (Kafka sources, event time from valid records and the release "
         "schedule, SQL parsing and per-slot counts, keyed Membership, the global Population; releases, "
         "dead letters and the audit "
-        "log written exactly once) and run it on the local mini-cluster until killed. See docs/streaming.md.",
+        "log written exactly once) and run it on the local mini-cluster until killed. Releases are written in "
+        "release.format (json, or json-confluent / avro-confluent with their schema registered under "
+        "<releases topic>-value at release.schema_registry when the job is built; docs/formats.md, "
+        "'Release'). See docs/streaming.md.",
     )
-    p.add_argument("--config", required=True, help="YAML configuration with kafka: and flink: sections")
+    p.add_argument("--config", required=True, help="YAML configuration with kafka:, flink: and release: sections")
     p.add_argument("--restore", help="checkpoint/savepoint path to restore from, or 'latest' (the newest "
                    "completed checkpoint under flink.checkpoint_dir)")
     p.add_argument("--allow-non-restored-state", action="store_true",

@@ -25,7 +25,8 @@ from typing import Any
 # broker outage restarted the job, and the restored Population's first lazy import of this module
 # failed with ModuleNotFoundError); what the hosts need is imported when they are loaded.
 from pwevent.jobs.streaming.kafka_io import read_topic
-from pwevent.jobs.streaming.settings import KafkaSettings
+from pwevent.jobs.streaming.release_format import NotARelease, ReleaseDecoder, release_decoder
+from pwevent.jobs.streaming.settings import KafkaSettings, ReleaseSettings
 
 #: How the refusal names the configuration key and its command-line shorthand.
 RESUME_KEY = "kafka.resume_after_last_release"
@@ -69,10 +70,15 @@ class GuardInputs:
         return ResumePoint(last["slot"], tuple(last["counts"]), max(published) if published else None)
 
 
-def job_release(key: bytes | None, value: bytes) -> dict[str, Any] | None:
-    """A release record of this job (keyed by its integer slot, with integer counts), else None: the
-    topic's ACLs keep other writers out (docs/operations.md, "Security"); a foreign record is ignored."""
-    record = _json(value)
+def job_release(key: bytes | None, value: bytes, decoder: ReleaseDecoder | None = None) -> dict[str, Any] | None:
+    """A release record of this job in any release format (keyed by its integer slot, with integer
+    counts), else None: the topic's ACLs keep other writers out (docs/operations.md, "Security"); a
+    foreign record is ignored. An Avro release that cannot be read (no registry, or none answers)
+    raises RegistryUnavailable: a start that cannot see the releases must not take the topic for empty."""
+    try:
+        record: Any = (decoder or ReleaseDecoder()).decode(value)
+    except (NotARelease, RecursionError):
+        return None
     if not isinstance(record, dict) or type(record.get("slot")) is not int or record["slot"] < 1:
         return None
     counts = record.get("counts")
@@ -125,19 +131,23 @@ def fresh_start(inputs: GuardInputs, resume: bool, releases_topic: str) -> Resum
         "fresh ledgers (docs/streaming.md, 'Starting twice', states what that costs)")
 
 
-def job_releases(messages: Iterable[tuple[bytes | None, bytes]], cells: int) -> tuple[dict[str, Any], ...]:
+def job_releases(messages: Iterable[tuple[bytes | None, bytes]], cells: int,
+                 decoder: ReleaseDecoder | None = None) -> tuple[dict[str, Any], ...]:
     """The job's releases among (key, value) messages: `job_release` records with one count per cell of
     the configured domain (a record of another length cannot be this job's r_0)."""
-    return tuple(r for r in (job_release(key, value) for key, value in messages)
+    return tuple(r for r in (job_release(key, value, decoder) for key, value in messages)
                  if r is not None and len(r["counts"]) == cells)
 
 
-def read_guard_inputs(kafka: KafkaSettings, cells: int, topic: str | None = None) -> GuardInputs:
-    """The release topic's job releases (`job_releases`, `cells` counts each; `topic`: another release
-    topic than `topics.releases`, a statistic's) and, when there are any, the audit topic's last spend
-    slot, read_committed, up to their ends now."""
+def read_guard_inputs(kafka: KafkaSettings, cells: int, release: ReleaseSettings,
+                      topic: str | None = None) -> GuardInputs:
+    """The release topic's job releases (`job_releases`, `cells` counts each, in any release format:
+    `release` names the registry; `topic`: another release topic than `topics.releases`, a
+    statistic's) and, when there are any, the audit topic's last spend slot, read_committed, up to
+    their ends now."""
     releases = job_releases(((m.key, m.value) for m in
-                             read_topic(kafka, topic or kafka.topics["releases"], idle_s=1.0, max_s=600.0)), cells)
+                             read_topic(kafka, topic or kafka.topics["releases"], idle_s=1.0, max_s=600.0)), cells,
+                            release_decoder(release))
     if not releases:
         return GuardInputs((), 0)
     audit = read_topic(kafka, kafka.topics["audit"], idle_s=1.0, max_s=600.0)
@@ -148,13 +158,15 @@ def read_guard_inputs(kafka: KafkaSettings, cells: int, topic: str | None = None
 class StartGuard:
     """What the Population checks when it finds no state (docs/streaming.md, "Starting twice"):
     `kafka` (the topics, the clients' security, `resume_after_last_release`), `cells` (the domain's d),
-    and `late_through`, the slot up to which the job judges every event `late` (`SlotJudge`) (the resume point
-    the job was built with; 0: none). `statistics`: with several statistics, each one's release topic
-    and cells (one writer and topic each): any release on any of them refuses the start, which cannot
-    resume (`pwevent run` refuses `kafka.resume_after_last_release` with several statistics)."""
+    `release` (the release format's registry, to read the releases), and `late_through`, the slot up
+    to which the job judges every event `late` (`SlotJudge`) (the resume point the job was built
+    with; 0: none). `statistics`: with several statistics, each one's release topic and cells (one
+    writer and topic each): any release on any of them refuses the start, which cannot resume
+    (`pwevent run` refuses `kafka.resume_after_last_release` with several statistics)."""
 
     kafka: KafkaSettings
     cells: int
+    release: ReleaseSettings
     late_through: int = 0
     statistics: tuple[tuple[str, int], ...] = ()
 
@@ -162,10 +174,11 @@ class StartGuard:
         """Where this Population starts (None: at slot 1), from the topics as they are now; raises
         AlreadyReleasedError (a refusal, or topics that changed since the job was built)."""
         for topic, cells in self.statistics:
-            fresh_start(read_guard_inputs(self.kafka, cells, topic), False, topic)
+            fresh_start(read_guard_inputs(self.kafka, cells, self.release, topic), False, topic)
         if self.statistics:
             return None
-        point = fresh_start(read_guard_inputs(self.kafka, self.cells), self.kafka.resume_after_last_release,
+        point = fresh_start(read_guard_inputs(self.kafka, self.cells, self.release),
+                            self.kafka.resume_after_last_release,
                             self.kafka.topics["releases"])
         slot = point.slot if point is not None else 0
         if slot != self.late_through:

@@ -26,8 +26,9 @@ Records between the operators:
   Population's host keeps it). `POPULATION_START` is one more such row, from a one-row source at
   the job's start: an empty batch of changes of slot 0, which arms the Population's first timer
   before any record is read (docs/streaming.md, "Time").
-- `POPULATION_OUT`: Row(route, k, v): "release" (k = slot), "audit" (v: lines joined by "\n", each
-  one message of the audit topic) or "dead".
+- `POPULATION_OUT`: Row(route, k, v, b): "release" (k = slot, b = the record's bytes in the release
+  format, jobs/streaming/release_format.py), "audit" (v: lines joined by "\n", each one message of
+  the audit topic) or "dead" (v: the dead letter).
 """
 
 from __future__ import annotations

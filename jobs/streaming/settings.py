@@ -1,4 +1,4 @@
-"""The streaming job's own configuration sections, `kafka:` and `flink:` (docs/streaming.md).
+"""The streaming job's own configuration sections, `kafka:`, `flink:` and `release:` (docs/streaming.md).
 
 ```yaml
 kafka:
@@ -58,6 +58,11 @@ flink:
   log_dir: .run/logs              # local run: each run logs into its own folder under this one
   retained_jobs: 1                # local checkpoint dirs: earlier jobs' folders kept besides the newest
   retained_checkpoints: 3         # completed checkpoints kept per job (execution.checkpointing.num-retained)
+release:
+  format: json                    # json | json-confluent (JSON Schema, registered) | avro-confluent (Avro,
+                                  # registered); docs/formats.md, "Release"; docs/consuming.md
+  schema_registry: {url: http://registry:8081}   # the registered formats only: where the job registers the
+                                  # release's schema (subject <releases topic>-value) and readers find it
   upgrade_mode: savepoint         # on Kubernetes, the FlinkDeployment's upgradeMode (savepoint | last-state);
                                   # stateless is refused: it would start every ledger afresh
   extra: {}                       # more Flink configuration, key: value, passed through as strings;
@@ -93,6 +98,7 @@ from pwevent.jobs.common.config import (
     Duration,
     DurationOrZero,
     Name,
+    SchemaRegistrySection,
     Section,
     config_error,
     load_config,
@@ -365,15 +371,36 @@ OWNED_FLINK_KEYS = frozenset({
 PROMETHEUS_PREFIX = "metrics.reporter.prom."
 
 
+class ReleaseSettings(Section):
+    """`release:`: how the job writes its releases on the release topic (jobs/streaming/release_format.py).
+    `json` (the default): one JSON object per record. `json-confluent`: the same JSON in the Confluent
+    wire format under the release's registered JSON Schema; `avro-confluent`: Avro in the Confluent wire
+    format under its registered Avro schema; both register under subject `<releases topic>-value`
+    (Confluent's TopicNameStrategy) at `schema_registry`."""
+
+    format: Literal["json", "json-confluent", "avro-confluent"] = "json"
+    schema_registry: SchemaRegistrySection | None = None
+
+    @model_validator(mode="after")
+    def _registry(self) -> ReleaseSettings:
+        if self.format == "json" and self.schema_registry is not None:
+            raise ValueError("format json registers no schema: schema_registry goes with json-confluent and "
+                             "avro-confluent")
+        if self.format != "json" and self.schema_registry is None:
+            raise ValueError(f"format {self.format} registers the release's schema: it needs schema_registry")
+        return self
+
+
 class StreamSettings(Section):
     """The streaming job's sections of the configuration (`Config.extra`)."""
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     flink: FlinkSettings = Field(default_factory=FlinkSettings)
+    release: ReleaseSettings = Field(default_factory=ReleaseSettings)
 
 
 def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettings:
-    """Validate the `kafka:` and `flink:` sections (paths relative to `base_dir`, the config file's
+    """Validate the `kafka:`, `flink:` and `release:` sections (paths relative to `base_dir`, the config file's
     folder); every error names the key."""
     if isinstance(config.extra.get("kafka"), dict) and "client" in config.extra["kafka"]:
         raise ConfigError("kafka.client was replaced by kafka.security, which drives the Java and the Python "
@@ -385,7 +412,7 @@ def stream_settings(config: Config, base_dir: str | None = None) -> StreamSettin
 
 
 def load_settings(path: str) -> tuple[Config, StreamSettings]:
-    """The configuration file and its `kafka:` and `flink:` sections, all validated (paths relative to
+    """The configuration file and its `kafka:`, `flink:` and `release:` sections, all validated (paths relative to
     the file's folder). Every command that reads a configuration file loads it so: a file is valid for
     all of them or for none, and an unknown or invalid key is an error naming it (README.md,
     "Configuration"), even for a command that uses neither section."""

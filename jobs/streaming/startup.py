@@ -41,7 +41,7 @@ def late_through(settings: StreamSettings, restored: str | None, cells: int) -> 
 
     if not settings.kafka.resume_after_last_release or (restored and not restored.startswith("ha:")):
         return 0
-    point = read_guard_inputs(settings.kafka, cells).resume_point()
+    point = read_guard_inputs(settings.kafka, cells, settings.release).resume_point()
     if point is None:
         return 0
     print(f"pwevent run: resuming after slot {point.slot} with fresh ledgers unless state is restored; "

@@ -1,6 +1,7 @@
 """`pwevent tail`: follow the release topic (read_committed) and print a live table: per cell the
 smoothed value with its 95% interval (docs/formats.md, Release), what an analyst should read; the raw
-noisy counts with `--raw` or for releases without `smoothed` (`postprocess: none`)."""
+noisy counts with `--raw` or for releases without `smoothed` (`postprocess: none`). It reads every
+release format (jobs/streaming/release_format.py; an Avro release's schema from `release.schema_registry`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from pwevent.jobs.common.slots import duration_arg
 from pwevent.jobs.streaming.kafka_io import CONNECT_TIMEOUT_S, follow
+from pwevent.jobs.streaming.release_format import release_decoder
 from pwevent.jobs.streaming.settings import load_settings
 
 #: The table's header; its last column is HEADER_CELLS, or "counts" with --raw.
@@ -42,6 +44,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
         print(f"pwevent tail: {what}; name one with --statistic ({listed or 'none: leave it out'})", file=sys.stderr)
         return 2
     topic = settings.kafka.release_topic(args.statistic)
+    decoder = release_decoder(settings.release)
     seen = 0
     start = last = time.monotonic()
     # --timeout bounds the whole run, the wait for an unreachable broker included
@@ -56,7 +59,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
         if message is not None:
             last = now
             try:
-                print(row(message.json(), args.cells, args.raw), flush=True)
+                print(row(decoder.decode(message.value), args.cells, args.raw), flush=True)
             except (ValueError, KeyError, TypeError):
                 print(f"(not a release at offset {message.offset})", file=sys.stderr)
             seen += 1
@@ -71,7 +74,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "tail", help="print the committed releases as they arrive",
         description="Follow the release topic with isolation.level=read_committed (only releases whose "
-        "Kafka transaction committed) and print one line per slot.",
+        "Kafka transaction committed) and print one line per slot. Reads every release format (json, "
+        "json-confluent, avro-confluent; the Avro one's schema from release.schema_registry).",
     )
     p.add_argument("--config", required=True)
     p.add_argument("--from-end", action="store_true", help="only releases committed from now on")

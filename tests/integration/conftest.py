@@ -32,6 +32,7 @@ from pwevent.jobs.offline.replay import run_replay
 from pwevent.jobs.streaming.job import TEST_RANDOMNESS_SWITCH
 from pwevent.jobs.streaming.kafka_io import Message, read_topic
 from pwevent.jobs.streaming.loopback import free_loopback_port
+from pwevent.jobs.streaming.release_format import release_decoder
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
 from pwevent.jobs.streaming.stop import FlinkRest, StopError
 from pwevent.operators.registry import REGISTRY
@@ -122,7 +123,9 @@ class StreamingJob:
         self.config_path = folder / "config.yaml"
         self.config_path.write_text(yaml.safe_dump(raw))
         self.config = load_config(str(self.config_path))
-        self.kafka: KafkaSettings = stream_settings(self.config, str(folder)).kafka
+        settings = stream_settings(self.config, str(folder))
+        self.kafka: KafkaSettings = settings.kafka
+        self.release_decoder = release_decoder(settings.release)  # the releases in the configured format
         create = load_script("create-topics.py").create_topics
         partitions = {"events": events_partitions, **{role: 1 for role in roles[1:]}}
         outcome = create(bootstrap, {self.topics[r]: partitions[r] for r in roles if r not in shared}, client=admin)
@@ -243,7 +246,7 @@ class StreamingJob:
         deadline = time.monotonic() + timeout
         releases: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
-            releases = [m.json() for m in self.read("releases", idle_s=1.0)]
+            releases = [self.release_decoder.decode(m.value) for m in self.read("releases", idle_s=1.0)]
             if len({r["slot"] for r in releases}) >= count:
                 return releases
             assert self.alive(), self.log_tail()

@@ -127,3 +127,32 @@ def test_a_release_with_another_number_of_cells_is_not_the_jobs() -> None:
     forged = message(release(2, counts=[7, 7, 7]))
     assert job_releases([*genuine, forged], 2) == (release(1), release(2))
     assert fresh_start(GuardInputs(job_releases([*genuine, forged], 2), 2), True, TOPIC) == ResumePoint(2, (2, 4), 2)
+
+
+def test_the_guard_sees_the_releases_of_every_format_and_refuses_what_it_cannot_read() -> None:
+    """A job without state over a topic in a registered format: the guard reads its releases as it
+    reads JSON ones, so the start is refused as it would be; an Avro topic it cannot read (no
+    registry configured) stops the start rather than look empty."""
+    from pwevent.jobs.common.avro_format import RegistryUnavailable
+    from pwevent.jobs.streaming.release_format import ReleaseDecoder
+    from tests.jobs.test_release_schema import SCHEMA_ID, encoders, registry_with_the_release_schema
+
+    records = [full_release(slot) for slot in (1, 2, 3)]
+    for encoder in encoders():
+        messages = [(str(r["slot"]).encode(), encoder.encode(r)) for r in records]
+        found = job_releases(messages, 2, ReleaseDecoder(registry_with_the_release_schema()))
+        assert found == tuple(records), encoder.format
+        with pytest.raises(AlreadyReleasedError, match="up to slot 3"):
+            fresh_start(GuardInputs(found, 3), False, TOPIC)
+    avro = [(b"1", encoders()[2].encode(records[0]))]
+    assert avro[0][1][1:5] == SCHEMA_ID.to_bytes(4, "big")
+    with pytest.raises(RegistryUnavailable):
+        job_releases(avro, 2, ReleaseDecoder())
+
+
+def full_release(slot: int) -> dict[str, Any]:
+    """A release with every field the release formats carry (docs/formats.md, "Release")."""
+    return {"schema_version": 3, "slot": slot, "start": "2024-01-01T00:00:00Z", "end": "2024-01-01T00:01:00Z",
+            "mechanism": "PBD", "kind": "publish", "counts": [slot, 2 * slot], "population": 3,
+            "epsilon_calculation": 0.1, "epsilon_publication": 0.2, "threshold": 3.5, "kept_share": None,
+            "dissimilarity": 1.5, "noise": "numpy-geometric", "domain": {"type": "binary"}}

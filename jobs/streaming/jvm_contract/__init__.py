@@ -214,9 +214,9 @@ POPULATION_IN = RowLayout(
     None, "The Population's input: a count (`present`) or a batch of changes (`change`).",
     (("slot", LONG), ("present", POPULATION_PRESENT), ("change", STR)))
 POPULATION_OUT = RowLayout(
-    "PopulationOutRow", "The Population's output: route (Routes) \"release\" (k the slot), \"audit\" (v spend-log"
-    " lines) or \"dead\".",
-    (("route", STR), ("k", STR), ("v", STR)))
+    "PopulationOutRow", "The Population's output: route (Routes) \"release\" (k the slot, b the record's bytes in"
+    " the release format), \"audit\" (v spend-log lines) or \"dead\" (v the dead letter).",
+    (("route", STR), ("k", STR), ("v", STR), ("b", BYTES)))
 
 ROWS = (RECORD, RECORD_GROUPS, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, PARSED, TIMED, PRESENT,
         REJECTED_EVENT, PRESENCE, CHANGE, REFUSED_REQUIREMENT, CHANGE_BATCH, CLASSED, SLOT_COUNT, POPULATION_PRESENT,

@@ -96,22 +96,21 @@ class ReleaseWriterTest {
 
     static StreamRecord<Row> release(long slot, String counts) {
         String line = "{\"slot\":" + slot + ",\"counts\":" + counts + "}";
-        return new StreamRecord<>(Row.of("release", Long.toString(slot), line));
+        return new StreamRecord<>(Row.of("release", Long.toString(slot), null, line.getBytes(StandardCharsets.UTF_8)));
     }
 
     /** A message of the topic: the record of `slot` with `counts`, as `release` writes it. */
     static ReleaseLog.Release message(long slot, String counts) {
-        return new ReleaseLog.Release(slot, ((String) release(slot, counts).getValue().getField(2))
-                .getBytes(StandardCharsets.UTF_8), List.of(), 0);
+        return new ReleaseLog.Release(slot, (byte[]) release(slot, counts).getValue().getField(3), List.of(), 0);
     }
 
     static StreamRecord<Row> audit(String lines) {
-        return new StreamRecord<>(Row.of("audit", null, lines));
+        return new StreamRecord<>(Row.of("audit", null, lines, null));
     }
 
     /** The spend-log lines committed with the `i`th committed release. */
     static List<String> lines(MemoryTopic topic, int i) {
-        return topic.committed.get(i).lines().stream().map(b -> new String(b, StandardCharsets.UTF_8)).toList();
+        return text(topic.committed.get(i).lines());
     }
 
     static List<String> text(List<byte[]> lines) {
@@ -138,7 +137,7 @@ class ReleaseWriterTest {
     @Test
     void aReleaseIsWrittenOnlyOnceItsCheckpointHasCompleted() throws Exception {
         var w = writer("only-once", null);
-        w.processElement(new StreamRecord<>(Row.of("audit", null, "line")));
+        w.processElement(new StreamRecord<>(Row.of("audit", null, "line", null)));
         w.processElement(release(1, "[3,4]"));
         w.processElement(release(2, "[5,6]"));
         assertEquals(List.of(), topic("only-once").slots(), "nothing before a checkpoint");
@@ -190,7 +189,7 @@ class ReleaseWriterTest {
         w.processElement(audit("a1\na2"));
         w.processElement(release(1, "[1,1]"));
         w.processElement(audit("b1"));
-        w.processElement(new StreamRecord<>(Row.of("dead", null, "not a line")));
+        w.processElement(new StreamRecord<>(Row.of("dead", null, "not a line", null)));
         w.processElement(release(2, "[2,2]"));
         w.processElement(audit("c1"));  // after the last release: waits for the next one
         OperatorSubtaskState one = w.snapshot(1, 1);
@@ -219,7 +218,8 @@ class ReleaseWriterTest {
         harness.open();
         harness.processElement(audit("a line"));
         harness.processElement(release(1, "[1,1]"));  // route "release": another writer's
-        harness.processElement(new StreamRecord<>(Row.of("release:b", "1", "{\"b\":1}")));
+        byte[] second = "{\"b\":1}".getBytes(StandardCharsets.UTF_8);
+        harness.processElement(new StreamRecord<>(Row.of("release:b", "1", null, second)));
         harness.snapshot(1, 1);
         harness.notifyOfCompletedCheckpoint(1);
         assertEquals(List.of(1L), topic("second").slots());

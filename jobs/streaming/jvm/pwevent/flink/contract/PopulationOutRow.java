@@ -6,19 +6,20 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 
 /**
- * The Population's output: route (Routes) "release" (k the slot), "audit" (v spend-log lines) or "dead".
- * Row(route, k, v).
+ * The Population's output: route (Routes) "release" (k the slot, b the record's bytes in the release format),
+ * "audit" (v spend-log lines) or "dead" (v the dead letter). Row(route, k, v, b).
  */
 public final class PopulationOutRow {
     public static final int ROUTE = 0;
     public static final int K = 1;
     public static final int V = 2;
-    public static final int ARITY = 3;
+    public static final int B = 3;
+    public static final int ARITY = 4;
     public static final RowTypeInfo TYPE = new RowTypeInfo(
-            new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.STRING},
-            new String[] {"route", "k", "v"});
+            new TypeInformation<?>[] {Types.STRING, Types.STRING, Types.STRING, Types.PRIMITIVE_ARRAY(Types.BYTE)},
+            new String[] {"route", "k", "v", "b"});
     /** The row's SQL type. */
-    public static final String SQL = "ROW<`route` STRING, `k` STRING, `v` STRING>";
+    public static final String SQL = "ROW<`route` STRING, `k` STRING, `v` STRING, `b` BYTES>";
 
     private PopulationOutRow() {
     }

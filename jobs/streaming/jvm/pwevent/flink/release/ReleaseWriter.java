@@ -3,7 +3,6 @@ package pwevent.flink.release;
 import pwevent.flink.contract.PopulationOutRow;
 import pwevent.flink.contract.Routes;
 import java.io.Serializable;
-import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -25,9 +24,10 @@ import org.apache.flink.types.Row;
 /**
  * Writes the Population's releases to the release topic, and its spend-log lines to the audit topic,
  * once the checkpoint that holds them has completed (docs/streaming.md, "A slot's outcome is drawn
- * once"). Its input is the Population's output, {@link PopulationOutRow}; it takes the rows of the
- * release route (k the slot, v the record) and of the audit route (v lines) into its
- * {@link ReleaseLog} and writes nothing downstream.
+ * once"). Its input is the Population's output, {@link PopulationOutRow}; it takes the rows of its
+ * release route (k the slot, b the record's bytes in the release format,
+ * jobs/streaming/release_format.py) and of the audit route (v lines) into its {@link ReleaseLog} and
+ * writes nothing downstream: it never looks into the release bytes, so every format is written alike.
  *
  * <ul>
  *   <li>A release is written, in a transaction of its own producer, when a checkpoint at or after the
@@ -126,7 +126,7 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
         Object kind = row.getField(PopulationOutRow.ROUTE);
         if (route.equals(kind)) {
             log.accept(Long.parseLong((String) row.getField(PopulationOutRow.K)),
-                    ((String) row.getField(PopulationOutRow.V)).getBytes(StandardCharsets.UTF_8));
+                    (byte[]) row.getField(PopulationOutRow.B));
         } else if (audit && Routes.AUDIT.equals(kind)) {
             log.audit((String) row.getField(PopulationOutRow.V));
         }
