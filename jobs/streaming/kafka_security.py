@@ -36,11 +36,10 @@ nor an error message shows it.
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     Field,
-    PlainValidator,
     StrictBool,
     StrictStr,
     ValidationError,
@@ -49,7 +48,7 @@ from pydantic import (
     model_validator,
 )
 
-from pwevent.jobs.common.config import ConfigError, Name, Section, config_error
+from pwevent.jobs.common.config import ClientCertificate, ConfigError, FilePath, Name, Section, Store, config_error
 from pwevent.jobs.common.secrets import Secret as Secret  # re-exported: the settings hold them
 from pwevent.jobs.common.secrets import SecretValue, resolve_path
 from pwevent.jobs.streaming.kafka_kerberos import python_login
@@ -74,38 +73,6 @@ OAUTH_LOGIN_HANDLER = f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLo
 OAUTH_ALLOWED_URLS_PROPERTY = f"{SHADED_KAFKA}.sasl.oauthbearer.allowed.urls"
 #: Where the JDK's Kerberos (the job's Java clients' Krb5LoginModule) reads its configuration.
 KRB5_CONF_PROPERTY = "java.security.krb5.conf"
-
-
-def _file(raw: Any, info: ValidationInfo) -> str:
-    """An existing file; relative paths are relative to the config file's folder."""
-    if not isinstance(raw, str) or not raw:
-        raise ValueError(f"must be the path of a file, got {raw!r}")
-    path = resolve_path(raw, info)
-    if not os.path.isfile(path):
-        raise ValueError(f"{path} is not a file")
-    return path
-
-
-FilePath = Annotated[str, PlainValidator(_file, json_schema_input_type=str)]
-
-
-class Store(Section):
-    """A Java key or trust store (`ssl.keystore.*`, `ssl.truststore.*`)."""
-
-    location: FilePath
-    type: Literal["PKCS12", "JKS", "PEM"] = "PKCS12"
-    password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}")
-
-
-class ClientCertificate(Section):
-    """`kafka.security.client_cert`: the client's key and certificate for TLS client authentication,
-    as PEM files for the Python tools and as a keystore for the job's Java clients."""
-
-    cert_file: FilePath = Field(description="PEM certificate (chain) of the client: the Python tools")
-    key_file: FilePath = Field(description="PEM private key of the client: the Python tools")
-    key_password: SecretValue = Field(None, description="the private key's password, if it is encrypted "
-                                      "(the key file's and the keystore's key; default: the keystore's password)")
-    keystore: Store = Field(description="the same key and certificate for the job's Java clients")
 
 
 class OAuth(Section):

@@ -241,13 +241,14 @@ def drawn_value(draw: Any, schema: dict[str, Any]) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def t_env():
+def t_env(schema_registry):
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     env.get_config().set("parallelism.default", "1")
     env.get_config().set("pipeline.jars", f"{jvm_jar().as_uri()};{avro_jar().as_uri()}")
-    register_record_groups(env, avro=True)
+    register_record_groups(env, parse_config({**BASE, "domain": {"type": "binary"},
+                                              "events": confluent(schema_registry)}).events)
     return env
 
 
