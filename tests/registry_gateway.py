@@ -28,11 +28,11 @@ def _openssl(*args: str) -> None:
 @dataclass(frozen=True)
 class TlsFiles:
     """A CA, a server certificate for 127.0.0.1 and localhost, and a client's key and certificate as
-    PEM (key encrypted with `key_password`) and as a PKCS12 keystore (password `store_password`)."""
+    PEM and as a PKCS12 keystore, the key and the keystore both under `key_password` (as openssl
+    writes them; deploy/local/kafka.sh's client certificates alike), also in the file `store-secret`."""
 
     folder: Path
     key_password: str = "k3y-pass"
-    store_password: str = "st0re-pass"
 
     def path(self, name: str) -> str:
         return str(self.folder / name)
@@ -54,7 +54,8 @@ class TlsFiles:
         _openssl("x509", "-req", "-in", p("client.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"), "-CAcreateserial",
                  "-days", "2", "-out", p("client.pem"))
         _openssl("pkcs12", "-export", "-in", p("client.pem"), "-inkey", p("client.key"), "-passin",
-                 f"pass:{files.key_password}", "-passout", f"pass:{files.store_password}", "-out", p("client.p12"))
+                 f"pass:{files.key_password}", "-passout", f"pass:{files.key_password}", "-out", p("client.p12"))
+        Path(p("store-secret")).write_text(files.key_password + "\n")  # the keystore's password as a mounted file
         return files
 
 

@@ -37,7 +37,8 @@ def _tls(tls: TlsFiles, cert: bool = True) -> dict[str, Any]:
     if cert:
         out["client_cert"] = {"cert_file": tls.path("client.pem"), "key_file": tls.path("client.key"),
                               "key_password": "${PWEVENT_T_REGISTRY_KEY}",
-                              "keystore": {"location": tls.path("client.p12"), "password": tls.store_password}}
+                              "keystore": {"location": tls.path("client.p12"),
+                                           "password": {"file": tls.path("store-secret")}}}
     return out
 
 
@@ -68,11 +69,12 @@ def test_https_with_a_client_certificate_and_basic_auth_and_refusals_without_the
     assert parse_event(raw, config.events, config.domain).user == "u1"
     assert gateway.forwarded == [f"GET /schemas/ids/{schema_id}"] and not gateway.refused
     shown = repr(config.events.schema_registry)
-    assert "s3cret-pass" not in shown and tls.key_password not in shown and tls.store_password not in shown
+    assert "s3cret-pass" not in shown and tls.key_password not in shown
     # refused: a wrong password (401), no client certificate (the handshake fails), a CA not given
     # (the gateway's certificate does not verify against the system's CAs)
     monkeypatch.setenv("PWEVENT_T_REGISTRY_PASSWORD", "wrong")
-    for registry, message in [({**basic, **_tls(tls)}, "HTTP 401"), ({**basic, **_tls(tls, cert=False)}, "did not answer"),
+    for registry, message in [({**basic, **_tls(tls)}, "HTTP 401"),
+                              ({**basic, **_tls(tls, cert=False)}, "did not answer"),
                               ({**basic}, "CERTIFICATE_VERIFY_FAILED")]:
         refused = _config(registry)
         with pytest.raises(RegistryUnavailable, match=message):
