@@ -1,7 +1,8 @@
 """TLS and authentication in front of the tests' real Schema Registry (tests/schema_registry.py,
 which serves plain HTTP without authentication), as an ingress or a managed registry puts them: HTTPS
-with a certificate of a CA made here, optionally a required client certificate, and an
-`Authorization` header (HTTP basic or bearer) without which a request is answered 401. Every
+with a certificate of a CA made here (or plain HTTP, `tls` None: the benchmark's basic auth),
+optionally a required client certificate, and an `Authorization` header (HTTP basic or bearer)
+without which a request is answered 401. Every
 accepted request is forwarded, as it is, to the registry behind; on loopback, in a thread of the
 test process, stopped by `stop()`."""
 
@@ -61,11 +62,12 @@ class TlsFiles:
 
 @dataclass
 class RegistryGateway:
-    """HTTPS on 127.0.0.1 in front of `upstream` (a registry's base URL), requiring `authorization`
-    (the exact header value) and, with `client_ca`, a client certificate signed by it."""
+    """HTTPS (HTTP without `tls`) on 127.0.0.1 in front of `upstream` (a registry's base URL),
+    requiring `authorization` (the exact header value) and, with `require_client_cert`, a client
+    certificate signed by the CA of `tls`."""
 
     upstream: str
-    tls: TlsFiles
+    tls: TlsFiles | None
     authorization: str
     require_client_cert: bool = False
     refused: list[str] = field(default_factory=list)
@@ -112,15 +114,16 @@ class RegistryGateway:
             def do_POST(self) -> None:  # noqa: N802
                 self._forward("POST")
 
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.tls.path("server.pem"), self.tls.path("server.key"))
-        if self.require_client_cert:
-            context.verify_mode = ssl.CERT_REQUIRED
-            context.load_verify_locations(self.tls.path("ca.pem"))
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(self.tls.path("server.pem"), self.tls.path("server.key"))
+            if self.require_client_cert:
+                context.verify_mode = ssl.CERT_REQUIRED
+                context.load_verify_locations(self.tls.path("ca.pem"))
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"https://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"{'http' if self.tls is None else 'https'}://127.0.0.1:{self.server.server_address[1]}"
         return self.url
 
     def stop(self) -> None:
