@@ -117,7 +117,7 @@ final class AvroValues {
      *  time, no JSON value). */
     static Long jsonNumber(Schema s, long raw) {
         String logical = s.getProp("logicalType");
-        if (logical == null || logical.equals("timestamp-nanos") || logical.equals("local-timestamp-nanos")) {
+        if (logical == null || "timestamp-nanos".equals(logical) || "local-timestamp-nanos".equals(logical)) {
             return raw;
         }
         switch (logical) {

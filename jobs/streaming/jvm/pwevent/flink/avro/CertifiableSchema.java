@@ -75,17 +75,17 @@ final class CertifiableSchema {
         }
         switch (schema.getType()) {
             case INT:
-                return logical.equals("date") || logical.equals("time-millis");
+                return "date".equals(logical) || "time-millis".equals(logical);
             case LONG:
-                return timestamp(logical) != 0 || logical.equals("time-micros") || logical.equals("timestamp-nanos")
-                        || logical.equals("local-timestamp-nanos");
+                return timestamp(logical) != 0 || "time-micros".equals(logical) || "timestamp-nanos".equals(logical)
+                        || "local-timestamp-nanos".equals(logical);
             case STRING:
-                return logical.equals("uuid");
+                return "uuid".equals(logical);
             case BYTES:
-                return logical.equals("big-decimal") || logical.equals("decimal") && decimal(schema, Integer.MAX_VALUE);
+                return "big-decimal".equals(logical) || "decimal".equals(logical) && decimal(schema, Integer.MAX_VALUE);
             case FIXED:
-                return logical.equals("duration") && schema.getFixedSize() == 12
-                        || logical.equals("decimal") && decimal(schema, fixedDigits(schema.getFixedSize()));
+                return "duration".equals(logical) && schema.getFixedSize() == 12
+                        || "decimal".equals(logical) && decimal(schema, fixedDigits(schema.getFixedSize()));
             default:
                 return false;
         }
