@@ -94,14 +94,18 @@ def avro_fields(registry: SchemaRegistrySection | None) -> Any:
     if registry is None:
         return jvm.pwevent.flink.avro.AvroFields(None)
     authorization = registry.authorization()
-    cert = registry.client_cert
-    store = cert.keystore if cert is not None else None
-    key_password = cert.key_password if cert is not None else None
+    tls = None
+    if registry.ca_file is not None or registry.client_cert is not None:
+        cert = registry.client_cert
+        store = cert.keystore if cert is not None else None
+        store_password = store.password if store is not None else None
+        key_password = cert.key_password if cert is not None else None
+        tls = jvm.pwevent.flink.avro.RegistryTls(
+            registry.ca_file, None if store is None else store.location, None if store is None else store.type,
+            None if store_password is None else store_password.reveal(),
+            None if key_password is None else key_password.reveal())
     client = jvm.pwevent.flink.avro.RegistryClient(
-        registry.url, int(registry.timeout_ms), None if authorization is None else authorization.reveal(),
-        registry.ca_file, None if store is None else store.location, None if store is None else store.type,
-        None if store is None or store.password is None else store.password.reveal(),
-        None if key_password is None else key_password.reveal())
+        registry.url, int(registry.timeout_ms), None if authorization is None else authorization.reveal(), tls)
     return jvm.pwevent.flink.avro.AvroFields(client)
 
 

@@ -92,23 +92,23 @@ class AvroFieldsTest {
         byte[] framed = new byte[datum.length + 5];
         framed[4] = 1;
         System.arraycopy(datum, 0, framed, 5, datum.length);
-        AvroFields confluent = new AvroFields(new RegistryClient("http://127.0.0.1:9", 200, "Basic eDp5", null,
-                null, null, null, null));
+        AvroFields confluent = new AvroFields(new RegistryClient("http://127.0.0.1:9", 200, "Basic eDp5", null));
         assertNull(confluent.eval(framed, null, canonical[2], 100));
         framed[0] = 1;
         assertNull(confluent.eval(framed, null, canonical[2], 100));
         // nor one whose trust material cannot be read
-        AvroFields unreadable = new AvroFields(new RegistryClient("https://127.0.0.1:9", 200, null, "/nonexistent.pem",
-                null, null, null, null));
+        AvroFields unreadable = new AvroFields(new RegistryClient("https://127.0.0.1:9", 200, null,
+                new RegistryTls("/nonexistent.pem", null, null, null, null)));
         framed[0] = 0;
         assertNull(unreadable.eval(framed, null, canonical[2], 100));
     }
 
     @Test
     void theRegistryClientNeverShowsItsCredentials() {
-        RegistryClient client = new RegistryClient("https://registry:8081/", 200, "Bearer s3cret", null,
-                "/keystore.p12", "PKCS12", "storepass", "keypass");
+        RegistryTls tls = new RegistryTls(null, "/keystore.p12", "PKCS12", "storepass", "keypass");
+        RegistryClient client = new RegistryClient("https://registry:8081/", 200, "Bearer s3cret", tls);
         assertEquals("RegistryClient(https://registry:8081)", client.toString());
+        assertEquals("RegistryTls(null, /keystore.p12)", tls.toString());
     }
 
     @Test
