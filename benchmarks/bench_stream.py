@@ -292,6 +292,7 @@ def main() -> int:
         args.registry_url = started.stdout.strip().splitlines()[-1]
         gateway = None
         if args.registry_auth == "basic":  # HTTP basic auth in front of the registry (tests/registry_gateway.py)
+            sys.path.insert(0, str(REPO))
             from tests.registry_gateway import RegistryGateway
 
             password = secrets.token_urlsafe(12)
