@@ -1,7 +1,9 @@
 """The reference parser's cost per record by input format (docs/benchmarks.md, "The reference parser
 per input format"): `parse_event` over the same events as JSON lines, Confluent-framed JSON, plain Avro
-(`format: avro`) and Avro in the Confluent wire format (`format: avro-confluent`, its one schema
-fetched once from the local Schema Registry of deploy/local/schema-registry.sh, then cached).
+(`format: avro`), Avro in the Confluent wire format (`format: avro-confluent`, its one schema
+fetched once from the local Schema Registry of deploy/local/schema-registry.sh, then cached) and whole
+Kafka records (JSON values, the user id the key, the time the Kafka timestamp: each record's
+whole-records line read as the job's slow path reads it, then parsed).
 Reports microseconds per record and each format's ratio to JSON measured in the same run, best of
 `--repeat` passes.
 
@@ -25,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pwevent.jobs.common.avro_format import encode_datum, frame  # noqa: E402
 from pwevent.jobs.common.config import parse_config  # noqa: E402
+from pwevent.jobs.common.kafka_record import KafkaRecord  # noqa: E402
 from pwevent.jobs.common.records import parse_event  # noqa: E402
 from tests.schema_registry import LocalSchemaRegistry  # noqa: E402
 
@@ -64,13 +67,27 @@ def as_json(record: dict) -> bytes:
 
 
 def best_us(values: list[bytes], fields, domain, repeat: int) -> float:
+    whole = fields.whole_records
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
         for value in values:
-            parse_event(value, fields, domain)
+            parse_event(KafkaRecord.of_line(value) if whole else value, fields, domain)
         best = min(best, time.perf_counter() - start)
     return best / len(values) * 1e6
+
+
+def whole_line(record: dict, value_path: str) -> bytes:
+    """A record as a whole-records line: the user id the key, the time the Kafka timestamp, the value
+    at `value_path` in a JSON value."""
+    plain = json.loads(as_json(record))
+    user, stamp, value = ((plain["payload"]["user_id"], plain["meta"]["ts"], plain["payload"]["reading"])
+                          if "payload" in plain else (plain["user"], plain["time"], plain["value"]))
+    keys = value_path.split(".")
+    body: dict = {keys[-1]: value}
+    for key in reversed(keys[:-1]):
+        body = {key: body}
+    return KafkaRecord(json.dumps(body).encode(), user.encode(), stamp).line()
 
 
 def main() -> int:
@@ -97,11 +114,13 @@ def main() -> int:
             "avro (schema_file)": ({"format": "avro", "schema_file": avsc}, [encode_datum(r, parsed) for r in data]),
             "avro-confluent (registry)": ({"format": "avro-confluent", "schema_registry": {"url": url}},
                                           [frame(schema_id, encode_datum(r, parsed)) for r in data]),
+            "whole records ($key, $timestamp)": ({"user": "$key", "time": "$timestamp"},
+                                                  [whole_line(r, paths["value"]) for r in data]),
         }
         results = {}
         for name, (fmt, values) in cases.items():
             config = parse_config({**base, "events": {**paths, **fmt}})
-            parse_event(values[0], config.events, config.domain)  # the registry's one request, outside the timing
+            best_us(values[:1], config.events, config.domain, 1)  # the registry's one request, outside the timing
             results[name] = (best_us(values, config.events, config.domain, args.repeat),
                              sum(map(len, values)) / len(values))
         registry.stop()

@@ -222,9 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Formats: docs/formats.md.",
     )
     replay.add_argument("--config", required=True, help="YAML configuration (mechanism, slot, origin, domain, ...)")
-    replay.add_argument("--events", required=True, help="events file: one {user, time, value} per line")
+    replay.add_argument("--events", required=True, help="events file: one {user, time, value} per line (JSON lines; "
+                        "for Avro a framed-records or Avro container file; when a mapping names a part of the Kafka "
+                        "record, $key, $timestamp or $headers.<name>, a whole-records file: docs/formats.md)")
     replay.add_argument("--requirements", required=True, help="requirements file: {user, time, w, epsilon} or "
-                        "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line")
+                        "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line (in its format, as "
+                        "--events)")
     replay.add_argument("--releases-out", required=True, help="where to write one release per slot")
     replay.add_argument("--spend-log", required=True, help="where to write the spend log")
     replay.add_argument("--truth-out", help="where to write the true histogram of each slot (evaluation only)")
@@ -250,8 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--spend-log", help="spend log written by replay or the streaming job (required unless "
                        "--release-topic)")
-    audit.add_argument("--requirements", help="the requirements input the run read (JSON lines; a dump of the "
-                       "requirements topic for the streaming job)")
+    audit.add_argument("--requirements", help="the requirements input the run read (JSON lines, or the file of "
+                       "requirements.format, a whole-records file when a mapping names a part of the Kafka record; a "
+                       "dump of the requirements topic for the streaming job)")
     audit.add_argument("--releases", help="the releases the run wrote (JSON lines, one per slot)")
     audit.add_argument("--config", help="the run's YAML configuration (mechanism, slot clock, caps, field names)")
     audit.add_argument("--release-topic", action="store_true",

@@ -48,6 +48,7 @@ from fastavro.types import Schema
 
 from pwevent.jobs.common.avro_schema import WriterSchema, load_schema_file, parse_schema_text, writer_schema
 from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
+from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.reasons import Reason, Rejected
 
 #: The Confluent wire format's first byte, and the frame's length (that byte and a 4-byte schema id).
@@ -85,9 +86,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def decode_datum(raw: bytes, schema: WriterSchema, what: str) -> dict[str, Any]:
-    """One Avro datum of `raw` (all of it) under the writer `schema` -> its object; Rejected
-    `undecodable` when the bytes are not exactly one datum of a record schema."""
+def decode_datum(raw: bytes, schema: WriterSchema, what: str, record: bool = True) -> Any:
+    """One Avro datum of `raw` (all of it) under the writer `schema` -> its object (`record`: the
+    schema must be a record's; else any value, as a key may be); Rejected `undecodable` when the
+    bytes are not exactly one datum (of a record schema)."""
     if schema.zero_width_items:
         raise Rejected(Reason.UNDECODABLE, f"the writer schema of {what} has an array of items that take no bytes"
                        " (null, an empty record or fixed): its item counts bound nothing, so no datum of it is read")
@@ -102,9 +104,9 @@ def decode_datum(raw: bytes, schema: WriterSchema, what: str) -> dict[str, Any]:
         raise Rejected(Reason.UNDECODABLE, f"not Avro of {what}: {type(err).__name__}: {err}"[:400]) from None
     if stream.tell() != len(raw):
         raise Rejected(Reason.UNDECODABLE, f"{len(raw) - stream.tell()} bytes left after the Avro datum of {what}")
-    if not isinstance(datum, dict):
+    if record and not isinstance(datum, dict):
         raise Rejected(Reason.UNDECODABLE, f"{what} is not an Avro record schema")
-    return _plain(datum)  # type: ignore[no-any-return]
+    return _plain(datum)
 
 
 @dataclass
@@ -201,12 +203,25 @@ class AvroDecoder:
         if self.schema is not None:
             return decode_datum(raw, self.schema, f"schema_file {self.fields.schema_file}")
         assert self.registry is not None
-        if len(raw) < CONFLUENT_FRAME_BYTES or raw[:1] != CONFLUENT_MAGIC:
-            what = "shorter than the frame" if len(raw) < CONFLUENT_FRAME_BYTES else f"first byte {raw[0]}, not 0"
-            raise Rejected(Reason.UNDECODABLE, f"not the Confluent wire format ({what}: magic byte 0, a 4-byte "
-                                               "schema id, the Avro datum)")
-        (schema_id,) = struct.unpack(">I", raw[1:CONFLUENT_FRAME_BYTES])
-        return decode_datum(raw[CONFLUENT_FRAME_BYTES:], self.registry.schema(schema_id), f"schema {schema_id}")
+        return framed_datum(raw, self.registry)
+
+
+def framed_datum(raw: bytes, registry: SchemaRegistry, record: bool = True) -> Any:
+    """The datum of a value in the Confluent wire format, its writer schema from `registry` (`record`
+    as `decode_datum`); Rejected `undecodable` or `unknown_schema`, or RegistryUnavailable."""
+    if len(raw) < CONFLUENT_FRAME_BYTES or raw[:1] != CONFLUENT_MAGIC:
+        what = "shorter than the frame" if len(raw) < CONFLUENT_FRAME_BYTES else f"first byte {raw[0]}, not 0"
+        raise Rejected(Reason.UNDECODABLE, f"not the Confluent wire format ({what}: magic byte 0, a 4-byte "
+                                           "schema id, the Avro datum)")
+    (schema_id,) = struct.unpack(">I", raw[1:CONFLUENT_FRAME_BYTES])
+    return decode_datum(raw[CONFLUENT_FRAME_BYTES:], registry.schema(schema_id), f"schema {schema_id}", record)
+
+
+@lru_cache(maxsize=16)
+def registry_client(settings: SchemaRegistrySection) -> SchemaRegistry:
+    """The registry client of `settings`, one per settings for the process (its cache with it): an
+    input's values and keys share it."""
+    return SchemaRegistry(settings)
 
 
 @lru_cache(maxsize=16)
@@ -217,7 +232,25 @@ def decoder(fields: InputFormat) -> AvroDecoder:
         assert fields.schema_file is not None
         return AvroDecoder(fields, None, writer_schema(load_schema_file(fields.schema_file)))
     assert fields.format == "avro-confluent" and fields.schema_registry is not None
-    return AvroDecoder(fields, SchemaRegistry(fields.schema_registry), None)
+    return AvroDecoder(fields, registry_client(fields.schema_registry), None)
+
+
+@dataclass(frozen=True)
+class KeyDecoder:
+    """Key bytes -> the key of an input with `key_format: avro-confluent` (any Avro schema: a key is
+    often a plain string)."""
+
+    registry: SchemaRegistry
+
+    def decode(self, raw: bytes) -> Any:
+        """Rejected (`undecodable`, `unknown_schema`) or RegistryUnavailable, else the key's value."""
+        return framed_datum(raw, self.registry, record=False)
+
+
+def key_decoder(fields: InputFormat) -> KeyDecoder:
+    """The key decoder of an input with `key_format: avro-confluent`."""
+    assert fields.key_format == "avro-confluent" and fields.schema_registry is not None
+    return KeyDecoder(registry_client(fields.schema_registry))
 
 
 def frame(schema_id: int, datum: bytes) -> bytes:
@@ -258,11 +291,22 @@ def container_values(path: str, expected: WriterSchema | None = None) -> Iterato
             yield encode_datum(record, schema)  # type: ignore[arg-type]
 
 
-def input_values(path: str, fields: InputFormat) -> Iterator[bytes]:
+def input_values(path: str, fields: InputFormat) -> Iterator[bytes | KafkaRecord]:
     """The Kafka values an input file holds (`pwevent produce`, the auditor's requirements): its
     non-blank lines (JSON lines); for the Avro formats the values of a framed-records file (a line
     that is not base64 as it is, like any bad line) or, for `avro`, the records of an Avro object
-    container file (docs/formats.md, "Input formats")."""
+    container file (docs/formats.md, "Input formats"). For an input read as whole records, the
+    records of a whole-records file (jobs/common/kafka_record.py; a line that is not one as it is)."""
+    if fields.whole_records:
+        with open(path, "rb") as handle:
+            for raw in handle:
+                line = raw.rstrip(b"\n")
+                if line.strip():
+                    try:
+                        yield KafkaRecord.of_line(line)
+                    except Rejected:
+                        yield line
+        return
     if fields.format == "avro":
         with open(path, "rb") as handle:
             container = handle.read(len(CONTAINER_MAGIC)) == CONTAINER_MAGIC

@@ -45,6 +45,7 @@ import os
 import re
 import ssl
 from collections.abc import Callable
+from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
@@ -64,7 +65,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from pwevent.jobs.common.avro_schema import load_schema_file
-from pwevent.jobs.common.field_paths import check_disjoint, field_path
+from pwevent.jobs.common.field_paths import RecordField, RecordPart, check_disjoint, field_path, record_field
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.requirement_rules import RequirementRules
@@ -191,17 +192,22 @@ Name = Annotated[StrictStr, Field(min_length=1)]
 def _field_path(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"a field path is a string, got {value!r}")
-    field_path(value)  # ValueError naming what is wrong
+    if record_field(value) is None:  # ValueError naming what is wrong
+        field_path(value)
     return value
 
 
-_KEY = r"(?:[^.\\]|\\[.\\])+"
-#: Where a field mapping finds its value: keys separated by `.`, `\.` a dot and `\\` a backslash
-#: in a key (jobs.common.field_paths; docs/streaming.md, "Parsing").
+_KEY = r"(?:[^.\\$]|\\[.\\$])(?:[^.\\]|\\[.\\$])*"
+_INNER_KEY = r"(?:[^.\\]|\\[.\\$])+"
+_PATH = f"{_KEY}(?:\\.{_INNER_KEY})*"
+#: Where a field mapping finds its value: keys separated by `.`, `\.` a dot, `\\` a backslash and
+#: `\$` a dollar sign in a key; or, starting with `$`, a part of the Kafka record: `$key`,
+#: `$key.<path>`, `$timestamp`, `$headers.<name>` (jobs.common.field_paths; docs/formats.md).
 FieldPath = Annotated[str, PlainValidator(_field_path), WithJsonSchema(
-    {"type": "string", "pattern": f"^{_KEY}(?:\\.{_KEY})*$",
-     "description": "a field path: keys of nested objects separated by '.'; in a key, '\\.' is a dot and "
-                    "'\\\\' a backslash; arrays are never indexed"})]
+    {"type": "string", "pattern": f"^(?:{_PATH}|\\$key(?:\\.{_PATH})?|\\$timestamp|\\$headers\\..+)$",
+     "description": "a field path: keys of nested objects separated by '.'; in a key, '\\.' is a dot, "
+                    "'\\\\' a backslash and '\\$' a dollar sign; arrays are never indexed. Or a part of the "
+                    "Kafka record: $key, $key.<field path>, $timestamp, $headers.<name>"})]
 
 
 class BinarySpec(Section):
@@ -386,25 +392,66 @@ class SchemaRegistrySection(Section):
 INPUT_FORMATS = ("json", "avro-confluent", "avro")
 
 
+#: How a `$key` mapping reads the Kafka key (docs/formats.md, "Whole Kafka records").
+KEY_FORMATS = ("string", "json", "avro-confluent")
+
+
 class InputFormat(Section):
     """How an input's record values are encoded: `json` (a Confluent frame taken off if present),
     `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`) or `avro`
     (plain Avro binary, the writer schema in `schema_file`, an .avsc file). Avro records are decoded,
-    then read by the same field paths and rules as JSON ones (jobs/common/avro_format.py)."""
+    then read by the same field paths and rules as JSON ones (jobs/common/avro_format.py). An input
+    whose mappings name a part of the Kafka record (`$key`, `$timestamp`, `$headers.<name>`) is read
+    as whole records (jobs/common/kafka_record.py), its key as `key_format` says: `string` (UTF-8
+    text), `json` or `avro-confluent` (writer schemas from `schema_registry`)."""
 
     format: Literal["json", "avro-confluent", "avro"] = "json"
     schema_file: Name | None = None
     schema_registry: SchemaRegistrySection | None = None
+    key_format: Literal["string", "json", "avro-confluent"] | None = None
 
     @model_validator(mode="after")
     def _format_settings(self) -> InputFormat:
         if (self.format == "avro") != (self.schema_file is not None):
             raise ValueError("schema_file goes with format avro, and format avro needs it")
-        if (self.format == "avro-confluent") != (self.schema_registry is not None):
-            raise ValueError("schema_registry goes with format avro-confluent, and format avro-confluent needs it")
+        if ("avro-confluent" in (self.format, self.key_format)) != (self.schema_registry is not None):
+            needs = "key_format" if self.key_format == "avro-confluent" else "format"
+            raise ValueError("schema_registry goes with format (or key_format) avro-confluent, and "
+                             f"{needs} avro-confluent needs it")
         if self.schema_file is not None:
             load_schema_file(self.schema_file)  # ValueError naming the file and what is wrong
         return self
+
+    def mappings(self) -> dict[str, str]:
+        """The input's field mappings by key (`user`, `time`, ...), those that are set."""
+        return {}
+
+    @cached_property
+    def record_fields(self) -> dict[str, RecordField]:
+        """The mappings that name a part of the Kafka record, by key."""
+        found = {name: record_field(text) for name, text in self.mappings().items()}
+        return {name: field for name, field in found.items() if field is not None}
+
+    @cached_property
+    def whole_records(self) -> bool:
+        """Whether the input is read as whole Kafka records (a mapping names a part of the record)."""
+        return bool(self.record_fields)
+
+    @property
+    def key_decoding(self) -> str:
+        """How the key is read: `key_format`, `string` by default."""
+        return self.key_format or "string"
+
+    def _check_record_fields(self, section: str) -> None:
+        """ValueError naming the mapping: a `$key.<path>` of a string key, a `key_format` without a
+        `$key` mapping."""
+        keyed = {name: field for name, field in self.record_fields.items() if field.part is RecordPart.KEY}
+        for name, field in keyed.items():
+            if field.keys and self.key_decoding == "string":
+                raise ValueError(f"{section}.{name}: {self.mappings()[name]!r} is a path inside the key, and a "
+                                 f"string key has none (set {section}.key_format: json or avro-confluent)")
+        if self.key_format is not None and not keyed:
+            raise ValueError(f"{section}.key_format: no mapping reads the key ($key)")
 
 
 class EventFields(InputFormat):
@@ -417,13 +464,16 @@ class EventFields(InputFormat):
     lat: FieldPath | None = None
     lon: FieldPath | None = None
 
+    def mappings(self) -> dict[str, str]:
+        values = {"lat": self.lat, "lon": self.lon} if self.lat and self.lon else {"value": self.value}
+        return {key: path for key, path in {"user": self.user, "time": self.time, **values}.items() if path is not None}
+
     @model_validator(mode="after")
     def _lat_lon(self) -> EventFields:
         if (self.lat is None) != (self.lon is None):
             raise ValueError("events.lat and events.lon go together")
-        values = {"lat": self.lat, "lon": self.lon} if self.lat and self.lon else {"value": self.value}
-        check_disjoint({f"events.{key}": path for key, path in
-                        {"user": self.user, "time": self.time, **values}.items() if path is not None})
+        check_disjoint({f"events.{key}": path for key, path in self.mappings().items()})
+        self._check_record_fields("events")
         return self
 
 
@@ -454,11 +504,19 @@ class RequirementFields(InputFormat):
     signature: Annotated[RequirementSignature | None,
                          PlainValidator(_signature, json_schema_input_type=SignatureSection | None)] = None
 
+    def mappings(self) -> dict[str, str]:
+        return {"user": self.user, "time": self.time}
+
     @model_validator(mode="after")
     def _paths(self) -> RequirementFields:
-        check_disjoint({"requirements.user": self.user, "requirements.time": self.time})
+        check_disjoint({f"requirements.{key}": path for key, path in self.mappings().items()})
+        self._check_record_fields("requirements")
         if self.signature is not None and self.format != "json":
             raise ValueError("requirements.signature: signed requirement records are JSON (format json)")
+        if self.signature is not None and self.whole_records:
+            name, text = next((name, self.mappings()[name]) for name in self.record_fields)
+            raise ValueError(f"requirements.signature: a signature covers the value only, and requirements.{name} "
+                             f"({text!r}) is outside it: map the user and time into the signed value")
         return self
 
 

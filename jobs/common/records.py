@@ -20,6 +20,15 @@ field paths (jobs/common/field_paths.py) into nested objects; a path that crosse
 or null rejects the record. With `pseudonymise` configured (jobs/common/pseudonyms.py) a valid user id is
 replaced by its pseudonym as the last step, after every check of the record (a requirement's
 signature included), so everything downstream holds pseudonyms only.
+
+An input whose mappings name parts of the Kafka record (`$key`, `$key.<path>`, `$timestamp`,
+`$headers.<name>`) is parsed from its whole record (jobs/common/kafka_record.py `KafkaRecord`): the
+size of key, value and headers together first (`too_large`), then the value as usual, then the
+fields in order, each from its part: a key as `key_format` decodes it (`string`: UTF-8 text; `json`:
+one JSON value under the rules above; `avro-confluent`: through the registry), once, when a mapping
+first reads it; key bytes that do not decode are `undecodable` (an unknown schema id
+`unknown_schema`), a missing key, timestamp or header `missing_field`, and a header's value is its
+UTF-8 text (else `undecodable`).
 """
 
 from __future__ import annotations
@@ -34,9 +43,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from pwevent.jobs.common import provenance
-from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES, CONFLUENT_MAGIC, RegistryUnavailable, decoder
+from pwevent.jobs.common.avro_format import (
+    CONFLUENT_FRAME_BYTES,
+    CONFLUENT_MAGIC,
+    RegistryUnavailable,
+    decoder,
+    key_decoder,
+)
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, InputFormat, RequirementFields
-from pwevent.jobs.common.field_paths import field_path, path_text
+from pwevent.jobs.common.field_paths import RecordField, RecordPart, field_path, path_text, record_field
+from pwevent.jobs.common.kafka_record import KafkaRecord, checked_size
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
@@ -174,21 +190,26 @@ def _sized(data: str | bytes, max_bytes: int) -> bytes:
     return raw
 
 
+def _json_value(data: str | bytes, max_bytes: int) -> Any:
+    """A record's bytes -> its JSON value, under the rules of this module's docstring."""
+    raw = _unframed(_sized(data, max_bytes))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Rejected(Reason.UNPARSABLE, f"not UTF-8: {err.reason} at byte {err.start}") from None
+    _check_depth(text)
+    try:
+        return json.loads(text, object_pairs_hook=_unique, parse_int=_int, parse_float=_float,
+                          parse_constant=_constant)
+    except json.JSONDecodeError as err:
+        raise Rejected(Reason.UNPARSABLE, f"not JSON: {err}") from None
+
+
 def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
     """A record's bytes -> its JSON object, under the rules of this module's docstring; Rejected
     with the reason otherwise (and never any other exception)."""
     with _boundary():
-        raw = _unframed(_sized(data, max_bytes))
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise Rejected(Reason.UNPARSABLE, f"not UTF-8: {err.reason} at byte {err.start}") from None
-        _check_depth(text)
-        try:
-            obj = json.loads(text, object_pairs_hook=_unique, parse_int=_int, parse_float=_float,
-                             parse_constant=_constant)
-        except json.JSONDecodeError as err:
-            raise Rejected(Reason.UNPARSABLE, f"not JSON: {err}") from None
+        obj = _json_value(data, max_bytes)
         if not isinstance(obj, dict):
             raise Rejected(Reason.UNPARSABLE, "not a JSON object")
         return obj
@@ -208,11 +229,93 @@ def load_record(data: str | bytes, fields: InputFormat, max_bytes: int = DEFAULT
 _ABSENT: Any = object()
 
 
-def _lookup(obj: dict[str, Any], name: str) -> Any:
-    """The value at the field path `name` (jobs/common/field_paths.py) of a record's object, or
-    _ABSENT when a key on the way is not there. Rejected when the path crosses something other
+def _key_value(raw: bytes, fields: InputFormat, max_bytes: int) -> Any:
+    """The Kafka key as `key_format` decodes it; Rejected `undecodable` (or `unknown_schema`) when it
+    does not."""
+    decoding = fields.key_decoding
+    try:
+        if decoding == "string":
+            return raw.decode("utf-8")
+        if decoding == "json":
+            return _json_value(raw, max_bytes)
+        return key_decoder(fields).decode(raw)
+    except UnicodeDecodeError as err:
+        raise Rejected(Reason.UNDECODABLE, f"the key is not UTF-8 text (key_format string): {err.reason} at byte "
+                                           f"{err.start}") from None
+    except Rejected as err:
+        if err.reason is Reason.UNKNOWN_SCHEMA:
+            raise
+        raise Rejected(Reason.UNDECODABLE, _clean_text(f"the key is not {decoding} ({err.reason.value}: {err.detail})",
+                                                       MAX_DETAIL_CHARS)) from None
+
+
+@dataclass
+class RecordView:
+    """A record as its field mappings read it: the value's object and, for an input read as whole
+    records, the Kafka record, whose key is decoded once, when a mapping first reads it."""
+
+    obj: dict[str, Any]
+    record: KafkaRecord | None = None
+    fields: InputFormat | None = None
+    max_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    _key: Any = _ABSENT
+
+    def part(self, found: RecordField, name: str) -> Any:
+        """The value of the `$` mapping `name` (`found`); Rejected `missing_field` when the record has
+        no such part, `undecodable` (or `unknown_schema`) when its bytes do not decode."""
+        record, fields = self.record, self.fields
+        if record is None or fields is None:
+            raise _rejected(Reason.MISSING_FIELD, name, "not read as a whole Kafka record")
+        if found.part is RecordPart.TIMESTAMP:
+            if record.timestamp_ms is None:
+                raise _rejected(Reason.MISSING_FIELD, name, "the record has no Kafka timestamp")
+            return record.timestamp_ms
+        if found.part is RecordPart.HEADER:
+            assert found.header is not None
+            header = record.header(found.header)
+            if header is None:
+                raise _rejected(Reason.MISSING_FIELD, name, f"the record has no header {found.header!r}")
+            try:
+                return header.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise _rejected(Reason.UNDECODABLE, name, f"header {found.header!r} is not UTF-8 text: {err.reason} "
+                                                          f"at byte {err.start}") from None
+        if record.key is None:
+            raise _rejected(Reason.MISSING_FIELD, name, "the record has no key")
+        if self._key is _ABSENT:
+            try:
+                self._key = _key_value(record.key, fields, self.max_bytes)
+            except Rejected as err:
+                raise _rejected(err.reason, name, err.detail) from None
+        if not found.keys:
+            return self._key
+        if not isinstance(self._key, dict):
+            raise _rejected(Reason.MISTYPED_FIELD, name, "the key is not an object")
+        return _walk(self._key, found.keys, name)
+
+
+def _rejected(reason: Reason, name: str, what: str) -> Rejected:
+    """The reject of the mapping `name`: `field '<name>': <what>`."""
+    return Rejected(reason, _clean_text(f"field {name!r}: {what}", MAX_DETAIL_CHARS))
+
+
+def _lookup(view: RecordView | dict[str, Any], name: str) -> Any:
+    """The value of the mapping `name` of a record: a `$` mapping's part of the Kafka record, or the
+    value at the field path `name` (jobs/common/field_paths.py) of the record's object; _ABSENT when a
+    key on the way (or the part) is not there. Rejected when the path crosses something other
     than an object: null (missing_field), an array or a scalar (mistyped_field)."""
-    keys = field_path(name)
+    obj = view if isinstance(view, dict) else view.obj
+    if name.startswith("$"):
+        found = record_field(name)
+        if found is not None:
+            if isinstance(view, dict):
+                view = RecordView(view)
+            return view.part(found, name)
+    return _walk(obj, field_path(name), name)
+
+
+def _walk(obj: dict[str, Any], keys: tuple[str, ...], name: str) -> Any:
+    """The value at the path `keys` (the mapping `name`'s) of `obj`, as `_lookup`."""
     value: Any = obj
     for depth, key in enumerate(keys):
         if depth and not isinstance(value, dict):
@@ -229,24 +332,37 @@ def _lookup(obj: dict[str, Any], name: str) -> Any:
     return value
 
 
-def field_value(obj: dict[str, Any], name: str) -> Any:
-    """The value at the field path `name` of a record's object; None when it is not there or the path
-    crosses no object (for tools that only look: `pwevent produce` keys and paces records by it)."""
+def field_value(view: RecordView | dict[str, Any], name: str) -> Any:
+    """The value of the mapping `name` of a record; None when it is not there, the path crosses no
+    object or the key does not decode (for tools that only look: `pwevent produce` keys and paces
+    records by it)."""
     try:
-        value = _lookup(obj, name)
+        value = _lookup(view, name)
     except Rejected:
         return None
     return None if value is _ABSENT else value
 
 
-def _field(obj: dict[str, Any], name: str) -> Any:
+def _field(obj: RecordView, name: str) -> Any:
     value = _lookup(obj, name)
     if value is _ABSENT or value is None:
         raise Rejected(Reason.MISSING_FIELD, _clean_text(f"field {name!r} is missing", MAX_DETAIL_CHARS))
     return value
 
 
-def _user(obj: dict[str, Any], name: str) -> str:
+def read_record(data: str | bytes | KafkaRecord, fields: InputFormat,
+                max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> RecordView:
+    """A record -> the view its mappings read: a value's bytes (`load_record`), or a whole Kafka
+    record, whose size is checked first (`too_large`) and whose value is then loaded the same way.
+    Rejected with the reason, RegistryUnavailable, never any other exception."""
+    if not isinstance(data, KafkaRecord):
+        return RecordView(load_record(data, fields, max_bytes))
+    with _boundary():
+        checked_size(data, max_bytes)
+        return RecordView(load_record(data.value_bytes, fields, max_bytes), data, fields, max_bytes)
+
+
+def _user(obj: RecordView, name: str) -> str:
     user = _field(obj, name)
     if isinstance(user, bool) or not isinstance(user, (str, int)):
         raise Rejected(Reason.MISTYPED_FIELD, f"field {name!r} must be a string or an integer")
@@ -264,7 +380,7 @@ def _user(obj: dict[str, Any], name: str) -> str:
     return text
 
 
-def _time(obj: dict[str, Any], name: str) -> int:
+def _time(obj: RecordView, name: str) -> int:
     try:
         time_ms = parse_time_ms(_field(obj, name), name)
     except ValueError as err:
@@ -291,15 +407,16 @@ def _named(user: str, pseudonyms: Pseudonyms | None) -> str:
 
 
 def parse_event(
-    text: str | bytes, fields: EventFields, domain: Domain, kafka_time: KafkaTimestamp | None = None,
+    text: str | bytes | KafkaRecord, fields: EventFields, domain: Domain, kafka_time: KafkaTimestamp | None = None,
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES, pseudonyms: Pseudonyms | None = None,
 ) -> Event:
-    """An event record -> (user, time, cell); the time from the record's time field, or with
-    `kafka_time` the Kafka timestamp; the user as its pseudonym under `pseudonyms`. Raises Rejected, and
-    nothing else but RegistryUnavailable (the Schema Registry of an `avro-confluent` input did not
-    answer: no verdict on the record)."""
+    """An event record (a value's bytes, or a whole Kafka record for an input that maps parts of it)
+    -> (user, time, cell); the time from the record's time field, or with `kafka_time` the Kafka
+    timestamp; the user as its pseudonym under `pseudonyms`. Raises Rejected, and nothing else but
+    RegistryUnavailable (the Schema Registry of an `avro-confluent` input did not answer: no verdict
+    on the record)."""
     with _boundary():
-        obj = load_record(text, fields, max_bytes)
+        obj = read_record(text, fields, max_bytes)
         user = _user(obj, fields.user)
         if kafka_time is None:
             time_ms = _time(obj, fields.time)
@@ -318,22 +435,22 @@ def parse_event(
 
 
 def parse_requirement_update(
-    text: str | bytes, fields: RequirementFields, caps: RequirementCaps, max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    pseudonyms: Pseudonyms | None = None,
+    text: str | bytes | KafkaRecord, fields: RequirementFields, caps: RequirementCaps,
+    max_bytes: int = DEFAULT_MAX_RECORD_BYTES, pseudonyms: Pseudonyms | None = None,
 ) -> RequirementUpdate:
-    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}};
-    the user as its pseudonym under `pseudonyms` (after the signature is verified). Raises Rejected,
-    and nothing else but RegistryUnavailable (as `parse_event`)."""
+    """A requirement record (as `parse_event` takes one): {user, time, w, epsilon} or {user, time,
+    backward: {..}, forward: {..}}; the user as its pseudonym under `pseudonyms` (after the signature
+    is verified). Raises Rejected, and nothing else but RegistryUnavailable (as `parse_event`)."""
     with _boundary():
-        obj = load_record(text, fields, max_bytes)
+        obj = read_record(text, fields, max_bytes)
         try:
-            provenance.verify(obj, fields.signature)
+            provenance.verify(obj.obj, fields.signature)
         except provenance.UnauthenticatedError as err:
             raise Rejected(Reason.UNAUTHENTICATED_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None
         user = _user(obj, fields.user)
         time_ms = _time(obj, fields.time)
         try:
-            requirement = parse_requirement(obj)
+            requirement = parse_requirement(obj.obj)
             caps.check(requirement)
         except InvalidRequirementError as err:
             raise Rejected(Reason.INVALID_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None

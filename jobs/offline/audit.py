@@ -45,6 +45,7 @@ import numpy as np
 
 from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, InputFormat, RequirementFields
+from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import parse_requirement_update
@@ -340,7 +341,8 @@ class AuditInputs:
 
     @classmethod
     def build(
-        cls, requirement_lines: Iterable[tuple[str, str | bytes]], releases: Iterable[Any], config: Config,
+        cls, requirement_lines: Iterable[tuple[str, str | bytes | KafkaRecord]], releases: Iterable[Any],
+        config: Config,
         erased: frozenset[str] = frozenset(),
     ) -> AuditInputs:
         """From the raw requirement records (position, text), the release records, the run's configuration
@@ -375,7 +377,7 @@ class AuditInputs:
         return out
 
 
-def valid_updates(lines: Iterable[tuple[str, str | bytes]], rules: InputRules) -> dict[str, Updates]:
+def valid_updates(lines: Iterable[tuple[str, str | bytes | KafkaRecord]], rules: InputRules) -> dict[str, Updates]:
     """Each user's valid requirement records (position, text) as (slot, requirement), ordered by time,
     then by input order, as the replay applies them. Minimal on purpose: a record counts if it parses
     (with the replay's parser and the configuration's parsing settings: format, field paths,
@@ -1231,11 +1233,11 @@ def _json_lines(path: str) -> Iterator[tuple[str, Any]]:
         raise AuditInputError(f"cannot read {path}: {err.strerror}") from None
 
 
-def _values(path: str, fields: InputFormat) -> list[tuple[str, str | bytes]]:
+def _values(path: str, fields: InputFormat) -> list[tuple[str, str | bytes | KafkaRecord]]:
     """(path:number, value) of the records of a requirements input as the replay reads them
     (docs/formats.md, "Input formats"): the bytes of each non-blank line of a JSON-lines file (its
-    newline taken off), the values of a framed-records file, the records of a container file,
-    numbered from 1."""
+    newline taken off), the values of a framed-records file, the records of a container file or of
+    a whole-records file, numbered from 1."""
     try:
         return [(f"{path}:{n}", value) for n, value in enumerate(input_values(path, fields), 1)]
     except (OSError, ValueError) as err:

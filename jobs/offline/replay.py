@@ -1,4 +1,5 @@
-"""`pwevent replay`: run a mechanism over JSON-lines files, without Flink or Kafka.
+"""`pwevent replay`: run a mechanism over input files (JSON lines; framed-records, Avro container or
+whole-records files: docs/formats.md), without Flink or Kafka.
 
 The same classes as the streaming job (ledgers, policies, release step) driven one slot at a time
 over ledger classes, so history replays exactly and fast. Bad records go to the rejects file with
@@ -16,6 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import IO, Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from pwevent.jobs.common.avro_format import CONTAINER_MAGIC, container_values, d
 from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
+from pwevent.jobs.common.kafka_record import KafkaRecord, kept_value, line_limit
 from pwevent.jobs.common.progress import Progress
 from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import (
@@ -112,24 +115,46 @@ class SlotEvents:
         return range(int(np.searchsorted(self.slots, slot)), int(np.searchsorted(self.slots, slot, side="right")))
 
 
-def _read_line(handle: IO[bytes], offset: int, framed: bool) -> bytes:
-    """The record at `offset` of an input file: its line, or for a framed-records file (the Avro
-    formats) the Kafka value its line holds."""
+class LineKind(Enum):
+    """What a line of an input file holds (docs/formats.md): a JSON-lines record, a framed-records
+    line (a Kafka value in base64: the Avro formats) or a whole-records line (an input read as whole
+    Kafka records)."""
+
+    JSON = "json"
+    FRAMED = "framed"
+    WHOLE = "whole"
+
+    @classmethod
+    def of(cls, fields: InputFormat) -> LineKind:
+        if fields.whole_records:
+            return cls.WHOLE
+        return cls.JSON if fields.format == "json" else cls.FRAMED
+
+    def limit(self, max_bytes: int) -> int:
+        """Longest line read: a record of `max_bytes`, in base64 for a framed-records file, and for a
+        whole-records file `kafka_record.line_limit`."""
+        if self is LineKind.WHOLE:
+            return line_limit(max_bytes)
+        return (max_bytes + 2) // 3 * 4 if self is LineKind.FRAMED else max_bytes
+
+    def record(self, line: bytes) -> bytes | KafkaRecord:
+        """What the parser reads of a line; Rejected `undecodable` when the line holds none."""
+        if self is LineKind.WHOLE:
+            return KafkaRecord.of_line(line)
+        return unframed_line(line) if self is LineKind.FRAMED else line
+
+
+def _read_line(handle: IO[bytes], offset: int, kind: LineKind) -> bytes:
+    """What a reject keeps of the record at `offset` of an input file (`kept_value`)."""
     handle.seek(offset)
-    line = handle.readline().rstrip(b"\n")
-    return unframed_line(line) if framed else line
-
-
-def _line_limit(max_bytes: int, framed: bool) -> int:
-    """Longest line of an input file: a record of `max_bytes`, in base64 for a framed-records file."""
-    return (max_bytes + 2) // 3 * 4 if framed else max_bytes
+    return kept_value(kind.record(handle.readline().rstrip(b"\n")))
 
 
 def _as_framed_lines(path: str, fields: InputFormat, stack: ExitStack) -> str:
     """The file the replay reads for input `path`: `path` itself (JSON lines, a framed-records file),
     or for format `avro` an Avro object container file written out as a framed-records file (one
     record per line, its Avro datum in base64: what the topic's values hold; docs/formats.md)."""
-    if fields.format != "avro":
+    if fields.format != "avro" or fields.whole_records:
         return path
     with open(path, "rb") as handle:
         if handle.read(len(CONTAINER_MAGIC)) != CONTAINER_MAGIC:
@@ -160,16 +185,16 @@ class Replay:
         self.summary.rejects[record["reason"]] += 1
         self._reject_sink(record)
 
-    def _valid(self, path: str, source: str, parse: Callable[[bytes], Any], progress: Progress | None,
-               framed: bool = False) -> Iterator[tuple[int, int, Any, bytes]]:
-        """(line number, offset, record, record bytes) of every record of `path` that parses and is timed
-        at or after the origin; the others are rejected with their reason. `framed`: a framed-records
-        file (each line a Kafka value in base64)."""
+    def _valid(self, path: str, source: str, parse: Callable[[bytes | KafkaRecord], Any], progress: Progress | None,
+               kind: LineKind = LineKind.JSON) -> Iterator[tuple[int, int, Any, bytes]]:
+        """(line number, offset, record, what a reject keeps of it) of every record of `path` that
+        parses and is timed at or after the origin; the others are rejected with their reason. `kind`:
+        what its lines hold."""
         clock = self.config.clock
         max_bytes = self.config.max_record_bytes
         total_mb = max(1, os.path.getsize(path) // _MB) if progress else 0
         shown = self._shown.get(path, path)
-        for number, offset, line in _lines(path, _line_limit(max_bytes, framed)):
+        for number, offset, line in _lines(path, kind.limit(max_bytes)):
             if progress and number % 65536 == 0:
                 progress(min(offset // _MB, total_mb), total_mb, f"reading {source} (MB)")
             if isinstance(line, Original):
@@ -177,8 +202,9 @@ class Replay:
                 self._reject(source, f"{shown}:{number}", Reason.TOO_LARGE, detail, line)
                 continue
             try:
-                line = unframed_line(line) if framed else line
-                record = parse(line)
+                read = kind.record(line)
+                line = kept_value(read)
+                record = parse(read)
             except Rejected as err:
                 self._reject(source, f"{shown}:{number}", err.reason, err.detail, line)
                 continue
@@ -189,21 +215,21 @@ class Replay:
         if progress:
             progress(total_mb, total_mb, f"reading {source} (MB)")
 
-    def _read(self, path: str, source: str, parse: Callable[[bytes], Any],
-              progress: Progress | None, framed: bool = False) -> dict[int, list[Any]]:
+    def _read(self, path: str, source: str, parse: Callable[[bytes | KafkaRecord], Any],
+              progress: Progress | None, kind: LineKind = LineKind.JSON) -> dict[int, list[Any]]:
         clock = self.config.clock
         items = sorted((record.time_ms, number, (record, line))
-                       for number, _, record, line in self._valid(path, source, parse, progress, framed))
+                       for number, _, record, line in self._valid(path, source, parse, progress, kind))
         by_slot: dict[int, list[Any]] = defaultdict(list)
         for time_ms, number, payload in items:
             by_slot[clock.slot_of(time_ms)].append((number, payload))
         return by_slot
 
-    def _read_events(self, path: str, parse: Callable[[bytes], Event], progress: Progress | None,
-                     framed: bool = False) -> SlotEvents:
+    def _read_events(self, path: str, parse: Callable[[bytes | KafkaRecord], Event], progress: Progress | None,
+                     kind: LineKind = LineKind.JSON) -> SlotEvents:
         index: dict[str, int] = {}
         columns = {name: array("q") for name in ("time", "number", "offset", "user", "cell")}
-        for number, offset, event, _ in self._valid(path, "events", parse, progress, framed):
+        for number, offset, event, _ in self._valid(path, "events", parse, progress, kind):
             columns["time"].append(event.time_ms)
             columns["number"].append(number)
             columns["offset"].append(offset)
@@ -242,7 +268,7 @@ class Replay:
         with ExitStack() as stack:
             config = self.config
             d = config.domain.d
-            framed_events, framed_requirements = config.events.format != "json", config.requirements.format != "json"
+            event_lines, requirement_lines = LineKind.of(config.events), LineKind.of(config.requirements)
             events_file = _as_framed_lines(events_path, config.events, stack)
             requirements_file = _as_framed_lines(requirements_path, config.requirements, stack)
             self._shown.update({events_file: events_path, requirements_file: requirements_path})
@@ -250,13 +276,13 @@ class Replay:
                 requirements_file, "requirements",
                 lambda line: parse_requirement_update(line, config.requirements, config.caps, config.max_record_bytes,
                                                      config.pseudonyms),
-                progress, framed_requirements,
+                progress, requirement_lines,
             )
             events = self._read_events(
                 events_file,
                 lambda line: parse_event(line, config.events, config.domain, max_bytes=config.max_record_bytes,
                                          pseudonyms=config.pseudonyms),
-                progress, framed_events,
+                progress, event_lines,
             )
             engine = Engine(
                 config.mechanism_spec(), d, self.rng, config.caps.max_w, spend_sink, floor=config.caps.min_slot_epsilon,
@@ -284,7 +310,7 @@ class Replay:
                         if index is None:
                             where = f"{events_path}:{events.numbers[row]}"
                             self._reject("events", where, Reason.UNKNOWN_USER, unknown_user(name, slot),
-                                         _read_line(originals, int(events.offsets[row]), framed_events))
+                                         _read_line(originals, int(events.offsets[row]), event_lines))
                             continue
                         present[index] = int(events.cells[row])
                     users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))

@@ -28,7 +28,10 @@ calls it replaced were repeated by the planner for every reference). The fast-pa
   time >= origin (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
   grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order
   as `GridDomain.cell`, constants as 17-digit literals).
-Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow).
+Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow), and
+so does a mapping that names a part of the Kafka record (`$key`, `$timestamp`, `$headers.<name>`: the
+source then renders each record as a whole-records line, jobs/common/kafka_record.py, which the
+reference parser reads).
 
 Avro events (`avro-confluent`, `avro`) reach the same regex through the Java function `AvroFields`
 (jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java): it decodes the datum in the JVM and renders the
@@ -291,8 +294,11 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     canonical order (user, time, value or lat, lon; an object where its first member is), each once,
     values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
     no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
-    deeper than the parser allows. For Avro events the regex reads the text `AvroFields` renders
+    deeper than the parser allows, or events read as whole Kafka records (a mapping names `$key`,
+    `$timestamp` or a header). For Avro events the regex reads the text `AvroFields` renders
     (`avro_text`)."""
+    if config.events.whole_records:
+        return None
     return anchored_regex(_leaves(config, kafka_time))
 
 

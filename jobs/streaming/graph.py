@@ -14,9 +14,10 @@ operator).
     read_topics -> parse_requirements ---------------------------------------> membership
                 -> split_events -> parse_events -> time_events -> judge_events -> (membership's presences)
                    -> latest_with_class (with membership's changes) -> count_present
-                   -> population (counts, changes) -> (ReleaseWriter: releases, once their checkpoint completed)
+                   -> population (counts, changes) -> (ReleaseWriter: releases with their audit lines,
+                      once their checkpoint completed)
                    judge_events' and count_present's rejects -> reject_events (their dead letters)
-                   -> write_sinks (audit, dead letters)
+                   -> write_sinks (dead letters)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pwevent.jobs.common.config import Config, EventFields, RequirementFields
-from pwevent.jobs.common.field_paths import field_path
+from pwevent.jobs.common.field_paths import field_path, record_field
 from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.streaming import jvm_contract, slot_sql
 from pwevent.jobs.streaming.settings import KafkaSettings, StreamSettings
@@ -90,28 +91,23 @@ def start_of(kafka: KafkaSettings, role: str) -> tuple[str, int | None]:
 
 def source_time_path(fields: EventFields | RequirementFields) -> tuple[str, ...] | None:
     """The keys of the time field the source reads in the JVM (`pwevent.flink.parsing.EventTime`), or None
-    for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes."""
-    return field_path(fields.time) if fields.format == "json" else None
+    for its Kafka timestamp: the JVM reads JSON only, and never guesses a time out of Avro bytes; a
+    time mapped to a part of the Kafka record (`$timestamp`, a header) is not in the value."""
+    return field_path(fields.time) if fields.format == "json" and record_field(fields.time) is None else None
 
 
 def write_sink_tables(stage: Stage) -> None:
-    """The Kafka sink tables of the dead letters and the audit lines (exactly once; docs/streaming.md,
-    "Which releases count"; the releases have their own writer, `population`), in UTC: tumbling
+    """The Kafka sink table of the dead letters (exactly once; docs/streaming.md, "Which releases
+    count"; the releases and the audit lines have their own writer, `population`), in UTC: tumbling
     windows on TIMESTAMP_LTZ align to the session time zone."""
     topics, settings = stage.settings.kafka.topics, stage.settings
     stage.t_env.get_config().set("table.local-time-zone", "UTC")
     stage.t_env.execute_sql(sink_ddl("sink_dead_letters", topics["dead_letters"], "dead-letters", settings))
-    stage.t_env.execute_sql(sink_ddl("sink_audit", topics["audit"], "audit", settings))
-
-
-#: The Java table function that splits the Population's audit rows into lines (`pwevent.flink.release.Lines`).
-LINES = "pwevent_lines"
 
 
 def register_functions(stage: Stage) -> None:
     """The Java functions the job's SQL calls: the fast paths' `RecordGroups`, `IsoMillis` and, for
-    Avro events, `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar());
-    `Lines` for the audit lines."""
+    Avro events, `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar())."""
     from pwevent.jobs.streaming.event_sql import register_record_groups
     from pwevent.jobs.streaming.jars import avro_jar
     from pwevent.jobs.streaming.requirement_sql import register_iso_millis
@@ -120,23 +116,25 @@ def register_functions(stage: Stage) -> None:
         stage.env.add_jars(avro_jar().resolve().as_uri())
     register_record_groups(stage.t_env, stage.config.events)
     register_iso_millis(stage.t_env)
-    stage.t_env.create_java_temporary_system_function(LINES, "pwevent.flink.release.Lines")
 
 
 def read_topics(stage: Stage) -> None:
-    """Views `raw_events` and `raw_requirements`: `value` (bytes), `partition`, `offset`, `kafka_ts`,
-    `jtime` (the source's time of the record: its time field read in the JVM for JSON, else its
-    Kafka timestamp) and `rt`; no watermark (ValidTime makes it, docs/streaming.md, "Time").
-    `kafka.start` moves the events only: Membership needs every requirement record ever declared."""
+    """Views `raw_events` and `raw_requirements`: `value` (bytes: the Kafka value, or for an input read
+    as whole Kafka records the record's whole-records line, jobs/common/kafka_record.py), `partition`,
+    `offset`, `kafka_ts`, `jtime` (the source's time of the record: its time field read in the JVM
+    for JSON, else its Kafka timestamp) and `rt`; no watermark (ValidTime makes it,
+    docs/streaming.md, "Time"). `kafka.start` moves the events only: Membership needs every
+    requirement record ever declared."""
     from pwevent.jobs.streaming import pyflink_internals as internals
 
     kafka, config = stage.settings.kafka, stage.config
-    for role, time_path in (("events", None if stage.kafka_time else source_time_path(config.events)),
-                            ("requirements", source_time_path(config.requirements))):
+    for role, fields, time_path in (
+            ("events", config.events, None if stage.kafka_time else source_time_path(config.events)),
+            ("requirements", config.requirements, source_time_path(config.requirements))):
         start = start_of(kafka, role)
         stream = internals.kafka_source(stage.env, f"kafka {role}", kafka.require_bootstrap(), kafka.topics[role],
                                         kafka.source_group_id(role), kafka.jvm_properties(), time_path,
-                                        config.max_record_bytes, start).uid(f"source-{role}")
+                                        config.max_record_bytes, start, fields.whole_records).uid(f"source-{role}")
         stage.t_env.create_temporary_view(f"raw_{role}", stage.t_env.from_data_stream(stream, stage.rowtime))
 
 
@@ -310,9 +308,10 @@ def reject_events(stage: Stage, late_through: int) -> Any:
 
 def population(stage: Stage, seed: int | None, late_through: int) -> None:
     """Views `slot_counts` and `membership_changes` -> the Population (Python, one key: the replay's
-    Engine) -> its releases to `ReleaseWriter` (Java), which writes each to the release topic once the
-    checkpoint holding it has completed (docs/streaming.md, "A slot's outcome is drawn once"), and
-    view `population_out` (`rows.POPULATION_OUT`: audit lines, dead letters). Its input,
+    Engine) -> its releases and audit lines to `ReleaseWriter` (Java), which writes each release to
+    the release topic, with the audit lines before it to the audit topic in the same transaction, once
+    the checkpoint holding it has completed (docs/streaming.md, "A slot's outcome is drawn once"), and
+    view `population_out` (`rows.POPULATION_OUT`: its dead letters). Its input,
     `rows.POPULATION_IN`, is one row kind per source, in one query so that the planner runs the window
     once: the count of present users per (slot, class, cell), the subtasks' counts summed in a window
     of the slot; Membership's changes, in batches. `rows.population_row` reads each as its typed row."""
@@ -342,17 +341,16 @@ def population(stage: Stage, seed: int | None, late_through: int) -> None:
     hosted = internals.keyed_by_first_field(population_in.union(start), Types.INT(), rows.POPULATION_IN) \
         .process(host, output_type=rows.POPULATION_OUT) \
         .uid("population").name("Population").set_parallelism(1).set_max_parallelism(1)
-    internals.release_writer(hosted, rows.RELEASE_ROUTE, kafka.release_writer_properties(), kafka.topics["releases"],
+    internals.release_writer(hosted, kafka.release_writer_properties(), kafka.topics["releases"], kafka.topics["audit"],
                              kafka.release_transactional_id).uid("release-writer")
     t_env.create_temporary_view("population_out", t_env.from_data_stream(hosted))
 
 
 def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, members: Members,
                 rejected_events: Any) -> None:
-    """Audit lines (one message per line of its audit rows) from `population_out`; dead letters from
-    the parsers' side outputs, Membership's refusals, the events that count for no slot
-    (`rejected_events`) and the Population (counts of a slot decided before they came, projections);
-    one statement set."""
+    """Dead letters from the parsers' side outputs, Membership's refusals, the events that count for
+    no slot (`rejected_events`) and the Population (counts of a slot decided before they came,
+    projections), in one statement set. (The audit lines go with the releases, `population`.)"""
     from pyflink.table.expressions import col
 
     from pwevent.jobs.streaming import pyflink_internals as internals
@@ -365,9 +363,6 @@ def write_sinks(stage: Stage, parsed_events: Any, requirements: Requirements, me
         .union_all(t_env.sql_query(f"SELECT v FROM population_out WHERE route = '{rows.DEAD_ROUTE}'"))
     statements = t_env.create_statement_set()
     statements.add_insert("sink_dead_letters", dead)
-    statements.add_insert("sink_audit", t_env.sql_query(  # the Population joins many audit lines in a row
-        f"SELECT line AS v FROM population_out, LATERAL TABLE({LINES}(v)) AS l(line)"
-        f" WHERE route = '{rows.AUDIT_ROUTE}'"))
     statements.attach_as_datastream()
 
 

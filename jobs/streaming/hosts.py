@@ -26,6 +26,7 @@ from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 from pwevent.jobs.common.config import Config
 from pwevent.jobs.common.event_rejections import rejected_event_letter
 from pwevent.jobs.common.jsonl import dumps
+from pwevent.jobs.common.kafka_record import KafkaRecord, kept_value
 from pwevent.jobs.common.population_operator import (
     Emitted,
     PopulationOperator,
@@ -131,6 +132,7 @@ class _ParseRecords(ProcessFunction):
         self.source = source
         self.topic = topic
         self.kafka_time = kafka_time
+        self.whole_records = (config.events if source == "events" else config.requirements).whole_records
 
     def open(self, runtime_context: Any) -> None:
         self.metrics = HostMetrics(runtime_context)
@@ -140,12 +142,17 @@ class _ParseRecords(ProcessFunction):
         return _json(reject_record(self.source, position, reason, detail, raw))
 
     def _checked(self, row: Row, ctx: Any, parse: Any) -> tuple[Any, dict[str, Any], bytes] | str:
+        """The parsed record, its position and what a dead letter keeps of it (the Kafka value), or
+        its dead letter. An input read as whole Kafka records comes as the source renders them, a
+        whole-records line (jobs/common/kafka_record.py), read as the replay reads its files' lines."""
         self.metrics.report_zeros()
         value = row[_SLOW.index("value")]
         raw: bytes = bytes(value) if value is not None else b""
         position = _position(self.topic, row)
         try:
-            record = parse(raw, row[_SLOW.index("ts_ms")])
+            read = KafkaRecord.of_line(raw) if self.whole_records else raw
+            raw = kept_value(read)
+            record = parse(read, row[_SLOW.index("ts_ms")])
         except Rejected as err:
             return self._reject(position, err.reason, err.detail, raw)
         if self.config.clock.before_origin(record.time_ms):
@@ -312,7 +319,7 @@ class PopulationHost(KeyedProcessFunction):
 
     def _routed(self, emitted: Emitted, watermark: int):  # type: ignore[no-untyped-def]
         audit = emitted.audit
-        for at in range(0, len(audit), AUDIT_LINES_PER_ROW):  # split into messages in SQL (write_sinks)
+        for at in range(0, len(audit), AUDIT_LINES_PER_ROW):  # split into messages by ReleaseWriter
             yield _out(AUDIT_ROUTE, v="\n".join(_json(line) for line in audit[at:at + AUDIT_LINES_PER_ROW]))
         for letter in emitted.dead_letters:
             self.metrics.dead_letter(letter["reason"])

@@ -2,14 +2,16 @@
 
 Input: any events and requirements files in the configured formats (docs/formats.md: JSON lines;
 for Avro, framed-records files or Avro object container files), or a synthetic stream
-generated on the fly (`jobs.synthetic`, written by `jobs.files.write_synthetic`). Only the slots
+generated on the fly (`jobs.synthetic`, written by `jobs.files.write_synthetic`); for an input read as
+whole Kafka records, a whole-records file, whose records are sent with their own key, timestamp and
+headers (docs/formats.md, "Whole Kafka records"). Only the slots
 that hold records are sent (a gap between them costs no time); each one's requirement records go
 first, then its events; then the producer waits `--pace` of wall time before the next one (`--pace
 0`: none, a backlog at full speed). Lines are sent as they are, bad ones included
 (the job routes them to the dead-letter topic), except that with `requirements.signature` configured
 every requirement line that is a JSON object is sent signed (jobs.common.provenance). The Kafka
 record timestamp is the record's event time when it has one (so `kafka.event_time: kafka` works
-too); the key is the user id.
+too); the key is the user id (a whole record keeps its own key and timestamp).
 
 Every send is checked: a slot's records are flushed and each one's acknowledgement read before the
 next slot. A record the broker refuses (for example a timestamp further ahead of the broker's clock
@@ -34,15 +36,17 @@ from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import Config, EventFields, RequirementFields
 from pwevent.jobs.common.files import write_synthetic
 from pwevent.jobs.common.jsonl import dumps
+from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.provenance import RequirementSignature, sign
 from pwevent.jobs.common.reasons import Rejected
-from pwevent.jobs.common.records import field_value, load_object, load_record
+from pwevent.jobs.common.records import field_value, load_object, read_record
 from pwevent.jobs.common.slots import duration_arg, pace_arg, parse_time_ms
 from pwevent.jobs.common.synthetic import STREAMS, SyntheticStream
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, producer
 from pwevent.jobs.streaming.settings import KafkaSettings, load_settings
 
-Line = tuple[bytes, bytes | None, int | None]  # value, key, timestamp
+#: A record to send: value, key, timestamp, headers.
+Line = tuple[bytes | None, bytes | None, int | None, list[tuple[str, bytes | None]]]
 #: How long a slot's records may take to be acknowledged by default (`--timeout`).
 DEFAULT_TIMEOUT_S = 60.0
 #: Exit code of `pwevent produce` when the broker refused records (README, exit codes).
@@ -68,21 +72,33 @@ def _reason(error: BaseException) -> str:
 
 
 def _slots(path: str, fields: EventFields | RequirementFields, config: Config) -> dict[int, list[Line]]:
-    """Values grouped by slot; a value without a usable time goes with the one before it."""
+    """Values grouped by slot; a value without a usable time goes with the one before it. A whole
+    record (an input read as whole records) is sent as it is, key, timestamp and headers; a line of
+    such a file that is not a whole record is not sent, and counted on stderr."""
     out: dict[int, list[Line]] = defaultdict(list)
-    slot = 1
+    slot, unsent = 1, 0
     for value in input_values(path, fields):
+        if fields.whole_records and not isinstance(value, KafkaRecord):
+            unsent += 1
+            continue
         key = stamp = None
         try:
-            obj = load_record(value, fields, len(value))  # raises only Rejected; a bad value is sent all the same
-            user = field_value(obj, fields.user)
+            # raises only Rejected; a bad value is sent all the same
+            view = read_record(value, fields, value.size if isinstance(value, KafkaRecord) else len(value))
+            user = field_value(view, fields.user)
             if isinstance(user, (str, int)) and not isinstance(user, bool):
                 key = str(user).encode()
-            stamp = parse_time_ms(field_value(obj, fields.time), fields.time)
+            stamp = parse_time_ms(field_value(view, fields.time), fields.time)
             slot = max(1, config.clock.slot_of(stamp))
         except (ValueError, KeyError, TypeError):
             pass
-        out[slot].append((value, key, stamp if stamp is not None and stamp >= 0 else None))
+        if isinstance(value, KafkaRecord):
+            out[slot].append((value.value, value.key, value.timestamp_ms, list(value.headers)))
+        else:
+            out[slot].append((value, key, stamp if stamp is not None and stamp >= 0 else None, []))
+    if unsent:
+        print(f"pwevent produce: {unsent} line(s) of {path} are not whole records (docs/formats.md, \"Whole Kafka "
+              "records\"): not sent", file=sys.stderr)
     return out
 
 
@@ -115,7 +131,8 @@ def produce_files(
     requirements = _slots(requirements_path, config.requirements, config)
     signature = config.requirements.signature
     if signature is not None:
-        requirements = {slot: [(_signed(value, signature), key, stamp) for value, key, stamp in lines]
+        requirements = {slot: [(_signed(value, signature) if value is not None else None, key, stamp, headers)
+                               for value, key, stamp, headers in lines]
                         for slot, lines in requirements.items()}
     events = _slots(events_path, config.events, config)
     client = producer(kafka, connect_timeout_s=timeout_s)
@@ -128,9 +145,10 @@ def produce_files(
             futures, reasons = [], Counter[str]()
             for topic, lines in ((kafka.topics["requirements"], requirements.get(slot, [])),
                                  (kafka.topics["events"], events.get(slot, []))):
-                for value, key, stamp in lines:
+                for value, key, stamp, headers in lines:
                     try:
-                        futures.append(client.send(topic, value=value, key=key, timestamp_ms=stamp))
+                        futures.append(client.send(topic, value=value, key=key, timestamp_ms=stamp,
+                                                   headers=headers or None))
                     except KafkaError as err:  # refused before it left (too large, no metadata in time)
                         reasons[_reason(err)] += 1
             try:
@@ -195,8 +213,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--config", required=True, help="YAML configuration (kafka: section for topics/bootstrap)")
     p.add_argument("--events", help="events file in events.format: JSON lines, or for Avro a framed-records file "
-                   "(one base64 Kafka value a line) or an Avro object container file (default: generate a "
-                   "synthetic stream)")
+                   "(one base64 Kafka value a line) or an Avro object container file; when a mapping names a part of "
+                   "the Kafka record ($key, $timestamp, $headers.<name>), a whole-records file, whose records are sent "
+                   "with their own key, timestamp and headers (default: generate a synthetic stream)")
     p.add_argument("--requirements", help="requirements file in requirements.format (as --events)")
     p.add_argument("--pace", default="1s", type=pace_arg, help="wall time between two slots that hold records, "
                    "e.g. 500ms, 2s (default 1s); 0: a backlog at full speed")

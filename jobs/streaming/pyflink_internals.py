@@ -54,11 +54,12 @@ def _starting_offsets(start: str, start_time_ms: int | None) -> Any:
 
 def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str, properties: dict[str, str],
                  time_path: tuple[str, ...] | None, max_bytes: int,
-                 start: tuple[str, int | None] = ("earliest", None)) -> Any:
+                 start: tuple[str, int | None] = ("earliest", None), whole_records: bool = False) -> Any:
     """A Kafka source of `jvm_contract.RECORD` rows (`pwevent.flink.parsing.PositionedRecords`),
     read from `start` (a `kafka.start` position and its time) when no state is restored, without
     watermarks (`pwevent.flink.time.ValidTime` makes them from the valid records; docs/streaming.md,
-    "Time"). `time_path`: the keys of the time's field path (None: the Kafka record timestamp)."""
+    "Time"). `time_path`: the keys of the time's field path (None: the Kafka record timestamp).
+    `whole_records`: each row's `value` is the record's whole-records line (jobs/common/kafka_record.py)."""
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream import DataStream
 
@@ -70,7 +71,7 @@ def kafka_source(env: Any, name: str, bootstrap: str, topic: str, group_id: str,
         .setGroupId(group_id)
         .setStartingOffsets(_starting_offsets(*start))
         .setDeserializer(jvm.pwevent.flink.parsing.PositionedRecords(None if time_path is None else list(time_path),
-                                                                     max_bytes))
+                                                                     max_bytes, whole_records))
         .setProperty("isolation.level", "read_committed")
     )
     for key, value in properties.items():
@@ -240,16 +241,17 @@ def change_batches(changes: Any) -> Any:
     return DataStream(_jvm().pwevent.flink.membership.ChangeBatches.apply(changes._j_data_stream))
 
 
-def release_writer(population: Any, route: str, properties: dict[str, str], topic: str,
+def release_writer(population: Any, properties: dict[str, str], release_topic: str, audit_topic: str,
                    transactional_id: str) -> Any:
-    """Java `ReleaseWriter` behind the Population (`population`, `rows.POPULATION_OUT`): the rows of
-    `route` written to `topic` once the checkpoint holding them has completed, by a transactional
-    producer with `transactional_id` and the Kafka clients' `properties` (bootstrap and security
-    included). Returns the writer's stream (it needs a uid; a discarding sink ends it)."""
+    """Java `ReleaseWriter` behind the Population (`population`, `rows.POPULATION_OUT`): its releases
+    written to `release_topic`, each with the spend-log lines before it to `audit_topic` in the same
+    transaction, once the checkpoint holding them has completed, by a transactional producer with
+    `transactional_id` and the Kafka clients' `properties` (bootstrap and security included). Returns
+    the writer's stream (it needs a uid; a discarding sink ends it)."""
     from pyflink.datastream import DataStream
 
-    return DataStream(_jvm().pwevent.flink.release.ReleaseWriter.apply(population._j_data_stream, route,
-                                                               _java_strings(properties), topic, transactional_id))
+    return DataStream(_jvm().pwevent.flink.release.ReleaseWriter.apply(
+        population._j_data_stream, _java_strings(properties), release_topic, audit_topic, transactional_id))
 
 
 def set_output_type(stream: Any, type_info: Any) -> Any:

@@ -41,7 +41,8 @@ where `fast` holds.
 
 The fast path is off (every record slow) for requirement inputs that are not JSON (`format`
 avro-confluent or avro), signed requirement records (`requirements.signature`: the signature is
-checked in Python), configured keys outside `[A-Za-z0-9_]{1,64}`, a user or time path whose first
+checked in Python), requirement inputs read as whole Kafka records (a mapping names `$key`,
+`$timestamp` or a header), configured keys outside `[A-Za-z0-9_]{1,64}`, a user or time path whose first
 key is one of the requirement's keys (`w`, `epsilon`, `backward`, `forward`), or a record deeper than
 the parser allows.
 
@@ -105,7 +106,7 @@ def requirement_regex(config: Config) -> str | None:
     """The Java regular expression a fast-path requirement record matches whole (module docstring), or
     None when the fast path is off for `config`."""
     fields = config.requirements
-    if fields.format != "json" or fields.signature is not None:
+    if fields.format != "json" or fields.signature is not None or fields.whole_records:
         return None
     user, time = field_path(fields.user), field_path(fields.time)
     if user[0] in REQUIREMENT_KEYS or time[0] in REQUIREMENT_KEYS:

@@ -78,7 +78,7 @@ REJECTED_EVENT = pyflink_type(jvm_contract.REJECTED_EVENT)
 POPULATION_IN = pyflink_type(jvm_contract.POPULATION_IN)
 POPULATION_START = Row(slot=0, present=None, change="[]")
 POPULATION_OUT = pyflink_type(jvm_contract.POPULATION_OUT)
-RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = "release", "audit", "dead"
+RELEASE_ROUTE, AUDIT_ROUTE, DEAD_ROUTE = (route.value for route in jvm_contract.Route)
 #: A watermark at or above this is the end of a bounded input, not a slot end.
 END_OF_TIME_MS = 2**61
 

@@ -47,9 +47,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow,
 
 SLOTS = 12
 HALF = 6
-#: The earlier release's time settings (releases before 2026-12-06 know no release schedule): slots
-#: close 1 s after their partition's last valid event; a source goes idle only after 300 s. This
-#: release refuses them, so its run gets the configuration without them and with the schedule.
+#: The time settings of an earlier release without the release schedule (before 0.2.0): slots close
+#: 1 s after their partition's last valid event; a source goes idle only after 300 s. This release
+#: refuses them, so its run gets the configuration without them and with the schedule.
 BUSY_SOURCE = {"close_after": "1s", "source_idleness": "300s"}
 
 
@@ -66,6 +66,13 @@ EVEN_FIRST = {"adaptive": {**{key: value for key, value in QUICK_SWITCH["adaptiv
                               if key != "level_margin"}, "start": "Uniform"}}
 
 
+def knows_the_schedule(pwevent: list[str]) -> bool:
+    """Whether the earlier release has the release schedule (its configuration schema names
+    `release_delay`): it then runs this release's configuration as it is."""
+    schema = subprocess.run([*pwevent, "config-schema"], capture_output=True, text=True, timeout=120).stdout
+    return '"release_delay"' in schema
+
+
 def earlier_test_switches(pwevent: list[str]) -> list[str]:
     """The test switch, for an earlier release that knows it (`run --help` names it); none before it."""
     usage = subprocess.run([*pwevent, "run", "--help"], capture_output=True, text=True, timeout=120).stdout
@@ -79,15 +86,17 @@ def test_a_savepoint_of_an_earlier_release_restores(streaming_job: Any, mechanis
     origin = ahead_origin()  # the input lies ahead of the clock: its slots close by event time, all but the last
     job = streaming_job(mechanism, {"origin": iso(origin), **extra})
     raw = yaml.safe_load(job.config_path.read_text())
-    delay = raw["flink"].pop("release_delay")
-    job.config_path.write_text(yaml.safe_dump({**raw, "flink": {**raw["flink"], **BUSY_SOURCE}}))
+    earlier_pwevent = [EARLIER, "-m", "pwevent.jobs.cli.main"]
+    if not knows_the_schedule(earlier_pwevent):
+        flink = {key: value for key, value in raw["flink"].items() if key != "release_delay"}
+        job.config_path.write_text(yaml.safe_dump({**raw, "flink": {**flink, **BUSY_SOURCE}}))
     events, requirements = generate(job.folder, users=30, slots=SLOTS, w=5, origin_ms=origin)
     if "default_requirement" in extra:
         declared = [line for line in Path(requirements).read_text().splitlines()
                     if int(json.loads(line)["user"].removeprefix("u")) < 10]
         Path(requirements).write_text("".join(f"{line}\n" for line in declared))
     produce_files(job.kafka, job.config, events, requirements, 0.0, last_slot=HALF)
-    job.pwevent = [EARLIER, "-m", "pwevent.jobs.cli.main"]
+    job.pwevent = earlier_pwevent
     job.test_switches = earlier_test_switches(job.pwevent)
     job.start(seed=SEED)
     job.wait_releases(3, timeout=180)
@@ -104,9 +113,9 @@ def test_a_savepoint_of_an_earlier_release_restores(streaming_job: Any, mechanis
             line.pop("noise")
 
     job.pwevent, job.test_switches = PWEVENT, [TEST_RANDOMNESS_SWITCH]
-    job.config_path.write_text(yaml.safe_dump({**raw, "flink": {**raw["flink"], "release_delay": delay}}))
-    # The releases' SQL sink of releases before ReleaseWriter has no place in this graph (and the SQL
-    # sinks after it moved up one node): their state, committed by the stop, is dropped.
+    job.config_path.write_text(yaml.safe_dump(raw))
+    # The SQL sinks of the releases (before ReleaseWriter) and of the spend lines (before they went
+    # with the releases) have no place in this graph: their state, committed by the stop, is dropped.
     job.start(seed=SEED, restore=savepoint, extra_args=["--allow-non-restored-state"])
 
     def released_before(slot: int, _: float) -> None:

@@ -363,14 +363,14 @@ def test_produce_keys_and_stamps_avro_files_by_their_decoded_fields(tmp_path):
         fastavro.writer(out, parsed, records)
     config = _config({"format": "avro", "schema_file": str(schema_path)})
     sent = _slots(str(container), config.events, config)
-    assert {slot: [(key, stamp) for _, key, stamp in lines] for slot, lines in sent.items()} == {
+    assert {slot: [(key, stamp) for _, key, stamp, _ in lines] for slot, lines in sent.items()} == {
         1: [(b"u0", 1704067200000), (b"u1", 1704067245000)], 2: [(b"u2", 1704067290000)],
         3: [(b"u3", 1704067335000)]}
-    assert [value for lines in sent.values() for value, _, _ in lines] == [encode_datum(r, parsed) for r in records]
+    assert [value for lines in sent.values() for value, _, _, _ in lines] == [encode_datum(r, parsed) for r in records]
     framed_path = tmp_path / "events.b64"
     framed_path.write_bytes(b"".join(framed_line(encode_datum(r, parsed)) + b"\n" for r in records) + b"not base64!\n")
     framed = _slots(str(framed_path), config.events, config)
-    assert [value for lines in framed.values() for value, _, _ in lines] == [
+    assert [value for lines in framed.values() for value, _, _, _ in lines] == [
         *(encode_datum(r, parsed) for r in records), b"not base64!"]
 
 

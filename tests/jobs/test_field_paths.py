@@ -61,7 +61,7 @@ def test_path_syntax(text, keys):
     ("a.", "empty key"),
     ("a\\", "ends in a backslash"),
     ("a\\\\\\", "ends in a backslash"),
-    ("a\\b", "only \\. (a dot in a key) and \\\\"),
+    ("a\\b", "only \\. (a dot in a key), \\\\"),
 ])
 def test_bad_paths_are_refused(text, message):
     with pytest.raises(ValueError, match=None) as err:

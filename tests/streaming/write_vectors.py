@@ -15,10 +15,19 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from tests.streaming.vectors import avro_fields, event_time, first_presence, membership, pseudonyms, slot_rules
+from tests.streaming.vectors import (
+    avro_fields,
+    event_time,
+    first_presence,
+    membership,
+    pseudonyms,
+    slot_rules,
+    whole_records,
+)
 
 DATA = Path(__file__).parent / "data"
-MODULES: list[ModuleType] = [avro_fields, event_time, first_presence, membership, pseudonyms, slot_rules]
+MODULES: list[ModuleType] = [avro_fields, event_time, first_presence, membership, pseudonyms, slot_rules,
+                             whole_records]
 
 
 def files() -> dict[Path, Callable[[], str]]:

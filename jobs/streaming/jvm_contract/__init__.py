@@ -5,7 +5,7 @@ owners (imported, never copied); `python -m pwevent.jobs.streaming.jvm_contract 
 as the Java package `pwevent.flink.contract` (jobs/streaming/jvm_contract/java.py), and
 tests/streaming/test_jvm_contract.py fails when the checked-in Java differs from a fresh rendering.
 
-Values (`Reasons`, `TimePaths`, `Limits` in Java):
+Values (`Reasons`, `TimePaths`, `Routes`, `WholeRecords`, `Limits` in Java):
 - `REASONS`: the dead letters' reasons the JVM writes (jobs/common/reasons.py `Reason`):
   `late` (`SlotJudge`, `UserMembership.receive`), `too_far_ahead` (`SlotJudge`, `Membership`),
   `invalid_requirement` and `requirement_change_under_fixed_mechanism` (`MembershipRule`).
@@ -13,6 +13,11 @@ Values (`Reasons`, `TimePaths`, `Limits` in Java):
   `LATE_REQUIREMENT_DETAIL` (`UserMembership.receive`, a method of the slot in Java).
 - `TIME_PATHS`: `TimePath`, the `path` of a `PARSED` row (`ValidTime`, `FastPathSplit`,
   `RequirementSplit`, `RequirementOrder`; Python: the reference parsers of jobs/streaming/hosts.py).
+- `ROUTES`: `Route`, the `route` of a `POPULATION_OUT` row (`ReleaseWriter`; Python:
+  `hosts.PopulationHost`, graph.py's dead-letter query).
+- `WHOLE_RECORD_MEMBERS`: the members of a whole-records line, in their canonical order
+  (jobs/common/kafka_record.py; `PositionedRecords` renders each record of an input read as whole
+  Kafka records as that line).
 - `LIMITS`: `FIRST_SLOT` (jobs/common/slots.py; `SlotRules`), `CONFLUENT_FRAME_BYTES`
   (jobs/common/avro_format.py; `EventTime.FRAME_BYTES`, `RecordGroups`, `AvroFields`),
   `PSEUDONYM_HEX_CHARS` (jobs/common/pseudonyms.py; `Pseudonyms`, the fast paths' user ids under
@@ -55,6 +60,7 @@ from dataclasses import dataclass
 from enum import Enum, IntEnum
 from functools import cached_property
 
+from pwevent.jobs.common import kafka_record
 from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES
 from pwevent.jobs.common.pseudonyms import PSEUDONYM_HEX_CHARS
 from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, TOO_FAR_AHEAD_DETAIL, Reason
@@ -70,6 +76,14 @@ class TimePath(IntEnum):
     SLOW_ACCEPTED = 2  # the reference parser's event for such a record
     SLOW_REJECTED = 3  # its refusal
     REFUSED = 4  # a requirement record the reference parser refused (RequirementOrder's in-order rows)
+
+
+class Route(Enum):
+    """`route` of a `POPULATION_OUT` row: where the Population's output goes."""
+
+    RELEASE = "release"  # k: the slot, v: its release record (`ReleaseWriter`, to the release topic)
+    AUDIT = "audit"  # v: spend-log lines joined by "\n" (`ReleaseWriter`, to the audit topic with the next release)
+    DEAD = "dead"  # v: a dead letter (the dead letters' SQL sink)
 
 
 class FieldType(Enum):
@@ -136,8 +150,8 @@ def _sql(kind: FieldType | RowLayout) -> str:
 STR, INT, LONG, BOOL, BYTES = FieldType.STRING, FieldType.INT, FieldType.LONG, FieldType.BOOLEAN, FieldType.BYTES
 
 RECORD = RowLayout(
-    "RecordRow", "A Kafka record: its bytes, where it was read, its Kafka timestamp and the time read for"
-    " watermarking (null: unreadable).",
+    "RecordRow", "A Kafka record: its bytes (the value, or an input read as whole records its whole-records"
+    " line), where it was read, its Kafka timestamp and the time read for watermarking (null: unreadable).",
     (("value", BYTES), ("partition", INT), ("offset", LONG), ("kafka_ts", LONG), ("jtime", LONG)))
 EVENT_VERDICT = RowLayout(
     "EventVerdictRow", "The SQL fast path's verdict on an event record (user, time_ms and cell meaningful where"
@@ -200,8 +214,8 @@ POPULATION_IN = RowLayout(
     None, "The Population's input: a count (`present`) or a batch of changes (`change`).",
     (("slot", LONG), ("present", POPULATION_PRESENT), ("change", STR)))
 POPULATION_OUT = RowLayout(
-    "PopulationOutRow", "The Population's output: route \"release\" (k the slot), \"audit\" (v audit lines) or"
-    " \"dead\".",
+    "PopulationOutRow", "The Population's output: route (Routes) \"release\" (k the slot), \"audit\" (v spend-log"
+    " lines) or \"dead\".",
     (("route", STR), ("k", STR), ("v", STR)))
 
 ROWS = (RECORD, RECORD_GROUPS, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, PARSED, TIMED, PRESENT,
@@ -215,5 +229,8 @@ REASONS: Mapping[str, Reason] = {reason.name: reason for reason in (
 DETAILS: Mapping[str, str] = {"TOO_FAR_AHEAD_DETAIL": TOO_FAR_AHEAD_DETAIL,
                               "LATE_REQUIREMENT_DETAIL": LATE_REQUIREMENT_DETAIL}
 TIME_PATHS: Mapping[str, int] = {path.name: int(path) for path in TimePath}
+ROUTES: Mapping[str, str] = {route.name: route.value for route in Route}
+#: The members of a whole-records line, by their Java names, in their canonical order.
+WHOLE_RECORD_MEMBERS: Mapping[str, str] = {name.upper(): name for name in kafka_record.MEMBERS}
 LIMITS: Mapping[str, int] = {"FIRST_SLOT": FIRST_SLOT, "CONFLUENT_FRAME_BYTES": CONFLUENT_FRAME_BYTES,
                              "PSEUDONYM_HEX_CHARS": PSEUDONYM_HEX_CHARS}

@@ -1,6 +1,7 @@
 """The contract (jobs/streaming/jvm_contract) as Java source: the package `pwevent.flink.contract`, one
-class of constants per kind of value (`Reasons`, `TimePaths`, `Limits`) and one per row layout with a
-Java class (its named field indices, `ARITY`, `TYPE` its RowTypeInfo and `SQL` its SQL type)."""
+class of constants per kind of value (`Reasons`, `TimePaths`, `Routes`, `WholeRecords`, `Limits`) and
+one per row layout with a Java class (its named field indices, `ARITY`, `TYPE` its RowTypeInfo and
+`SQL` its SQL type)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from pwevent.jobs.streaming.jvm_contract import DETAILS, LIMITS, REASONS, ROWS, TIME_PATHS, FieldType, RowLayout
+from pwevent.jobs.streaming.jvm_contract import (
+    DETAILS,
+    LIMITS,
+    REASONS,
+    ROUTES,
+    ROWS,
+    TIME_PATHS,
+    WHOLE_RECORD_MEMBERS,
+    FieldType,
+    RowLayout,
+)
 
 PACKAGE = "pwevent.flink.contract"
 #: Where the rendered classes are checked in.
@@ -28,6 +39,10 @@ def rendered() -> dict[str, str]:
                               {name: reason.value for name, reason in REASONS.items()}, DETAILS),
         "TimePaths": _constants("TimePaths", "The values of a parsed row's `path` (jobs/streaming/jvm_contract,"
                                 " `TimePath`).", TIME_PATHS, {}),
+        "Routes": _constants("Routes", "The values of a Population output row's `route` (jobs/streaming/jvm_contract,"
+                             " `Route`).", ROUTES, {}),
+        "WholeRecords": _constants("WholeRecords", "The members of a whole-records line, in their canonical order"
+                                   " (jobs/common/kafka_record.py).", WHOLE_RECORD_MEMBERS, {}),
         "Limits": _constants("Limits", "Numbers the JVM shares with Python (jobs/common/slots.py `FIRST_SLOT`,"
                              " jobs/common/avro_format.py `CONFLUENT_FRAME_BYTES`, jobs/common/pseudonyms.py"
                              " `PSEUDONYM_HEX_CHARS`).", LIMITS, {}),

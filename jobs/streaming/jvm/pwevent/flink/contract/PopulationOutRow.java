@@ -5,7 +5,10 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 
-/** The Population's output: route "release" (k the slot), "audit" (v audit lines) or "dead". Row(route, k, v). */
+/**
+ * The Population's output: route (Routes) "release" (k the slot), "audit" (v spend-log lines) or "dead".
+ * Row(route, k, v).
+ */
 public final class PopulationOutRow {
     public static final int ROUTE = 0;
     public static final int K = 1;

@@ -6,8 +6,9 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 
 /**
- * A Kafka record: its bytes, where it was read, its Kafka timestamp and the time read for watermarking (null:
- * unreadable). Row(value, partition, offset, kafka_ts, jtime).
+ * A Kafka record: its bytes (the value, or an input read as whole records its whole-records line), where it was
+ * read, its Kafka timestamp and the time read for watermarking (null: unreadable). Row(value, partition, offset,
+ * kafka_ts, jtime).
  */
 public final class RecordRow {
     public static final int VALUE = 0;

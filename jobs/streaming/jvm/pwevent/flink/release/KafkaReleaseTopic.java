@@ -19,10 +19,11 @@ import org.apache.flink.kafka.shaded.org.apache.kafka.common.serialization.ByteA
 import org.apache.flink.kafka.shaded.org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * The release topic through the Kafka clients the connector jar ships: one transactional producer
- * with a fixed transactional id (opening it fences any earlier producer of the id, a killed task's
- * included, and aborts what it left open), and a consumer for {@link #recordsFrom}, read_committed or
- * read_uncommitted. Messages are keyed by the slot's decimal number, as the releases always were.
+ * The release and audit topics through the Kafka clients the connector jar ships: one transactional
+ * producer with a fixed transactional id (opening it fences any earlier producer of the id, a killed
+ * task's included, and aborts what it left open), and a consumer for {@link #recordsFrom} of the
+ * release topic, read_committed or read_uncommitted. Releases are keyed by the slot's decimal number,
+ * as they always were; spend-log lines have no key, one line per message.
  * A timeout or a retriable error is {@link ReleaseTopic.Unavailable}; any other error is thrown as
  * it is (the task fails and restores).
  */
@@ -33,20 +34,23 @@ final class KafkaReleaseTopic implements ReleaseTopic {
     static final Duration SCAN_LIMIT = Duration.ofSeconds(60);
 
     private final String topic;
+    private final String auditTopic;
     private final Properties properties;
     private final KafkaProducer<byte[], byte[]> producer;
 
-    /** The settings of a writer's topic: the clients' properties (bootstrap and security included),
-     *  the topic, and the producer's transactional id. */
+    /** The settings of a writer's topics: the clients' properties (bootstrap and security included),
+     *  the release and audit topics, and the producer's transactional id. */
     static final class Factory implements ReleaseTopic.Factory {
         private static final long serialVersionUID = 1L;
         private final HashMap<String, String> properties;
         private final String topic;
+        private final String auditTopic;
         private final String transactionalId;
 
-        Factory(Map<String, String> properties, String topic, String transactionalId) {
+        Factory(Map<String, String> properties, String topic, String auditTopic, String transactionalId) {
             this.properties = new HashMap<>(properties);
             this.topic = topic;
+            this.auditTopic = auditTopic;
             this.transactionalId = transactionalId;
         }
 
@@ -54,12 +58,14 @@ final class KafkaReleaseTopic implements ReleaseTopic {
         public ReleaseTopic open() throws Unavailable {
             Properties props = new Properties();
             props.putAll(properties);
-            return new KafkaReleaseTopic(topic, props, transactionalId);
+            return new KafkaReleaseTopic(topic, auditTopic, props, transactionalId);
         }
     }
 
-    private KafkaReleaseTopic(String topic, Properties properties, String transactionalId) throws Unavailable {
+    private KafkaReleaseTopic(String topic, String auditTopic, Properties properties, String transactionalId)
+            throws Unavailable {
         this.topic = topic;
+        this.auditTopic = auditTopic;
         this.properties = properties;
         Properties producerProps = new Properties();
         producerProps.putAll(properties);
@@ -89,6 +95,9 @@ final class KafkaReleaseTopic implements ReleaseTopic {
         try {
             producer.beginTransaction();
             for (ReleaseLog.Release release : releases) {
+                for (byte[] line : release.lines()) {
+                    producer.send(new ProducerRecord<>(auditTopic, null, line));
+                }
                 producer.send(new ProducerRecord<>(topic, release.key().getBytes(StandardCharsets.UTF_8),
                         release.value()));
             }

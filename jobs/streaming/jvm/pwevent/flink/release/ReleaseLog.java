@@ -6,6 +6,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -13,23 +14,28 @@ import java.util.Map;
 
 /**
  * The releases {@link ReleaseWriter} holds until the release topic has them (docs/streaming.md, "A
- * slot's outcome is drawn once"): each decided slot's record, marked with the checkpoint that first
- * held it, and the last slot ever accepted. A record is due once its checkpoint has completed: from
- * then on every restore holds these same bytes, so whatever a reader saw of it (committed or in an
- * aborted transaction) is what any later write repeats. Pure: no Flink, no Kafka.
+ * slot's outcome is drawn once"): each decided slot's record with the spend-log lines that came
+ * before it, marked with the checkpoint that first held it, and the last slot ever accepted. A record
+ * is due once its checkpoint has completed: from then on every restore holds these same bytes, so
+ * whatever a reader saw of it (committed or in an aborted transaction) is what any later write
+ * repeats. A release's lines are written in its transaction, so the audit topic has a release's
+ * spend lines committed whenever the release topic has it committed. Lines that came after the
+ * last release wait for the next one ({@link #pending}). Pure: no Flink, no Kafka.
  *
  * <p>State ({@link #encode} / {@link #decode}): version {@link #VERSION}, the last accepted slot,
- * then each held release as (slot, mark, value).
+ * the pending lines, then each held release as (slot, mark, value, lines); version 1 (no lines) is
+ * read too.
  */
 final class ReleaseLog {
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     /** The mark of a release no checkpoint holds yet. */
     static final long UNMARKED = -1;
 
-    /** A slot's release record (its bytes as the topic gets them) and the checkpoint that holds it. */
-    record Release(long slot, byte[] value, long mark) {
+    /** A slot's release record (its bytes as the topic gets them), the spend-log lines written in its
+     *  transaction (to the audit topic) and the checkpoint that holds it. */
+    record Release(long slot, byte[] value, List<byte[]> lines, long mark) {
         Release marked(long checkpointId) {
-            return new Release(slot, value, checkpointId);
+            return new Release(slot, value, lines, checkpointId);
         }
 
         String key() {
@@ -47,14 +53,16 @@ final class ReleaseLog {
     }
 
     private final List<Release> held;
+    private final List<byte[]> pending;
     private long accepted;
 
     ReleaseLog() {
-        this(new ArrayList<>(), 0);
+        this(new ArrayList<>(), new ArrayList<>(), 0);
     }
 
-    private ReleaseLog(List<Release> held, long accepted) {
+    private ReleaseLog(List<Release> held, List<byte[]> pending, long accepted) {
         this.held = held;
+        this.pending = pending;
         this.accepted = accepted;
     }
 
@@ -68,14 +76,31 @@ final class ReleaseLog {
         return List.copyOf(held);
     }
 
-    /** Take the release of `slot`; a slot at or before the last accepted one is a second outcome of
-     *  a decided slot and is refused (IllegalStateException), never written. */
+    /** The spend-log lines taken since the last release, waiting for the next one. */
+    List<byte[]> pending() {
+        return List.copyOf(pending);
+    }
+
+    /** Take spend-log lines, joined by '\n' (no other terminator counts; empty lines are lines): they
+     *  are written with the next release. */
+    void audit(String text) {
+        int start = 0;
+        for (int end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
+            pending.add(text.substring(start, end).getBytes(StandardCharsets.UTF_8));
+            start = end + 1;
+        }
+        pending.add(text.substring(start).getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Take the release of `slot`, with the lines pending; a slot at or before the last accepted one
+     *  is a second outcome of a decided slot and is refused (IllegalStateException), never written. */
     void accept(long slot, byte[] value) {
         if (slot <= accepted) {
             throw new IllegalStateException("release of slot " + slot + " after slot " + accepted
                     + " was accepted: a slot's outcome is drawn once");
         }
-        held.add(new Release(slot, value, UNMARKED));
+        held.add(new Release(slot, value, List.copyOf(pending), UNMARKED));
+        pending.clear();
         accepted = slot;
     }
 
@@ -93,7 +118,7 @@ final class ReleaseLog {
         return List.copyOf(held.subList(0, n));
     }
 
-    /** The first `n` held releases are on the topic. */
+    /** The first `n` held releases are on the topic (and their lines on the audit topic). */
     void delivered(int n) {
         held.subList(0, n).clear();
     }
@@ -107,7 +132,8 @@ final class ReleaseLog {
     /**
      * Against what the release topic holds of the slots from {@link #checkFrom} (slot -> values in
      * offset order): `committed`, its committed records, and `seen`, every record any reader can see
-     * (aborted ones too). Drops the held releases the topic has committed with the same bytes.
+     * (aborted ones too). Drops the held releases the topic has committed with the same bytes (their
+     * lines were committed in the same transaction).
      * Throws {@link Conflict} when any record of a held slot has other bytes, and, for a `restored`
      * state that accepted a release, when the topic holds any record of a slot past the last one
      * accepted (the state is older than the topic: its population would draw those slots again). A
@@ -141,12 +167,13 @@ final class ReleaseLog {
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.writeInt(VERSION);
             out.writeLong(accepted);
+            writeAll(out, pending);
             out.writeInt(held.size());
             for (Release release : held) {
                 out.writeLong(release.slot());
                 out.writeLong(release.mark());
-                out.writeInt(release.value().length);
-                out.write(release.value());
+                writeBytes(out, release.value());
+                writeAll(out, release.lines());
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -154,24 +181,53 @@ final class ReleaseLog {
         return bytes.toByteArray();
     }
 
+    private static void writeBytes(DataOutputStream out, byte[] bytes) throws IOException {
+        out.writeInt(bytes.length);
+        out.write(bytes);
+    }
+
+    private static void writeAll(DataOutputStream out, List<byte[]> all) throws IOException {
+        out.writeInt(all.size());
+        for (byte[] bytes : all) {
+            writeBytes(out, bytes);
+        }
+    }
+
+    private static byte[] readBytes(DataInputStream in) throws IOException {
+        byte[] bytes = new byte[in.readInt()];
+        in.readFully(bytes);
+        return bytes;
+    }
+
+    private static List<byte[]> readAll(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        List<byte[]> all = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            all.add(readBytes(in));
+        }
+        return all;
+    }
+
+    /** A log of version 2, or of version 1 (written before the spend lines went with the releases:
+     *  its releases have none, and nothing is pending). */
     static ReleaseLog decode(byte[] data) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(data))) {
             int version = in.readInt();
-            if (version != VERSION) {
+            if (version != VERSION && version != 1) {
                 throw new IllegalStateException("release writer state of version " + version + "; this release reads "
-                        + VERSION);
+                        + "versions 1 and " + VERSION);
             }
             long accepted = in.readLong();
+            List<byte[]> pending = version == 1 ? new ArrayList<>() : readAll(in);
             int n = in.readInt();
             List<Release> held = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
                 long slot = in.readLong();
                 long mark = in.readLong();
-                byte[] value = new byte[in.readInt()];
-                in.readFully(value);
-                held.add(new Release(slot, value, mark));
+                byte[] value = readBytes(in);
+                held.add(new Release(slot, value, version == 1 ? List.of() : List.copyOf(readAll(in)), mark));
             }
-            return new ReleaseLog(held, accepted);
+            return new ReleaseLog(held, pending, accepted);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -5,8 +5,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Where {@link ReleaseWriter} writes: the release topic, one transaction per call of {@link #write}
- * (docs/streaming.md, "A slot's outcome is drawn once"). {@link KafkaReleaseTopic} is the real one;
+ * Where {@link ReleaseWriter} writes: the release topic and, in the same transactions, the audit
+ * topic, one transaction per call of {@link #write} (docs/streaming.md, "A slot's outcome is drawn
+ * once"). {@link KafkaReleaseTopic} is the real one;
  * the JUnit tests use one in memory.
  */
 interface ReleaseTopic extends AutoCloseable {
@@ -30,7 +31,7 @@ interface ReleaseTopic extends AutoCloseable {
      *  committed ones (`committed`), or every record any reader can see, aborted ones included. */
     Map<Long, List<byte[]>> recordsFrom(long fromSlot, boolean committed) throws Unavailable;
 
-    /** `releases` in one transaction, committed before this returns. */
+    /** `releases` and their lines in one transaction, committed before this returns. */
     void write(List<ReleaseLog.Release> releases) throws Unavailable;
 
     @Override

@@ -1,6 +1,7 @@
 package pwevent.flink.release;
 
 import pwevent.flink.contract.PopulationOutRow;
+import pwevent.flink.contract.Routes;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
@@ -21,15 +22,18 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.types.Row;
 
 /**
- * Writes the Population's releases to the release topic once the checkpoint that holds them has
- * completed (docs/streaming.md, "A slot's outcome is drawn once"). Its input is the Population's
- * output, {@link PopulationOutRow}; it takes the rows of the release route (k the slot, v the record) into
- * its {@link ReleaseLog} and writes nothing downstream.
+ * Writes the Population's releases to the release topic, and its spend-log lines to the audit topic,
+ * once the checkpoint that holds them has completed (docs/streaming.md, "A slot's outcome is drawn
+ * once"). Its input is the Population's output, {@link PopulationOutRow}; it takes the rows of the
+ * release route (k the slot, v the record) and of the audit route (v lines) into its
+ * {@link ReleaseLog} and writes nothing downstream.
  *
  * <ul>
  *   <li>A release is written, in a transaction of its own producer, when a checkpoint at or after the
  *       one that first held it completes. Until then no reader can see it, so a failure before that
- *       only loses a draw nobody saw: the restored Population decides the slot again.</li>
+ *       only loses a draw nobody saw: the restored Population decides the slot again. The spend-log
+ *       lines that came before it go in the same transaction: a release is committed exactly when
+ *       its lines are, however late a restore comes.</li>
  *   <li>Restored, it opens its producer (fencing the failed task's and aborting what it left open),
  *       reads what the topic holds of the slots it holds, drops those already committed with the
  *       same bytes and writes the rest at once: every copy of a slot, committed or aborted, holds
@@ -47,7 +51,6 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
             new ListStateDescriptor<>("releases", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
 
     private final ReleaseTopic.Factory topics;
-    private final String route;
     private transient ListState<byte[]> state;
     private transient ReleaseLog log;
     private transient boolean restored;
@@ -58,18 +61,17 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
      *  first write, and after a failed one), so the next write first reads what it has. */
     private transient boolean unchecked;
 
-    ReleaseWriter(ReleaseTopic.Factory topics, String route) {
+    ReleaseWriter(ReleaseTopic.Factory topics) {
         this.topics = topics;
-        this.route = route;
     }
 
-    /** The writer of `population`'s release rows (route `route`) to `topic`, with the Kafka clients'
-     *  `properties` and the producer's `transactionalId`; parallelism 1, ended by a discarding sink
-     *  (returned, for its uid). */
-    public static SingleOutputStreamOperator<Void> apply(DataStream<Row> population, String route,
-            Map<String, String> properties, String topic, String transactionalId) {
-        ReleaseWriter writer = new ReleaseWriter(new KafkaReleaseTopic.Factory(properties, topic, transactionalId),
-                route);
+    /** The writer of `population`'s release rows to `releaseTopic` and its audit rows to `auditTopic`,
+     *  with the Kafka clients' `properties` and the producer's `transactionalId`; parallelism 1, ended
+     *  by a discarding sink (returned, for its uid). */
+    public static SingleOutputStreamOperator<Void> apply(DataStream<Row> population, Map<String, String> properties,
+            String releaseTopic, String auditTopic, String transactionalId) {
+        ReleaseWriter writer = new ReleaseWriter(
+                new KafkaReleaseTopic.Factory(properties, releaseTopic, auditTopic, transactionalId));
         SingleOutputStreamOperator<Void> written = population.transform("write releases", Types.VOID, writer)
                 .setParallelism(1).setMaxParallelism(1);
         written.sinkTo(new DiscardingSink<>()).name("releases written").uid("release-writer-end").setParallelism(1);
@@ -103,9 +105,12 @@ public final class ReleaseWriter extends AbstractStreamOperator<Void> implements
     @Override
     public void processElement(StreamRecord<Row> element) {
         Row row = element.getValue();
-        if (route.equals(row.getField(PopulationOutRow.ROUTE))) {
+        Object route = row.getField(PopulationOutRow.ROUTE);
+        if (Routes.RELEASE.equals(route)) {
             log.accept(Long.parseLong((String) row.getField(PopulationOutRow.K)),
                     ((String) row.getField(PopulationOutRow.V)).getBytes(StandardCharsets.UTF_8));
+        } else if (Routes.AUDIT.equals(route)) {
+            log.audit((String) row.getField(PopulationOutRow.V));
         }
     }
 

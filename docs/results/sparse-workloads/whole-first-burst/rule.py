@@ -1,0 +1,67 @@
+"""`pwevent evaluate` with Adaptive's first burst changed (measured, not adopted; README.md, "A whole
+first burst"). Everything else is the code of this checkout. Options, before `evaluate`:
+
+- `--probe P`: the probe's share of E_i (the default's is 1/8); at P = 1 the first burst is whole;
+- `--period-from-first`: with a whole first burst, the next burst P slots after it (Sample's
+  schedule: 1, 1 + P, 1 + 2P, ...), not P slots after the slot after it (the rest's slot, empty at
+  P = 1: 1, 2 + P, 2 + 2P, ..., the default's burst slots after the probe);
+- `--first-burst T`: the first burst at slot T instead of 1 (slots before it repeat the zeros);
+- `--extra-spacing sqrt`: whole bursts P + ceil(sqrt(P)) slots apart instead of P (each falls at
+  another phase of a cycle whose length divides P, such as the day under hourly slots), `1`: P + 1.
+
+    .venv/bin/python docs/results/sparse-workloads/whole-first-burst/rule.py --probe 1 --period-from-first \
+        evaluate --datasets ... --mechanisms Adaptive ... --seed 1 --out ...
+"""
+
+import argparse
+import dataclasses
+import math
+import sys
+
+import numpy as np
+
+import pwevent.operators.family as family
+from pwevent.state.spend import Kind
+
+parser = argparse.ArgumentParser(add_help=False)
+parser.add_argument("--probe", type=float, default=family.FamilyRule().probe)
+parser.add_argument("--period-from-first", action="store_true")
+parser.add_argument("--first-burst", type=int, default=1)
+parser.add_argument("--extra-spacing", choices=("0", "1", "sqrt"), default="0")
+options, rest = parser.parse_known_args()
+
+original_init = family.FamilySwitch.__init__
+
+
+def init(self, rule=None, name=None):
+    original_init(self, dataclasses.replace(rule or family.FamilyRule(), probe=options.probe), name)
+    if self.family == family.BURST:
+        self.next_burst = options.first_burst
+
+
+def observe_burst(self, outcome):
+    """FamilySwitch._observe_burst, the next burst's slot as the options say."""
+    if outcome.slot != self.next_burst:
+        return
+    if outcome.population == 0:
+        self.next_burst = outcome.slot + 1
+        return
+    share = self.burst_share(outcome.slot)
+    period = max(self.widest, 1)
+    rest_next = self.probing and not (options.period_from_first and share >= 1)
+    extra = {"0": 0, "1": 1, "sqrt": math.ceil(math.sqrt(period))}[options.extra_spacing]
+    self.next_burst = outcome.slot + 1 if rest_next else outcome.slot + period + extra
+    self.probing = False
+    if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
+        return
+    if family.dense(np.asarray(outcome.counts, dtype=float), outcome.publication.error, share, period,
+                    self.rule.level_margin):
+        self.enter(family.EVEN, outcome.slot + 1)
+
+
+family.FamilySwitch.__init__ = init
+family.FamilySwitch._observe_burst = observe_burst
+
+from pwevent.jobs.cli.main import main  # noqa: E402  (after the patch)
+
+sys.exit(main(rest))
