@@ -37,8 +37,8 @@ Avro events (`avro-confluent`, `avro`) reach the same regex through the Java fun
 (jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java): it decodes the datum in the JVM and renders the
 values at the configured field paths as the JSON object text the regex reads, and only when it is
 certain that this is the projection of the object jobs/common/avro_format.py decodes; otherwise
-NULL, which no regex matches (slow path). A registry with credentials keeps every Avro record on the
-slow path (its password is not put into SQL text).
+NULL, which no regex matches (slow path). A registry's credentials and TLS settings travel in the
+registered `AvroFields` instance, never in the SQL text (`register_record_groups`).
 
 The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
 (and whatever else the caller passes through). docs/streaming.md, "Parsing: fast path and reference parser".
