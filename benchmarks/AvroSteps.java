@@ -73,6 +73,10 @@ public final class AvroSteps {
             record.put("user", user);
             record.put("time", time);
             record.put("value", value);
+            if (schema.getField("amount") != null) {  // bench_stream.py's schema: a decimal and a uuid besides
+                record.put("amount", ByteBuffer.wrap(java.math.BigInteger.valueOf(value * 100L + 5).toByteArray()));
+                record.put("id", new java.util.UUID(user.hashCode(), time).toString());
+            }
             out.reset();
             out.write(0);
             out.write(ByteBuffer.allocate(4).putInt(1).array());

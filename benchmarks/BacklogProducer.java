@@ -19,8 +19,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * milliseconds, or an ISO-8601 instant); PARTITION pins the partition, else the key decides (murmur2,
  * as kafka-python's default partitioner). The lines are sent as they are (the fields are found by
  * plain string search, enough for the generated files); FILE%ID sends each line's user (string),
- * time (long) and value (int) as an Avro datum in the Confluent wire format with schema id ID
- * instead (the record schema bench_stream.py registers, fields in that order). No compression: the
+ * time (long), value (int), an amount (decimal(9,2) on bytes: value * 100 + 5 cents) and an id (a
+ * uuid made of the user's hash and the time) as an Avro datum in the Confluent wire format with
+ * schema id ID instead (the record schema bench_stream.py registers, fields in that order). No compression: the
  * Flink connector jar has no lz4/zstd/snappy. Progress to stderr once a second; exit 0 once everything is acknowledged.
  */
 public class BacklogProducer {
@@ -73,16 +74,25 @@ public class BacklogProducer {
         out.write((int) n);
     }
 
-    /** The line as {user, time, value} in the Confluent wire format with `schemaId`. */
+    /** The line as {user, time, value, amount, id} in the Confluent wire format with `schemaId`. */
     static byte[] avroConfluent(String line, int schemaId) {
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(32);
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(80);
         out.write(0);
         out.writeBytes(java.nio.ByteBuffer.allocate(4).putInt(schemaId).array());
-        byte[] user = field(line, "user").getBytes(StandardCharsets.UTF_8);
+        String userText = field(line, "user");
+        byte[] user = userText.getBytes(StandardCharsets.UTF_8);
         varint(out, user.length);
         out.writeBytes(user);
-        varint(out, timestamp(field(line, "time")));
-        varint(out, Integer.parseInt(field(line, "value")));
+        long time = timestamp(field(line, "time"));
+        varint(out, time);
+        int value = Integer.parseInt(field(line, "value"));
+        varint(out, value);
+        byte[] amount = java.math.BigInteger.valueOf(value * 100L + 5).toByteArray();
+        varint(out, amount.length);
+        out.writeBytes(amount);
+        byte[] id = new java.util.UUID(userText.hashCode(), time).toString().getBytes(StandardCharsets.US_ASCII);
+        varint(out, id.length);
+        out.writeBytes(id);
         return out.toByteArray();
     }
 

@@ -11,8 +11,9 @@ operator on the data path:
       raw:  `value` STRING -> JSON_VALUE/TRY_CAST per field; event time from the `time` field as a
             computed column, watermark declared on the source (per partition)
       json: `format json` with the fields as columns (same event time and watermark)
-      avro-confluent: Flink's `avro-confluent` format (the config's events.schema_registry url; the
-            format's jar, flink-sql-avro-confluent-registry, given by --format-jar), fields as columns
+      avro-confluent: Flink's `avro-confluent` format (the config's events.schema_registry url and its
+            basic auth, if any; the format's jar, flink-sql-avro-confluent-registry, given by
+            --format-jar), the three fields as columns (the schema's others are skipped)
       -> TUMBLE(slot length, aligned to the origin) -> window deduplication: the latest event per
          user and window -> count per (window, cell) -> exactly-once Kafka sink (the job's sink
          table), one JSON record {"window_end": "...", "cell": c, "users": n} per (window, cell).
@@ -25,6 +26,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pwevent.jobs.common.config import SchemaRegistrySection
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,7 +43,7 @@ def _interval_ms(ms: int) -> str:
 
 
 def source_ddl(fmt: str, topic: str, bootstrap: str, group_id: str, properties: dict[str, str],
-               out_of_orderness_ms: int, registry_url: str | None = None) -> str:
+               out_of_orderness_ms: int, registry: SchemaRegistrySection | None = None) -> str:
     """The events table of the `fmt` variant, event time `ts` with its watermark."""
     options = {"connector": "kafka", "topic": topic, "properties.bootstrap.servers": bootstrap,
                "properties.group.id": group_id, "properties.isolation.level": "read_committed",
@@ -50,8 +55,12 @@ def source_ddl(fmt: str, topic: str, bootstrap: str, group_id: str, properties: 
                    "`ts` AS TO_TIMESTAMP_LTZ(TRY_CAST(JSON_VALUE(`value`, '$.time') AS BIGINT), 3)")
     else:
         if fmt == "avro-confluent":
-            assert registry_url is not None
-            options.update({"format": "avro-confluent", "avro-confluent.url": registry_url})
+            assert registry is not None
+            options.update({"format": "avro-confluent", "avro-confluent.url": registry.url})
+            if registry.username is not None and registry.password is not None:  # the format's basic auth
+                user_info = f"{registry.username}:{registry.password.reveal()}"
+                options.update({"avro-confluent.basic-auth.credentials-source": "USER_INFO",
+                                "avro-confluent.basic-auth.user-info": user_info})
         else:
             options.update({"format": "json", "json.ignore-parse-errors": "true"})
         columns = "`user` STRING, `time` BIGINT, `value` INT, `ts` AS TO_TIMESTAMP_LTZ(`time`, 3)"
@@ -107,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     registry = config.events.schema_registry
     t_env.execute_sql(source_ddl(args.format, kafka.topics["events"], kafka.require_bootstrap(),
                                  f"{kafka.group_id}-events", kafka.jvm_properties(),
-                                 settings.flink.out_of_orderness_ms, registry.url if registry else None))
+                                 settings.flink.out_of_orderness_ms, registry))
     t_env.execute_sql(sink_ddl("counts", args.counts_topic, "counts", settings))
     query = counts_sql(args.format, config.slot_ms, config.origin_ms)
     if args.explain:

@@ -28,6 +28,7 @@ import base64
 import binascii
 import io
 import json
+import ssl
 import struct
 import time
 import urllib.error
@@ -110,11 +111,16 @@ def decode_datum(raw: bytes, schema: WriterSchema, what: str, record: bool = Tru
 
 @dataclass
 class SchemaRegistry:
-    """A Confluent-compatible Schema Registry client: writer schemas by id, cached for the run."""
+    """A Confluent-compatible Schema Registry client: writer schemas by id, cached for the run; every
+    request with the settings' `Authorization` header and TLS context."""
 
     settings: SchemaRegistrySection
     _schemas: dict[int, WriterSchema] = field(default_factory=dict)
     _unknown: OrderedDict[int, None] = field(default_factory=OrderedDict)
+    _tls: ssl.SSLContext | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._tls = self.settings.tls_context()
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
         """(status, parsed JSON body) of one request, retried with backoff for `retry_for` while the
@@ -123,16 +129,16 @@ class SchemaRegistry:
         headers = {"Accept": "application/vnd.schemaregistry.v1+json, application/json"}
         if body is not None:
             headers["Content-Type"] = "application/vnd.schemaregistry.v1+json"
-        if settings.username is not None and settings.password is not None:
-            token = f"{settings.username}:{settings.password.reveal()}".encode()
-            headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+        authorization = settings.authorization()
+        if authorization is not None:
+            headers["Authorization"] = authorization.reveal()
         data = None if body is None else json.dumps(body).encode()
         deadline = time.monotonic() + settings.retry_for_ms / 1000
         wait = BACKOFF_FIRST_S
         while True:
             request = urllib.request.Request(settings.url.rstrip("/") + path, data, headers, method=method)
             try:
-                with urllib.request.urlopen(request, timeout=settings.timeout_ms / 1000) as response:
+                with urllib.request.urlopen(request, timeout=settings.timeout_ms / 1000, context=self._tls) as response:
                     return response.status, json.loads(response.read() or b"null")
             except urllib.error.HTTPError as err:
                 if err.code < 500:

@@ -15,8 +15,10 @@ caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may decl
 events: {user: user, time: time, value: value}   # field paths (or lat/lon): payload.user_id, a\\.b a dot
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
                           # both: format: json (default) | avro-confluent (+ schema_registry: {url: ..,
-                          # username: .., password: ${ENV} or {file: PATH}, timeout: 10s, retry_for: 5m})
-                          # | avro (+ schema_file: events.avsc); docs/streaming.md, "Parsing"
+                          # username: .., password: ${ENV} or {file: PATH} | token: ${ENV} (bearer),
+                          # ca_file: ca.pem, client_cert: {cert_file, key_file, keystore: {location,
+                          # password}}, timeout: 10s, retry_for: 5m}) | avro (+ schema_file:
+                          # events.avsc); docs/streaming.md, "Parsing"; docs/operations.md, "Security"
 default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a user seen in the events
                           # before any requirement record of theirs ({backward: .., forward: ..} for
                           # dynamic mechanisms; docs/streaming.md, "Users without a requirement record")
@@ -38,8 +40,10 @@ the default requirement) are its validators. `config_error` turns pydantic's fir
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -54,6 +58,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
@@ -65,7 +70,7 @@ from pwevent.jobs.common.field_paths import RecordField, RecordPart, check_disjo
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.requirement_rules import RequirementRules
-from pwevent.jobs.common.secrets import Secret, SecretValue
+from pwevent.jobs.common.secrets import Secret, SecretValue, resolve_path
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
@@ -289,17 +294,57 @@ def _caps(raw: Any) -> RequirementCaps:
     return RequirementCaps(**CapsSection.model_validate(raw).model_dump())
 
 
+def _file(raw: Any, info: ValidationInfo) -> str:
+    """An existing file; relative paths are relative to the config file's folder."""
+    if not isinstance(raw, str) or not raw:
+        raise ValueError(f"must be the path of a file, got {raw!r}")
+    path = resolve_path(raw, info)
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} is not a file")
+    return path
+
+
+FilePath = Annotated[str, PlainValidator(_file, json_schema_input_type=str)]
+
+
+class Store(Section):
+    """A Java key or trust store (Kafka's `ssl.keystore.*`, `ssl.truststore.*`)."""
+
+    location: FilePath
+    type: Literal["PKCS12", "JKS", "PEM"] = "PKCS12"
+    password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}")
+
+
+class ClientCertificate(Section):
+    """`client_cert` of `kafka.security` and of a `schema_registry`: the client's key and certificate
+    for TLS client authentication, as PEM files for the Python clients and as a keystore for the
+    job's Java ones."""
+
+    cert_file: FilePath = Field(description="PEM certificate (chain) of the client: the Python clients")
+    key_file: FilePath = Field(description="PEM private key of the client: the Python clients")
+    key_password: SecretValue = Field(None, description="the private key's password, if it is encrypted "
+                                      "(the key file's and the keystore's key; default: the keystore's password)")
+    keystore: Store = Field(description="the same key and certificate for the job's Java clients")
+
+
 class SchemaRegistrySection(Section):
     """`schema_registry:` of an input in the `avro-confluent` format: where the writer schemas are, by
     the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
-    auth if `username` is given; of `release:` in a registered format, where the release's schema is
-    registered (jobs/streaming/release_format.py). A registry that does not answer is asked again, with backoff, for
-    `retry_for`; then the job's task fails (Flink restarts it) and the replay stops
-    (docs/streaming.md, "Parsing")."""
+    auth (`username`, `password`) or a bearer token (`token`), and over HTTPS the CA file its
+    certificate must chain to (`ca_file`, else the system's CAs) and a client certificate
+    (`client_cert`); of `release:` in a registered format, where the release's schema is registered
+    (jobs/streaming/release_format.py). A registry that does not answer is asked again, with backoff,
+    for `retry_for`; then the job's task fails (Flink restarts it, `flink.restart_strategy`) and the
+    replay stops (docs/streaming.md, "Parsing"; docs/operations.md, "A long Schema Registry outage")."""
 
     url: Name = Field(pattern=r"^https?://", description="the registry's base URL, e.g. http://registry:8081")
     username: Name | None = None
     password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}")
+    token: SecretValue = Field(None, description="a bearer token: write ${ENV_VAR} or {file: PATH}")
+    ca_file: FilePath | None = Field(None, description="PEM of the CA that signed the registry's certificate "
+                                     "(https; default: the system's CAs)")
+    client_cert: ClientCertificate | None = Field(None, description="TLS client authentication (https); the "
+                                                  "keystore PKCS12 or JKS")
     timeout_ms: Duration = Field("10s", alias="timeout", validate_default=True, description="of one request")
     retry_for_ms: Duration = Field("5m", alias="retry_for", validate_default=True,
                                    description="how long an unanswered request is retried before the run fails")
@@ -308,7 +353,41 @@ class SchemaRegistrySection(Section):
     def _auth(self) -> SchemaRegistrySection:
         if (self.username is None) != (self.password is None):
             raise ValueError("schema_registry.username and schema_registry.password go together")
+        if self.token is not None and self.username is not None:
+            raise ValueError("schema_registry.token (bearer) and schema_registry.username (basic) exclude each other")
+        for key in ("ca_file", "client_cert"):
+            if getattr(self, key) is not None and not self.url.startswith("https://"):
+                raise ValueError(f"schema_registry.{key} needs an https:// url, got {self.url}")
+        if self.client_cert is not None and self.client_cert.keystore.type == "PEM":
+            raise ValueError("schema_registry.client_cert.keystore.type: the registry client's JVM reads PKCS12 or "
+                             "JKS, not PEM")
+        try:
+            self.tls_context()
+        except (OSError, ssl.SSLError) as err:  # an unreadable CA file, a key that does not decrypt or match
+            raise ValueError(f"schema_registry: the CA file or client certificate does not load: {err}") from None
         return self
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS settings of the Python client's requests to an https registry: `ca_file` (else the
+        system's CAs) and `client_cert`; None for http."""
+        if not self.url.startswith("https://"):
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        cert = self.client_cert
+        if cert is not None:
+            password = cert.key_password or cert.keystore.password
+            context.load_cert_chain(cert.cert_file, cert.key_file, password.reveal if password is not None else None)
+        return context
+
+    def authorization(self) -> Secret | None:
+        """The `Authorization` header of every request (Python's and the JVM's): HTTP basic of
+        `username` and `password`, `Bearer` and `token`, or none."""
+        if self.token is not None:
+            return Secret(f"Bearer {self.token.reveal()}")
+        if self.username is not None and self.password is not None:
+            basic = base64.b64encode(f"{self.username}:{self.password.reveal()}".encode()).decode("ascii")
+            return Secret(f"Basic {basic}")
+        return None
 
 
 #: The input formats (docs/formats.md, "Input formats").

@@ -35,7 +35,7 @@ def resolve_path(path: str, info: ValidationInfo) -> str:
     return str(Path((info.context or {}).get("base_dir") or ".").resolve() / path)
 
 
-def _secret(raw: Any, info: ValidationInfo) -> Secret | None:
+def secret_value(raw: Any, info: ValidationInfo) -> Secret | None:
     """A secret written as `${ENV_VAR}` (resolved at load) or `{file: PATH}` (a mounted file, read
     now; one trailing newline dropped)."""
     if raw is None or isinstance(raw, Secret):
@@ -59,4 +59,4 @@ class SecretFile(BaseModel):
     file: str = Field(min_length=1)
 
 
-SecretValue = Annotated[Secret | None, PlainValidator(_secret, json_schema_input_type=str | SecretFile | None)]
+SecretValue = Annotated[Secret | None, PlainValidator(secret_value, json_schema_input_type=str | SecretFile | None)]

@@ -37,8 +37,8 @@ Avro events (`avro-confluent`, `avro`) reach the same regex through the Java fun
 (jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java): it decodes the datum in the JVM and renders the
 values at the configured field paths as the JSON object text the regex reads, and only when it is
 certain that this is the projection of the object jobs/common/avro_format.py decodes; otherwise
-NULL, which no regex matches (slow path). A registry with credentials keeps every Avro record on the
-slow path (its password is not put into SQL text).
+NULL, which no regex matches (slow path). A registry's credentials and TLS settings travel in the
+registered `AvroFields` instance, never in the SQL text (`register_record_groups`).
 
 The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
 (and whatever else the caller passes through). docs/streaming.md, "Parsing: fast path and reference parser".
@@ -95,15 +95,18 @@ _GROUP_NAME = re.compile(r"\(\?<([a-z]+)>")
 
 #: The Java scalar function that renders an Avro datum's field paths as JSON text (AvroFields.java).
 AVRO_FIELDS = "pwevent_avro_fields"
-AVRO_FIELDS_CLASS = "pwevent.flink.avro.AvroFields"
 
 
-def register_record_groups(t_env, avro: bool = False) -> None:  # type: ignore[no-untyped-def]
-    """Make `RecordGroups` (and with `avro` `AvroFields`, which needs jars.avro_jar() as well) callable
-    from the SQL of `t_env` (the job's jar must be in `pipeline.jars`)."""
+def register_record_groups(t_env, events: InputFormat | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Make `RecordGroups` (and for Avro `events` `AvroFields`, which needs jars.avro_jar() as well)
+    callable from the SQL of `t_env` (the job's jar must be in `pipeline.jars`). `AvroFields` is
+    registered as an instance holding the registry's client (URL, credentials, TLS), so that no
+    credential is ever in the SQL text (pyflink_internals.avro_fields)."""
+    from pwevent.jobs.streaming import pyflink_internals as internals
+
     t_env.create_java_temporary_system_function(RECORD_GROUPS, RECORD_GROUPS_CLASS)
-    if avro:
-        t_env.create_java_temporary_system_function(AVRO_FIELDS, AVRO_FIELDS_CLASS)
+    if events is not None and events.format != "json":
+        internals.register_java_function(t_env, AVRO_FIELDS, internals.avro_fields(events.schema_registry))
 
 
 @dataclass(frozen=True)
@@ -291,13 +294,10 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     canonical order (user, time, value or lat, lon; an object where its first member is), each once,
     values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
     no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
-    deeper than the parser allows, or Avro events whose registry needs credentials, or events read
-    as whole Kafka records (a mapping names `$key`, `$timestamp` or a header); and with several
-    statistics (each event read once per statistic by the reference parser). For Avro events
-    the regex reads the text `AvroFields` renders (`avro_text`)."""
-    registry = config.events.schema_registry
-    if (config.events.whole_records or (registry is not None and registry.username is not None)
-            or len(config.statistics) > 1):
+    deeper than the parser allows, or events read as whole Kafka records (a mapping names `$key`,
+    `$timestamp` or a header); and with several statistics (each event read once per statistic by the
+    reference parser). For Avro events the regex reads the text `AvroFields` renders (`avro_text`)."""
+    if config.events.whole_records or len(config.statistics) > 1:
         return None
     return anchored_regex(_leaves(config, kafka_time))
 
@@ -316,17 +316,15 @@ def anchored_regex(leaves: list[tuple[tuple[str, ...], str, bool]]) -> str | Non
 def avro_text(events: InputFormat, paths: list[tuple[str, ...]], max_bytes: int) -> str:
     """SQL BYTES: the JSON object text `AvroFields` renders of the `value` of an Avro input (the
     values at `paths`, each a field path's keys), NULL where it is not certain (docs/streaming.md,
-    "Parsing: fast path and reference parser")."""
+    "Parsing: fast path and reference parser"). The registry of `avro-confluent` is the registered
+    instance's (`register_record_groups`)."""
     fields = ",".join(".".join(keys) for keys in paths)
+    schema = "CAST(NULL AS STRING)"
     if events.format == "avro":
         assert events.schema_file is not None
         with open(events.schema_file, encoding="utf-8") as handle:
-            url, schema, timeout_ms = "CAST(NULL AS STRING)", sql_literal(handle.read()), 0
-    else:
-        assert events.format == "avro-confluent" and events.schema_registry is not None
-        registry = events.schema_registry
-        url, schema, timeout_ms = sql_literal(registry.url), "CAST(NULL AS STRING)", int(registry.timeout_ms)
-    return f"{AVRO_FIELDS}(`value`, {url}, {schema}, {sql_literal(fields)}, {timeout_ms}, {max_bytes})"
+            schema = sql_literal(handle.read())
+    return f"{AVRO_FIELDS}(`value`, {schema}, {sql_literal(fields)}, {max_bytes})"
 
 
 def event_sql(config: Config, kafka_time: bool = False) -> EventSql:

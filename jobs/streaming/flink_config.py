@@ -8,10 +8,27 @@ from __future__ import annotations
 
 import sys
 
-from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, StreamSettings
+from pwevent.jobs.streaming.settings import PROMETHEUS_PREFIX, FlinkSettings, StreamSettings
 
 #: Flink's Prometheus reporter bound to one address (jobs/streaming/jvm-metrics).
 PROMETHEUS_REPORTER = "org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory"
+
+
+def restart_strategy(f: FlinkSettings) -> dict[str, str]:
+    """Flink's restart strategy keys of `flink.restart_strategy`: fixed-delay (`restart_attempts` waits
+    of `restart_delay`) or exponential-delay (`restart_attempts` waits, the first `restart_delay`, each
+    twice the last up to `restart_max_delay`, with Flink's default jitter; a job that ran stably for
+    Flink's reset threshold, an hour by default, starts counting afresh)."""
+    if f.restart_strategy == "fixed-delay":
+        return {"restart-strategy.type": "fixed-delay",
+                "restart-strategy.fixed-delay.attempts": str(f.restart_attempts),
+                "restart-strategy.fixed-delay.delay": f"{f.restart_delay_ms} ms"}
+    exponential = "restart-strategy.exponential-delay."
+    return {"restart-strategy.type": "exponential-delay",
+            exponential + "initial-backoff": f"{f.restart_delay_ms} ms",
+            exponential + "max-backoff": f"{f.restart_max_delay} ms",
+            exponential + "backoff-multiplier": "2.0",
+            exponential + "attempts-before-reset-backoff": str(f.restart_attempts)}
 
 
 def flink_configuration(settings: StreamSettings, restore: str | None,
@@ -53,9 +70,7 @@ def flink_configuration(settings: StreamSettings, restore: str | None,
         # rocksdb: timers on the heap (Flink's advice for many timers: a RocksDB timer queue slows
         # down behind the tombstones of fired timers); every registration fires one Membership timer.
         "state.backend.rocksdb.timer-service.factory": "HEAP",
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": str(f.restart_attempts),
-        "restart-strategy.fixed-delay.delay": f"{f.restart_delay_ms} ms",
+        **restart_strategy(f),
         # The SQL operators get uids from the planner (node id, node type, transformation), as the
         # DataStream operators have theirs: a restore maps state by uid (docs/operations.md,
         # "Savepoints, upgrades and rescaling"). The type in the uid turns a shifted plan into a

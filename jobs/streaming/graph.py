@@ -112,10 +112,9 @@ def register_functions(stage: Stage) -> None:
     from pwevent.jobs.streaming.jars import avro_jar
     from pwevent.jobs.streaming.requirement_sql import register_iso_millis
 
-    avro = stage.config.events.format != "json"
-    if avro:
+    if stage.config.events.format != "json":
         stage.env.add_jars(avro_jar().resolve().as_uri())
-    register_record_groups(stage.t_env, avro)
+    register_record_groups(stage.t_env, stage.config.events)
     register_iso_millis(stage.t_env)
 
 

@@ -48,25 +48,32 @@ def unsecured_jws(subject: str, now_s: float, lifetime_s: int = UNSECURED_LIFETI
 
 
 class UnsecuredTokens(AbstractTokenProvider):  # type: ignore[misc]
-    """A fresh unsigned token of `subject` at every authentication (testing only)."""
+    """A fresh unsigned token of `subject` at every authentication (testing only), sent with the
+    SASL `extensions`."""
 
-    def __init__(self, subject: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, subject: str, extensions: dict[str, str] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self._subject = subject
+        self._extensions = dict(extensions or {})
         self._clock = clock
 
     def token(self) -> str:
         return unsecured_jws(self._subject, self._clock())
 
+    def extensions(self) -> dict[str, str]:
+        return dict(self._extensions)
+
 
 class ClientCredentialsTokens(AbstractTokenProvider):  # type: ignore[misc]
     """Access tokens from `endpoint` by the client-credentials grant, reused until shortly before
-    they expire. `client_secret` is a callable so that this object never holds the value in a field
-    a repr could show."""
+    they expire, sent with the SASL `extensions`. `client_secret` is a callable so that this object
+    never holds the value in a field a repr could show."""
 
     def __init__(self, endpoint: str, client_id: str, client_secret: Callable[[], str], scope: str | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 extensions: dict[str, str] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
+        self._extensions = dict(extensions or {})
         self._endpoint = endpoint
         self._client_id = client_id
         self._client_secret = client_secret
@@ -85,6 +92,9 @@ class ClientCredentialsTokens(AbstractTokenProvider):  # type: ignore[misc]
                 self._token, lifetime_s = self._fetch()
                 self._valid_until = self._clock() + max(0.0, lifetime_s - REFRESH_MARGIN_S)
             return self._token
+
+    def extensions(self) -> dict[str, str]:
+        return dict(self._extensions)
 
     def _fetch(self) -> tuple[str, float]:
         quote = urllib.parse.quote

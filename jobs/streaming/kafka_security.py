@@ -14,6 +14,7 @@ kafka:
       token_endpoint: https://idp.example/oauth2/token   # or unsecured_subject (testing only)
       client_id: pwevent-job
       client_secret: {file: /var/run/secrets/pwevent/oauth-secret}
+      extensions: {logicalCluster: lkc-abc123, identityPoolId: pool-xyz}   # SASL extensions (optional)
     kerberos: {principal: pwevent-job@EXAMPLE.COM, keytab: /etc/security/pwevent.keytab,
                service_name: kafka,   # GSSAPI (the Python clients need the `gssapi` package)
                krb5_conf: /etc/krb5.conf}   # optional: the Kerberos configuration (default the system's)
@@ -27,6 +28,9 @@ kafka:
       key_password: ${PWEVENT_KEY_PASSWORD}   # the private key's, if encrypted (both files)
       keystore: {location: tls/client.p12, type: PKCS12, password: ${PWEVENT_KEYSTORE_PASSWORD}}
     check_hostname: true           # the broker's certificate must name the host of the bootstrap address
+    properties:                    # any other sasl.* / ssl.* Java client property the section does not
+      ssl.enabled.protocols: TLSv1.3   # set, passed to the job's Java clients as it is; every value is held
+      sasl.login.refresh.buffer.seconds: "120"   # as a secret: ${ENV_VAR}, {file: PATH} or text
 ```
 
 Every secret is held in a `Secret`, whose repr hides it, so that neither a printed settings object
@@ -36,6 +40,7 @@ nor an error message shows it.
 from __future__ import annotations
 
 import os
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -49,14 +54,16 @@ from pydantic import (
     model_validator,
 )
 
-from pwevent.jobs.common.config import ConfigError, Name, Section, config_error
+from pwevent.jobs.common.config import ClientCertificate, ConfigError, FilePath, Name, Section, Store, config_error
 from pwevent.jobs.common.secrets import Secret as Secret  # re-exported: the settings hold them
-from pwevent.jobs.common.secrets import SecretValue, resolve_path
+from pwevent.jobs.common.secrets import SecretFile, SecretValue, resolve_path, secret_value
 from pwevent.jobs.streaming.kafka_kerberos import python_login
 from pwevent.jobs.streaming.kafka_oauth import ClientCredentialsTokens, UnsecuredTokens
 
 #: Java client property prefixes that belong to `kafka.security`, not `kafka.properties`.
 SECURITY_PROPERTY_PREFIXES = ("security.", "sasl.", "ssl.")
+#: Those `kafka.security.properties` passes through to the Java clients.
+PASSED_PROPERTY_PREFIXES = ("sasl.", "ssl.")
 #: The job's Java clients are those of flink-sql-connector-kafka, which relocates the Kafka client
 #: classes under this package: a JAAS line or a callback handler must name the relocated class.
 SHADED_KAFKA = "org.apache.flink.kafka.shaded.org.apache.kafka"
@@ -76,36 +83,34 @@ OAUTH_ALLOWED_URLS_PROPERTY = f"{SHADED_KAFKA}.sasl.oauthbearer.allowed.urls"
 KRB5_CONF_PROPERTY = "java.security.krb5.conf"
 
 
-def _file(raw: Any, info: ValidationInfo) -> str:
-    """An existing file; relative paths are relative to the config file's folder."""
-    if not isinstance(raw, str) or not raw:
-        raise ValueError(f"must be the path of a file, got {raw!r}")
-    path = resolve_path(raw, info)
-    if not os.path.isfile(path):
-        raise ValueError(f"{path} is not a file")
-    return path
+#: Kafka's patterns of a SASL extension's name and value (OAuthBearerClientInitialResponse).
+_EXTENSION_NAME = re.compile(r"[A-Za-z]+")
+_EXTENSION_VALUE = re.compile(r"[\x21-\x7E \t\r\n]+")
 
 
-FilePath = Annotated[str, PlainValidator(_file, json_schema_input_type=str)]
+def _passed_properties(raw: Any, info: ValidationInfo) -> dict[str, Secret]:
+    """`kafka.security.properties`: `sasl.*` / `ssl.*` Java client property names to values, each
+    held as a secret (written as text, `${ENV_VAR}` or `{file: PATH}`)."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ValueError("must be a mapping of sasl.* / ssl.* Java client property names to values")
+    out: dict[str, Secret] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key.startswith(PASSED_PROPERTY_PREFIXES):
+            raise ValueError(f"{key!r}: only sasl.* and ssl.* properties pass through (the others: kafka.properties)")
+        if isinstance(value, (bool, int, float)):
+            value = str(value).lower() if isinstance(value, bool) else str(value)
+        try:
+            secret = secret_value(value, info)
+        except ValueError as err:
+            raise ValueError(f"{key}: {err}") from None
+        assert secret is not None
+        out[key] = secret
+    return out
 
 
-class Store(Section):
-    """A Java key or trust store (`ssl.keystore.*`, `ssl.truststore.*`)."""
-
-    location: FilePath
-    type: Literal["PKCS12", "JKS", "PEM"] = "PKCS12"
-    password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}")
-
-
-class ClientCertificate(Section):
-    """`kafka.security.client_cert`: the client's key and certificate for TLS client authentication,
-    as PEM files for the Python tools and as a keystore for the job's Java clients."""
-
-    cert_file: FilePath = Field(description="PEM certificate (chain) of the client: the Python tools")
-    key_file: FilePath = Field(description="PEM private key of the client: the Python tools")
-    key_password: SecretValue = Field(None, description="the private key's password, if it is encrypted "
-                                      "(the key file's and the keystore's key; default: the keystore's password)")
-    keystore: Store = Field(description="the same key and certificate for the job's Java clients")
+PassedProperties = Annotated[dict[str, Secret], PlainValidator(
+    _passed_properties, json_schema_input_type=dict[str, str | int | float | bool | SecretFile])]
 
 
 class OAuth(Section):
@@ -118,6 +123,22 @@ class OAuth(Section):
     scope: StrictStr | None = None
     unsecured_subject: Name | None = Field(None, description="TESTING ONLY: an unsigned JWS with this sub, "
                                            "accepted by a broker with Kafka's unsecured validator only")
+    extensions: dict[str, StrictStr] = Field(default_factory=dict, description=(
+        "SASL extensions sent with the token (e.g. Confluent Cloud's logicalCluster and identityPoolId): "
+        "names of letters, values of printable ASCII"))
+
+    @field_validator("extensions")
+    @classmethod
+    def _extensions(cls, value: dict[str, str]) -> dict[str, str]:
+        """Kafka's rules for SASL extensions (OAuthBearerClientInitialResponse): a name of letters,
+        not `auth`; a value of printable ASCII, spaces and tabs."""
+        for name, text in value.items():
+            if not _EXTENSION_NAME.fullmatch(name) or name == "auth":
+                raise ValueError(f"kafka.security.oauth.extensions: {name!r} is not a SASL extension name "
+                                 "(letters only, not 'auth')")
+            if not _EXTENSION_VALUE.fullmatch(text):
+                raise ValueError(f"kafka.security.oauth.extensions.{name}: the value must be printable ASCII")
+        return value
 
     @model_validator(mode="after")
     def _one_way(self) -> OAuth:
@@ -172,6 +193,8 @@ class KafkaSecurity(Section):
     truststore: Store | None = None
     client_cert: ClientCertificate | None = None
     check_hostname: StrictBool = True
+    properties: PassedProperties = Field(default_factory=dict, description=(
+        "any other sasl.* / ssl.* Java client property, as it is; values as secrets"))
 
     @field_validator("ca_file")
     @classmethod
@@ -214,6 +237,10 @@ class KafkaSecurity(Section):
         for key in ("truststore", "client_cert"):
             if getattr(self, key) is not None and not self.tls:
                 raise ValueError(f"kafka.security.{key} needs protocol SSL or SASL_SSL, not {self.protocol}")
+        owned = sorted(set(self.properties) & set(self._own_jvm_properties()))
+        if owned:
+            raise ValueError(f"kafka.security.properties.{owned[0]} is set by kafka.security itself (protocol, "
+                             "sasl_mechanism and its credentials, the TLS settings); set it there")
         return self
 
     @property
@@ -236,6 +263,7 @@ class KafkaSecurity(Section):
                 options["clientSecret"] = self.oauth.client_secret.reveal()
                 if self.oauth.scope:
                     options["scope"] = self.oauth.scope
+            options.update({f"extension_{name}": value for name, value in self.oauth.extensions.items()})
         elif self.kerberos is not None:
             options = {"useKeyTab": "true", "storeKey": "true", "keyTab": self.kerberos.keytab,
                        "principal": self.kerberos.principal}
@@ -247,7 +275,12 @@ class KafkaSecurity(Section):
 
     def jvm_properties(self) -> dict[str, str]:
         """Java Kafka client properties of the job's Flink sources and sinks (the connector's
-        relocated Kafka client: `SHADED_KAFKA`)."""
+        relocated Kafka client: `SHADED_KAFKA`): the section's own and the passed-through
+        `properties`."""
+        return {**self._own_jvm_properties(), **{key: value.reveal() for key, value in self.properties.items()}}
+
+    def _own_jvm_properties(self) -> dict[str, str]:
+        """The Java client properties the section's keys set."""
         props: dict[str, str] = {"security.protocol": self.protocol}
         if self.sasl:
             props["sasl.mechanism"] = self.sasl_mechanism
@@ -318,9 +351,10 @@ def _store(kind: str, store: Store) -> dict[str, str]:
 def _token_provider(oauth: OAuth) -> UnsecuredTokens | ClientCredentialsTokens:
     """kafka-python's `sasl_oauth_token_provider` of `oauth` (jobs/streaming/kafka_oauth.py)."""
     if oauth.unsecured_subject is not None:
-        return UnsecuredTokens(oauth.unsecured_subject)
+        return UnsecuredTokens(oauth.unsecured_subject, oauth.extensions)
     assert oauth.token_endpoint is not None and oauth.client_id is not None and oauth.client_secret is not None
-    return ClientCredentialsTokens(oauth.token_endpoint, oauth.client_id, oauth.client_secret.reveal, oauth.scope)
+    return ClientCredentialsTokens(oauth.token_endpoint, oauth.client_id, oauth.client_secret.reveal, oauth.scope,
+                                   oauth.extensions)
 
 
 def _jaas_quote(value: str) -> str:
@@ -337,8 +371,9 @@ def parse_security(raw: Any, base_dir: str | None) -> KafkaSecurity:
 
 
 def check_properties(properties: dict[str, Any]) -> None:
-    """`kafka.properties` takes client tuning only: security settings have one place, `kafka.security`."""
+    """`kafka.properties` takes client tuning only: security settings have one place, `kafka.security`
+    (a `sasl.*` / `ssl.*` property it does not name: `kafka.security.properties`)."""
     for key in properties:
         if key.startswith(SECURITY_PROPERTY_PREFIXES):
-            raise ConfigError(f"kafka.properties.{key}: security settings go in kafka.security "
-                              "(docs/operations.md, Security)")
+            raise ConfigError(f"kafka.properties.{key}: security settings go in kafka.security (a sasl.* or ssl.* "
+                              "property it does not name: kafka.security.properties; docs/operations.md, Security)")

@@ -14,6 +14,10 @@ operator creeps back onto the per-record path. An upgrade of apache-flink starts
 - `load_file_systems`: a local run's mini-cluster loads no file system plugins (only a cluster's
   entry points initialise them); the S3 file system of a job whose state is on an object store is
   loaded so, with its `s3.*` keys, before the job is submitted.
+- `avro_fields`, `register_java_function`: the Table API registers a Java function by class name
+  only from Python; `AvroFields` is registered as an instance that holds the registry's client, so
+  that its credentials travel in the serialized function, not in the SQL text (which plans, operator
+  names and logs show).
 - `effective_setting`: PyFlink has no reader of the environment's effective configuration (the
   cluster's and the submitter's keys), which tells the entry point whether the cluster restores state.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pwevent.jobs.common.config import SchemaRegistrySection
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 
 
@@ -83,6 +88,32 @@ def _java_strings(properties: dict[str, str]) -> Any:
     for key, value in properties.items():
         out.put(key, value)
     return out
+
+
+def avro_fields(registry: SchemaRegistrySection | None) -> Any:
+    """A `pwevent.flink.avro.AvroFields` with the client of `registry` (None: format avro)."""
+    jvm = _jvm()
+    if registry is None:
+        return jvm.pwevent.flink.avro.AvroFields(None)
+    authorization = registry.authorization()
+    tls = None
+    if registry.ca_file is not None or registry.client_cert is not None:
+        cert = registry.client_cert
+        store = cert.keystore if cert is not None else None
+        store_password = store.password if store is not None else None
+        key_password = cert.key_password if cert is not None else None
+        tls = jvm.pwevent.flink.avro.RegistryTls(
+            registry.ca_file, None if store is None else store.location, None if store is None else store.type,
+            None if store_password is None else store_password.reveal(),
+            None if key_password is None else key_password.reveal())
+    client = jvm.pwevent.flink.avro.RegistryClient(
+        registry.url, int(registry.timeout_ms), None if authorization is None else authorization.reveal(), tls)
+    return jvm.pwevent.flink.avro.AvroFields(client)
+
+
+def register_java_function(t_env: Any, name: str, function: Any) -> None:
+    """Register the Java function instance `function` as the temporary system function `name`."""
+    t_env._j_tenv.createTemporarySystemFunction(name, function)
 
 
 def user_class_join(versions: Any, rows: Any) -> Any:

@@ -52,8 +52,13 @@ flink:
                                   # the dead letters (unless the next record confirms the jump); 0 = off
   prometheus: {host: 127.0.0.1, port: 9249}   # optional: export the metrics for Prometheus on this
                                   # address (port: a port or a range, 9249-9259); docs/operations.md, Metrics
-  restart_attempts: 3             # a failed job restarts from its last checkpoint this many times ...
-  restart_delay: 2s               # ... waiting this long before each; 0 attempts = fail at once
+  restart_strategy: fixed-delay   # fixed-delay | exponential-delay: how a failed job restarts from its
+                                  # last checkpoint (docs/operations.md, "A long Schema Registry outage")
+  restart_attempts: 3             # at most this many times in a row (exponential-delay: before a stable
+                                  # hour resets the count); 0 attempts = fail at once
+  restart_delay: 2s               # fixed-delay: the wait before each; exponential-delay: the first wait,
+                                  # doubled at each attempt up to ...
+  restart_max_delay: 5m           # ... this (exponential-delay only)
   web_port: 0                     # local run: port of the web UI / REST API on 127.0.0.1 (0 = a free one)
   log_dir: .run/logs              # local run: each run logs into its own folder under this one
   retained_jobs: 1                # local checkpoint dirs: earlier jobs' folders kept besides the newest
@@ -298,6 +303,9 @@ def _extra(raw: Any) -> dict[str, str]:
     return out
 
 
+#: flink.restart_max_delay's default (exponential-delay), ms.
+DEFAULT_RESTART_MAX_DELAY_MS = 300_000
+
 _SCHEDULE = ("replaced by flink.release_delay: slots close on a public schedule once the backlog is read, "
              "never after a quiet spell (docs/streaming.md, \"Time\")")
 
@@ -323,8 +331,11 @@ class FlinkSettings(Section):
     bundle_time_ms: Duration = Field("100ms", alias="bundle_time", validate_default=True)
     max_lead_ms: DurationOrZero = Field("1h", alias="max_lead", validate_default=True)
     prometheus: PrometheusSettings | None = None
+    restart_strategy: Literal["fixed-delay", "exponential-delay"] = "fixed-delay"
     restart_attempts: StrictInt = Field(3, ge=0)
     restart_delay_ms: DurationOrZero = Field("2s", alias="restart_delay", validate_default=True)
+    restart_max_delay_ms: Duration | None = Field(None, alias="restart_max_delay", description=(
+        "exponential-delay: the longest wait between restarts (default 5m)"))
     web_port: StrictInt = Field(0, ge=0, le=65535, description="0 = a free one")
     log_dir: LocalPath = Field(default_factory=default_log_dir)  # a factory: the schema holds no local path
     retained_jobs: StrictInt = Field(1, ge=0)
@@ -342,6 +353,29 @@ class FlinkSettings(Section):
                              "every user's ledger would start afresh and the spent budget be forgotten; use "
                              "savepoint or last-state (docs/kubernetes.md, \"Upgrades, savepoints and rescaling\")")
         return value
+
+    @model_validator(mode="after")
+    def _restart_strategy(self) -> FlinkSettings:
+        """exponential-delay: a first wait of at least 1 ms, at least one attempt, and a longest wait
+        not shorter than the first (Flink's own checks, here with the key's name)."""
+        if self.restart_strategy == "fixed-delay":
+            if self.restart_max_delay_ms is not None:
+                raise ValueError("flink.restart_max_delay applies to restart_strategy exponential-delay only")
+            return self
+        if self.restart_delay_ms < 1:
+            raise ValueError("flink.restart_delay must be at least 1ms with restart_strategy exponential-delay")
+        if self.restart_attempts < 1:
+            raise ValueError("flink.restart_attempts must be at least 1 with restart_strategy exponential-delay "
+                             "(0 = fail at once: use fixed-delay)")
+        if self.restart_max_delay < self.restart_delay_ms:
+            raise ValueError(f"flink.restart_max_delay ({self.restart_max_delay} ms) must not be shorter than "
+                             f"flink.restart_delay ({self.restart_delay_ms} ms)")
+        return self
+
+    @property
+    def restart_max_delay(self) -> int:
+        """The longest wait between restarts of exponential-delay, ms."""
+        return self.restart_max_delay_ms if self.restart_max_delay_ms is not None else DEFAULT_RESTART_MAX_DELAY_MS
 
     @model_validator(mode="after")
     def _one_reporter(self) -> FlinkSettings:
@@ -363,7 +397,10 @@ OWNED_FLINK_KEYS = frozenset({
     "execution.checkpointing.tolerable-failed-checkpoints", "pipeline.object-reuse", "state.backend.type",
     "execution.checkpointing.incremental", "state.backend.rocksdb.use-bloom-filter",
     "state.backend.rocksdb.timer-service.factory", "restart-strategy.type", "restart-strategy.fixed-delay.attempts",
-    "restart-strategy.fixed-delay.delay", "table.exec.uid.generation", "table.exec.uid.format",
+    "restart-strategy.fixed-delay.delay", "restart-strategy.exponential-delay.initial-backoff",
+    "restart-strategy.exponential-delay.max-backoff", "restart-strategy.exponential-delay.backoff-multiplier",
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff", "table.exec.uid.generation",
+    "table.exec.uid.format",
     "rest.bind-address", "rest.address", "rest.port", "execution.state-recovery.path",
     "execution.state-recovery.ignore-unclaimed-state", "pipeline.jars", "python.files", "table.local-time-zone",
 })

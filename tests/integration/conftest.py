@@ -149,9 +149,10 @@ class StreamingJob:
         return args
 
     def start(self, seed: int | None = 1, restore: str | None = None, timeout: float = 120,
-              extra_args: list[str] | None = None) -> float:
-        """Start `pwevent run`; returns once the job is RUNNING and every one of its tasks is
-        running (or finished); the job id is then `self.job_id`."""
+              extra_args: list[str] | None = None, wait_tasks: bool = True) -> float:
+        """Start `pwevent run`; returns once the job is RUNNING and (`wait_tasks`) every one of its
+        tasks is running (or finished); the job id is then `self.job_id`. Without `wait_tasks` for
+        a job that fails over and over from its start (its tasks are seldom all running at once)."""
         self.runs += 1
         ready = self.folder / f"ready-{self.runs}"
         args = [*self.command(seed, restore), "--ready-file", str(ready), *(extra_args or [])]
@@ -165,7 +166,7 @@ class StreamingJob:
             time.sleep(0.2)
         self.job_id = ready.read_text().strip()
         rest = self.rest()
-        while not self.tasks_running(rest):
+        while wait_tasks and not self.tasks_running(rest):
             assert self.process.poll() is None, self.log_tail()
             assert time.monotonic() - began < timeout, \
                 f"job's tasks not running in time; {rest.base} says: {self.task_states(rest)}; " \

@@ -6,6 +6,7 @@ field, with the full audit, while invalid Avro records are mixed in. The registr
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,7 @@ import pytest
 
 from pwevent.jobs.common.avro_format import encode_datum, frame, framed_line
 from pwevent.jobs.streaming.kafka_io import producer
+from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     SEED,
@@ -163,3 +165,54 @@ def test_plain_avro_container_file_equals_the_replay(streaming_job: Any, tmp_pat
         check_equals_replay(job, str(events), requirements, slots, expected)
     dead = [m.json() for m in job.read("dead_letters", idle_s=1.0)]
     assert Counter(d["reason"] for d in dead) == Counter({"undecodable": 2}), dead
+
+
+#: Failures the job rides out in the outage test: more than the default fixed-delay's 3 attempts.
+OUTAGE_FAILURES = 5
+
+
+@registry_test
+def test_a_registry_outage_longer_than_the_fixed_restarts_is_ridden_out_with_exponential_delay(
+        streaming_job: Any, tmp_path: Path) -> None:
+    """The runbook's long Schema Registry outage (docs/operations.md): the registry is down when the
+    job starts and stays down while the job fails OUTAGE_FAILURES times (each task asks for
+    `retry_for`, then fails; `flink.restart_strategy: exponential-delay` waits 1 s, 2 s, 2 s ...
+    between restarts). The default strategy (3 attempts) would have ended the job FAILED; this one is
+    still running, and once the registry is back (a fresh server on the same address, the schema
+    registered again under the same id) the job equals the replay, spend log and audit included."""
+    port = free_loopback_port()
+    registry = LocalSchemaRegistry(tmp_path / "registry", port=port)
+    registry.start()
+    try:
+        slots = 6
+        job = make_job(streaming_job, "PBD", {
+            "events": {**AVRO_EVENTS, "format": "avro-confluent",
+                       "schema_registry": {"url": registry.url, "retry_for": "1s", "timeout": "1s"}},
+            "flink": {"restart_strategy": "exponential-delay", "restart_attempts": 100, "restart_delay": "1s",
+                      "restart_max_delay": "2s"}})
+        flat_events, requirements = generate(job.folder, users=20, slots=slots)
+        schema_id = registry.add("outage-events-value", EVENT_V1)
+        flat = sorted((json.loads(line) for line in Path(flat_events).read_text().splitlines()),
+                      key=lambda r: r["time"])
+        events = job.folder / "events.b64"
+        events.write_bytes(b"".join(
+            framed_line(avro_value(schema_id, EVENT_V1, reading(r["user"], r["time"], r["value"]))) + b"\n"
+            for r in flat))
+        expected = replay(job, str(events), requirements, slots)
+        assert len(expected["releases"]) == slots and not expected["rejects"]
+        produce_files(job.kafka, job.config, str(events), requirements, 0.0)
+        registry.stop()
+        job.start(seed=SEED, wait_tasks=False)  # it fails at its first record, and again after each restart
+        rest, deadline = job.rest(), time.monotonic() + 300
+        while len(rest.call(f"/jobs/{job.job_id}/exceptions")["exceptionHistory"]["entries"]) < OUTAGE_FAILURES:
+            assert job.alive() and rest.job_state(job.job_id) != "FAILED", job.log_tail()
+            assert time.monotonic() < deadline, "the job did not fail on the missing registry"
+            time.sleep(0.5)
+        failures = rest.call(f"/jobs/{job.job_id}/exceptions")["exceptionHistory"]["entries"]
+        assert all("RegistryUnavailable" in str(entry) for entry in failures), str(failures)[:3000]
+        registry.start()
+        assert registry.add("outage-events-value", EVENT_V1) == schema_id
+        check_equals_replay(job, str(events), requirements, slots, expected)
+        assert job.alive()  # (the REST API's job state may lag: its cache can still say RESTARTING)
+    finally:
+        registry.stop()

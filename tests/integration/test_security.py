@@ -211,18 +211,24 @@ def test_the_job_runs_with_a_client_certificate_and_clients_without_one_are_refu
         mtls_broker: SecureBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """mTLS (ssl.client.auth=required): the job's Java clients use its PKCS12 keystore (password
     from a mounted file), the producer, the topic creation and the readers its PEM key (password
-    from the environment); releases equal the replay's and the key password is in no log. A TLS
-    client without a certificate fails the handshake, which the broker logs as a failed
+    from the environment); releases equal the replay's and the key password is in no log. A
+    property the section does not name passes through to the Java clients, its value from the
+    environment (`kafka.security.properties`: only TLSv1.3, as their logged configuration shows). A
+    TLS client without a certificate fails the handshake, which the broker logs as a failed
     authentication, while the same call with the certificate succeeds."""
     broker = mtls_broker
     password = broker.password("pwevent-job")
     monkeypatch.setenv("PWEVENT_TEST_KEY_PASSWORD", password)
-    security = _mtls(broker, "pwevent-job", "${PWEVENT_TEST_KEY_PASSWORD}")
+    monkeypatch.setenv("PWEVENT_TEST_TLS_PROTOCOLS", "TLSv1.3")
+    security = {**_mtls(broker, "pwevent-job", "${PWEVENT_TEST_KEY_PASSWORD}"),
+                "properties": {"ssl.enabled.protocols": "${PWEVENT_TEST_TLS_PROTOCOLS}"}}
     (tmp_path / "tls").symlink_to(broker.run_dir / "tls")  # relative paths: the job's folder
     (tmp_path / "secrets").symlink_to(broker.run_dir / "secrets")
     job = _run_job(broker, tmp_path, security, _mtls(broker, "admin", broker.password("admin")))
     assert password not in job.config_path.read_text()
     _check_secrets_not_logged(job, password)
+    logs = job.flink_logs()
+    assert "ssl.enabled.protocols = [TLSv1.3]" in logs and "ssl.enabled.protocols = [TLSv1.2" not in logs
 
     before = _log_length(broker)
     with pytest.raises(KafkaError):

@@ -402,11 +402,12 @@ def test_full_audit_reads_avro_requirements(tmp_path):
     assert not audit_file(str(spend), str(fewer), str(releases), config).ok
 
 
-def test_avro_records_reach_the_fast_path_through_the_jvm_decoder_unless_the_registry_needs_a_password(tmp_path):
-    """Avro events reach the JSON regex through AvroFields (its text, with the schema or the registry,
-    and the field paths: the time path only when it is read); a registry with credentials keeps them
-    on the reference parser; the source reads no JSON time out of Avro bytes."""
-    from pwevent.jobs.streaming.event_sql import AVRO_FIELDS, event_sql, record_regex
+def test_avro_records_reach_the_fast_path_through_the_jvm_decoder_with_credentials_never_in_the_sql(tmp_path):
+    """Avro events reach the JSON regex through AvroFields (its text, with the schema, and the field
+    paths: the time path only when it is read; the registry is the registered instance's); a
+    registry with credentials keeps them on the fast path, and no credential is in the SQL; the
+    source reads no JSON time out of Avro bytes."""
+    from pwevent.jobs.streaming.event_sql import AVRO_FIELDS, event_sql, parsed_events_sql, record_regex
     from pwevent.jobs.streaming.graph import source_time_path
 
     path = tmp_path / "e.avsc"
@@ -414,14 +415,15 @@ def test_avro_records_reach_the_fast_path_through_the_jvm_decoder_unless_the_reg
     plain, confluent = _config({"format": "avro", "schema_file": str(path)}), _confluent("http://127.0.0.1:9")
     assert record_regex(plain) == record_regex(confluent) == record_regex(_config({})) is not None
     assert event_sql(_config({})).text == "`value`"
-    assert event_sql(plain).text.startswith(f"{AVRO_FIELDS}(`value`, CAST(NULL AS STRING), '{{")
-    assert event_sql(plain).text.endswith("]}', 'user,time,value', 0, 65536)")
-    assert event_sql(confluent).text == f"{AVRO_FIELDS}(`value`, 'http://127.0.0.1:9', CAST(NULL AS STRING), " \
-        "'user,time,value', 10000, 65536)"
-    assert event_sql(confluent, kafka_time=True).text.endswith("'user,value', 10000, 65536)")
-    secret = _config({"format": "avro-confluent", "schema_registry": {
-        "url": "http://127.0.0.1:9", "username": "u", "password": "p"}})
-    assert record_regex(secret) is None and event_sql(secret).fast == "FALSE"
+    assert event_sql(plain).text.startswith(f"{AVRO_FIELDS}(`value`, '{{")
+    assert event_sql(plain).text.endswith("]}', 'user,time,value', 65536)")
+    assert event_sql(confluent).text == f"{AVRO_FIELDS}(`value`, CAST(NULL AS STRING), 'user,time,value', 65536)"
+    assert event_sql(confluent, kafka_time=True).text.endswith("'user,value', 65536)")
+    for auth in ({"username": "u", "password": "p4ss"}, {"token": "t0ken"}):
+        secret = _config({"format": "avro-confluent", "schema_registry": {"url": "http://127.0.0.1:9", **auth}})
+        assert record_regex(secret) == record_regex(confluent) and event_sql(secret).fast != "FALSE"
+        sql = parsed_events_sql(secret, "raw_events")
+        assert "p4ss" not in sql and "t0ken" not in sql and "127.0.0.1:9" not in sql
     for config in (plain, confluent):
         assert source_time_path(config.events) is None
     assert source_time_path(_config({}).events) == ("time",)

@@ -126,6 +126,37 @@ def test_restart_strategy_and_extra_keys_reach_the_flink_configuration() -> None
     assert defaults["table.exec.uid.generation"] == "ALWAYS"
 
 
+def test_the_restart_strategy_is_configurable() -> None:
+    """flink.restart_strategy exponential-delay: the first wait restart_delay, doubling up to
+    restart_max_delay, restart_attempts in a row; its keys are the job's, refused in flink.extra."""
+    conf = flink_configuration(settings(flink={"restart_strategy": "exponential-delay", "restart_attempts": 1000,
+                                               "restart_delay": "5s", "restart_max_delay": "10m"}), None)
+    restart = {key: value for key, value in conf.items() if key.startswith("restart-strategy.")}
+    assert restart == {"restart-strategy.type": "exponential-delay",
+                       "restart-strategy.exponential-delay.initial-backoff": "5000 ms",
+                       "restart-strategy.exponential-delay.max-backoff": "600000 ms",
+                       "restart-strategy.exponential-delay.backoff-multiplier": "2.0",
+                       "restart-strategy.exponential-delay.attempts-before-reset-backoff": "1000"}
+    default_max = flink_configuration(settings(flink={"restart_strategy": "exponential-delay"}), None)
+    assert default_max["restart-strategy.exponential-delay.max-backoff"] == "300000 ms"
+    for flink, message in [
+            ({"restart_strategy": "failure-rate"}, "flink.restart_strategy"),
+            ({"restart_max_delay": "1m"}, "flink.restart_max_delay applies to restart_strategy exponential-delay"),
+            ({"restart_strategy": "exponential-delay", "restart_delay": "0s"}, "flink.restart_delay must be at least"),
+            ({"restart_strategy": "exponential-delay", "restart_attempts": 0},
+             "flink.restart_attempts must be at least"),
+            ({"restart_strategy": "exponential-delay", "restart_delay": "2m", "restart_max_delay": "1m"},
+             "must not be shorter than flink.restart_delay"),
+            ({"extra": {"restart-strategy.type": "failure-rate"}}, "set by the job itself"),
+            ({"extra": {"restart-strategy.exponential-delay.max-backoff": "1h"}}, "set by the job itself")]:
+        with pytest.raises(ConfigError, match=message):
+            settings(flink=flink)
+    # what Flink's exponential-delay takes and the job does not set stays open to flink.extra
+    tuned = settings(flink={"restart_strategy": "exponential-delay",
+                            "extra": {"restart-strategy.exponential-delay.jitter-factor": 0.2}})
+    assert flink_configuration(tuned, None)["restart-strategy.exponential-delay.jitter-factor"] == "0.2"
+
+
 def test_a_local_rocksdb_run_gets_managed_memory_unless_extra_sets_it() -> None:
     """The mini-cluster's 128 MB default starved RocksDB at a million users (docs/benchmarks.md, "Managed
     memory for RocksDB")."""
@@ -148,6 +179,7 @@ def test_every_key_the_job_sets_is_refused_in_extra() -> None:
     """OWNED_FLINK_KEYS is the one list of the job's keys: it covers everything flink_configuration
     writes (restore and local REST keys included, see make_environment)."""
     written = set(flink_configuration(settings(), "/sp", allow_non_restored=True))
+    written |= set(flink_configuration(settings(flink={"restart_strategy": "exponential-delay"}), None))
     assert written - OWNED_FLINK_KEYS == set()
     assert {"rest.bind-address", "rest.address", "rest.port"} <= OWNED_FLINK_KEYS
 

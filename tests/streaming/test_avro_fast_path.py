@@ -7,13 +7,18 @@ the four timestamp logical types and others, extra fields of every kind, an evol
 field with a default) and records of them, then truncates, extends or flips their bytes, or frames
 them with an id the registry does not know. For every record: if the fast path takes it,
 `parse_event` accepts it with exactly the (user, time_ms, cell) SQL extracted. The canonical records
-(string or long users, timestamp-millis or -micros times, v1 and its evolution v2) must all take it.
+(string or long users, timestamp-millis or -micros times, v1 and its evolution v2, v1 with a field of
+every logical type of the Avro specification besides) must all take it, also through a registry that
+wants TLS, a client certificate and basic auth (tests/registry_gateway.py in front of the real one).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import random
+import uuid
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -56,10 +61,26 @@ VALUES = {"cells": ["int", "long", ["null", "int"], "double", "string", "boolean
                          ["null", "string"]],
           "grid": ["double", "float", "int", "string", ["null", "double"]]}
 #: Extra fields a schema may carry (not configured): their values still have to decode.
+#: Every logical type of the Avro specification, as an extra field.
+LOGICAL_EXTRAS = [("amount", {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}),
+                  ("price", {"type": "fixed", "name": "Price", "size": 8, "logicalType": "decimal", "precision": 12,
+                             "scale": 4}),
+                  ("big", {"type": "bytes", "logicalType": "big-decimal"}),
+                  ("id", {"type": "string", "logicalType": "uuid"}),
+                  ("day", {"type": "int", "logicalType": "date"}),
+                  ("tod_ms", {"type": "int", "logicalType": "time-millis"}),
+                  ("tod_us", {"type": "long", "logicalType": "time-micros"}),
+                  ("when", MILLIS), ("at", MICROS),
+                  ("at_ns", {"type": "long", "logicalType": "timestamp-nanos"}),
+                  ("local_ms", {"type": "long", "logicalType": "local-timestamp-millis"}),
+                  ("local_us", {"type": "long", "logicalType": "local-timestamp-micros"}),
+                  ("local_ns", {"type": "long", "logicalType": "local-timestamp-nanos"}),
+                  ("took", {"type": "fixed", "name": "Took", "size": 12, "logicalType": "duration"})]
 EXTRAS = [("source", "string"), ("n", "long"), ("tags", {"type": "array", "items": "int"}),
-          ("attrs", {"type": "map", "values": "long"}), ("blob", "bytes"), ("when", MILLIS), ("at", MICROS),
-          ("f", {"type": "fixed", "name": "F4", "size": 4}), ("ok", "boolean"), ("d", "double"),
-          ("amount", {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2})]
+          ("attrs", {"type": "map", "values": "long"}), ("blob", "bytes"),
+          ("f", {"type": "fixed", "name": "F4", "size": 4}), ("ok", "boolean"), ("d", "double"), *LOGICAL_EXTRAS,
+          ("bad_decimal", {"type": "bytes", "logicalType": "decimal"}),
+          ("other", {"type": "string", "logicalType": "ulid"})]
 
 
 def config_of(shape: tuple[str, dict[str, Any], dict[str, str], bool], events: dict[str, Any]) -> Config:
@@ -90,9 +111,11 @@ def nest(members: dict[str, Any], path: str, kind: Any) -> None:
     members[keys[-1]] = kind
 
 
-def canonical_schema(config: Config, micros: bool, long_user: bool, evolved: bool) -> dict[str, Any]:
+def canonical_schema(config: Config, micros: bool, long_user: bool, evolved: bool,
+                     logical: bool = False) -> dict[str, Any]:
     """The schema a producer of valid events writes: a string (or long) user, a timestamp, the value
-    as the domain wants it; `evolved`: with an added field with a default."""
+    as the domain wants it; `evolved`: with an added field with a default; `logical`: with a field of
+    every logical type besides (LOGICAL_EXTRAS)."""
     kind = type(config.domain).__name__
     value = {"CellsDomain": "int", "BinaryDomain": "boolean", "CategoriesDomain": "string"}.get(kind)
     members: dict[str, Any] = {}
@@ -108,11 +131,24 @@ def canonical_schema(config: Config, micros: bool, long_user: bool, evolved: boo
     schema = record_schema("Event", members)
     if evolved:
         schema["fields"].append({"name": "source", "type": "string", "default": "app"})
+    if logical:
+        schema["fields"] += [{"name": name, "type": kind} for name, kind in LOGICAL_EXTRAS]
     return schema
 
 
+def logical_values(rng: random.Random) -> dict[str, Any]:
+    """Values of LOGICAL_EXTRAS' fields as a producer writes them (within what each type holds)."""
+    return {"amount": Decimal(rng.randrange(-10**6 + 1, 10**6)).scaleb(-2),
+            "price": Decimal(rng.randrange(10**12)).scaleb(-4), "big": rng.randbytes(rng.randrange(6)),
+            "id": str(uuid.UUID(int=rng.getrandbits(128))), "day": rng.randrange(-719_162, 2_932_897),
+            "tod_ms": rng.randrange(86_400_000), "tod_us": rng.randrange(86_400_000_000),
+            "when": ORIGIN_MS + rng.randrange(10**9), "at": ORIGIN_MS * 1000, "at_ns": rng.randrange(-2**63, 2**63),
+            "local_ms": ORIGIN_MS, "local_us": ORIGIN_MS * 1000, "local_ns": rng.randrange(2**62),
+            "took": rng.randbytes(12)}
+
+
 def canonical_record(config: Config, rng: random.Random, micros: bool, long_user: bool,
-                     evolved: bool) -> dict[str, Any]:
+                     evolved: bool, logical: bool = False) -> dict[str, Any]:
     record: dict[str, Any] = {}
     domain = config.domain
     kind = type(domain).__name__
@@ -140,6 +176,8 @@ def canonical_record(config: Config, rng: random.Random, micros: bool, long_user
             node[keys[-1]] = rng.randrange(domain.d)
     if evolved:
         record["source"] = rng.choice(["app", "web"])
+    if logical:
+        record.update(logical_values(rng))
     return record
 
 
@@ -167,13 +205,18 @@ def value_of(draw: Any, kind: Any, role: str) -> Any:
         if logical in ("timestamp-micros", "local-timestamp-micros"):
             return draw(mostly(st.integers((ORIGIN_MS - 10) * 1000, (ORIGIN_MS + 10**9) * 1000),
                                st.sampled_from([0, -1, -999, 253402300799999999, 2**62, -2**62])))
-        if logical == "date":
-            return draw(st.integers(0, 30_000))
+        if logical == "date":  # a Python date holds days -719,162 to 2,932,896
+            return draw(mostly(st.integers(0, 30_000), st.sampled_from([-719_162, -719_163, 2_932_896, 2_932_897,
+                                                                        -2**31, 2**31 - 1])))
+        if logical == "time-millis":
+            return draw(mostly(st.integers(0, 86_400_000 - 1), st.sampled_from([-1, 86_400_000, 2**31 - 1, -2**31])))
         if logical == "time-micros":
-            return draw(st.integers(0, 86_400_000_000 - 1))
-        if logical == "uuid":
-            return str(draw(st.uuids()))
-        if logical == "decimal":
+            return draw(mostly(st.integers(0, 86_400_000_000 - 1), st.sampled_from([-1, 86_400_000_000, 2**62])))
+        if logical == "uuid":  # written as a plain string: any text, mostly a uuid in one of Python's forms
+            some = draw(st.uuids())
+            return draw(mostly(st.sampled_from([str(some), str(some).upper()]),
+                               st.sampled_from([some.hex, "{" + str(some) + "}", "urn:uuid:" + str(some), "nope", ""])))
+        if logical in ("decimal", "big-decimal") and t == "bytes":
             return draw(st.binary(max_size=3))
         return value_of(draw, t, role)
     if kind == "string":
@@ -241,13 +284,14 @@ def drawn_value(draw: Any, schema: dict[str, Any]) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def t_env():
+def t_env(schema_registry):
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     env.get_config().set("parallelism.default", "1")
     env.get_config().set("pipeline.jars", f"{jvm_jar().as_uri()};{avro_jar().as_uri()}")
-    register_record_groups(env, avro=True)
+    register_record_groups(env, parse_config({**BASE, "domain": {"type": "binary"},
+                                              "events": confluent(schema_registry)}).events)
     return env
 
 
@@ -264,12 +308,11 @@ def test_canonical_avro_records_take_the_fast_path_and_every_fast_one_is_the_ref
         schema_registry.set_compatibility(subject, "NONE")
         rng = random.Random(index)
         out = []
-        for micros, long_user, evolved in [(False, False, False), (True, True, False), (False, False, True)]:
-            schema = canonical_schema(config, micros, long_user, evolved)
+        for variant in [(False, False, False), (True, True, False), (False, False, True), (False, False, False, True)]:
+            schema = canonical_schema(config, *variant)
             schema_id = schema_registry.add(subject, schema)
             parsed = parse_schema_text(json.dumps(schema), subject)
-            out += [frame(schema_id, encode_datum(canonical_record(config, rng, micros, long_user, evolved), parsed))
-                    for _ in range(40)]
+            out += [frame(schema_id, encode_datum(canonical_record(config, rng, *variant), parsed)) for _ in range(40)]
         cases.append((shape[0], config, shape[3]))
         records.append(out)
         # format avro: the v1 schema in a file
@@ -325,3 +368,41 @@ def test_drawn_avro_schemas_and_records_take_the_fast_path_only_as_the_reference
             for case, (name, _, _) in enumerate(cases)}
     print(f"drawn records: {sum(map(len, records))}, schemas: {len(schema_ids)}; fast per case:", fast)
     assert all(count >= CANONICAL_PER_CASE for count in fast.values()), fast
+
+
+def test_the_fast_path_keeps_its_records_through_a_registry_with_tls_and_credentials(
+        schema_registry, tmp_path, monkeypatch):
+    """AvroFields' RegistryClient speaks HTTPS with the configured CA file and client keystore and
+    sends the basic-auth header: every canonical record (with a field of every logical type) takes the
+    fast path, and the gateway refused no request of the JVM's."""
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    from tests.registry_gateway import RegistryGateway, TlsFiles
+
+    tls = TlsFiles.make(tmp_path / "tls")
+    monkeypatch.setenv("PWEVENT_T_REGISTRY_PASSWORD", "s3cret-pass")
+    basic = "Basic " + base64.b64encode(b"pwevent:s3cret-pass").decode()
+    gateway = RegistryGateway(schema_registry.url, tls, basic, require_client_cert=True)
+    gateway.start()
+    try:
+        registry = {"url": gateway.url, "username": "pwevent", "password": "${PWEVENT_T_REGISTRY_PASSWORD}",
+                    "ca_file": tls.path("ca.pem"), "retry_for": "2s",
+                    "client_cert": {"cert_file": tls.path("client.pem"), "key_file": tls.path("client.key"),
+                                    "keystore": {"location": tls.path("client.p12"), "password": tls.key_password}}}
+        config = config_of(SHAPES[0], {"format": "avro-confluent", "schema_registry": registry})
+        env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+        env.get_config().set("parallelism.default", "1")
+        env.get_config().set("pipeline.jars", f"{jvm_jar().as_uri()};{avro_jar().as_uri()}")
+        register_record_groups(env, config.events)
+        schema = canonical_schema(config, False, False, False, logical=True)
+        schema_id = schema_registry.add("tls-canonical-value", schema)
+        parsed = parse_schema_text(json.dumps(schema), "tls-canonical")
+        rng = random.Random(3)
+        records = [frame(schema_id, encode_datum(canonical_record(config, rng, False, False, False, logical=True),
+                                                 parsed)) for _ in range(50)]
+        cases = [("tls", config, False)]
+        rows = run_fast_path(env, [records], cases)
+        assert check_fast_implies_accept(0, records, rows[0], cases) == len(records)
+        assert f"GET /schemas/ids/{schema_id}" in gateway.forwarded and not gateway.refused
+    finally:
+        gateway.stop()

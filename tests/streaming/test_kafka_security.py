@@ -411,3 +411,57 @@ def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it() -> Non
         with pytest.raises(TokenEndpointError, match="401") as err:
             refused.token()
     assert "wrong" not in str(err.value)
+
+
+def test_oauthbearer_sasl_extensions_reach_the_java_and_the_python_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Confluent Cloud's logicalCluster and identityPoolId: JAAS `extension_` options of the Java
+    clients' login handler, and the Python token provider's `extensions()`; names and values under
+    Kafka's rules."""
+    monkeypatch.setenv("PWEVENT_T_OAUTH", OAUTH_SECRET)
+    extensions = {"logicalCluster": "lkc-abc123", "identityPoolId": "pool-Xy9"}
+    oauth = {"token_endpoint": "https://idp.example/oauth2/token", "client_id": "pwevent-job",
+             "client_secret": "${PWEVENT_T_OAUTH}", "extensions": extensions}
+    kafka = settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": oauth}}).kafka
+    assert kafka.jvm_properties()["sasl.jaas.config"].endswith(
+        f'clientSecret="{OAUTH_SECRET}" extension_logicalCluster="lkc-abc123" extension_identityPoolId="pool-Xy9";')
+    assert kafka.client_options()["sasl_oauth_token_provider"].extensions() == extensions
+    unsecured = settings({"security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER", "oauth": {
+        "unsecured_subject": "job", "extensions": {"traceId": "t1"}}}}).kafka
+    assert unsecured.jvm_properties()["sasl.jaas.config"].endswith('extension_traceId="t1";')
+    assert unsecured.client_options()["sasl_oauth_token_provider"].extensions() == {"traceId": "t1"}
+    for bad, message in [({"auth": "x"}, "'auth' is not a SASL extension name"),
+                         ({"logical_cluster": "x"}, "'logical_cluster' is not a SASL extension name"),
+                         ({"logicalCluster": "é"}, "extensions.logicalCluster: the value must be printable ASCII")]:
+        with pytest.raises(ConfigError, match=message):
+            settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+                                   "oauth": {**oauth, "extensions": bad}}})
+
+
+def test_other_sasl_and_ssl_properties_pass_through_with_secrets_from_the_environment_or_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka.security.properties: any sasl.* / ssl.* Java client property the section does not set,
+    as it is, its value from the environment or a mounted file and shown in no repr; one the section
+    sets, or another prefix, is refused naming the key."""
+    monkeypatch.setenv("PWEVENT_T_PROVIDER_SECRET", "pr0vider-secret")
+    (tmp_path / "login-secret").write_text("f1le-secret\n")
+    passed = {"ssl.enabled.protocols": "TLSv1.3", "sasl.login.refresh.buffer.seconds": 120,
+              "ssl.engine.factory.class": "${PWEVENT_T_PROVIDER_SECRET}",
+              "sasl.oauthbearer.assertion.private.key.passphrase": {"file": "login-secret"}}
+    security = {"protocol": "SASL_SSL", "sasl_mechanism": "PLAIN", "username": "job", "password": "p",
+                "properties": passed}
+    kafka = settings({"security": security}, str(tmp_path)).kafka
+    props = kafka.jvm_properties()
+    assert props["ssl.enabled.protocols"] == "TLSv1.3" and props["sasl.login.refresh.buffer.seconds"] == "120"
+    assert props["ssl.engine.factory.class"] == "pr0vider-secret"
+    assert props["sasl.oauthbearer.assertion.private.key.passphrase"] == "f1le-secret"
+    assert props["sasl.mechanism"] == "PLAIN"  # the section's own stay
+    assert "pr0vider-secret" not in repr(kafka) and "f1le-secret" not in repr(kafka)
+    for properties, message in [
+            ({"sasl.jaas.config": "x"}, r"kafka.security.properties.sasl.jaas.config is set by kafka.security itself"),
+            ({"ssl.endpoint.identification.algorithm": ""}, "ssl.endpoint.identification.algorithm is set by"),
+            ({"security.protocol": "SSL"}, r"only sasl\.\* and ssl\.\* properties pass through"),
+            ({"ssl.keystore.password": {"file": "missing"}}, "ssl.keystore.password: cannot read the secret file")]:
+        with pytest.raises(ConfigError, match=message):
+            settings({"security": {**security, "properties": properties}}, str(tmp_path))
+    with pytest.raises(ConfigError, match="kafka.security.properties"):  # kafka.properties points there
+        settings({"properties": {"ssl.enabled.protocols": "TLSv1.3"}})

@@ -83,18 +83,32 @@ class AvroFieldsTest {
         String[] canonical = vectors().get(0);
         String schema = new String(HEX.parseHex(canonical[1]), StandardCharsets.UTF_8);
         byte[] datum = HEX.parseHex(canonical[3]);
-        AvroFields function = new AvroFields();
-        assertEquals(canonical[4], new String(function.eval(datum, null, schema, canonical[2], 0, 100),
+        AvroFields function = new AvroFields(null);
+        assertEquals(canonical[4], new String(function.eval(datum, schema, canonical[2], 100),
                 StandardCharsets.US_ASCII));
-        assertNull(function.eval(datum, null, schema, canonical[2], 0, datum.length - 1));
-        assertNull(function.eval(datum, null, "{\"type\": \"nonsense\"}", canonical[2], 0, 100));
+        assertNull(function.eval(datum, schema, canonical[2], datum.length - 1));
+        assertNull(function.eval(datum, "{\"type\": \"nonsense\"}", canonical[2], 100));
         // a registry that does not answer: null, never an exception
         byte[] framed = new byte[datum.length + 5];
         framed[4] = 1;
         System.arraycopy(datum, 0, framed, 5, datum.length);
-        assertNull(function.eval(framed, "http://127.0.0.1:9", null, canonical[2], 200, 100));
+        AvroFields confluent = new AvroFields(new RegistryClient("http://127.0.0.1:9", 200, "Basic eDp5", null));
+        assertNull(confluent.eval(framed, null, canonical[2], 100));
         framed[0] = 1;
-        assertNull(function.eval(framed, "http://127.0.0.1:9", null, canonical[2], 200, 100));
+        assertNull(confluent.eval(framed, null, canonical[2], 100));
+        // nor one whose trust material cannot be read
+        AvroFields unreadable = new AvroFields(new RegistryClient("https://127.0.0.1:9", 200, null,
+                new RegistryTls("/nonexistent.pem", null, null, null, null)));
+        framed[0] = 0;
+        assertNull(unreadable.eval(framed, null, canonical[2], 100));
+    }
+
+    @Test
+    void theRegistryClientNeverShowsItsCredentials() {
+        RegistryTls tls = new RegistryTls(null, "/keystore.p12", "PKCS12", "storepass", "keypass");
+        RegistryClient client = new RegistryClient("https://registry:8081/", 200, "Bearer s3cret", tls);
+        assertEquals("RegistryClient(https://registry:8081)", client.toString());
+        assertEquals("RegistryTls(null, /keystore.p12)", tls.toString());
     }
 
     @Test

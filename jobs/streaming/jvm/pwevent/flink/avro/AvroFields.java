@@ -1,22 +1,17 @@
 package pwevent.flink.avro;
 
 import pwevent.flink.parsing.EventTime;
-import java.io.IOException;
-import java.io.InputStream;
-import java.net.HttpURLConnection;
-import java.net.URL;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.table.functions.ScalarFunction;
 
 /**
  * The JVM fast path for Avro events (docs/streaming.md, "Parsing: fast path and reference parser"):
  * a raw Kafka value of format {@code avro-confluent} (byte 0, a 4-byte big-endian schema id, the
- * datum; the writer schema from the Schema Registry, {@code GET /schemas/ids/{id}}, cached per id)
+ * datum; the writer schema from the Schema Registry, {@code GET /schemas/ids/{id}} by the
+ * instance's {@link RegistryClient}, with its credentials and TLS settings, cached per id)
  * or {@code avro} (the datum under the configured schema's text) -> the values at the configured
  * field paths as the JSON object text the SQL fast path's regex reads
  * (jobs/streaming/event_sql.py), or null. It is a certified shortcut, never a second definition of
@@ -26,8 +21,10 @@ import org.apache.flink.table.functions.ScalarFunction;
  * milliseconds with micros floored), and null whenever it is not certain: an unknown or
  * unfetchable schema id, a registry error, a value that is not exactly one canonically encoded
  * datum (re-encoding it must give the same bytes: no trailing bytes, overlong varints or odd
- * blocks), a string that is not strict UTF-8, a timestamp a Python datetime cannot hold, a logical
- * type other than those four, a path through a scalar, a value it does not render (bytes, fixed, a
+ * blocks), a string that is not strict UTF-8, a timestamp, date or time of day Python cannot hold,
+ * a logical type outside the Avro specification, a value Python decodes to no JSON value (a
+ * decimal, a time of day, a uuid not in the 8-4-4-4-12 form; a date is epoch milliseconds, a uuid
+ * lowercase, a nanosecond timestamp its number), a path through a scalar, a value it does not render (bytes, fixed, a
  * string with a character outside printable ASCII, a quote or a backslash, a float that would print
  * with an exponent). Null sends the record to the reference parser, which accepts it or
  * dead-letters it with its reason; this function never fails, retries or dead-letters.
@@ -37,8 +34,8 @@ public final class AvroFields extends ScalarFunction {
     /** Schema ids remembered per function instance; a failed fetch is asked again after this long. */
     static final int SCHEMAS_KEPT = 1024;
     static final long RETRY_AFTER_NANOS = 10_000_000_000L;
-    private static final ObjectMapper JSON = new ObjectMapper();
 
+    private final RegistryClient registry;
     private transient Map<Long, AvroCertifier> byId;
     private transient Map<Long, Long> failedAt;
     private transient String fileText;
@@ -46,16 +43,19 @@ public final class AvroFields extends ScalarFunction {
     private transient String pathsText;
     private transient String[][] paths;
 
+    /** @param registry the Schema Registry of an {@code avro-confluent} input, null for {@code avro} */
+    public AvroFields(RegistryClient registry) {
+        this.registry = registry;
+    }
+
     /**
      * @param value the Kafka value
-     * @param registryUrl the Schema Registry's base URL ({@code avro-confluent}), else null
-     * @param schemaText the writer schema's text ({@code avro}), else null
+     * @param schemaText the writer schema's text ({@code avro}), else null: the registry's schema by the
+     *     frame's id ({@code avro-confluent})
      * @param fieldPaths the field paths to project, separated by {@code ,}, their keys by {@code .}
-     * @param timeoutMs the timeout of one registry request
      * @param maxBytes the largest value the reference parser reads
      */
-    public byte[] eval(byte[] value, String registryUrl, String schemaText, String fieldPaths, Integer timeoutMs,
-                       Integer maxBytes) {
+    public byte[] eval(byte[] value, String schemaText, String fieldPaths, Integer maxBytes) {
         if (value == null || fieldPaths == null || maxBytes == null || value.length > maxBytes) {
             return null;
         }
@@ -70,15 +70,15 @@ public final class AvroFields extends ScalarFunction {
             }
             return fileAvroCertifier == null ? null : fileAvroCertifier.project(value, 0, paths);
         }
-        if (registryUrl == null || timeoutMs == null || value.length < EventTime.FRAME_BYTES || value[0] != 0) {
+        if (registry == null || value.length < EventTime.FRAME_BYTES || value[0] != 0) {
             return null;
         }
         long id = ByteBuffer.wrap(value, 1, 4).getInt() & 0xffffffffL;
-        AvroCertifier certifier = registered(registryUrl, id, timeoutMs);
+        AvroCertifier certifier = registered(id);
         return certifier == null ? null : certifier.project(value, EventTime.FRAME_BYTES, paths);
     }
 
-    private AvroCertifier registered(String url, long id, int timeoutMs) {
+    private AvroCertifier registered(long id) {
         if (byId == null) {
             byId = bounded();
             failedAt = bounded();
@@ -91,7 +91,7 @@ public final class AvroFields extends ScalarFunction {
         if (failed != null && System.nanoTime() - failed < RETRY_AFTER_NANOS) {
             return null;
         }
-        AvroCertifier fetched = AvroCertifier.of(fetchSchema(url, id, timeoutMs));
+        AvroCertifier fetched = AvroCertifier.of(registry.schema(id));
         if (fetched == null) {
             failedAt.put(id, System.nanoTime());
         } else {
@@ -108,33 +108,5 @@ public final class AvroFields extends ScalarFunction {
                 return size() > SCHEMAS_KEPT;
             }
         };
-    }
-
-    /** The Avro schema text the registry at {@code url} has for {@code id}; null on any failure. */
-    static String fetchSchema(String url, long id, int timeoutMs) {
-        try {
-            String base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
-            HttpURLConnection http = (HttpURLConnection) new URL(base + "/schemas/ids/" + id).openConnection();
-            http.setConnectTimeout(timeoutMs);
-            http.setReadTimeout(timeoutMs);
-            http.setRequestProperty("Accept", "application/vnd.schemaregistry.v1+json, application/json");
-            try {
-                if (http.getResponseCode() != 200) {
-                    return null;
-                }
-                JsonNode body;
-                try (InputStream in = http.getInputStream()) {
-                    body = JSON.readTree(in);
-                }
-                JsonNode schema = body == null ? null : body.get("schema");
-                JsonNode type = body == null ? null : body.get("schemaType");
-                boolean avro = type == null || type.isTextual() && "AVRO".equals(type.asText());
-                return schema != null && schema.isTextual() && avro ? schema.asText() : null;
-            } finally {
-                http.disconnect();
-            }
-        } catch (IOException | RuntimeException e) {
-            return null;
-        }
     }
 }

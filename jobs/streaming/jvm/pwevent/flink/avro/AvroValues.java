@@ -6,7 +6,9 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Collection;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Pattern;
 import org.apache.flink.avro.shaded.org.apache.avro.Schema;
 import org.apache.flink.avro.shaded.org.apache.avro.generic.GenericData;
 import org.apache.flink.avro.shaded.org.apache.avro.generic.GenericEnumSymbol;
@@ -21,6 +23,16 @@ final class AvroValues {
     /** The epoch milliseconds a Python datetime holds (years 1 to 9999), a day inside each end. */
     static final long MIN_MS = -62_135_596_800_000L + 86_400_000L;
     static final long MAX_MS = 253_402_300_799_999L - 86_400_000L;
+    /** The days since the epoch a Python date holds (0001-01-01 to 9999-12-31). */
+    static final int MIN_DAY = -719_162;
+    static final int MAX_DAY = 2_932_896;
+    static final long MS_PER_DAY = 86_400_000L;
+    /** The most bytes of a decimal's unscaled value certified (Python's decimal context overflows
+     *  only past a million digits; far above any precision a schema declares). */
+    static final int DECIMAL_BYTES = 64;
+    /** A uuid as Java and Python both write it: 8-4-4-4-12 hex digits. */
+    private static final Pattern UUID_TEXT =
+            Pattern.compile("[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}");
 
     private AvroValues() {
     }
@@ -33,7 +45,9 @@ final class AvroValues {
 
     /**
      * Whether the decoded datum holds only what the Python decoding also takes: strict UTF-8
-     * strings and map keys, timestamps a datetime holds.
+     * strings and map keys, timestamps a datetime holds, dates a date holds, times of day within
+     * the day, uuids of 32 hex digits in the 8-4-4-4-12 form, decimals of at most
+     * {@link #DECIMAL_BYTES} bytes.
      */
     static boolean plainValues(Object datum, Schema schema) {
         Schema s = branch(schema, datum);
@@ -61,12 +75,59 @@ final class AvroValues {
                 }
                 return true;
             case STRING:
-                return strictUtf8(datum) != null;
+                String text = strictUtf8(datum);
+                return text != null && (!"uuid".equals(s.getProp("logicalType")) || UUID_TEXT.matcher(text).matches());
+            case INT:
             case LONG:
-                String logical = s.getProp("logicalType");
-                return logical == null || epochMs((Long) datum, CertifiableSchema.timestamp(logical)) != null;
+                return decodable(s, ((Number) datum).longValue());
+            case BYTES:
+                return !"decimal".equals(s.getProp("logicalType")) || ((ByteBuffer) datum).remaining() <= DECIMAL_BYTES;
+            case FIXED:
+                return !"decimal".equals(s.getProp("logicalType")) || s.getFixedSize() <= DECIMAL_BYTES;
             default:
                 return true;
+        }
+    }
+
+    /** Whether Python decodes an int's or long's value: a timestamp a datetime holds, a date a date
+     *  holds, a time of day within the day; any number without a logical type or of one fastavro
+     *  leaves as it is (the nanosecond timestamps). */
+    static boolean decodable(Schema s, long raw) {
+        String logical = s.getProp("logicalType");
+        if (logical == null) {
+            return true;
+        }
+        switch (logical) {
+            case "date":
+                return raw >= MIN_DAY && raw <= MAX_DAY;
+            case "time-millis":
+                return raw >= 0 && raw < MS_PER_DAY;
+            case "time-micros":
+                return raw >= 0 && raw < MS_PER_DAY * 1000;
+            case "timestamp-nanos":
+            case "local-timestamp-nanos":
+                return true;
+            default:
+                return epochMs(raw, CertifiableSchema.timestamp(logical)) != null;
+        }
+    }
+
+    /** The JSON number of a decodable int or long as the Python decoding makes it: a timestamp's or a
+     *  date's epoch milliseconds (micros floored), else the number; null for a time of day (a Python
+     *  time, no JSON value). */
+    static Long jsonNumber(Schema s, long raw) {
+        String logical = s.getProp("logicalType");
+        if (logical == null || "timestamp-nanos".equals(logical) || "local-timestamp-nanos".equals(logical)) {
+            return raw;
+        }
+        switch (logical) {
+            case "date":
+                return raw * MS_PER_DAY;
+            case "time-millis":
+            case "time-micros":
+                return null;
+            default:
+                return epochMs(raw, CertifiableSchema.timestamp(logical));
         }
     }
 
@@ -110,18 +171,21 @@ final class AvroValues {
             case BOOLEAN:
                 return datum.toString();
             case INT:
-                return datum.toString();
             case LONG:
-                String logical = s.getProp("logicalType");
-                Long ms = logical == null ? (Long) datum : epochMs((Long) datum, CertifiableSchema.timestamp(logical));
-                return ms == null ? null : ms.toString();
+                long raw = ((Number) datum).longValue();
+                Long json = decodable(s, raw) ? jsonNumber(s, raw) : null;
+                return json == null ? null : json.toString();
             case FLOAT:
             case DOUBLE:
                 double number = ((Number) datum).doubleValue();
                 String decimal = Double.toString(number);
                 return Double.isFinite(number) && decimal.indexOf('E') < 0 ? decimal : null;
             case STRING:
-                return string(strictUtf8(datum));
+                String decoded = strictUtf8(datum);
+                if (decoded != null && "uuid".equals(s.getProp("logicalType"))) {
+                    return UUID_TEXT.matcher(decoded).matches() ? string(decoded.toLowerCase(Locale.ROOT)) : null;
+                }
+                return string(decoded);
             case ENUM:
                 return string(((GenericEnumSymbol<?>) datum).toString());
             case RECORD:
@@ -162,7 +226,7 @@ final class AvroValues {
                 }
                 return array.append(']').toString();
             default:
-                return null; // bytes, fixed: the reference parser says what they are
+                return null; // bytes, fixed (a decimal, a duration): the reference parser says what they are
         }
     }
 

@@ -6,8 +6,9 @@ import java.util.Set;
 import org.apache.flink.avro.shaded.org.apache.avro.Schema;
 
 /**
- * Which writer schemas {@link AvroFields}' rules can certify: a record at the top level, no logical
- * type but the four timestamps on a long, no array whose items encode to no bytes.
+ * Which writer schemas {@link AvroFields}' rules can certify: a record at the top level, logical
+ * types only those of the Avro specification on their own underlying types (a decimal only with a
+ * precision and scale fastavro takes), no array whose items encode to no bytes.
  */
 final class CertifiableSchema {
     private CertifiableSchema() {
@@ -23,8 +24,7 @@ final class CertifiableSchema {
         if (!seen.add(schema)) {
             return true;
         }
-        String logical = schema.getProp("logicalType");
-        if (logical != null && !(schema.getType() == Schema.Type.LONG && timestamp(logical) != 0)) {
+        if (!knownLogicalType(schema)) {
             return false;
         }
         switch (schema.getType()) {
@@ -60,6 +60,53 @@ final class CertifiableSchema {
             default:
                 return false;
         }
+    }
+
+    /**
+     * Whether a schema's logical type, if it has one, is one of the Avro specification's on its own
+     * underlying type, which fastavro reads as jobs/common/avro_format.py expects (the timestamps,
+     * date, time-millis, time-micros, uuid on a string, a valid decimal) or leaves as the underlying
+     * value (timestamp-nanos, local-timestamp-nanos, big-decimal, duration on a fixed of 12).
+     */
+    static boolean knownLogicalType(Schema schema) {
+        String logical = schema.getProp("logicalType");
+        if (logical == null) {
+            return true;
+        }
+        switch (schema.getType()) {
+            case INT:
+                return "date".equals(logical) || "time-millis".equals(logical);
+            case LONG:
+                return timestamp(logical) != 0 || "time-micros".equals(logical) || "timestamp-nanos".equals(logical)
+                        || "local-timestamp-nanos".equals(logical);
+            case STRING:
+                return "uuid".equals(logical);
+            case BYTES:
+                return "big-decimal".equals(logical) || "decimal".equals(logical) && decimal(schema, Integer.MAX_VALUE);
+            case FIXED:
+                return "duration".equals(logical) && schema.getFixedSize() == 12
+                        || "decimal".equals(logical) && decimal(schema, fixedDigits(schema.getFixedSize()));
+            default:
+                return false;
+        }
+    }
+
+    /** Whether a decimal's precision is a positive integer up to {@code maxPrecision} and its scale
+     *  (default 0) an integer from 0 to the precision, as fastavro's schema parser requires. */
+    private static boolean decimal(Schema schema, int maxPrecision) {
+        Object precision = schema.getObjectProp("precision");
+        Object scale = schema.getObjectProp("scale");
+        if (!(precision instanceof Integer) || scale != null && !(scale instanceof Integer)) {
+            return false;
+        }
+        int p = (Integer) precision;
+        int s = scale == null ? 0 : (Integer) scale;
+        return p >= 1 && p <= maxPrecision && s >= 0 && s <= p;
+    }
+
+    /** The largest precision of a decimal on a fixed of {@code size} bytes, as fastavro computes it. */
+    private static int fixedDigits(int size) {
+        return size < 1 ? 0 : (int) Math.floor(Math.log10(2) * (8 * size - 1));
     }
 
     /** Micros per millisecond of a timestamp logical type, 0 for any other name. */
