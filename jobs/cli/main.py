@@ -31,6 +31,9 @@ from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
 from pwevent.jobs.streaming.settings import load_settings
 from pwevent.operators.registry import REGISTRY
 
+#: Exit code of `replay` and `audit` when an input held records none of which was usable (README).
+EXIT_UNUSABLE = 6
+
 
 def horizon_slot(raw: str, clock: SlotClock) -> int:
     """`--through`: a slot number (from 1), or a time (ISO-8601 or epoch ms) whose slot is the last."""
@@ -53,7 +56,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         horizon_slot(args.through, config.clock),
     )
     print(summary.render())
-    return 0
+    return EXIT_UNUSABLE if summary.unusable else 0
 
 
 def _audit_usage(args: argparse.Namespace) -> str | None:
@@ -112,7 +115,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print("pwevent audit: the auditor failed (a bug, not a verdict on the log); exit code 3", file=sys.stderr)
         return 3
     print(report.render())
-    return 0 if report.ok else 1
+    return 1 if not report.ok else EXIT_UNUSABLE if report.unusable else 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

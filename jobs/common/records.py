@@ -35,14 +35,20 @@ from typing import Any
 
 from pwevent.jobs.common import provenance
 from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES, CONFLUENT_MAGIC, RegistryUnavailable, decoder
-from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, InputFormat, RequirementFields
+from pwevent.jobs.common.config import (
+    DEFAULT_MAX_RECORD_BYTES,
+    EventFields,
+    InputFormat,
+    RequirementFields,
+    RequirementPart,
+)
 from pwevent.jobs.common.field_paths import field_path, path_text
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
 from pwevent.state.errors import InvalidRequirementError
-from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
+from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps
 
 #: Deepest nesting of arrays and objects a record may have (the formats need 2).
 MAX_DEPTH = 16
@@ -208,11 +214,12 @@ def load_record(data: str | bytes, fields: InputFormat, max_bytes: int = DEFAULT
 _ABSENT: Any = object()
 
 
-def _lookup(obj: dict[str, Any], name: str) -> Any:
-    """The value at the field path `name` (jobs/common/field_paths.py) of a record's object, or
-    _ABSENT when a key on the way is not there. Rejected when the path crosses something other
-    than an object: null (missing_field), an array or a scalar (mistyped_field)."""
-    keys = field_path(name)
+def _lookup(obj: dict[str, Any], name: str, keys: tuple[str, ...] | None = None) -> Any:
+    """The value at the field path `name` (jobs/common/field_paths.py; `keys`: its keys, or a leading
+    part of them) of a record's object, or _ABSENT when a key on the way is not there. Rejected when
+    the path crosses something other than an object: null (missing_field), an array or a scalar
+    (mistyped_field)."""
+    keys = field_path(name) if keys is None else keys
     value: Any = obj
     for depth, key in enumerate(keys):
         if depth and not isinstance(value, dict):
@@ -276,6 +283,30 @@ def _time(obj: dict[str, Any], name: str) -> int:
     return time_ms
 
 
+def _requirement_part(obj: dict[str, Any], part: RequirementPart, name: str) -> Requirement:
+    """The window and budget at the paths of `part`; a value absent (or null) or of the wrong type is
+    `invalid_requirement`, as the requirement's own values always were."""
+    values = {key: _lookup(obj, getattr(part, key)) for key in ("w", "epsilon")}
+    missing = [getattr(part, key) for key, value in values.items() if value is _ABSENT or value is None]
+    if missing:
+        raise InvalidRequirementError(f"{name} lacks {', '.join(missing)}")
+    try:
+        return Requirement(values["w"], values["epsilon"])
+    except InvalidRequirementError as err:
+        raise InvalidRequirementError(f"{name}: {err}" if name != "requirement" else str(err)) from None
+
+
+def _requirement(obj: dict[str, Any], fields: RequirementFields) -> Requirement | DynamicRequirement:
+    """The requirement of a record at the configured paths: dynamic when the record holds anything
+    where a backward or forward part would be (`RequirementPart.marks`), else fixed. With the default
+    paths this is `state.requirements.parse_requirement` of the record's top level."""
+    sides = {"backward": fields.backward, "forward": fields.forward}
+    if any(_lookup(obj, path_text(mark), mark) is not _ABSENT for part in sides.values() for mark in part.marks):
+        backward, forward = (_requirement_part(obj, part, side) for side, part in sides.items())
+        return DynamicRequirement(backward, forward)
+    return _requirement_part(obj, fields.fixed, "requirement")
+
+
 @dataclass(frozen=True)
 class KafkaTimestamp:
     """With `kafka.event_time: kafka` an event's time is its Kafka record timestamp, whatever the
@@ -321,9 +352,10 @@ def parse_requirement_update(
     text: str | bytes, fields: RequirementFields, caps: RequirementCaps, max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     pseudonyms: Pseudonyms | None = None,
 ) -> RequirementUpdate:
-    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}};
-    the user as its pseudonym under `pseudonyms` (after the signature is verified). Raises Rejected,
-    and nothing else but RegistryUnavailable (as `parse_event`)."""
+    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}},
+    each field at its configured path (`_requirement`); the user as its pseudonym under `pseudonyms`
+    (after the signature is verified). Raises Rejected, and nothing else but RegistryUnavailable (as
+    `parse_event`)."""
     with _boundary():
         obj = load_record(text, fields, max_bytes)
         try:
@@ -333,7 +365,7 @@ def parse_requirement_update(
         user = _user(obj, fields.user)
         time_ms = _time(obj, fields.time)
         try:
-            requirement = parse_requirement(obj)
+            requirement = _requirement(obj, fields)
             caps.check(requirement)
         except InvalidRequirementError as err:
             raise Rejected(Reason.INVALID_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None

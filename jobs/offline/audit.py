@@ -195,6 +195,8 @@ class AuditReport:
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     unverifiable: tuple[str, ...] = ()
+    #: the inputs that held records none of which was usable (`pwevent audit` exits 6 without violations)
+    unusable: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -223,6 +225,7 @@ class AuditReport:
             lines.append(f"UNVERIFIABLE: {len(self.unverifiable)} erased users (member lines kept, requirement records "
                          f"erased: their windows against their own declarations are not checked, their ledgers'"
                          f" are): {shown}")
+        lines += [f"NO USABLE RECORD: {what}" for what in self.unusable]
         return "\n".join(lines)
 
 
@@ -337,6 +340,14 @@ class AuditInputs:
     releases: tuple[Any, ...]
     rules: InputRules
     erased: frozenset[str] = frozenset()
+    records: int = 0  # requirement records read
+
+    @property
+    def unusable(self) -> tuple[str, ...]:
+        """The requirements input, when it held records and none was a valid requirement record."""
+        if self.records and not self.updates:
+            return (f"requirements: none of the {self.records} records is a valid requirement record",)
+        return ()
 
     @classmethod
     def build(
@@ -346,7 +357,14 @@ class AuditInputs:
         """From the raw requirement records (position, text), the release records, the run's configuration
         and the erased users (as the log names them: pseudonyms under `pseudonymise`)."""
         rules = InputRules.from_config(config)
-        return cls(valid_updates(requirement_lines, rules), tuple(releases), rules, erased)
+        read = [0]
+
+        def counted() -> Iterator[tuple[str, str | bytes]]:
+            for line in requirement_lines:
+                read[0] += 1
+                yield line
+        updates = valid_updates(counted(), rules)
+        return cls(updates, tuple(releases), rules, erased, read[0])
 
     def unverifiable(self, user: str) -> bool:
         """An erased user with no requirement record left: its own declarations cannot be checked."""
@@ -379,17 +397,17 @@ def valid_updates(lines: Iterable[tuple[str, str | bytes]], rules: InputRules) -
     """Each user's valid requirement records (position, text) as (slot, requirement), ordered by time,
     then by input order, as the replay applies them. Minimal on purpose: a record counts if it parses
     (with the replay's parser and the configuration's parsing settings: format, field paths,
-    signature, `max_record_bytes`) within the caps, is not before the origin and is valid for the
-    mechanism."""
+    signature, `max_record_bytes`) within the caps and is valid for the mechanism; one from before the
+    origin is in force from slot 1 (`SlotClock.in_force_from`), as the replay and the job apply it."""
     parsed = []
     for order, (_, text) in enumerate(lines):
         try:
             update = parse_requirement_update(text, rules.fields, rules.caps, rules.max_record_bytes, rules.pseudonyms)
         except Rejected:
             continue
-        slot = rules.clock.slot_of(update.time_ms)
-        if slot >= 1 and rules.valid(update.requirement):
-            parsed.append((update.time_ms, order, slot, update.user, update.requirement))
+        if rules.valid(update.requirement):
+            parsed.append((update.time_ms, order, rules.clock.in_force_from(update.time_ms), update.user,
+                           update.requirement))
     updates: dict[str, list[tuple[int, AnyRequirement]]] = defaultdict(list)
     for _, _, slot, user, requirement in sorted(parsed, key=lambda item: (item[0], item[1])):
         updates[user].append((slot, requirement))
@@ -1214,7 +1232,7 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
             members[member.ledger].append(member.user)
     return AuditReport(len(set(log.ledgers) | set(log.spends)), len(users), log.spend_lines, windows,
                        tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()}, notes,
-                       unverifiable)
+                       unverifiable, inputs.unusable if inputs is not None else ())
 
 
 def _json_lines(path: str) -> Iterator[tuple[str, Any]]:

@@ -49,6 +49,13 @@ class ReplaySummary:
     rejects: Counter[str] = field(default_factory=Counter)
     noise: str = ""
     beyond: int = 0  # valid records of slots after the horizon: not replayed (not rejected either)
+    records: Counter[str] = field(default_factory=Counter)  # per input: the records read
+    usable: Counter[str] = field(default_factory=Counter)  # per input: events counted in a slot, requirements applied
+
+    @property
+    def unusable(self) -> list[str]:
+        """The inputs that held records none of which was usable (`pwevent replay` exits 6)."""
+        return [source for source in ("events", "requirements") if self.records[source] and not self.usable[source]]
 
     def render(self) -> str:
         lines = [
@@ -56,8 +63,13 @@ class ReplaySummary:
             "decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kinds.items())),
             "rejects: " + (", ".join(f"{k} {v}" for k, v in sorted(self.rejects.items())) or "none"),
         ]
+        lines.append("usable: " + ", ".join(f"{source} {self.usable[source]} of {self.records[source]} records"
+                                            for source in ("events", "requirements")))
         if self.beyond:
             lines.append(f"{self.beyond} valid records of slots after slot {self.slots} were not replayed")
+        for source in self.unusable:
+            lines.append(f"NO USABLE RECORD: none of the {self.records[source]} {source} records counted in a slot "
+                         "(see the rejects)")
         return "\n".join(lines)
 
 
@@ -162,14 +174,16 @@ class Replay:
 
     def _valid(self, path: str, source: str, parse: Callable[[bytes], Any], progress: Progress | None,
                framed: bool = False) -> Iterator[tuple[int, int, Any, bytes]]:
-        """(line number, offset, record, record bytes) of every record of `path` that parses and is timed
-        at or after the origin; the others are rejected with their reason. `framed`: a framed-records
-        file (each line a Kafka value in base64)."""
+        """(line number, offset, record, record bytes) of every record of `path` that parses and, for
+        an event, is timed at or after the origin (a requirement record from before it is in force
+        from slot 1, `SlotClock.in_force_from`); the others are rejected with their reason. `framed`: a
+        framed-records file (each line a Kafka value in base64)."""
         clock = self.config.clock
         max_bytes = self.config.max_record_bytes
         total_mb = max(1, os.path.getsize(path) // _MB) if progress else 0
         shown = self._shown.get(path, path)
         for number, offset, line in _lines(path, _line_limit(max_bytes, framed)):
+            self.summary.records[source] += 1
             if progress and number % 65536 == 0:
                 progress(min(offset // _MB, total_mb), total_mb, f"reading {source} (MB)")
             if isinstance(line, Original):
@@ -182,7 +196,7 @@ class Replay:
             except Rejected as err:
                 self._reject(source, f"{shown}:{number}", err.reason, err.detail, line)
                 continue
-            if clock.before_origin(record.time_ms):
+            if source == "events" and clock.before_origin(record.time_ms):
                 self._reject(source, f"{shown}:{number}", Reason.BEFORE_ORIGIN, BEFORE_ORIGIN_DETAIL, line)
                 continue
             yield number, offset, record, line
@@ -195,8 +209,8 @@ class Replay:
         items = sorted((record.time_ms, number, (record, line))
                        for number, _, record, line in self._valid(path, source, parse, progress, framed))
         by_slot: dict[int, list[Any]] = defaultdict(list)
-        for time_ms, number, payload in items:
-            by_slot[clock.slot_of(time_ms)].append((number, payload))
+        for time_ms, number, payload in items:  # in time order, so the latest record before the origin wins
+            by_slot[clock.in_force_from(time_ms)].append((number, payload))
         return by_slot
 
     def _read_events(self, path: str, parse: Callable[[bytes], Event], progress: Progress | None,
@@ -223,6 +237,8 @@ class Replay:
         if decision.action is Action.REJECT:
             assert decision.reason is not None
             self._reject("requirements", position, decision.reason, decision.detail, line)
+        else:
+            self.summary.usable["requirements"] += 1
 
     def run(
         self,
@@ -287,6 +303,7 @@ class Replay:
                                          _read_line(originals, int(events.offsets[row]), framed_events))
                             continue
                         present[index] = int(events.cells[row])
+                    self.summary.usable["events"] += len(present)
                     users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
                     values = np.fromiter(present.values(), dtype=np.int64, count=len(present))
                     outcome, projections = engine.step(slot, users, values)

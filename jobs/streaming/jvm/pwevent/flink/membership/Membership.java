@@ -85,7 +85,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
                     payload.original()));
             return;
         }
-        long slot = SlotRules.slotOf(originMs, slotMs, time);
+        long slot = SlotRules.inForceFrom(originMs, slotMs, time);
         UserMembership user = UserMembership.decode(users.value());
         UserMembership.Rejection late = user.receive(new UserMembership.Pending(slot, time, partition, offset, payload),
                 context.timerService().currentWatermark(), originMs, slotMs);
