@@ -397,8 +397,9 @@ def valid_updates(lines: Iterable[tuple[str, str | bytes]], rules: InputRules) -
     """Each user's valid requirement records (position, text) as (slot, requirement), ordered by time,
     then by input order, as the replay applies them. Minimal on purpose: a record counts if it parses
     (with the replay's parser and the configuration's parsing settings: format, field paths,
-    signature, `max_record_bytes`) within the caps and is valid for the mechanism; one from before the
-    origin is in force from slot 1 (`SlotClock.in_force_from`), as the replay and the job apply it."""
+    signature, `max_record_bytes`) within the caps and is valid for the mechanism. Of a user's records
+    from before the origin only the latest counts, in force from slot 1 (docs/formats.md, Requirement),
+    as the replay and the job apply them."""
     parsed = []
     for order, (_, text) in enumerate(lines):
         try:
@@ -409,7 +410,11 @@ def valid_updates(lines: Iterable[tuple[str, str | bytes]], rules: InputRules) -
             parsed.append((update.time_ms, order, rules.clock.in_force_from(update.time_ms), update.user,
                            update.requirement))
     updates: dict[str, list[tuple[int, AnyRequirement]]] = defaultdict(list)
-    for _, _, slot, user, requirement in sorted(parsed, key=lambda item: (item[0], item[1])):
+    early: dict[str, int] = {}  # user -> how many records from before the origin it has in `updates`
+    for time_ms, _, slot, user, requirement in sorted(parsed, key=lambda item: (item[0], item[1])):
+        if time_ms < rules.clock.origin_ms:  # a later one from before the origin supersedes it
+            del updates[user][:early.get(user, 0)]
+            early[user] = 1
         updates[user].append((slot, requirement))
     return {user: tuple(items) for user, items in updates.items()}
 

@@ -25,7 +25,7 @@ from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.progress import Progress
-from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
+from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, SUPERSEDED_BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import (
     ORIGINAL_HEAD_BYTES,
     Event,
@@ -240,6 +240,17 @@ class Replay:
         else:
             self.summary.usable["requirements"] += 1
 
+    def _superseded(self, engine: Engine, updates: list[RequirementUpdate]) -> set[int]:
+        """The positions in one slot's requirement records (in the order they apply) of those a later
+        record of the same user from before the origin supersedes (`Membership.superseded`)."""
+        by_user: dict[str, list[int]] = defaultdict(list)
+        for n, update in enumerate(updates):
+            by_user[update.user].append(n)
+        origin = self.config.clock.origin_ms
+        return {positions[k] for positions in by_user.values()
+                for k in engine.membership.superseded([(updates[n].time_ms, updates[n].requirement)
+                                                       for n in positions], origin)}
+
     def run(
         self,
         events_path: str,
@@ -284,8 +295,15 @@ class Replay:
             smoother = config.smoother()
             with open(events_file, "rb") as originals:
                 for slot in range(1, last_slot + 1):
-                    for number, (update, line) in requirements.get(slot, []):
-                        self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
+                    records = requirements.get(slot, [])
+                    superseded = self._superseded(engine, [update for _, (update, _) in records])
+                    for n, (number, (update, line)) in enumerate(records):
+                        position = f"{requirements_path}:{number}"
+                        if n in superseded:
+                            self._reject("requirements", position, Reason.SUPERSEDED_BEFORE_ORIGIN,
+                                         SUPERSEDED_BEFORE_ORIGIN_DETAIL, line)
+                        else:
+                            self._apply_requirement(engine, slot, position, update, line)
                     latest: dict[int, int] = {}
                     for row in events.rows(slot):
                         latest[int(events.users[row])] = row  # the last event of a user in a slot wins (section 1)

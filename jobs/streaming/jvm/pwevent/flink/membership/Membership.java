@@ -111,7 +111,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
     public void onTimer(long timestamp, OnTimerContext context, Collector<Row> out) throws Exception {
         String name = context.getCurrentKey();
         UserMembership user = UserMembership.decode(users.value());
-        for (Object done : user.close(SlotRules.slotOf(originMs, slotMs, timestamp), name, rule)) {
+        for (Object done : user.close(SlotRules.slotOf(originMs, slotMs, timestamp), name, rule, originMs)) {
             if (done instanceof MembershipRule.Change change) {
                 Row changed = new Row(ChangeRow.ARITY);
                 changed.setField(ChangeRow.USER, name);
