@@ -222,12 +222,17 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", help="run a mechanism over JSON-lines files (no Flink, no Kafka)",
         description="Run a mechanism over event and requirement JSON-lines files, slot by slot, and write "
         "the releases, the spend log (for `pwevent audit`) and optionally the true histograms and the rejects. "
-        "Formats: docs/formats.md.",
+        "Exit 0 when every input that held records had a usable one; 6 (after writing everything) when an input "
+        "held records and none was usable: no event counted in any slot, or no requirement record applied (the "
+        "summary's NO USABLE RECORD line says which; the rejects say why), so a CI check on a sample fails; "
+        "2 a configuration or input error. A requirement record dated before the origin is in force from slot 1 "
+        "(the latest one per user). Formats: docs/formats.md.",
     )
     replay.add_argument("--config", required=True, help="YAML configuration (mechanism, slot, origin, domain, ...)")
     replay.add_argument("--events", required=True, help="events file: one {user, time, value} per line")
     replay.add_argument("--requirements", required=True, help="requirements file: {user, time, w, epsilon} or "
-                        "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line")
+                        "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line (each field at its "
+                        "configured path, requirements: in the configuration)")
     replay.add_argument("--releases-out", required=True, help="where to write one release per slot")
     replay.add_argument("--spend-log", required=True, help="where to write the spend log")
     replay.add_argument("--truth-out", help="where to write the true histogram of each slot (evaluation only)")
@@ -248,7 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
         "requirements the user declared in the input, plus membership, gaps and every line against its slot's "
         "release. With --spend-log alone only the ledger-level checks run, and the report says what it skipped. "
         "Exit 0: no violation; 1: violations (each with its rule, slot, ledger/user); 2: unreadable or corrupt "
-        "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict). "
+        "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict); 6: no violation, but the "
+        "requirements input held records and none was a valid requirement record (NO USABLE RECORD). "
         "Rules: docs/mechanisms.md, 'What the auditor proves'.",
     )
     audit.add_argument("--spend-log", help="spend log written by replay or the streaming job (required unless "

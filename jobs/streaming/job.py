@@ -308,7 +308,9 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
         description="Build the Flink job (Kafka sources, event time from valid records and the release "
         "schedule, SQL parsing and per-slot counts, keyed Membership, the global Population; releases, "
         "dead letters and the audit "
-        "log written exactly once) and run it on the local mini-cluster until killed. See docs/streaming.md.",
+        "log written exactly once) and run it on the local mini-cluster until killed. Before any work it checks "
+        "that the input topics (kafka.topics.events, .requirements) exist: a missing one is named, exit 4. "
+        "See docs/streaming.md.",
     )
     p.add_argument("--config", required=True, help="YAML configuration with kafka: and flink: sections")
     p.add_argument("--restore", help="checkpoint/savepoint path to restore from, or 'latest' (the newest "
