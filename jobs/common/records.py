@@ -299,7 +299,9 @@ def _requirement_part(obj: dict[str, Any], part: RequirementPart, name: str) -> 
 def _requirement(obj: dict[str, Any], fields: RequirementFields) -> Requirement | DynamicRequirement:
     """The requirement of a record at the configured paths: dynamic when the record holds anything
     where a backward or forward part would be (`RequirementPart.marks`), else fixed. With the default
-    paths this is `state.requirements.parse_requirement` of the record's top level."""
+    paths it reads what `state.requirements.parse_requirement` reads at the record's top level, but a
+    `backward`/`forward` that is not an object follows the path rules (`mistyped_field`, or
+    `missing_field` for null) as every field path does."""
     sides = {"backward": fields.backward, "forward": fields.forward}
     if any(_lookup(obj, path_text(mark), mark) is not _ABSENT for part in sides.values() for mark in part.marks):
         backward, forward = (_requirement_part(obj, part, side) for side, part in sides.items())
