@@ -84,7 +84,7 @@ def require_topics(kafka: KafkaSettings, roles: tuple[str, ...], wait_s: float =
     missing = [f"{kafka.topics[role]} (kafka.topics.{role})" for role in roles if kafka.topics[role] not in known]
     if missing:
         raise BrokerUnavailableError(
-            f"topic {', '.join(missing)} does not exist at {kafka.bootstrap} (or this client may not describe it): "
+            f"no such topic at {kafka.bootstrap}: {', '.join(missing)} (or this client may not describe it); "
             "create it (deploy/local/create-topics.py) or name an existing one")
 
 
