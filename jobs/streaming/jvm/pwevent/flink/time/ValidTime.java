@@ -37,8 +37,9 @@ import org.apache.flink.types.Row;
  * <p>A valid record moves time if the {@link LeadGuard} believes its time; one it does not believe
  * comes out with {@code ahead} (a {@code too_far_ahead} dead letter). A valid record from before the
  * origin (only requirement records, in force from slot 1: jobs/common/slots.py, {@code in_force_from})
- * moves no time and teaches the guard nothing: its time is in no slot, as an invalid record's. Whether an event's user is
- * registered does not matter (docs/streaming.md, "Which records move time"). Per partition, time
+ * moves no time and teaches the guard nothing: its time is in no slot, as an invalid record's.
+ * Whether an event's user is registered does not matter (docs/streaming.md, "Which records move
+ * time"). Per partition, time
  * follows the offsets across the two parsers ({@link OffsetOrder}). The watermark is
  * {@link PartitionTimes}': event time over a partition's backlog (what it held when this subtask
  * last (re)started, {@link PartitionEnds}: a failover's restored subtask reads what was written
