@@ -6,6 +6,8 @@ adaptive: {evidence: 240, static_drift: 0.001, start: Sample, probe: 0.125, leve
 slot: 15m                 # slot length: 500ms, 60s, 15m, 1h, 1d ...
 origin: 2024-01-01T00:00:00Z   # start of slot 1 (ISO-8601 or epoch ms)
 domain: {type: grid, rows: 10, cols: 10, bbox: {min_lat: .., max_lat: .., min_lon: .., max_lon: ..}}
+                          # or {type: categories, values: [web, app], aliases: {iOS: app}, case: fold, other: rest}
+                          # or {type: ranges, edges: [0, 18, 65], other: rest} (docs/formats.md, "Value mapping")
 window: 120               # baselines only (an error for the others): the global w ...
 epsilon: 0.6              # ... and E (every user's requirement must be at least as loose)
 noise: opendp             # opendp (production) | numpy-fast (experiments; named in results)
@@ -14,6 +16,7 @@ caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may decl
        min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
 events: {user: user, time: time, value: value}   # field paths (or lat/lon): payload.user_id, a\\.b a dot
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
+                          # + w: .., epsilon: .., backward: {w: .., epsilon: ..}, forward: {..} (field paths)
                           # both: format: json (default) | avro-confluent (+ schema_registry: {url: ..,
                           # username: .., password: ${ENV} or {file: PATH}, timeout: 10s, retry_for: 5m})
                           # | avro (+ schema_file: events.avsc); docs/streaming.md, "Parsing"
@@ -61,17 +64,26 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from pwevent.jobs.common.avro_schema import load_schema_file
-from pwevent.jobs.common.field_paths import RecordField, RecordPart, check_disjoint, field_path, record_field
+from pwevent.jobs.common.field_paths import (
+    RecordField,
+    RecordPart,
+    check_disjoint,
+    field_path,
+    mapping_slots,
+    path_text,
+    record_field,
+)
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.secrets import Secret, SecretValue
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
-from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
+from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain, RangesDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
 from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.operators.registry import GLOBAL_KEYS, REGISTRY
+from pwevent.operators.value_mapping import CaseRule
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
 
@@ -206,6 +218,21 @@ FieldPath = Annotated[str, PlainValidator(_field_path), WithJsonSchema(
                     "Kafka record: $key, $key.<field path>, $timestamp, $headers.<name>"})]
 
 
+def _value_path(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a field path is a string, got {value!r}")
+    field_path(value)  # ValueError naming what is wrong, a leading $ included
+    return value
+
+
+#: A field path into the value only (no `$` mapping): where a requirement record holds its window
+#: and budget, which the record's value always carries.
+ValuePath = Annotated[str, PlainValidator(_value_path), WithJsonSchema(
+    {"type": "string", "pattern": f"^{_PATH}$",
+     "description": "a field path into the value: keys of nested objects separated by '.'; in a key, '\\.' is "
+                    "a dot, '\\\\' a backslash and '\\$' a dollar sign; arrays are never indexed"})]
+
+
 class BinarySpec(Section):
     """Values 0/1 (or false/true)."""
 
@@ -220,10 +247,25 @@ class CellsSpec(Section):
 
 
 class CategoriesSpec(Section):
-    """Named categories, in cell order."""
+    """Named categories, in cell order, and how values map to them (operators/value_mapping.py)."""
 
     type: Literal["categories"]
     values: list[StrictStr] = Field(min_length=1)
+    aliases: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict, description="another spelling -> the name of its cell (one of values)")
+    case: Literal["exact", "fold"] = Field(
+        "exact", description="exact: names compared as they are; fold: after Unicode case folding")
+    other: StrictStr | None = Field(
+        None, description="the name of an extra last cell for every other string (else out_of_domain)")
+
+
+class RangesSpec(Section):
+    """Numeric ranges: cell j holds edges[j] <= value < edges[j + 1] (operators/value_mapping.py)."""
+
+    type: Literal["ranges"]
+    edges: list[float] = Field(min_length=2, description="strictly increasing finite numbers")
+    other: StrictStr | None = Field(
+        None, description="the name of an extra last cell for every number outside the edges (else out_of_domain)")
 
 
 class BBox(Section):
@@ -243,8 +285,8 @@ class GridSpec(Section):
 
 
 DOMAIN_SPECS: dict[str, type[Section]] = {"binary": BinarySpec, "cells": CellsSpec, "categories": CategoriesSpec,
-                                          "grid": GridSpec}
-DomainSpec = Annotated[BinarySpec | CellsSpec | CategoriesSpec | GridSpec, Field(discriminator="type")]
+                                          "ranges": RangesSpec, "grid": GridSpec}
+DomainSpec = Annotated[BinarySpec | CellsSpec | CategoriesSpec | RangesSpec | GridSpec, Field(discriminator="type")]
 
 
 def _domain(raw: Any) -> Domain:
@@ -261,7 +303,9 @@ def _domain(raw: Any) -> Domain:
     if isinstance(spec, CellsSpec):
         return CellsDomain(spec.d)
     if isinstance(spec, CategoriesSpec):
-        return CategoriesDomain(tuple(spec.values))
+        return CategoriesDomain(tuple(spec.values), tuple(spec.aliases.items()), CaseRule(spec.case), spec.other)
+    if isinstance(spec, RangesSpec):
+        return RangesDomain(tuple(float(edge) for edge in spec.edges), spec.other)
     if isinstance(spec, GridSpec):
         return GridDomain(rows=spec.rows, cols=spec.cols, **spec.bbox.model_dump())
     return BinaryDomain()
@@ -460,22 +504,57 @@ def _signature(raw: Any) -> RequirementSignature | None:
     return signature
 
 
+class RequirementPart(Section):
+    """Field paths of a requirement's window and budget: the fixed one's (`requirements.w`,
+    `requirements.epsilon`) or one side of a dynamic one (`requirements.backward`, `.forward`)."""
+
+    w: ValuePath
+    epsilon: ValuePath
+
+    @property
+    def marks(self) -> tuple[tuple[str, ...], ...]:
+        """Where a record shows that it holds this part: the keys its two paths share (`backward` by
+        default), or the two paths themselves when they share none."""
+        w, epsilon = field_path(self.w), field_path(self.epsilon)
+        shared = next((n for n in range(min(len(w), len(epsilon))) if w[n] != epsilon[n]), min(len(w), len(epsilon)))
+        return (w[:shared],) if shared else (w, epsilon)
+
+
 class RequirementFields(InputFormat):
-    """Field paths of a requirement record's user and time, and the signature every record must carry,
-    if any (jobs.common.provenance)."""
+    """Field paths of a requirement record's user, time and requirement (a fixed `w` and `epsilon`, or
+    a dynamic `backward` and `forward` each with its `w` and `epsilon`), and the signature every
+    record must carry, if any (jobs.common.provenance)."""
 
     user: FieldPath = "user"
     time: FieldPath = "time"
+    w: ValuePath = "w"
+    epsilon: ValuePath = "epsilon"
+    backward: RequirementPart = RequirementPart(w="backward.w", epsilon="backward.epsilon")
+    forward: RequirementPart = RequirementPart(w="forward.w", epsilon="forward.epsilon")
     signature: Annotated[RequirementSignature | None,
                          PlainValidator(_signature, json_schema_input_type=SignatureSection | None)] = None
 
+    @property
+    def fixed(self) -> RequirementPart:
+        """The paths of a fixed requirement."""
+        return RequirementPart(w=self.w, epsilon=self.epsilon)
+
     def mappings(self) -> dict[str, str]:
-        return {"user": self.user, "time": self.time}
+        return {"user": self.user, "time": self.time, "w": self.w, "epsilon": self.epsilon,
+                **{f"{side}.{key}": getattr(getattr(self, side), key)
+                   for side in ("backward", "forward") for key in ("w", "epsilon")}}
 
     @model_validator(mode="after")
     def _paths(self) -> RequirementFields:
         check_disjoint({f"requirements.{key}": path for key, path in self.mappings().items()})
         self._check_record_fields("requirements")
+        for side in ("backward", "forward"):
+            for mark in getattr(self, side).marks:
+                for key in ("user", "time", "w", "epsilon"):
+                    if mapping_slots(getattr(self, key))[:len(mark)] == mark:
+                        raise ValueError(f"requirements.{key} ({getattr(self, key)!r}) lies where a record holds "
+                                         f"its {side} requirement ({path_text(mark)!r}): every record would read "
+                                         "as dynamic")
         if self.signature is not None and self.format != "json":
             raise ValueError("requirements.signature: signed requirement records are JSON (format json)")
         if self.signature is not None and self.whole_records:

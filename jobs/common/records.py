@@ -50,7 +50,13 @@ from pwevent.jobs.common.avro_format import (
     decoder,
     key_decoder,
 )
-from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, InputFormat, RequirementFields
+from pwevent.jobs.common.config import (
+    DEFAULT_MAX_RECORD_BYTES,
+    EventFields,
+    InputFormat,
+    RequirementFields,
+    RequirementPart,
+)
 from pwevent.jobs.common.field_paths import RecordField, RecordPart, field_path, path_text, record_field
 from pwevent.jobs.common.kafka_record import KafkaRecord, checked_size
 from pwevent.jobs.common.pseudonyms import Pseudonyms
@@ -58,7 +64,7 @@ from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
 from pwevent.state.errors import InvalidRequirementError
-from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
+from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps
 
 #: Deepest nesting of arrays and objects a record may have (the formats need 2).
 MAX_DEPTH = 16
@@ -392,6 +398,32 @@ def _time(obj: RecordView, name: str) -> int:
     return time_ms
 
 
+def _requirement_part(obj: RecordView, part: RequirementPart, name: str) -> Requirement:
+    """The window and budget at the paths of `part`; a value absent (or null) or of the wrong type is
+    `invalid_requirement`, as the requirement's own values always were."""
+    values = {key: _lookup(obj, getattr(part, key)) for key in ("w", "epsilon")}
+    missing = [getattr(part, key) for key, value in values.items() if value is _ABSENT or value is None]
+    if missing:
+        raise InvalidRequirementError(f"{name} lacks {', '.join(missing)}")
+    try:
+        return Requirement(values["w"], values["epsilon"])
+    except InvalidRequirementError as err:
+        raise InvalidRequirementError(f"{name}: {err}" if name != "requirement" else str(err)) from None
+
+
+def _requirement(obj: RecordView, fields: RequirementFields) -> Requirement | DynamicRequirement:
+    """The requirement of a record at the configured paths: dynamic when the record holds anything
+    where a backward or forward part would be (`RequirementPart.marks`), else fixed. With the default
+    paths it reads what `state.requirements.parse_requirement` reads at the record's top level, but a
+    `backward`/`forward` that is not an object follows the path rules (`mistyped_field`, or
+    `missing_field` for null) as every field path does."""
+    sides = {"backward": fields.backward, "forward": fields.forward}
+    if any(_lookup(obj, path_text(mark)) is not _ABSENT for part in sides.values() for mark in part.marks):
+        backward, forward = (_requirement_part(obj, part, side) for side, part in sides.items())
+        return DynamicRequirement(backward, forward)
+    return _requirement_part(obj, fields.fixed, "requirement")
+
+
 @dataclass(frozen=True)
 class KafkaTimestamp:
     """With `kafka.event_time: kafka` an event's time is its Kafka record timestamp, whatever the
@@ -438,9 +470,10 @@ def parse_requirement_update(
     text: str | bytes | KafkaRecord, fields: RequirementFields, caps: RequirementCaps,
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES, pseudonyms: Pseudonyms | None = None,
 ) -> RequirementUpdate:
-    """A requirement record (as `parse_event` takes one): {user, time, w, epsilon} or {user, time,
-    backward: {..}, forward: {..}}; the user as its pseudonym under `pseudonyms` (after the signature
-    is verified). Raises Rejected, and nothing else but RegistryUnavailable (as `parse_event`)."""
+    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}},
+    each field at its configured path (`_requirement`); the user as its pseudonym under `pseudonyms`
+    (after the signature is verified). Raises Rejected, and nothing else but RegistryUnavailable (as
+    `parse_event`)."""
     with _boundary():
         obj = read_record(text, fields, max_bytes)
         try:
@@ -450,7 +483,7 @@ def parse_requirement_update(
         user = _user(obj, fields.user)
         time_ms = _time(obj, fields.time)
         try:
-            requirement = parse_requirement(obj.obj)
+            requirement = _requirement(obj, fields)
             caps.check(requirement)
         except InvalidRequirementError as err:
             raise Rejected(Reason.INVALID_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None

@@ -381,7 +381,8 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     from pyflink.table import Schema
 
     flink = settings.flink
-    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms}
+    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
+                "origin_ms": config.origin_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
     stage = Stage(env, t_env, config, settings, strategy, rowtime)
