@@ -49,6 +49,8 @@ from pwevent.jobs.common.avro_schema import WriterSchema, load_schema_file, pars
 from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
 from pwevent.jobs.common.reasons import Reason, Rejected
 
+#: The Avro input formats (jobs/common/config.py `INPUT_FORMATS`).
+AVRO_FORMATS = ("avro-confluent", "avro")
 #: The Confluent wire format's first byte, and the frame's length (that byte and a 4-byte schema id).
 CONFLUENT_MAGIC, CONFLUENT_FRAME_BYTES = b"\x00", 5
 #: Backoff between unanswered registry requests: first wait, factor, longest wait (seconds).
@@ -147,11 +149,10 @@ class SchemaRegistry:
             time.sleep(wait)
             wait = min(wait * BACKOFF_FACTOR, BACKOFF_MAX_S)
 
-    def schema(self, schema_id: int) -> WriterSchema:
-        """The writer schema of `schema_id`; Rejected `unknown_schema` when the registry does not know
-        it (404), `undecodable` when it is no Avro schema."""
-        if schema_id in self._schemas:
-            return self._schemas[schema_id]
+    def registered(self, schema_id: int) -> dict[str, Any]:
+        """What the registry holds for `schema_id` (`GET /schemas/ids/{id}`: `schema`, the text,
+        `schemaType`, absent for AVRO, and `references`); Rejected `unknown_schema` when it does not
+        know the id (404; remembered, bounded)."""
         if schema_id in self._unknown:
             raise Rejected(Reason.UNKNOWN_SCHEMA, f"the schema registry has no schema {schema_id}")
         status, body = self._request("GET", f"/schemas/ids/{schema_id}")
@@ -163,6 +164,14 @@ class SchemaRegistry:
                 raise Rejected(Reason.UNKNOWN_SCHEMA, f"the schema registry has no schema {schema_id}")
             raise RegistryUnavailable(f"the schema registry {self.settings.url} answered HTTP {status} for schema "
                                       f"{schema_id}: {str(body)[:200]}")
+        return body
+
+    def schema(self, schema_id: int) -> WriterSchema:
+        """The Avro writer schema of `schema_id`; Rejected `unknown_schema` when the registry does not
+        know it (404), `undecodable` when it is no Avro schema."""
+        if schema_id in self._schemas:
+            return self._schemas[schema_id]
+        body = self.registered(schema_id)
         if body.get("schemaType", "AVRO") != "AVRO":
             raise Rejected(Reason.UNDECODABLE, f"schema {schema_id} is {body['schemaType']}, not AVRO")
         try:

@@ -16,7 +16,9 @@ events: {user: user, time: time, value: value}   # field paths (or lat/lon): pay
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
                           # both: format: json (default) | avro-confluent (+ schema_registry: {url: ..,
                           # username: .., password: ${ENV} or {file: PATH}, timeout: 10s, retry_for: 5m})
-                          # | avro (+ schema_file: events.avsc); docs/streaming.md, "Parsing"
+                          # | avro (+ schema_file: events.avsc) | protobuf-confluent (+ schema_registry)
+                          # | protobuf (+ protobuf: {descriptor_set: events.desc, message: pkg.Event});
+                          # docs/streaming.md, "Parsing"
 default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a user seen in the events
                           # before any requirement record of theirs ({backward: .., forward: ..} for
                           # dynamic mechanisms; docs/streaming.md, "Users without a requirement record")
@@ -52,7 +54,9 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -60,6 +64,7 @@ from pydantic_core import PydanticCustomError
 
 from pwevent.jobs.common.avro_schema import load_schema_file
 from pwevent.jobs.common.field_paths import check_disjoint, field_path
+from pwevent.jobs.common.protobuf_schema import load_descriptor_set, message_type
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.requirement_rules import RequirementRules
@@ -283,8 +288,8 @@ def _caps(raw: Any) -> RequirementCaps:
 
 
 class SchemaRegistrySection(Section):
-    """`schema_registry:` of an input in the `avro-confluent` format: where the writer schemas are, by
-    the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
+    """`schema_registry:` of an input in the `avro-confluent` or `protobuf-confluent` format: where the
+    writer schemas are, by the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
     auth if `username` is given. A registry that does not answer is asked again, with backoff, for
     `retry_for`; then the job's task fails (Flink restarts it) and the replay stops
     (docs/streaming.md, "Parsing")."""
@@ -303,26 +308,60 @@ class SchemaRegistrySection(Section):
         return self
 
 
+class ProtobufSection(Section):
+    """`protobuf:` of an input in the plain `protobuf` format: the message type of every record, by its
+    full name (`package.Message`) in a descriptor set file (`protoc --descriptor_set_out`), both
+    checked at load (jobs/common/protobuf_schema.py)."""
+
+    descriptor_set: Name = Field(description="a descriptor set file (protoc --descriptor_set_out, "
+                                 "--include_imports)")
+    message: Name = Field(description="the records' message type, by its full name: package.Message")
+
+    @field_validator("descriptor_set")
+    @classmethod
+    def _readable(cls, path: str) -> str:
+        load_descriptor_set(path)  # ValueError naming the file and what is wrong
+        return path
+
+    @field_validator("message")
+    @classmethod
+    def _known(cls, name: str, info: ValidationInfo) -> str:
+        path = info.data.get("descriptor_set")
+        if path is not None:
+            message_type(load_descriptor_set(path), name, f"descriptor set {path}")
+        return name
+
+
 #: The input formats (docs/formats.md, "Input formats").
-INPUT_FORMATS = ("json", "avro-confluent", "avro")
+INPUT_FORMATS = ("json", "avro-confluent", "avro", "protobuf-confluent", "protobuf")
+#: The formats whose schemas a Schema Registry serves by the id in each record's frame.
+REGISTRY_FORMATS = ("avro-confluent", "protobuf-confluent")
 
 
 class InputFormat(Section):
     """How an input's record values are encoded: `json` (a Confluent frame taken off if present),
-    `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`) or `avro`
-    (plain Avro binary, the writer schema in `schema_file`, an .avsc file). Avro records are decoded,
-    then read by the same field paths and rules as JSON ones (jobs/common/avro_format.py)."""
+    `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`), `avro`
+    (plain Avro binary, the writer schema in `schema_file`, an .avsc file), `protobuf-confluent` (the
+    Confluent wire format with message indexes, `.proto` schemas from `schema_registry`) or `protobuf`
+    (plain Protobuf, the message type in `protobuf`). Avro and Protobuf records are decoded, then read
+    by the same field paths and rules as JSON ones (jobs/common/avro_format.py,
+    jobs/common/protobuf_format.py)."""
 
-    format: Literal["json", "avro-confluent", "avro"] = "json"
+    format: Literal["json", "avro-confluent", "avro", "protobuf-confluent", "protobuf"] = "json"
     schema_file: Name | None = None
     schema_registry: SchemaRegistrySection | None = None
+    protobuf: ProtobufSection | None = None
 
     @model_validator(mode="after")
     def _format_settings(self) -> InputFormat:
         if (self.format == "avro") != (self.schema_file is not None):
             raise ValueError("schema_file goes with format avro, and format avro needs it")
-        if (self.format == "avro-confluent") != (self.schema_registry is not None):
-            raise ValueError("schema_registry goes with format avro-confluent, and format avro-confluent needs it")
+        if (self.format in REGISTRY_FORMATS) != (self.schema_registry is not None):
+            needs = f"format {self.format} needs it" if self.format in REGISTRY_FORMATS else "they need it"
+            raise ValueError(f"schema_registry goes with formats avro-confluent and protobuf-confluent, and {needs}")
+        if (self.format == "protobuf") != (self.protobuf is not None):
+            raise ValueError("protobuf (descriptor_set, message) goes with format protobuf, and format protobuf "
+                             "needs it")
         if self.schema_file is not None:
             load_schema_file(self.schema_file)  # ValueError naming the file and what is wrong
         return self
