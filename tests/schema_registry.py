@@ -57,7 +57,8 @@ class LocalSchemaRegistry:
 
     def add_protobuf(self, subject: str, text: str) -> int:
         """Registers the `.proto` text under `subject` as a PROTOBUF schema; its global id."""
-        return int(self._call("POST", f"/subjects/{subject}/versions", {"schemaType": "PROTOBUF", "schema": text})["id"])
+        body = {"schemaType": "PROTOBUF", "schema": text}
+        return int(self._call("POST", f"/subjects/{subject}/versions", body)["id"])
 
     def served(self, path: str) -> dict[str, Any]:
         """The registry's answer to GET `path`, as it is."""

@@ -216,15 +216,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     replay = sub.add_parser(
-        "replay", help="run a mechanism over JSON-lines files (no Flink, no Kafka)",
-        description="Run a mechanism over event and requirement JSON-lines files, slot by slot, and write "
+        "replay", help="run a mechanism over input files (no Flink, no Kafka)",
+        description="Run a mechanism over event and requirement files (JSON lines, or framed-records files of Avro "
+        "or Protobuf records), slot by slot, and write "
         "the releases, the spend log (for `pwevent audit`) and optionally the true histograms and the rejects. "
         "Formats: docs/formats.md.",
     )
     replay.add_argument("--config", required=True, help="YAML configuration (mechanism, slot, origin, domain, ...)")
-    replay.add_argument("--events", required=True, help="events file: one {user, time, value} per line")
-    replay.add_argument("--requirements", required=True, help="requirements file: {user, time, w, epsilon} or "
-                        "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line")
+    replay.add_argument("--events", required=True, help="events file in events.format: one {user, time, value} per "
+                        "line (JSON), or for Avro and Protobuf a framed-records file (one base64 Kafka value a "
+                        "line; for plain Avro also an Avro object container file)")
+    replay.add_argument("--requirements", required=True, help="requirements file in requirements.format (as "
+                        "--events): {user, time, w, epsilon} or {user, time, backward: {w, epsilon}, forward: "
+                        "{w, epsilon}} per record")
     replay.add_argument("--releases-out", required=True, help="where to write one release per slot")
     replay.add_argument("--spend-log", required=True, help="where to write the spend log")
     replay.add_argument("--truth-out", help="where to write the true histogram of each slot (evaluation only)")
@@ -250,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--spend-log", help="spend log written by replay or the streaming job (required unless "
                        "--release-topic)")
-    audit.add_argument("--requirements", help="the requirements input the run read (JSON lines; a dump of the "
-                       "requirements topic for the streaming job)")
+    audit.add_argument("--requirements", help="the requirements input the run read, in requirements.format (JSON "
+                       "lines, or a framed-records file for Avro and Protobuf; a dump of the requirements topic for "
+                       "the streaming job)")
     audit.add_argument("--releases", help="the releases the run wrote (JSON lines, one per slot)")
     audit.add_argument("--config", help="the run's YAML configuration (mechanism, slot clock, caps, field names)")
     audit.add_argument("--release-topic", action="store_true",

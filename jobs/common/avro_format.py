@@ -181,10 +181,12 @@ class SchemaRegistry:
         self._schemas[schema_id] = found = writer_schema(parsed)
         return found
 
-    def register(self, subject: str, schema: dict[str, Any]) -> int:
-        """Register `schema` under `subject` (`POST /subjects/{subject}/versions`) -> its id (tools,
-        tests: `pwevent produce --register`)."""
-        status, body = self._request("POST", f"/subjects/{subject}/versions", {"schema": json.dumps(schema)})
+    def register(self, subject: str, schema: dict[str, Any] | str, schema_type: str = "AVRO") -> int:
+        """Register `schema` (an Avro schema, or the text of one of `schema_type`, e.g. a `.proto` file's
+        for PROTOBUF) under `subject` (`POST /subjects/{subject}/versions`) -> its id (benchmarks)."""
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        request = {"schema": text} if schema_type == "AVRO" else {"schema": text, "schemaType": schema_type}
+        status, body = self._request("POST", f"/subjects/{subject}/versions", request)
         if status != 200 or not isinstance(body, dict) or not isinstance(body.get("id"), int):
             raise RegistryUnavailable(f"the schema registry {self.settings.url} refused subject {subject}: HTTP "
                                       f"{status} {str(body)[:200]}")

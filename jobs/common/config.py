@@ -289,10 +289,10 @@ def _caps(raw: Any) -> RequirementCaps:
 
 class SchemaRegistrySection(Section):
     """`schema_registry:` of an input in the `avro-confluent` or `protobuf-confluent` format: where the
-    writer schemas are, by the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
-    auth if `username` is given. A registry that does not answer is asked again, with backoff, for
-    `retry_for`; then the job's task fails (Flink restarts it) and the replay stops
-    (docs/streaming.md, "Parsing")."""
+    writer schemas are, by the id in each record's frame (the Confluent REST API,
+    `GET /schemas/ids/{id}`), with HTTP basic auth if `username` is given. A registry that does not
+    answer is asked again, with backoff, for `retry_for`; then the job's task fails (Flink restarts
+    it) and the replay stops (docs/streaming.md, "Parsing")."""
 
     url: Name = Field(pattern=r"^https?://", description="the registry's base URL, e.g. http://registry:8081")
     username: Name | None = None

@@ -9,14 +9,27 @@ import importlib.resources
 import os
 import tempfile
 
-from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf import timestamp_pb2, wrappers_pb2  # noqa: F401  (their files in the default pool)
+from google.protobuf import (
+    any_pb2,
+    descriptor_pb2,
+    descriptor_pool,
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    struct_pb2,
+    timestamp_pb2,
+    wrappers_pb2,
+)
 from google.protobuf.descriptor import Descriptor
 
 #: The name of a registry schema's file when it is compiled (imports name other files).
 SCHEMA_FILE = "registry-schema.proto"
 #: Google's well-known types: their files ship with protoc and the protobuf runtime.
 WELL_KNOWN_PREFIX = "google/protobuf/"
+#: The well-known files a descriptor set may import without holding them, loaded into protobuf's
+#: default pool by their modules.
+WELL_KNOWN_FILES = tuple(module.DESCRIPTOR.name for module in (any_pb2, descriptor_pb2, duration_pb2, empty_pb2,
+                                                               field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2))
 
 
 def descriptor_pool_of(files: descriptor_pb2.FileDescriptorSet, where: str) -> descriptor_pool.DescriptorPool:
@@ -32,7 +45,7 @@ def descriptor_pool_of(files: descriptor_pb2.FileDescriptorSet, where: str) -> d
                 continue
             if dependency in held:
                 add(next(p for p in files.file if p.name == dependency))
-            elif dependency.startswith(WELL_KNOWN_PREFIX):
+            elif dependency in WELL_KNOWN_FILES:
                 known = descriptor_pb2.FileDescriptorProto()
                 descriptor_pool.Default().FindFileByName(dependency).CopyToProto(known)
                 add(known)

@@ -153,7 +153,7 @@ def test_protobuf_settings_are_checked(tmp_path, protobuf, message):
         _config({"format": "protobuf", **({} if protobuf is None else {"protobuf": protobuf})})
     with pytest.raises(ConfigError, match="protobuf .* goes with format protobuf"):
         _config({"protobuf": {"descriptor_set": descriptors, "message": "sensors.Reading"}})
-    with pytest.raises(ConfigError, match="schema_registry goes with formats .*, and format protobuf-confluent needs it"):
+    with pytest.raises(ConfigError, match="schema_registry goes with .*, and format protobuf-confluent needs it"):
         _config({"format": "protobuf-confluent"})
 
 
@@ -198,7 +198,8 @@ def test_replay_and_full_audit_over_framed_records_files(tmp_path):
     (tmp_path / "r.b64").write_bytes(b"".join(framed_line(encode(requirement_messages, "prefs.Requirement", r)) + b"\n"
                                               for r in requirements))
     (tmp_path / "e.b64").write_bytes(b"".join(framed_line(encode(EVENTS, "sensors.Reading", reading(
-        e["user"], e["time"], e["value"]))) + b"\n" for e in events) + b"not base64!\n" + framed_line(b"\xff\xff") + b"\n")
+        e["user"], e["time"], e["value"]))) + b"\n" for e in events)
+        + b"not base64!\n" + framed_line(b"\xff\xff") + b"\n")
     outputs = {}
     for name, config, suffix in (("twin", twin_config, "jsonl"), ("proto", proto, "b64")):
         out = {key: tmp_path / f"{name}-{key}.jsonl" for key in ("releases", "spend", "rejects")}
