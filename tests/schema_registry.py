@@ -55,9 +55,12 @@ class LocalSchemaRegistry:
         """Registers `schema` under `subject` (POST /subjects/{subject}/versions); its global id."""
         return int(self._call("POST", f"/subjects/{subject}/versions", {"schema": json.dumps(schema)})["id"])
 
-    def add_protobuf(self, subject: str, text: str) -> int:
-        """Registers the `.proto` text under `subject` as a PROTOBUF schema; its global id."""
-        body = {"schemaType": "PROTOBUF", "schema": text}
+    def add_protobuf(self, subject: str, text: str, references: list[dict[str, Any]] | None = None) -> int:
+        """Registers the `.proto` text under `subject` as a PROTOBUF schema (importing the files of
+        `references`: {name, subject, version}); its global id."""
+        body: dict[str, Any] = {"schemaType": "PROTOBUF", "schema": text}
+        if references:
+            body["references"] = references
         return int(self._call("POST", f"/subjects/{subject}/versions", body)["id"])
 
     def served(self, path: str) -> dict[str, Any]:

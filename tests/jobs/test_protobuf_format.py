@@ -233,6 +233,10 @@ def test_registry_schemas_and_the_reasons_of_bad_frames(schema_registry: LocalSc
     mistyped = schema_registry.add_protobuf("pb-mistyped-value", DOUBLE_USER_PROTO)
     avro = schema_registry.add("pb-avro-value", {"type": "record", "name": "A", "fields": [
         {"name": "user", "type": "string"}]})
+    schema_registry.add_protobuf("pb-dep", 'syntax = "proto3";\npackage dep;\nmessage Id { string v = 1; }\n')
+    importing = schema_registry.add_protobuf(
+        "pb-importing-value", 'syntax = "proto3";\nimport "dep.proto";\nmessage E { dep.Id user = 1; }\n',
+        [{"name": "dep.proto", "subject": "pb-dep", "version": 1}])
     served = schema_registry.served(f"/schemas/ids/{schema_id}?format=serialized")
     assert served["schemaType"] == "PROTOBUF" and "message Reading" in served["schema"]  # the text, not serialized
     config = _confluent(schema_registry.url)
@@ -262,6 +266,10 @@ def test_registry_schemas_and_the_reasons_of_bad_frames(schema_registry: LocalSc
     }
     got = {name: _outcome(raw, config) for name, (raw, _) in cases.items()}
     assert got == {name: reason for name, (_, reason) in cases.items()}
+    for schema, said in ((importing, "references ['dep.proto']"), (avro, "is AVRO, not PROTOBUF")):
+        with pytest.raises(Rejected) as err:  # said as such, not as a schema that does not compile
+            parse_event(confluent_value(schema, [0], b""), config.events, config.domain)
+        assert err.value.reason is Reason.UNDECODABLE and said in err.value.detail
     assert schema_registry.requests("/schemas/ids/424242") == 1  # an unknown id is asked once
     assert _outcome(confluent_value(424242, [1], message), config) is Reason.UNKNOWN_SCHEMA
     assert schema_registry.requests("/schemas/ids/424242") == 1
