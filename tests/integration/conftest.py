@@ -322,10 +322,13 @@ def replay(job: StreamingJob, events: str, requirements: str, through: int) -> d
 def full_audit(job: StreamingJob, requirements: str, releases: list[dict[str, Any]],
                audit: list[dict[str, Any]]) -> None:
     """The auditor trusts nothing: users' windows against the requirements they declared (the
-    input), ledgers against the releases."""
+    input, in the configuration's requirements format), ledgers against the releases."""
+    from pwevent.jobs.common.avro_format import input_values
+
     for record in audit:
         schema("spend").validate(record)
-    lines = [(f"{requirements}:{n}", text) for n, text in enumerate(Path(requirements).read_text().splitlines(), 1)]
+    lines = [(f"{requirements}:{n}", value) for n, value in
+             enumerate(input_values(requirements, job.config.requirements), 1)]
     report = audit_records(audit, AuditInputs.build(lines, releases, job.config))
     assert report.ok and report.skipped is None, report.render()
 

@@ -15,13 +15,16 @@ from typing import Any
 
 import pytest
 
+from pwevent.jobs.common.avro_format import framed_line
 from pwevent.jobs.common.protobuf_format import confluent_value
+from pwevent.jobs.common.slots import parse_time_ms
 from tests.integration.conftest import framed_backlog_equals_replay, generate, make_job, slot_time
 from tests.protobuf_schemas import (
     DOUBLE_USER_PROTO,
     EVENT_FIELDS,
     EVENT_PROTO,
     NO_READING_PROTO,
+    REQUIREMENT_PROTO,
     Messages,
     encode,
     reading,
@@ -34,6 +37,7 @@ EVENTS = Messages(EVENT_PROTO)
 #: EVENT_PROTO with a field added to the event: registered mid-stream.
 EVENT_V2_PROTO = EVENT_PROTO.replace("  Payload payload = 2;\n", "  Payload payload = 2;\n  string site = 20;\n")
 EVENTS_V2 = Messages(EVENT_V2_PROTO)
+REQUIREMENTS = Messages(REQUIREMENT_PROTO)
 #: `sensors.Reading` is the second message of its file.
 READING = [1]
 
@@ -93,14 +97,23 @@ def test_protobuf_confluent_equals_the_replay_with_invalid_records_mixed_in(stre
 
 
 def test_plain_protobuf_equals_the_replay_with_invalid_records_mixed_in(streaming_job: Any, tmp_path: Path):
-    """Events in plain Protobuf (`format: protobuf`, the message type of a descriptor set file):
-    truncated bytes, a Confluent-framed record (not plain), bytes that are no Protobuf and a record
-    without its reading, mixed in before slot 5."""
+    """Events and requirement records in plain Protobuf (`format: protobuf`, the message type of a
+    descriptor set file; the requirements' time a Timestamp): truncated bytes, a Confluent-framed
+    record (not plain), bytes that are no Protobuf and a record without its reading, mixed in before
+    slot 5; the full audit reads the Protobuf requirement records."""
     descriptors = EVENTS.write_descriptor_set(tmp_path / "events.desc")
+    requirement_descriptors = REQUIREMENTS.write_descriptor_set(tmp_path / "requirement.desc")
     slots, bad_at = 8, 5
-    job = make_job(streaming_job, "PBD", {"events": {**EVENT_FIELDS, "format": "protobuf", "protobuf": {
-        "descriptor_set": str(descriptors), "message": "sensors.Reading"}}})
-    flat_events, requirements = generate(job.folder, users=30, slots=slots)
+    job = make_job(streaming_job, "PBD", {
+        "events": {**EVENT_FIELDS, "format": "protobuf", "protobuf": {"descriptor_set": str(descriptors),
+                                                                      "message": "sensors.Reading"}},
+        "requirements": {"format": "protobuf", "protobuf": {"descriptor_set": str(requirement_descriptors),
+                                                            "message": "prefs.Requirement"}}})
+    flat_events, flat_requirements = generate(job.folder, users=30, slots=slots)
+    requirements = str(job.folder / "requirements.b64")
+    Path(requirements).write_bytes(b"".join(framed_line(encode(REQUIREMENTS, "prefs.Requirement", {
+        **record, "time": parse_time_ms(record["time"], "time")})) + b"\n"
+        for record in map(json.loads, Path(flat_requirements).read_text().splitlines())))
     values = [encode(EVENTS, "sensors.Reading", reading(r["user"], r["time"], r["value"]))
               for r in _flat_events(flat_events)]
     stamp = slot_time(bad_at)
