@@ -183,16 +183,29 @@ class ProtobufDecoder:
     fields: InputFormat
     registry: SchemaRegistry | None
     plain: tuple[ProtobufSchema, Descriptor, str] | None
-    _schemas: dict[int, ProtobufSchema] = field(default_factory=dict)
+    _schemas: dict[int, ProtobufSchema | Rejected] = field(default_factory=dict)
 
     def registry_schema(self, schema_id: int) -> ProtobufSchema:
-        """The compiled schema of `schema_id`; Rejected `unknown_schema` or `undecodable` (the
-        registry client's, and a schema that is not Protobuf or does not compile)."""
+        """The compiled schema of `schema_id`; Rejected `unknown_schema` (the registry client's) or
+        `undecodable` (a schema that is not Protobuf or does not compile: remembered, so protoc runs
+        once per schema id)."""
         found = self._schemas.get(schema_id)
+        if isinstance(found, Rejected):
+            raise found
         if found is not None:
             return found
         assert self.registry is not None
-        registered = self.registry.registered(schema_id)
+        try:
+            self._schemas[schema_id] = found = self._compiled(schema_id, self.registry.registered(schema_id))
+        except Rejected as refused:
+            if refused.reason is Reason.UNDECODABLE:
+                self._schemas[schema_id] = refused
+            raise
+        return found
+
+    @staticmethod
+    def _compiled(schema_id: int, registered: dict[str, Any]) -> ProtobufSchema:
+        """The registry's answer for `schema_id`, compiled; Rejected `undecodable` when it cannot be."""
         what = f"schema {schema_id} of the registry"
         if registered.get("schemaType", "AVRO") != "PROTOBUF":
             raise Rejected(Reason.UNDECODABLE, f"{what} is {registered.get('schemaType', 'AVRO')}, not PROTOBUF")
@@ -206,9 +219,7 @@ class ProtobufDecoder:
             pool = descriptor_pool_of(files, what)
         except ValueError as err:
             raise Rejected(Reason.UNDECODABLE, str(err)[:400]) from None
-        main = next(proto for proto in files.file if proto.name == SCHEMA_FILE)
-        self._schemas[schema_id] = found = ProtobufSchema(pool, main)
-        return found
+        return ProtobufSchema(pool, next(proto for proto in files.file if proto.name == SCHEMA_FILE))
 
     def decode(self, raw: bytes) -> dict[str, Any]:
         """Rejected (`undecodable`, `unknown_schema`) or RegistryUnavailable, else the record's object."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import tempfile
+import threading
 
 from google.protobuf import (
     any_pb2,
@@ -28,6 +29,8 @@ SCHEMA_FILE = "registry-schema.proto"
 WELL_KNOWN_PREFIX = "google/protobuf/"
 #: The well-known files a descriptor set may import without holding them, loaded into protobuf's
 #: default pool by their modules.
+#: protoc runs one compilation at a time in a process (the job's parse tasks share one in thread mode).
+_PROTOC = threading.Lock()
 WELL_KNOWN_FILES = tuple(module.DESCRIPTOR.name for module in (any_pb2, descriptor_pb2, duration_pb2, empty_pb2,
                                                                field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2))
 
@@ -101,8 +104,9 @@ def compile_schema(text: str, where: str) -> descriptor_pb2.FileDescriptorSet:
         with open(os.path.join(folder, SCHEMA_FILE), "w", encoding="utf-8") as handle:
             handle.write(text)
         out = os.path.join(folder, "schema.desc")
-        status = protoc.main(["protoc", f"-I{folder}", f"-I{includes}", f"--descriptor_set_out={out}",
-                              "--include_imports", SCHEMA_FILE])
+        with _PROTOC:
+            status = protoc.main(["protoc", f"-I{folder}", f"-I{includes}", f"--descriptor_set_out={out}",
+                                  "--include_imports", SCHEMA_FILE])
         if status != 0:
             raise ValueError(f"{where} does not compile as a .proto file (protoc exit {status})")
         files = descriptor_pb2.FileDescriptorSet()

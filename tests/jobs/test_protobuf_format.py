@@ -270,6 +270,7 @@ def test_registry_schemas_and_the_reasons_of_bad_frames(schema_registry: LocalSc
         with pytest.raises(Rejected) as err:  # said as such, not as a schema that does not compile
             parse_event(confluent_value(schema, [0], b""), config.events, config.domain)
         assert err.value.reason is Reason.UNDECODABLE and said in err.value.detail
+    assert schema_registry.requests(f"/schemas/ids/{avro}") == 1  # a refused schema is not asked for again
     assert schema_registry.requests("/schemas/ids/424242") == 1  # an unknown id is asked once
     assert _outcome(confluent_value(424242, [1], message), config) is Reason.UNKNOWN_SCHEMA
     assert schema_registry.requests("/schemas/ids/424242") == 1
