@@ -70,6 +70,7 @@ class ProtobufSchema:
     pool: descriptor_pool.DescriptorPool
     file: descriptor_pb2.FileDescriptorProto | None = None
     _classes: dict[str, type[Message]] = field(default_factory=dict)
+    _indexed: dict[tuple[int, ...], Descriptor] = field(default_factory=dict)
 
     def message_class(self, descriptor: Descriptor) -> type[Message]:
         found = self._classes.get(descriptor.full_name)
@@ -79,7 +80,10 @@ class ProtobufSchema:
 
     def indexed(self, indexes: list[int], what: str) -> Descriptor:
         """The message the indexes name (`[i]`: the file's i-th message; `[i, j]`: its j-th nested
-        one); Rejected `undecodable` when there is none."""
+        one); Rejected `undecodable` when there is none. Found once per indexes that name one."""
+        found = self._indexed.get(tuple(indexes))
+        if found is not None:
+            return found
         assert self.file is not None
         messages = list(self.file.message_type)
         name = self.file.package
@@ -89,7 +93,8 @@ class ProtobufSchema:
                                f"(index {index} at depth {depth}, of {len(messages)})")
             name = f"{name}.{messages[index].name}" if name else messages[index].name
             messages = list(messages[index].nested_type)
-        return self.pool.FindMessageTypeByName(name)
+        self._indexed[tuple(indexes)] = found = self.pool.FindMessageTypeByName(name)
+        return found
 
 
 def _timestamp(message: Message) -> int:
