@@ -219,8 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     replay = sub.add_parser(
-        "replay", help="run a mechanism over JSON-lines files (no Flink, no Kafka)",
-        description="Run a mechanism over event and requirement JSON-lines files, slot by slot, and write "
+        "replay", help="run a mechanism over input files (no Flink, no Kafka)",
+        description="Run a mechanism over event and requirement files (JSON lines, or framed-records files of Avro "
+        "or Protobuf records), slot by slot, and write "
         "the releases, the spend log (for `pwevent audit`) and optionally the true histograms and the rejects. "
         "Exit 0 when every input that held records had a usable one; 6 (after writing everything) when an input "
         "held records and none was usable: no event counted in any slot, or no requirement record applied (the "
@@ -229,12 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(the latest one per user). Formats: docs/formats.md.",
     )
     replay.add_argument("--config", required=True, help="YAML configuration (mechanism, slot, origin, domain, ...)")
-    replay.add_argument("--events", required=True, help="events file: one {user, time, value} per line (JSON lines; "
-                        "for Avro a framed-records or Avro container file; when a mapping names a part of the Kafka "
-                        "record, $key, $timestamp or $headers.<name>, a whole-records file: docs/formats.md)")
-    replay.add_argument("--requirements", required=True, help="requirements file: {user, time, w, epsilon} or "
-                        "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line (each field at its "
-                        "configured path, requirements: in the configuration; in its format, as --events)")
+    replay.add_argument("--events", required=True, help="events file in events.format: one {user, time, value} per "
+                        "line (JSON), or for Avro and Protobuf a framed-records file (one base64 Kafka value a "
+                        "line; for plain Avro also an Avro object container file); when a mapping names a part of "
+                        "the Kafka record, $key, $timestamp or $headers.<name>, a whole-records file: docs/formats.md")
+    replay.add_argument("--requirements", required=True, help="requirements file in requirements.format (as "
+                        "--events): {user, time, w, epsilon} or {user, time, backward: {w, epsilon}, forward: "
+                        "{w, epsilon}} per record, each field at its configured path (requirements: in the "
+                        "configuration)")
     replay.add_argument("--releases-out", required=True, help="where to write one release per slot (per "
                         "statistic and slot with several statistics, each naming its statistic)")
     replay.add_argument("--spend-log", required=True, help="where to write the spend log")
@@ -264,9 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--spend-log", help="spend log written by replay or the streaming job (required unless "
                        "--release-topic)")
-    audit.add_argument("--requirements", help="the requirements input the run read (JSON lines, or the file of "
-                       "requirements.format, a whole-records file when a mapping names a part of the Kafka record; a "
-                       "dump of the requirements topic for the streaming job)")
+    audit.add_argument("--requirements", help="the requirements input the run read, in requirements.format (JSON "
+                       "lines, or a framed-records file for Avro and Protobuf, a whole-records file when a mapping "
+                       "names a part of the Kafka record; a dump of the requirements topic for the streaming job)")
     audit.add_argument("--releases", help="the releases the run wrote (JSON lines, one per "
                        "slot, or per statistic and slot)")
     audit.add_argument("--config", help="the run's YAML configuration (mechanism, slot clock, caps, field names)")

@@ -19,7 +19,9 @@ requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIR
                           # + w: .., epsilon: .., backward: {w: .., epsilon: ..}, forward: {..} (field paths)
                           # both: format: json (default) | avro-confluent (+ schema_registry: {url: ..,
                           # username: .., password: ${ENV} or {file: PATH}, timeout: 10s, retry_for: 5m})
-                          # | avro (+ schema_file: events.avsc); docs/streaming.md, "Parsing"
+                          # | avro (+ schema_file: events.avsc) | protobuf-confluent (+ schema_registry)
+                          # | protobuf (+ protobuf: {descriptor_set: events.desc, message: pkg.Event});
+                          # docs/streaming.md, "Parsing"
 default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a user seen in the events
                           # before any requirement record of theirs ({backward: .., forward: ..} for
                           # dynamic mechanisms; docs/streaming.md, "Users without a requirement record")
@@ -57,7 +59,9 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -73,6 +77,7 @@ from pwevent.jobs.common.field_paths import (
     path_text,
     record_field,
 )
+from pwevent.jobs.common.protobuf_schema import load_descriptor_set, message_type
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.requirement_rules import RequirementRules
@@ -334,11 +339,11 @@ def _caps(raw: Any) -> RequirementCaps:
 
 
 class SchemaRegistrySection(Section):
-    """`schema_registry:` of an input in the `avro-confluent` format: where the writer schemas are, by
-    the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
-    auth if `username` is given. A registry that does not answer is asked again, with backoff, for
-    `retry_for`; then the job's task fails (Flink restarts it) and the replay stops
-    (docs/streaming.md, "Parsing")."""
+    """`schema_registry:` of an input in the `avro-confluent` or `protobuf-confluent` format: where the
+    writer schemas are, by the id in each record's frame (the Confluent REST API,
+    `GET /schemas/ids/{id}`), with HTTP basic auth if `username` is given. A registry that does not
+    answer is asked again, with backoff, for `retry_for`; then the job's task fails (Flink restarts
+    it) and the replay stops (docs/streaming.md, "Parsing")."""
 
     url: Name = Field(pattern=r"^https?://", description="the registry's base URL, e.g. http://registry:8081")
     username: Name | None = None
@@ -354,8 +359,34 @@ class SchemaRegistrySection(Section):
         return self
 
 
+class ProtobufSection(Section):
+    """`protobuf:` of an input in the plain `protobuf` format: the message type of every record, by its
+    full name (`package.Message`) in a descriptor set file (`protoc --descriptor_set_out`), both
+    checked at load (jobs/common/protobuf_schema.py)."""
+
+    descriptor_set: Name = Field(description="a descriptor set file (protoc --descriptor_set_out, "
+                                 "--include_imports)")
+    message: Name = Field(description="the records' message type, by its full name: package.Message")
+
+    @field_validator("descriptor_set")
+    @classmethod
+    def _readable(cls, path: str) -> str:
+        load_descriptor_set(path)  # ValueError naming the file and what is wrong
+        return path
+
+    @field_validator("message")
+    @classmethod
+    def _known(cls, name: str, info: ValidationInfo) -> str:
+        path = info.data.get("descriptor_set")
+        if path is not None:
+            message_type(load_descriptor_set(path), name, f"descriptor set {path}")
+        return name
+
+
 #: The input formats (docs/formats.md, "Input formats").
-INPUT_FORMATS = ("json", "avro-confluent", "avro")
+INPUT_FORMATS = ("json", "avro-confluent", "avro", "protobuf-confluent", "protobuf")
+#: The formats whose schemas a Schema Registry serves by the id in each record's frame.
+REGISTRY_FORMATS = ("avro-confluent", "protobuf-confluent")
 
 
 #: How a `$key` mapping reads the Kafka key (docs/formats.md, "Whole Kafka records").
@@ -364,26 +395,37 @@ KEY_FORMATS = ("string", "json", "avro-confluent")
 
 class InputFormat(Section):
     """How an input's record values are encoded: `json` (a Confluent frame taken off if present),
-    `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`) or `avro`
-    (plain Avro binary, the writer schema in `schema_file`, an .avsc file). Avro records are decoded,
-    then read by the same field paths and rules as JSON ones (jobs/common/avro_format.py). An input
-    whose mappings name a part of the Kafka record (`$key`, `$timestamp`, `$headers.<name>`) is read
-    as whole records (jobs/common/kafka_record.py), its key as `key_format` says: `string` (UTF-8
-    text), `json` or `avro-confluent` (writer schemas from `schema_registry`)."""
+    `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`), `avro`
+    (plain Avro binary, the writer schema in `schema_file`, an .avsc file), `protobuf-confluent` (the
+    Confluent wire format with message indexes, `.proto` schemas from `schema_registry`) or `protobuf`
+    (plain Protobuf, the message type in `protobuf`). Avro and Protobuf records are decoded, then read
+    by the same field paths and rules as JSON ones (jobs/common/avro_format.py,
+    jobs/common/protobuf_format.py). An input whose mappings name a part of the Kafka record (`$key`,
+    `$timestamp`, `$headers.<name>`) is read as whole records (jobs/common/kafka_record.py), its key
+    as `key_format` says: `string` (UTF-8 text), `json` or `avro-confluent` (writer schemas from
+    `schema_registry`)."""
 
-    format: Literal["json", "avro-confluent", "avro"] = "json"
+    format: Literal["json", "avro-confluent", "avro", "protobuf-confluent", "protobuf"] = "json"
     schema_file: Name | None = None
     schema_registry: SchemaRegistrySection | None = None
     key_format: Literal["string", "json", "avro-confluent"] | None = None
+    protobuf: ProtobufSection | None = None
 
     @model_validator(mode="after")
     def _format_settings(self) -> InputFormat:
         if (self.format == "avro") != (self.schema_file is not None):
             raise ValueError("schema_file goes with format avro, and format avro needs it")
-        if ("avro-confluent" in (self.format, self.key_format)) != (self.schema_registry is not None):
-            needs = "key_format" if self.key_format == "avro-confluent" else "format"
-            raise ValueError("schema_registry goes with format (or key_format) avro-confluent, and "
-                             f"{needs} avro-confluent needs it")
+        registry_needs = [f"{name} {value}" for name, value in (("format", self.format),
+                                                                ("key_format", self.key_format))
+                          if value in REGISTRY_FORMATS]
+        if bool(registry_needs) != (self.schema_registry is not None):
+            verb = "needs" if len(registry_needs) == 1 else "need"
+            needs = f"{' and '.join(registry_needs)} {verb} it" if registry_needs else "they need it"
+            raise ValueError("schema_registry goes with formats avro-confluent and protobuf-confluent (and "
+                             f"key_format avro-confluent), and {needs}")
+        if (self.format == "protobuf") != (self.protobuf is not None):
+            raise ValueError("protobuf (descriptor_set, message) goes with format protobuf, and format protobuf "
+                             "needs it")
         if self.schema_file is not None:
             load_schema_file(self.schema_file)  # ValueError naming the file and what is wrong
         return self

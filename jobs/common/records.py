@@ -5,8 +5,9 @@ path, jobs/streaming/event_sql.py, only accelerates records this parser surely a
 that cannot be used becomes a reject (the replay's rejects file, the job's dead-letter topic) with a
 typed reason, a bounded excerpt of the original bytes, their length and SHA-256, and where it came
 from. No byte sequence crashes the parser: every exception on the parsing path becomes a reject.
-Formats and the rules below: docs/formats.md. Avro records (`format: avro-confluent`, `avro`) are
-decoded first (jobs/common/avro_format.py), then read by the same field rules.
+Formats and the rules below: docs/formats.md. Avro records (`format: avro-confluent`, `avro`) and
+Protobuf records (`protobuf-confluent`, `protobuf`) are decoded first (jobs/common/avro_format.py,
+jobs/common/protobuf_format.py), then read by the same field rules.
 
 Rules on the bytes, before anything else: at most `max_bytes` (configurable, `max_record_bytes`;
 the whole value), a Confluent frame (byte 0, a 4-byte schema id) taken off if there is one, then
@@ -59,6 +60,7 @@ from pwevent.jobs.common.config import (
 )
 from pwevent.jobs.common.field_paths import RecordField, RecordPart, field_path, path_text, record_field
 from pwevent.jobs.common.kafka_record import KafkaRecord, checked_size
+from pwevent.jobs.common.protobuf_format import PROTOBUF_FORMATS, protobuf_decoder
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
@@ -222,13 +224,17 @@ def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) ->
 
 
 def load_record(data: str | bytes, fields: InputFormat, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
-    """A record's bytes -> its object, in the input's `format`: JSON (`load_object`) or Avro decoded
-    (jobs/common/avro_format.py); the size limit first. Rejected with the reason, RegistryUnavailable
+    """A record's bytes -> its object, in the input's `format`: JSON (`load_object`), Avro decoded
+    (jobs/common/avro_format.py) or Protobuf decoded (jobs/common/protobuf_format.py); the size limit
+    first. Rejected with the reason, RegistryUnavailable
     when the Schema Registry does not answer, never any other exception."""
     if fields.format == "json":
         return load_object(data, max_bytes)
     with _boundary():
-        return decoder(fields).decode(_sized(data, max_bytes))
+        raw = _sized(data, max_bytes)
+        if fields.format in PROTOBUF_FORMATS:
+            return protobuf_decoder(fields).decode(raw)
+        return decoder(fields).decode(raw)
 
 
 #: What `_lookup` returns for a path one of whose keys a record does not have.
@@ -445,8 +451,8 @@ def parse_event(
     """An event record (a value's bytes, or a whole Kafka record for an input that maps parts of it)
     -> (user, time, cell); the time from the record's time field, or with `kafka_time` the Kafka
     timestamp; the user as its pseudonym under `pseudonyms`. Raises Rejected, and nothing else but
-    RegistryUnavailable (the Schema Registry of an `avro-confluent` input did not answer: no verdict
-    on the record)."""
+    RegistryUnavailable (the Schema Registry of an `avro-confluent` or `protobuf-confluent` input did
+    not answer: no verdict on the record)."""
     with _boundary():
         obj = read_record(text, fields, max_bytes)
         user = _user(obj, fields.user)

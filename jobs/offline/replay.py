@@ -128,7 +128,7 @@ class SlotEvents:
 
 class LineKind(Enum):
     """What a line of an input file holds (docs/formats.md): a JSON-lines record, a framed-records
-    line (a Kafka value in base64: the Avro formats) or a whole-records line (an input read as whole
+    line (a Kafka value in base64: the Avro and Protobuf formats) or a whole-records line (an input read as whole
     Kafka records)."""
 
     JSON = "json"

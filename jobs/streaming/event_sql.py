@@ -41,7 +41,8 @@ Avro events (`avro-confluent`, `avro`) reach the same regex through the Java fun
 values at the configured field paths as the JSON object text the regex reads, and only when it is
 certain that this is the projection of the object jobs/common/avro_format.py decodes; otherwise
 NULL, which no regex matches (slow path). A registry with credentials keeps every Avro record on the
-slow path (its password is not put into SQL text).
+slow path (its password is not put into SQL text). Protobuf events (`protobuf-confluent`,
+`protobuf`) all take the slow path: the JVM does not decode Protobuf.
 
 The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
 (and whatever else the caller passes through). docs/streaming.md, "Parsing: fast path and reference parser".
@@ -56,6 +57,7 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.field_paths import field_path
+from pwevent.jobs.common.protobuf_format import PROTOBUF_FORMATS
 from pwevent.jobs.common.records import MAX_DEPTH, MAX_USER_CHARS
 from pwevent.jobs.streaming import jvm_contract
 from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain, RangesDomain
@@ -312,13 +314,14 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     canonical order (user, time, value or lat, lon; an object where its first member is), each once,
     values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
     no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
-    deeper than the parser allows, or Avro events whose registry needs credentials, or events read
-    as whole Kafka records (a mapping names `$key`, `$timestamp` or a header); and with several
-    statistics (each event read once per statistic by the reference parser). For Avro events
-    the regex reads the text `AvroFields` renders (`avro_text`)."""
+    deeper than the parser allows, or Avro events whose registry needs credentials, or Protobuf events
+    (the JVM does not decode them: every one goes to `parse_event`), or events read as whole Kafka
+    records (a mapping names `$key`, `$timestamp` or a header); and with several statistics (each
+    event read once per statistic by the reference parser). For Avro events the regex reads the text
+    `AvroFields` renders (`avro_text`)."""
     registry = config.events.schema_registry
     if (config.events.whole_records or (registry is not None and registry.username is not None)
-            or len(config.statistics) > 1):
+            or config.events.format in PROTOBUF_FORMATS or len(config.statistics) > 1):
         return None
     return anchored_regex(_leaves(config, kafka_time))
 

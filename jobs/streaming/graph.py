@@ -108,11 +108,12 @@ def write_sink_tables(stage: Stage) -> None:
 def register_functions(stage: Stage) -> None:
     """The Java functions the job's SQL calls: the fast paths' `RecordGroups`, `IsoMillis` and, for
     Avro events, `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar())."""
+    from pwevent.jobs.common.avro_format import AVRO_FORMATS
     from pwevent.jobs.streaming.event_sql import register_record_groups
     from pwevent.jobs.streaming.jars import avro_jar
     from pwevent.jobs.streaming.requirement_sql import register_iso_millis
 
-    avro = stage.config.events.format != "json"
+    avro = stage.config.events.format in AVRO_FORMATS
     if avro:
         stage.env.add_jars(avro_jar().resolve().as_uri())
     register_record_groups(stage.t_env, avro)
