@@ -1,9 +1,11 @@
 """The reference parser's cost per record by input format (docs/benchmarks.md, "The reference parser
 per input format"): `parse_event` over the same events as JSON lines, Confluent-framed JSON, plain Avro
-(`format: avro`), Avro in the Confluent wire format (`format: avro-confluent`, its one schema
-fetched once from the local Schema Registry of deploy/local/schema-registry.sh, then cached) and whole
-Kafka records (JSON values, the user id the key, the time the Kafka timestamp: each record's
-whole-records line read as the job's slow path reads it, then parsed).
+(`format: avro`), Avro in the Confluent wire format (`format: avro-confluent`), plain Protobuf
+(`format: protobuf`, a descriptor set), Protobuf in the Confluent wire format (`format:
+protobuf-confluent`; each registry schema fetched, and a `.proto` one compiled, once from the local
+Schema Registry of deploy/local/schema-registry.sh, then cached) and whole Kafka records (JSON
+values, the user id the key, the time the Kafka timestamp: each record's whole-records line read as
+the job's slow path reads it, then parsed).
 Reports microseconds per record and each format's ratio to JSON measured in the same run, best of
 `--repeat` passes.
 
@@ -28,7 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pwevent.jobs.common.avro_format import encode_datum, frame  # noqa: E402
 from pwevent.jobs.common.config import parse_config  # noqa: E402
 from pwevent.jobs.common.kafka_record import KafkaRecord  # noqa: E402
+from pwevent.jobs.common.protobuf_format import confluent_value  # noqa: E402
 from pwevent.jobs.common.records import parse_event  # noqa: E402
+from tests.protobuf_schemas import Messages, encode  # noqa: E402
 from tests.schema_registry import LocalSchemaRegistry  # noqa: E402
 
 ORIGIN_MS = 1_704_067_200_000
@@ -42,6 +46,24 @@ NESTED = {"type": "record", "name": "Envelope", "fields": [
         {"name": "source", "type": "string"}]}},
     {"name": "payload", "type": {"type": "record", "name": "Payload", "fields": [
         {"name": "user_id", "type": "string"}, {"name": "reading", "type": ["null", "int"]}]}}]}
+#: The same two shapes in Protobuf, times as google.protobuf.Timestamp; the event is message [1].
+PROTO_FLAT = """syntax = "proto3";
+package bench;
+import "google/protobuf/timestamp.proto";
+message Unused { int32 x = 1; }
+message Event { string user = 1; google.protobuf.Timestamp time = 2; int32 value = 3; }
+"""
+PROTO_NESTED = """syntax = "proto3";
+package bench;
+import "google/protobuf/timestamp.proto";
+message Unused { int32 x = 1; }
+message Event {
+  message Meta { google.protobuf.Timestamp ts = 1; string source = 2; }
+  message Payload { string user_id = 1; optional int32 reading = 2; }
+  Meta meta = 1;
+  Payload payload = 2;
+}
+"""
 
 
 def records(n: int, nested: bool) -> list[dict]:
@@ -56,13 +78,16 @@ def records(n: int, nested: bool) -> list[dict]:
     return out
 
 
+def plain(value):
+    """A record's values with times as epoch milliseconds."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return value
+
+
 def as_json(record: dict) -> bytes:
-    def plain(value):
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, datetime):
-            return int(value.timestamp() * 1000)
-        return value
     return json.dumps(plain(record)).encode()
 
 
@@ -107,6 +132,11 @@ def main() -> int:
         schema_id = registry.add("events-value", schema)
         avsc = os.path.join(folder, "events.avsc")
         Path(avsc).write_text(json.dumps(schema))
+        proto = PROTO_NESTED if args.nested else PROTO_FLAT
+        messages = Messages(proto)
+        descriptors = str(messages.write_descriptor_set(Path(folder) / "events.desc"))
+        proto_id = registry.add_protobuf("events-proto-value", proto)
+        encoded = [encode(messages, "bench.Event", plain(r)) for r in data]
         base = {"slot": "60s", "origin": ORIGIN_MS, "domain": {"type": "cells", "d": 100}}
         cases = {
             "json": ({}, [as_json(r) for r in data]),
@@ -114,6 +144,10 @@ def main() -> int:
             "avro (schema_file)": ({"format": "avro", "schema_file": avsc}, [encode_datum(r, parsed) for r in data]),
             "avro-confluent (registry)": ({"format": "avro-confluent", "schema_registry": {"url": url}},
                                           [frame(schema_id, encode_datum(r, parsed)) for r in data]),
+            "protobuf (descriptor_set)": ({"format": "protobuf", "protobuf": {"descriptor_set": descriptors,
+                                                                              "message": "bench.Event"}}, encoded),
+            "protobuf-confluent (registry)": ({"format": "protobuf-confluent", "schema_registry": {"url": url}},
+                                              [confluent_value(proto_id, [1], m) for m in encoded]),
             "whole records ($key, $timestamp)": ({"user": "$key", "time": "$timestamp"},
                                                   [whole_line(r, paths["value"]) for r in data]),
         }

@@ -4,7 +4,8 @@
         [--registered N] [--mechanism PBD[,DPBA,...]] [--change-every 50 --change-share 0.01]
         [--ceiling-format raw|json|both] [--live-slots 6] [--pace 6] [--producer java|python]
         [--checkpoint-interval 1s] [--execution-mode thread|process] [--state-backend hashmap|rocksdb] [--incremental]
-        [--event-time field|kafka] [--events-format json|avro-confluent] [--timeout 1200] [--json-out FILE]
+        [--event-time field|kafka] [--events-format json|avro-confluent|protobuf-confluent] [--timeout 1200]
+        [--json-out FILE]
         [--bootstrap HOST:PORT] [--parallelism 1[,2,...]] [--events-partitions N]
 
 Starts its own broker with deploy/local/kafka.sh (fresh run folder, stopped by pid) unless
@@ -94,6 +95,16 @@ format under the schema registered for the events topic, the job reads them with
 avro-confluent`, and the ceiling is Flink's own `avro-confluent` format (flink-sql-avro-confluent-
 registry, fetched with Maven into the jar cache) with the fields as columns; needs `--producer java`
 and, with the job, `--live-slots 0`.
+`--events-format protobuf-confluent`: a Schema Registry is started too, the backlog goes to the
+events topic as JSON (as without the flag) and, the same events (and closing events, partitions and
+keys), to a second events topic as `bench.Event` messages ({string user, google.protobuf.Timestamp
+time, int32 value}, PROTOBUF_SCHEMA) in the Confluent wire format under the schema registered for
+that topic, sent with kafka-python (the generation time says how long). The ceiling is the raw SQL
+ceiling on the JSON topic; each job run is made twice, `(json)` on the JSON topic and
+`(protobuf-confluent)` with `events.format: protobuf-confluent` on the Protobuf topic, and the
+ratios give both against the ceiling and the Protobuf run against the JSON one (Flink's own
+`protobuf` format needs the message classes compiled into a jar, so it is no ceiling here). Needs
+`--producer java` and, with the job, `--live-slots 0`.
 Neither flag: both, ceiling first, on the same backlog (each run reads it from the earliest offset
 with its own consumer group and transactional ids), and `ratio = job / ceiling` (raw ceiling).
 `--mechanism A,B`: one job run per mechanism, one after the other on the same backlog (each with
@@ -150,6 +161,12 @@ JAR_CACHE = Path(os.environ.get("PWEVENT_CACHE", REPO / ".cache" / "jars"))
 KAFKA_JARS = JAR_CACHE / "kafka"
 #: The ceiling's Avro format (benchmark only; the newest release on Maven Central).
 AVRO_CONFLUENT_FORMAT = "org.apache.flink:flink-sql-avro-confluent-registry:2.1.0"
+#: The events' schema with --events-format protobuf-confluent (its only message: message index [0]).
+PROTOBUF_SCHEMA = """syntax = "proto3";
+package bench;
+import "google/protobuf/timestamp.proto";
+message Event { string user = 1; google.protobuf.Timestamp time = 2; int32 value = 3; }
+"""
 #: The events' writer schema with --events-format avro-confluent (BacklogProducer.java's field order): the
 #: mapped fields and a decimal and a uuid besides (logical types the fast path certifies).
 EVENT_SCHEMA = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
@@ -223,7 +240,7 @@ def main() -> int:
     parser.add_argument("--producer", choices=("java", "python"), default="java",
                         help="backlog producer: BacklogProducer.java (fast) or kafka-python")
     add_flink_arguments(parser)
-    parser.add_argument("--events-format", choices=("json", "avro-confluent"), default="json",
+    parser.add_argument("--events-format", choices=("json", "avro-confluent", "protobuf-confluent"), default="json",
                         help="how the events are written and read (see above)")
     parser.add_argument("--registry-auth", choices=("none", "basic"), default="none",
                         help="avro-confluent: the registry behind HTTP basic auth (job and ceiling send it)")
@@ -276,7 +293,7 @@ def main() -> int:
     if len(args.parallelisms) * len(args.mechanisms) > 1 and args.job and args.live_slots:
         parser.error("several job runs (mechanisms or parallelisms) need --live-slots 0")
     if args.events_format != "json" and (args.producer != "java" or (args.job and args.live_slots)):
-        parser.error("--events-format avro-confluent needs --producer java and, with the job, --live-slots 0")
+        parser.error(f"--events-format {args.events_format} needs --producer java and, with the job, --live-slots 0")
     # SIGTERM (e.g. `timeout`) unwinds like Ctrl-C, so the `finally` blocks stop the runs and the broker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -285,7 +302,7 @@ def main() -> int:
     args.load_before = [round(x, 2) for x in os.getloadavg()]
     print(f"work folder: {work}; load average {args.load_before} (1, 5, 15 min), {os.cpu_count()} cores")
     args.registry_url = None
-    if args.events_format == "avro-confluent":
+    if args.events_format != "json":
         registry_run = work / "registry"
         started = subprocess.run([str(REGISTRY_SH), "start", "--run-dir", str(registry_run),
                                   "--owner", str(os.getpid())], capture_output=True, text=True, check=True)
@@ -355,8 +372,9 @@ def with_broker(args: argparse.Namespace, work: Path,
 
 
 def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict[str, str], work: Path,
-               mechanism: str = "PBD") -> dict:
-    """The job's configuration (also the ceiling's: it reads the kafka: and flink: sections)."""
+               mechanism: str = "PBD", events_format: str = "json") -> dict:
+    """The job's configuration (also the ceiling's: it reads the kafka: and flink: sections), its events
+    in `events_format` (the registry's for the Confluent formats)."""
     from pwevent.jobs.common.slots import iso
 
     default = {}
@@ -366,7 +384,7 @@ def job_config(args: argparse.Namespace, bootstrap: str, name: str, topics: dict
     registry: dict[str, Any] = {"url": args.registry_url}
     if args.registry_auth == "basic":
         registry.update(username=REGISTRY_USER, password=f"${{{REGISTRY_PASSWORD_ENV}}}")
-    events = {"events": {"format": "avro-confluent", "schema_registry": registry}} if args.registry_url else {}
+    events = {"events": {"format": events_format, "schema_registry": registry}} if events_format != "json" else {}
     return {
         "mechanism": mechanism, "slot": "60s", "origin": iso(args.origin_ms), "domain": {"type": "binary"},
         "noise": "numpy-fast", "caps": {"max_w": 200}, **default, **events,
@@ -435,17 +453,22 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     name = f"bench{uuid.uuid4().hex[:6]}"
     shared = {r: f"{name}.{r}" for r in ("events", "requirements")}
     several = len(args.parallelisms) > 1 or args.parallelisms[0] > 1
-    job_runs = {(m, p): f"{m}-p{p}" if several else m for m in args.mechanisms for p in args.parallelisms} \
-        if args.job else {}
-    job_topics = {key: {**shared, **{r: f"{name}.{key}.{r}" for r in ("releases", "dead_letters", "audit")}}
-                  for key in job_runs.values()}
+    protobuf = args.events_format == "protobuf-confluent"
+    job_formats = ["json", "protobuf-confluent"] if protobuf else [args.events_format]
+    protobuf_events = f"{name}.events-protobuf"
+    job_runs = {(m, p, f): (f"{m}-p{p}" if several else m) + (f"-{f}" if protobuf else "")
+                for m in args.mechanisms for p in args.parallelisms for f in job_formats} if args.job else {}
+    job_topics = {key: {**shared, **({"events": protobuf_events} if fmt == "protobuf-confluent" else {}),
+                        **{r: f"{name}.{key}.{r}" for r in ("releases", "dead_letters", "audit")}}
+                  for (_, _, fmt), key in job_runs.items()}
     formats = ["raw", "json"] if args.ceiling_format == "both" else [args.ceiling_format]
-    if args.registry_url:
+    if args.events_format == "avro-confluent":
         formats = ["avro-confluent"]
     counts_topics = {fmt: f"{name}.ceiling-{fmt}" for fmt in formats} if args.ceiling else {}
     first = args.mechanisms[0]
     raw = job_config(args, bootstrap, name, {**shared, **{r: f"{name}.{r}" for r in ("releases", "dead_letters",
-                                                                                      "audit")}}, work, first)
+                                                                                      "audit")}}, work, first,
+                     "avro-confluent" if args.events_format == "avro-confluent" else "json")
     config_path = work / "config.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     config = load_config(str(config_path))
@@ -453,6 +476,7 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     create_topics = load_script("create-topics").create_topics
     outputs = {t for topics in job_topics.values() for r, t in topics.items() if r not in shared}
     outcome = create_topics(bootstrap, {shared["events"]: args.events_partitions,
+                                        **({protobuf_events: args.events_partitions} if protobuf else {}),
                                         shared["requirements"]: args.requirements_partitions,
                                         **{t: 1 for t in outputs}, **{t: 1 for t in counts_topics.values()}})
     if any(state != "created" for state in outcome.values()):
@@ -480,7 +504,7 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
           f"files written in {written:.1f}s")
     t = time.monotonic()
     avro = ""
-    if args.registry_url:
+    if args.events_format == "avro-confluent":
         from pwevent.jobs.common.avro_format import SchemaRegistry
 
         assert config.events.schema_registry is not None
@@ -493,6 +517,8 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
     else:
         sent = produce_python(kafka, config, shared["events"], events, requirements, args.slots, closing_ms,
                               args.events_partitions)
+    if protobuf:
+        sent += produce_protobuf(args, kafka, protobuf_events, events, backlog, closing_ms)
     produced = time.monotonic() - t
     print(f"backlog: {sent:,} messages produced in {produced:.1f}s ({sent / produced:,.0f}/s, {args.producer}); "
           f"generation {written + produced:.1f}s in all")
@@ -533,10 +559,10 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
         live_events = work / "data" / "live.jsonl"
         with open(events, "rb") as source, open(live_events, "wb") as target:
             target.writelines(itertools.islice(source, args.users * (live_first - 1), None))
-    for (mechanism, parallelism), key in job_runs.items():
+    for (mechanism, parallelism, events_format), key in job_runs.items():
         topics = job_topics[key]
         job_name = f"{name}-{key}"
-        job_raw = job_config(args, bootstrap, job_name, topics, work, mechanism)
+        job_raw = job_config(args, bootstrap, job_name, topics, work, mechanism, events_format)
         job_raw["flink"]["parallelism"] = parallelism
         job_path = work / f"job-{key}.yaml"
         launch: Launch
@@ -548,7 +574,8 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
         else:  # submit_command adds the test switch for numpy-fast noise
             launch = ClusterLaunch(job_path, work / f"job-{key}", parallelism)
         job_path.write_text(yaml.safe_dump(job_raw))
-        label = f"job {mechanism}" + (f" p{parallelism}" if several else "")
+        label = f"job {mechanism}" + (f" p{parallelism}" if several else "") \
+            + (f" ({events_format})" if protobuf else "")
         print(f"{label}: running" + (f" on a standalone cluster of {parallelism} TaskManagers" if parallelism > 1
                                      else " (pwevent run, mini-cluster)"))
         result = RunResult(label, backlog, parallelism=parallelism)
@@ -596,6 +623,7 @@ def measure(args: argparse.Namespace, bootstrap: str, work: Path) -> int:
             "parallelisms": args.parallelisms, "events_partitions": args.events_partitions,
             "load_before": args.load_before, "load_after": [round(x, 2) for x in os.getloadavg()],
             "runs": [dict(asdict(r), rate=r.rate) for r in results], "ratio": ratio(results),
+            "ratios": ratios(results), "format_ratios": format_ratios(results),
         }, indent=2) + "\n")
     return 0 if all(r.error is None for r in results) else 1
 
@@ -658,6 +686,48 @@ def produce_java(bootstrap: str, specs: list[tuple[str, int | None, Path, int | 
         argv.append(f"{target}={path}" + ("" if lines is None else f"#{lines}") + (events_suffix if index else ""))
     done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=True, timeout=1800)
     return int(done.stdout.split()[-1])
+
+
+def produce_protobuf(args: argparse.Namespace, kafka: Any, topic: str, events: Path, backlog: int,
+                     closing_ms: int) -> int:
+    """The first `backlog` events of the JSON-lines file, then one closing event per partition, to
+    `topic` as `bench.Event` messages in the Confluent wire format (PROTOBUF_SCHEMA, registered under
+    `topic`-value), with kafka-python: keyed by user (the default partitioner is Java's murmur2, as
+    BacklogProducer's), stamped with the event time."""
+    from google.protobuf import message_factory
+
+    from pwevent.jobs.common.avro_format import SchemaRegistry
+    from pwevent.jobs.common.config import SchemaRegistrySection
+    from pwevent.jobs.common.protobuf_format import confluent_value
+    from pwevent.jobs.common.protobuf_schema import compile_schema, descriptor_pool_of
+    from pwevent.jobs.streaming.kafka_io import producer
+
+    registry = SchemaRegistry(SchemaRegistrySection.model_validate({"url": args.registry_url}))
+    schema_id = registry.register(f"{topic}-value", PROTOBUF_SCHEMA, "PROTOBUF")
+    pool = descriptor_pool_of(compile_schema(PROTOBUF_SCHEMA, "the benchmark's schema"), "the benchmark's schema")
+    event_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Event"))
+
+    def value(record: dict[str, Any]) -> bytes:
+        message = event_class(user=record["user"], value=record["value"])
+        message.time.FromMilliseconds(record["time"])
+        return confluent_value(schema_id, [0], message.SerializeToString())
+
+    client = producer(kafka)
+    sent = 0
+    try:
+        with open(events, "rb") as lines:
+            for line in itertools.islice(lines, backlog):
+                record = json.loads(line)
+                client.send(topic, value=value(record), key=record["user"].encode(), timestamp_ms=record["time"])
+                sent += 1
+        closing = value({"user": "u0", "time": closing_ms, "value": 0})
+        for partition in range(args.events_partitions):
+            client.send(topic, value=closing, key=b"u0", partition=partition, timestamp_ms=closing_ms)
+            sent += 1
+        client.flush()
+    finally:
+        client.close()
+    return sent
 
 
 def produce_python(kafka: Any, config: Any, events_topic: str, events: Path, requirements: Path, slots: int,
@@ -1234,6 +1304,15 @@ def ratios(results: list[RunResult]) -> dict[str, float]:
             if r.name.startswith("job") and r.parallelism == 1 and r.rate and ceiling}
 
 
+def format_ratios(results: list[RunResult]) -> dict[str, float]:
+    """With --events-format protobuf-confluent: each Protobuf job run / the JSON job run of the same
+    mechanism and parallelism."""
+    rates = {r.name: r.rate for r in results if r.rate}
+    return {name: round(rate / rates[json_name], 3) for name, rate in rates.items()
+            if name.endswith(" (protobuf-confluent)")
+            and (json_name := name.replace(" (protobuf-confluent)", " (json)")) in rates}
+
+
 def settings_text(args: argparse.Namespace) -> str:
     runs = ", ".join(f"{p} (standalone cluster, {p} TaskManagers of one slot)" if p > 1 else "1 (mini-cluster)"
                      for p in args.parallelisms)
@@ -1276,6 +1355,8 @@ def print_table(args: argparse.Namespace, results: list[RunResult], generation_s
     ceiling = next((name for name in RATIO_CEILINGS for r in results if r.name == name), "")
     for name, value in ratios(results).items():
         print(f"ratio = {name} / {ceiling} = {value:.3f}")
+    for name, value in format_ratios(results).items():
+        print(f"ratio = {name} / {name.replace('(protobuf-confluent)', '(json)')} = {value:.3f}")
     for r in results:
         if "registered" in r.phases:
             at = r.phases["registered"][0]

@@ -1,14 +1,13 @@
-"""Value domains: how an event's value becomes a cell index in [0, d) (docs/mechanisms.md section 1)."""
+"""Value domains: how an event's value becomes a cell index in [0, d) (docs/mechanisms.md section 1).
+The categories and ranges domains map values through operators/value_mapping.py."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-
-class OutOfDomainError(ValueError):
-    """An event value that is not in the configured domain."""
+from pwevent.operators.value_mapping import CaseRule, CategoryMapping, OutOfDomainError, RangeMapping
 
 
 @dataclass(frozen=True)
@@ -47,26 +46,51 @@ class CellsDomain:
 
 @dataclass(frozen=True)
 class CategoriesDomain:
+    """Named categories, in cell order, read through a `CategoryMapping` (aliases, a case rule and an
+    `other` cell, all optional)."""
+
     values: tuple[str, ...]
+    aliases: tuple[tuple[str, str], ...] = ()
+    case: CaseRule = CaseRule.EXACT
+    other: str | None = None
+    mapping: CategoryMapping = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.values or len(set(self.values)) != len(self.values):
-            raise ValueError("domain.values must be a non-empty list of distinct names")
-        object.__setattr__(self, "_index", {v: i for i, v in enumerate(self.values)})
+        object.__setattr__(self, "mapping", CategoryMapping(self.values, self.aliases, self.case, self.other))
 
     @property
     def d(self) -> int:
-        return len(self.values)
+        return self.mapping.d
 
     def describe(self) -> dict[str, Any]:
-        """The domain as a release names it: cell j is the category values[j]."""
-        return {"type": "categories", "values": list(self.values)}
+        """The domain as a release names it: cell j is the category values[j] (CategoryMapping.describe)."""
+        return {"type": "categories", **self.mapping.describe()}
 
     def cell(self, value: Any) -> int:
-        index = self._index.get(value) if isinstance(value, str) else None  # type: ignore[attr-defined]
-        if index is None:
-            raise OutOfDomainError(f"category {value!r} is not one of the configured domain.values")
-        return int(index)
+        return self.mapping.cell(value)
+
+
+@dataclass(frozen=True)
+class RangesDomain:
+    """Numeric ranges between `edges`, one cell each, and an optional `other` cell (RangeMapping)."""
+
+    edges: tuple[float, ...]
+    other: str | None = None
+    mapping: RangeMapping = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mapping", RangeMapping(self.edges, self.other))
+
+    @property
+    def d(self) -> int:
+        return self.mapping.d
+
+    def describe(self) -> dict[str, Any]:
+        """The domain as a release names it (RangeMapping.describe)."""
+        return {"type": "ranges", **self.mapping.describe()}
+
+    def cell(self, value: Any) -> int:
+        return self.mapping.cell(value)
 
 
 @dataclass(frozen=True)
@@ -117,4 +141,4 @@ class GridDomain:
         return row * self.cols + col
 
 
-Domain = BinaryDomain | CellsDomain | CategoriesDomain | GridDomain
+Domain = BinaryDomain | CellsDomain | CategoriesDomain | RangesDomain | GridDomain

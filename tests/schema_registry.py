@@ -55,6 +55,18 @@ class LocalSchemaRegistry:
         """Registers `schema` under `subject` (POST /subjects/{subject}/versions); its global id."""
         return int(self._call("POST", f"/subjects/{subject}/versions", {"schema": json.dumps(schema)})["id"])
 
+    def add_protobuf(self, subject: str, text: str, references: list[dict[str, Any]] | None = None) -> int:
+        """Registers the `.proto` text under `subject` as a PROTOBUF schema (importing the files of
+        `references`: {name, subject, version}); its global id."""
+        body: dict[str, Any] = {"schemaType": "PROTOBUF", "schema": text}
+        if references:
+            body["references"] = references
+        return int(self._call("POST", f"/subjects/{subject}/versions", body)["id"])
+
+    def served(self, path: str) -> dict[str, Any]:
+        """The registry's answer to GET `path`, as it is."""
+        return self._call("GET", path)
+
     def set_compatibility(self, subject: str, level: str) -> None:
         """The compatibility level of `subject` (PUT /config/{subject}). rivven-schema 0.0.22's check
         refuses any schema with an Avro logical type as incompatible with itself ("writer=TimestampMillis,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pwevent.jobs.common.membership import Membership, UserState
-from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, Reason
+from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, SUPERSEDED_BEFORE_ORIGIN_DETAIL, Reason
 from pwevent.jobs.common.requirement_rules import Action
 from pwevent.jobs.common.slots import SlotClock
 from pwevent.state.population import MembershipChange, UserRequirement
@@ -76,17 +76,26 @@ class UserMembership:
         self.seen_at = slot
         return True
 
-    def close(self, slot: int, user: str, membership: Membership) -> list[MembershipChange | Rejection]:
-        """Apply the buffered records of slots up to `slot`, in slot and (time, partition, offset) order;
-        a pending presence applies the default after the records of its own slot."""
+    def close(self, slot: int, user: str, membership: Membership, clock: SlotClock
+              ) -> list[MembershipChange | Rejection]:
+        """Apply the buffered records of slots up to `slot`, in slot and (time, partition, offset) order,
+        but those superseded by a later one from before the origin (`Membership.superseded`); a
+        pending presence applies the default after the records of its own slot."""
         due: list[tuple[int, PendingRequirement | None]] = [(p.slot, p) for p in self.pending if p.slot <= slot]
         self.pending = [p for p in self.pending if p.slot > slot]
         if self.seen_at is not None and self.seen_at <= slot:
             due.append((self.seen_at, None))
             self.seen_at = None
         due.sort(key=lambda item: (item[0], item[1] is None, item[1].order if item[1] is not None else ()))
+        records = [record for _, record in due if record is not None]
+        superseded = {id(records[n]) for n in membership.superseded([(r.order[0], r.requested) for r in records],
+                                                                  clock.origin_ms)}
         out: list[MembershipChange | Rejection] = []
         for at, record in due:
+            if record is not None and id(record) in superseded:
+                out.append(Rejection(Reason.SUPERSEDED_BEFORE_ORIGIN, SUPERSEDED_BEFORE_ORIGIN_DETAIL, record.position,
+                                     record.original))
+                continue
             if record is None:
                 registered = membership.apply_default(user, self.state, at)
                 if registered is not None:

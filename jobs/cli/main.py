@@ -31,6 +31,9 @@ from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
 from pwevent.jobs.streaming.settings import load_settings
 from pwevent.operators.registry import REGISTRY
 
+#: Exit code of `replay` and `audit` when an input held records none of which was usable (README).
+EXIT_UNUSABLE = 6
+
 
 def horizon_slot(raw: str, clock: SlotClock) -> int:
     """`--through`: a slot number (from 1), or a time (ISO-8601 or epoch ms) whose slot is the last."""
@@ -53,7 +56,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         horizon_slot(args.through, config.clock),
     )
     print(summary.render())
-    return 0
+    return EXIT_UNUSABLE if summary.unusable else 0
 
 
 def _audit_usage(args: argparse.Namespace) -> str | None:
@@ -115,7 +118,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print("pwevent audit: the auditor failed (a bug, not a verdict on the log); exit code 3", file=sys.stderr)
         return 3
     print(report.render())
-    return 0 if report.ok else 1
+    return 1 if not report.ok else EXIT_UNUSABLE if report.unusable else 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -220,18 +223,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     replay = sub.add_parser(
-        "replay", help="run a mechanism over JSON-lines files (no Flink, no Kafka)",
-        description="Run a mechanism over event and requirement JSON-lines files, slot by slot, and write "
+        "replay", help="run a mechanism over input files (no Flink, no Kafka)",
+        description="Run a mechanism over event and requirement files (JSON lines, or framed-records files of Avro "
+        "or Protobuf records), slot by slot, and write "
         "the releases, the spend log (for `pwevent audit`) and optionally the true histograms and the rejects. "
-        "Formats: docs/formats.md.",
+        "Exit 0 when every input that held records had a usable one; 6 (after writing everything) when an input "
+        "held records and none was usable: no event counted in any slot, or no requirement record applied (the "
+        "summary's NO USABLE RECORD line says which; the rejects say why), so a CI check on a sample fails; "
+        "2 a configuration or input error. A requirement record dated before the origin is in force from slot 1 "
+        "(the latest one per user). Formats: docs/formats.md.",
     )
     replay.add_argument("--config", required=True, help="YAML configuration (mechanism, slot, origin, domain, ...)")
-    replay.add_argument("--events", required=True, help="events file: one {user, time, value} per line (JSON lines; "
-                        "for Avro a framed-records or Avro container file; when a mapping names a part of the Kafka "
-                        "record, $key, $timestamp or $headers.<name>, a whole-records file: docs/formats.md)")
-    replay.add_argument("--requirements", required=True, help="requirements file: {user, time, w, epsilon} or "
-                        "{user, time, backward: {w, epsilon}, forward: {w, epsilon}} per line (in its format, as "
-                        "--events)")
+    replay.add_argument("--events", required=True, help="events file in events.format: one {user, time, value} per "
+                        "line (JSON), or for Avro and Protobuf a framed-records file (one base64 Kafka value a "
+                        "line; for plain Avro also an Avro object container file); when a mapping names a part of "
+                        "the Kafka record, $key, $timestamp or $headers.<name>, a whole-records file: docs/formats.md")
+    replay.add_argument("--requirements", required=True, help="requirements file in requirements.format (as "
+                        "--events): {user, time, w, epsilon} or {user, time, backward: {w, epsilon}, forward: "
+                        "{w, epsilon}} per record, each field at its configured path (requirements: in the "
+                        "configuration)")
     replay.add_argument("--releases-out", required=True, help="where to write one release per slot (per "
                         "statistic and slot with several statistics, each naming its statistic)")
     replay.add_argument("--spend-log", required=True, help="where to write the spend log")
@@ -255,14 +265,15 @@ def build_parser() -> argparse.ArgumentParser:
         "user's windows summed over all of them against its declared requirement. "
         "With --spend-log alone only the ledger-level checks run, and the report says what it skipped. "
         "Exit 0: no violation; 1: violations (each with its rule, slot, ledger/user); 2: unreadable or corrupt "
-        "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict). "
+        "input (or a usage error); 3: the auditor itself failed (a bug, never a verdict); 6: no violation, but the "
+        "requirements input held records and none was a valid requirement record (NO USABLE RECORD). "
         "Rules: docs/mechanisms.md, 'What the auditor proves'.",
     )
     audit.add_argument("--spend-log", help="spend log written by replay or the streaming job (required unless "
                        "--release-topic)")
-    audit.add_argument("--requirements", help="the requirements input the run read (JSON lines, or the file of "
-                       "requirements.format, a whole-records file when a mapping names a part of the Kafka record; a "
-                       "dump of the requirements topic for the streaming job)")
+    audit.add_argument("--requirements", help="the requirements input the run read, in requirements.format (JSON "
+                       "lines, or a framed-records file for Avro and Protobuf, a whole-records file when a mapping "
+                       "names a part of the Kafka record; a dump of the requirements topic for the streaming job)")
     audit.add_argument("--releases", help="the releases the run wrote (JSON lines, one per "
                        "slot, or per statistic and slot)")
     audit.add_argument("--config", help="the run's YAML configuration (mechanism, slot clock, caps, field names)")

@@ -51,6 +51,8 @@ from pwevent.jobs.common.config import InputFormat, SchemaRegistrySection
 from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.reasons import Reason, Rejected
 
+#: The Avro input formats (jobs/common/config.py `INPUT_FORMATS`).
+AVRO_FORMATS = ("avro-confluent", "avro")
 #: The Confluent wire format's first byte, and the frame's length (that byte and a 4-byte schema id).
 CONFLUENT_MAGIC, CONFLUENT_FRAME_BYTES = b"\x00", 5
 #: Backoff between unanswered registry requests: first wait, factor, longest wait (seconds).
@@ -155,11 +157,10 @@ class SchemaRegistry:
             time.sleep(wait)
             wait = min(wait * BACKOFF_FACTOR, BACKOFF_MAX_S)
 
-    def schema(self, schema_id: int) -> WriterSchema:
-        """The writer schema of `schema_id`; Rejected `unknown_schema` when the registry does not know
-        it (404), `undecodable` when it is no Avro schema."""
-        if schema_id in self._schemas:
-            return self._schemas[schema_id]
+    def registered(self, schema_id: int) -> dict[str, Any]:
+        """What the registry holds for `schema_id` (`GET /schemas/ids/{id}`: `schema`, the text,
+        `schemaType`, absent for AVRO, and `references`); Rejected `unknown_schema` when it does not
+        know the id (404; remembered, bounded)."""
         if schema_id in self._unknown:
             raise Rejected(Reason.UNKNOWN_SCHEMA, f"the schema registry has no schema {schema_id}")
         status, body = self._request("GET", f"/schemas/ids/{schema_id}")
@@ -171,6 +172,14 @@ class SchemaRegistry:
                 raise Rejected(Reason.UNKNOWN_SCHEMA, f"the schema registry has no schema {schema_id}")
             raise RegistryUnavailable(f"the schema registry {self.settings.url} answered HTTP {status} for schema "
                                       f"{schema_id}: {str(body)[:200]}")
+        return body
+
+    def schema(self, schema_id: int) -> WriterSchema:
+        """The Avro writer schema of `schema_id`; Rejected `unknown_schema` when the registry does not
+        know it (404), `undecodable` when it is no Avro schema."""
+        if schema_id in self._schemas:
+            return self._schemas[schema_id]
+        body = self.registered(schema_id)
         if body.get("schemaType", "AVRO") != "AVRO":
             raise Rejected(Reason.UNDECODABLE, f"schema {schema_id} is {body['schemaType']}, not AVRO")
         try:
@@ -180,11 +189,13 @@ class SchemaRegistry:
         self._schemas[schema_id] = found = writer_schema(parsed)
         return found
 
-    def register(self, subject: str, schema: dict[str, Any], schema_type: str = "AVRO") -> int:
-        """Register `schema` (of `schema_type`: AVRO or JSON) under `subject` (`POST
-        /subjects/{subject}/versions`) -> its id, the one it already has if it is registered (tools,
-        tests: `pwevent produce --register`; the job: its release schema)."""
-        request = {"schema": json.dumps(schema), **({} if schema_type == "AVRO" else {"schemaType": schema_type})}
+    def register(self, subject: str, schema: dict[str, Any] | str, schema_type: str = "AVRO") -> int:
+        """Register `schema` (an Avro or JSON schema, or the text of one of `schema_type`, e.g. a
+        `.proto` file's for PROTOBUF) under `subject` (`POST /subjects/{subject}/versions`) -> its id,
+        the one it already has if it is registered (tools, tests: `pwevent produce --register`; the
+        job: its release schema; benchmarks)."""
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        request = {"schema": text} if schema_type == "AVRO" else {"schema": text, "schemaType": schema_type}
         status, body = self._request("POST", f"/subjects/{subject}/versions", request)
         if status != 200 or not isinstance(body, dict) or not isinstance(body.get("id"), int):
             raise RegistryUnavailable(f"the schema registry {self.settings.url} refused subject {subject}: HTTP "
@@ -295,7 +306,7 @@ def container_values(path: str, expected: WriterSchema | None = None) -> Iterato
 
 def input_values(path: str, fields: InputFormat) -> Iterator[bytes | KafkaRecord]:
     """The Kafka values an input file holds (`pwevent produce`, the auditor's requirements): its
-    non-blank lines (JSON lines); for the Avro formats the values of a framed-records file (a line
+    non-blank lines (JSON lines); for the Avro and Protobuf formats the values of a framed-records file (a line
     that is not base64 as it is, like any bad line) or, for `avro`, the records of an Avro object
     container file (docs/formats.md, "Input formats"). For an input read as whole records, the
     records of a whole-records file (jobs/common/kafka_record.py; a line that is not one as it is)."""

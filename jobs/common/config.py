@@ -6,6 +6,8 @@ adaptive: {evidence: 240, static_drift: 0.001, start: Sample, probe: 0.125, leve
 slot: 15m                 # slot length: 500ms, 60s, 15m, 1h, 1d ...
 origin: 2024-01-01T00:00:00Z   # start of slot 1 (ISO-8601 or epoch ms)
 domain: {type: grid, rows: 10, cols: 10, bbox: {min_lat: .., max_lat: .., min_lon: .., max_lon: ..}}
+                          # or {type: categories, values: [web, app], aliases: {iOS: app}, case: fold, other: rest}
+                          # or {type: ranges, edges: [0, 18, 65], other: rest} (docs/formats.md, "Value mapping")
 window: 120               # baselines only (an error for the others): the global w ...
 epsilon: 0.6              # ... and E (every user's requirement must be at least as loose)
 noise: opendp             # opendp (production) | numpy-fast (experiments; named in results)
@@ -14,11 +16,14 @@ caps: {max_w: 1000, max_epsilon: 100,  # largest window / budget a user may decl
        min_slot_epsilon: 1.0e-14}       # per-slot budget floor (docs/mechanisms.md, Budget floor)
 events: {user: user, time: time, value: value}   # field paths (or lat/lon): payload.user_id, a\\.b a dot
 requirements: {user: user, time: time}   # + signature: {key_env: PWEVENT_REQUIREMENT_KEY, field: sig}
+                          # + w: .., epsilon: .., backward: {w: .., epsilon: ..}, forward: {..} (field paths)
                           # both: format: json (default) | avro-confluent (+ schema_registry: {url: ..,
                           # username: .., password: ${ENV} or {file: PATH} | token: ${ENV} (bearer),
                           # ca_file: ca.pem, client_cert: {cert_file, key_file, keystore: {location,
                           # password}}, timeout: 10s, retry_for: 5m}) | avro (+ schema_file:
-                          # events.avsc); docs/streaming.md, "Parsing"; docs/operations.md, "Security"
+                          # events.avsc) | protobuf-confluent (+ schema_registry) | protobuf (+ protobuf:
+                          # {descriptor_set: events.desc, message: pkg.Event}); docs/streaming.md,
+                          # "Parsing"; docs/operations.md, "Security"
 default_requirement: {w: 10, epsilon: 1.0}   # optional: the requirement of a user seen in the events
                           # before any requirement record of theirs ({backward: .., forward: ..} for
                           # dynamic mechanisms; docs/streaming.md, "Users without a requirement record")
@@ -60,23 +65,34 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from pwevent.jobs.common.avro_schema import load_schema_file
-from pwevent.jobs.common.field_paths import RecordField, RecordPart, check_disjoint, field_path, record_field
+from pwevent.jobs.common.field_paths import (
+    RecordField,
+    RecordPart,
+    check_disjoint,
+    field_path,
+    mapping_slots,
+    path_text,
+    record_field,
+)
+from pwevent.jobs.common.protobuf_schema import load_descriptor_set, message_type
 from pwevent.jobs.common.provenance import RequirementSignature
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.secrets import Secret, SecretValue, resolve_path
 from pwevent.jobs.common.slots import SlotClock, parse_duration_ms, parse_time_ms
-from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain
+from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, Domain, GridDomain, RangesDomain
 from pwevent.operators.noise import SAMPLER_MIN_EPSILON
 from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.postprocess import KalmanSmoother
 from pwevent.operators.registry import GLOBAL_KEYS, REGISTRY
+from pwevent.operators.value_mapping import CaseRule
 from pwevent.state.errors import InvalidRequirementError
 from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
 
@@ -211,6 +227,21 @@ FieldPath = Annotated[str, PlainValidator(_field_path), WithJsonSchema(
                     "Kafka record: $key, $key.<field path>, $timestamp, $headers.<name>"})]
 
 
+def _value_path(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a field path is a string, got {value!r}")
+    field_path(value)  # ValueError naming what is wrong, a leading $ included
+    return value
+
+
+#: A field path into the value only (no `$` mapping): where a requirement record holds its window
+#: and budget, which the record's value always carries.
+ValuePath = Annotated[str, PlainValidator(_value_path), WithJsonSchema(
+    {"type": "string", "pattern": f"^{_PATH}$",
+     "description": "a field path into the value: keys of nested objects separated by '.'; in a key, '\\.' is "
+                    "a dot, '\\\\' a backslash and '\\$' a dollar sign; arrays are never indexed"})]
+
+
 class BinarySpec(Section):
     """Values 0/1 (or false/true)."""
 
@@ -225,10 +256,25 @@ class CellsSpec(Section):
 
 
 class CategoriesSpec(Section):
-    """Named categories, in cell order."""
+    """Named categories, in cell order, and how values map to them (operators/value_mapping.py)."""
 
     type: Literal["categories"]
     values: list[StrictStr] = Field(min_length=1)
+    aliases: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict, description="another spelling -> the name of its cell (one of values)")
+    case: Literal["exact", "fold"] = Field(
+        "exact", description="exact: names compared as they are; fold: after Unicode case folding")
+    other: StrictStr | None = Field(
+        None, description="the name of an extra last cell for every other string (else out_of_domain)")
+
+
+class RangesSpec(Section):
+    """Numeric ranges: cell j holds edges[j] <= value < edges[j + 1] (operators/value_mapping.py)."""
+
+    type: Literal["ranges"]
+    edges: list[float] = Field(min_length=2, description="strictly increasing finite numbers")
+    other: StrictStr | None = Field(
+        None, description="the name of an extra last cell for every number outside the edges (else out_of_domain)")
 
 
 class BBox(Section):
@@ -248,8 +294,8 @@ class GridSpec(Section):
 
 
 DOMAIN_SPECS: dict[str, type[Section]] = {"binary": BinarySpec, "cells": CellsSpec, "categories": CategoriesSpec,
-                                          "grid": GridSpec}
-DomainSpec = Annotated[BinarySpec | CellsSpec | CategoriesSpec | GridSpec, Field(discriminator="type")]
+                                          "ranges": RangesSpec, "grid": GridSpec}
+DomainSpec = Annotated[BinarySpec | CellsSpec | CategoriesSpec | RangesSpec | GridSpec, Field(discriminator="type")]
 
 
 def _domain(raw: Any) -> Domain:
@@ -266,7 +312,9 @@ def _domain(raw: Any) -> Domain:
     if isinstance(spec, CellsSpec):
         return CellsDomain(spec.d)
     if isinstance(spec, CategoriesSpec):
-        return CategoriesDomain(tuple(spec.values))
+        return CategoriesDomain(tuple(spec.values), tuple(spec.aliases.items()), CaseRule(spec.case), spec.other)
+    if isinstance(spec, RangesSpec):
+        return RangesDomain(tuple(float(edge) for edge in spec.edges), spec.other)
     if isinstance(spec, GridSpec):
         return GridDomain(rows=spec.rows, cols=spec.cols, **spec.bbox.model_dump())
     return BinaryDomain()
@@ -328,14 +376,15 @@ class ClientCertificate(Section):
 
 
 class SchemaRegistrySection(Section):
-    """`schema_registry:` of an input in the `avro-confluent` format: where the writer schemas are, by
-    the id in each record's frame (the Confluent REST API, `GET /schemas/ids/{id}`), with HTTP basic
-    auth (`username`, `password`) or a bearer token (`token`), and over HTTPS the CA file its
-    certificate must chain to (`ca_file`, else the system's CAs) and a client certificate
-    (`client_cert`); of `release:` in a registered format, where the release's schema is registered
-    (jobs/streaming/release_format.py). A registry that does not answer is asked again, with backoff,
-    for `retry_for`; then the job's task fails (Flink restarts it, `flink.restart_strategy`) and the
-    replay stops (docs/streaming.md, "Parsing"; docs/operations.md, "A long Schema Registry outage")."""
+    """`schema_registry:` of an input in the `avro-confluent` or `protobuf-confluent` format: where the
+    writer schemas are, by the id in each record's frame (the Confluent REST API, `GET
+    /schemas/ids/{id}`), with HTTP basic auth (`username`, `password`) or a bearer token (`token`), and
+    over HTTPS the CA file its certificate must chain to (`ca_file`, else the system's CAs) and a
+    client certificate (`client_cert`); of `release:` in a registered format, where the release's
+    schema is registered (jobs/streaming/release_format.py). A registry that does not answer is asked
+    again, with backoff, for `retry_for`; then the job's task fails (Flink restarts it,
+    `flink.restart_strategy`) and the replay stops (docs/streaming.md, "Parsing"; docs/operations.md,
+    "A long Schema Registry outage")."""
 
     url: Name = Field(pattern=r"^https?://", description="the registry's base URL, e.g. http://registry:8081")
     username: Name | None = None
@@ -390,8 +439,34 @@ class SchemaRegistrySection(Section):
         return None
 
 
+class ProtobufSection(Section):
+    """`protobuf:` of an input in the plain `protobuf` format: the message type of every record, by its
+    full name (`package.Message`) in a descriptor set file (`protoc --descriptor_set_out`), both
+    checked at load (jobs/common/protobuf_schema.py)."""
+
+    descriptor_set: Name = Field(description="a descriptor set file (protoc --descriptor_set_out, "
+                                 "--include_imports)")
+    message: Name = Field(description="the records' message type, by its full name: package.Message")
+
+    @field_validator("descriptor_set")
+    @classmethod
+    def _readable(cls, path: str) -> str:
+        load_descriptor_set(path)  # ValueError naming the file and what is wrong
+        return path
+
+    @field_validator("message")
+    @classmethod
+    def _known(cls, name: str, info: ValidationInfo) -> str:
+        path = info.data.get("descriptor_set")
+        if path is not None:
+            message_type(load_descriptor_set(path), name, f"descriptor set {path}")
+        return name
+
+
 #: The input formats (docs/formats.md, "Input formats").
-INPUT_FORMATS = ("json", "avro-confluent", "avro")
+INPUT_FORMATS = ("json", "avro-confluent", "avro", "protobuf-confluent", "protobuf")
+#: The formats whose schemas a Schema Registry serves by the id in each record's frame.
+REGISTRY_FORMATS = ("avro-confluent", "protobuf-confluent")
 
 
 #: How a `$key` mapping reads the Kafka key (docs/formats.md, "Whole Kafka records").
@@ -400,26 +475,37 @@ KEY_FORMATS = ("string", "json", "avro-confluent")
 
 class InputFormat(Section):
     """How an input's record values are encoded: `json` (a Confluent frame taken off if present),
-    `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`) or `avro`
-    (plain Avro binary, the writer schema in `schema_file`, an .avsc file). Avro records are decoded,
-    then read by the same field paths and rules as JSON ones (jobs/common/avro_format.py). An input
-    whose mappings name a part of the Kafka record (`$key`, `$timestamp`, `$headers.<name>`) is read
-    as whole records (jobs/common/kafka_record.py), its key as `key_format` says: `string` (UTF-8
-    text), `json` or `avro-confluent` (writer schemas from `schema_registry`)."""
+    `avro-confluent` (the Confluent wire format, writer schemas from `schema_registry`), `avro`
+    (plain Avro binary, the writer schema in `schema_file`, an .avsc file), `protobuf-confluent` (the
+    Confluent wire format with message indexes, `.proto` schemas from `schema_registry`) or `protobuf`
+    (plain Protobuf, the message type in `protobuf`). Avro and Protobuf records are decoded, then read
+    by the same field paths and rules as JSON ones (jobs/common/avro_format.py,
+    jobs/common/protobuf_format.py). An input whose mappings name a part of the Kafka record (`$key`,
+    `$timestamp`, `$headers.<name>`) is read as whole records (jobs/common/kafka_record.py), its key
+    as `key_format` says: `string` (UTF-8 text), `json` or `avro-confluent` (writer schemas from
+    `schema_registry`)."""
 
-    format: Literal["json", "avro-confluent", "avro"] = "json"
+    format: Literal["json", "avro-confluent", "avro", "protobuf-confluent", "protobuf"] = "json"
     schema_file: Name | None = None
     schema_registry: SchemaRegistrySection | None = None
     key_format: Literal["string", "json", "avro-confluent"] | None = None
+    protobuf: ProtobufSection | None = None
 
     @model_validator(mode="after")
     def _format_settings(self) -> InputFormat:
         if (self.format == "avro") != (self.schema_file is not None):
             raise ValueError("schema_file goes with format avro, and format avro needs it")
-        if ("avro-confluent" in (self.format, self.key_format)) != (self.schema_registry is not None):
-            needs = "key_format" if self.key_format == "avro-confluent" else "format"
-            raise ValueError("schema_registry goes with format (or key_format) avro-confluent, and "
-                             f"{needs} avro-confluent needs it")
+        registry_needs = [f"{name} {value}" for name, value in (("format", self.format),
+                                                                ("key_format", self.key_format))
+                          if value in REGISTRY_FORMATS]
+        if bool(registry_needs) != (self.schema_registry is not None):
+            verb = "needs" if len(registry_needs) == 1 else "need"
+            needs = f"{' and '.join(registry_needs)} {verb} it" if registry_needs else "they need it"
+            raise ValueError("schema_registry goes with formats avro-confluent and protobuf-confluent (and "
+                             f"key_format avro-confluent), and {needs}")
+        if (self.format == "protobuf") != (self.protobuf is not None):
+            raise ValueError("protobuf (descriptor_set, message) goes with format protobuf, and format protobuf "
+                             "needs it")
         if self.schema_file is not None:
             load_schema_file(self.schema_file)  # ValueError naming the file and what is wrong
         return self
@@ -540,22 +626,57 @@ def _signature(raw: Any) -> RequirementSignature | None:
     return signature
 
 
+class RequirementPart(Section):
+    """Field paths of a requirement's window and budget: the fixed one's (`requirements.w`,
+    `requirements.epsilon`) or one side of a dynamic one (`requirements.backward`, `.forward`)."""
+
+    w: ValuePath
+    epsilon: ValuePath
+
+    @property
+    def marks(self) -> tuple[tuple[str, ...], ...]:
+        """Where a record shows that it holds this part: the keys its two paths share (`backward` by
+        default), or the two paths themselves when they share none."""
+        w, epsilon = field_path(self.w), field_path(self.epsilon)
+        shared = next((n for n in range(min(len(w), len(epsilon))) if w[n] != epsilon[n]), min(len(w), len(epsilon)))
+        return (w[:shared],) if shared else (w, epsilon)
+
+
 class RequirementFields(InputFormat):
-    """Field paths of a requirement record's user and time, and the signature every record must carry,
-    if any (jobs.common.provenance)."""
+    """Field paths of a requirement record's user, time and requirement (a fixed `w` and `epsilon`, or
+    a dynamic `backward` and `forward` each with its `w` and `epsilon`), and the signature every
+    record must carry, if any (jobs.common.provenance)."""
 
     user: FieldPath = "user"
     time: FieldPath = "time"
+    w: ValuePath = "w"
+    epsilon: ValuePath = "epsilon"
+    backward: RequirementPart = RequirementPart(w="backward.w", epsilon="backward.epsilon")
+    forward: RequirementPart = RequirementPart(w="forward.w", epsilon="forward.epsilon")
     signature: Annotated[RequirementSignature | None,
                          PlainValidator(_signature, json_schema_input_type=SignatureSection | None)] = None
 
+    @property
+    def fixed(self) -> RequirementPart:
+        """The paths of a fixed requirement."""
+        return RequirementPart(w=self.w, epsilon=self.epsilon)
+
     def mappings(self) -> dict[str, str]:
-        return {"user": self.user, "time": self.time}
+        return {"user": self.user, "time": self.time, "w": self.w, "epsilon": self.epsilon,
+                **{f"{side}.{key}": getattr(getattr(self, side), key)
+                   for side in ("backward", "forward") for key in ("w", "epsilon")}}
 
     @model_validator(mode="after")
     def _paths(self) -> RequirementFields:
         check_disjoint({f"requirements.{key}": path for key, path in self.mappings().items()})
         self._check_record_fields("requirements")
+        for side in ("backward", "forward"):
+            for mark in getattr(self, side).marks:
+                for key in ("user", "time", "w", "epsilon"):
+                    if mapping_slots(getattr(self, key))[:len(mark)] == mark:
+                        raise ValueError(f"requirements.{key} ({getattr(self, key)!r}) lies where a record holds "
+                                         f"its {side} requirement ({path_text(mark)!r}): every record would read "
+                                         "as dynamic")
         if self.signature is not None and self.format != "json":
             raise ValueError("requirements.signature: signed requirement records are JSON (format json)")
         if self.signature is not None and self.whole_records:

@@ -8,6 +8,10 @@ a requirement record registers the user in the root class of its requirement, a 
 the user's class, a repeat or a change to the requirement the class already runs at changes nothing,
 and anything the requirement rules refuse is a reject (docs/architecture.md, "Ledger classes").
 
+A requirement record from before the origin is in force from slot 1 (`SlotClock.in_force_from`); of a
+user's such records that the rules can run, only the latest counts, the earlier ones are
+`superseded_before_origin` (`Membership.superseded`; the Java `UserMembership.close` applies the same).
+
 With a `default_requirement` configured, a user present in the events of a slot without a class
 is registered at that slot with the default (`apply_default`), after the slot's own requirement
 records (docs/streaming.md, "Users without a requirement record"). The replay does the same in
@@ -16,6 +20,7 @@ records (docs/streaming.md, "Users without a requirement record"). The replay do
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pwevent.jobs.common.requirement_rules import Action, RequirementAction, RequirementRules
@@ -57,6 +62,15 @@ class Membership:
         applied = self.apply(user, state, slot, self.default)
         assert applied.change is not None, applied.action
         return applied
+
+    def superseded(self, records: Sequence[tuple[int, UserRequirement]], origin_ms: int) -> set[int]:
+        """Of one user's requirement records in the order they apply (time ms, requirement), the
+        positions of those superseded: each one from before the origin that the rules can run, but
+        the last such (the latest preference declared before the origin is the one in force from
+        slot 1, for every mechanism)."""
+        early = [n for n, (time_ms, requested) in enumerate(records)
+                 if time_ms < origin_ms and self.rules.runs(requested)]
+        return set(early[:-1])
 
     def apply(self, user: str, state: UserState, slot: int, requested: UserRequirement) -> Applied:
         action = self.rules.requirement_action(state.declared, requested)

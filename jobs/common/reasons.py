@@ -29,12 +29,16 @@ class Reason(StrEnum):
     REQUIREMENT_CHANGE_UNDER_FIXED = "requirement_change_under_fixed_mechanism"
     INFEASIBLE_BACKWARD = "infeasible_backward_requirement_projected"
     UNAUTHENTICATED_REQUIREMENT = "unauthenticated_requirement"
+    SUPERSEDED_BEFORE_ORIGIN = "superseded_before_origin"
 
 
 #: The detail of a `too_far_ahead` dead letter.
 TOO_FAR_AHEAD_DETAIL = "time is more than flink.max_lead ahead of its partition's event time"
 #: The detail of a `before_origin` reject.
 BEFORE_ORIGIN_DETAIL = "time is before the configured origin"
+#: The detail of a `superseded_before_origin` requirement record.
+SUPERSEDED_BEFORE_ORIGIN_DETAIL = ("a later requirement record of this user from before the origin is the one in "
+                                   "force from slot 1")
 #: The detail of a `late` requirement record (`str.format` with its `slot`).
 LATE_REQUIREMENT_DETAIL = "slot {slot} had closed when the requirement arrived"
 

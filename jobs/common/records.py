@@ -5,8 +5,9 @@ path, jobs/streaming/event_sql.py, only accelerates records this parser surely a
 that cannot be used becomes a reject (the replay's rejects file, the job's dead-letter topic) with a
 typed reason, a bounded excerpt of the original bytes, their length and SHA-256, and where it came
 from. No byte sequence crashes the parser: every exception on the parsing path becomes a reject.
-Formats and the rules below: docs/formats.md. Avro records (`format: avro-confluent`, `avro`) are
-decoded first (jobs/common/avro_format.py), then read by the same field rules.
+Formats and the rules below: docs/formats.md. Avro records (`format: avro-confluent`, `avro`) and
+Protobuf records (`protobuf-confluent`, `protobuf`) are decoded first (jobs/common/avro_format.py,
+jobs/common/protobuf_format.py), then read by the same field rules.
 
 Rules on the bytes, before anything else: at most `max_bytes` (configurable, `max_record_bytes`;
 the whole value), a Confluent frame (byte 0, a 4-byte schema id) taken off if there is one, then
@@ -50,15 +51,22 @@ from pwevent.jobs.common.avro_format import (
     decoder,
     key_decoder,
 )
-from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, EventFields, InputFormat, RequirementFields
+from pwevent.jobs.common.config import (
+    DEFAULT_MAX_RECORD_BYTES,
+    EventFields,
+    InputFormat,
+    RequirementFields,
+    RequirementPart,
+)
 from pwevent.jobs.common.field_paths import RecordField, RecordPart, field_path, path_text, record_field
 from pwevent.jobs.common.kafka_record import KafkaRecord, checked_size
+from pwevent.jobs.common.protobuf_format import PROTOBUF_FORMATS, protobuf_decoder
 from pwevent.jobs.common.pseudonyms import Pseudonyms
 from pwevent.jobs.common.reasons import Reason, Rejected
 from pwevent.jobs.common.slots import parse_time_ms
 from pwevent.operators.domain import Domain, OutOfDomainError
 from pwevent.state.errors import InvalidRequirementError
-from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps, parse_requirement
+from pwevent.state.requirements import DynamicRequirement, Requirement, RequirementCaps
 
 #: Deepest nesting of arrays and objects a record may have (the formats need 2).
 MAX_DEPTH = 16
@@ -216,13 +224,17 @@ def load_object(data: str | bytes, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) ->
 
 
 def load_record(data: str | bytes, fields: InputFormat, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, Any]:
-    """A record's bytes -> its object, in the input's `format`: JSON (`load_object`) or Avro decoded
-    (jobs/common/avro_format.py); the size limit first. Rejected with the reason, RegistryUnavailable
+    """A record's bytes -> its object, in the input's `format`: JSON (`load_object`), Avro decoded
+    (jobs/common/avro_format.py) or Protobuf decoded (jobs/common/protobuf_format.py); the size limit
+    first. Rejected with the reason, RegistryUnavailable
     when the Schema Registry does not answer, never any other exception."""
     if fields.format == "json":
         return load_object(data, max_bytes)
     with _boundary():
-        return decoder(fields).decode(_sized(data, max_bytes))
+        raw = _sized(data, max_bytes)
+        if fields.format in PROTOBUF_FORMATS:
+            return protobuf_decoder(fields).decode(raw)
+        return decoder(fields).decode(raw)
 
 
 #: What `_lookup` returns for a path one of whose keys a record does not have.
@@ -392,6 +404,32 @@ def _time(obj: RecordView, name: str) -> int:
     return time_ms
 
 
+def _requirement_part(obj: RecordView, part: RequirementPart, name: str) -> Requirement:
+    """The window and budget at the paths of `part`; a value absent (or null) or of the wrong type is
+    `invalid_requirement`, as the requirement's own values always were."""
+    values = {key: _lookup(obj, getattr(part, key)) for key in ("w", "epsilon")}
+    missing = [getattr(part, key) for key, value in values.items() if value is _ABSENT or value is None]
+    if missing:
+        raise InvalidRequirementError(f"{name} lacks {', '.join(missing)}")
+    try:
+        return Requirement(values["w"], values["epsilon"])
+    except InvalidRequirementError as err:
+        raise InvalidRequirementError(f"{name}: {err}" if name != "requirement" else str(err)) from None
+
+
+def _requirement(obj: RecordView, fields: RequirementFields) -> Requirement | DynamicRequirement:
+    """The requirement of a record at the configured paths: dynamic when the record holds anything
+    where a backward or forward part would be (`RequirementPart.marks`), else fixed. With the default
+    paths it reads what `state.requirements.parse_requirement` reads at the record's top level, but a
+    `backward`/`forward` that is not an object follows the path rules (`mistyped_field`, or
+    `missing_field` for null) as every field path does."""
+    sides = {"backward": fields.backward, "forward": fields.forward}
+    if any(_lookup(obj, path_text(mark)) is not _ABSENT for part in sides.values() for mark in part.marks):
+        backward, forward = (_requirement_part(obj, part, side) for side, part in sides.items())
+        return DynamicRequirement(backward, forward)
+    return _requirement_part(obj, fields.fixed, "requirement")
+
+
 @dataclass(frozen=True)
 class KafkaTimestamp:
     """With `kafka.event_time: kafka` an event's time is its Kafka record timestamp, whatever the
@@ -413,8 +451,8 @@ def parse_event(
     """An event record (a value's bytes, or a whole Kafka record for an input that maps parts of it)
     -> (user, time, cell); the time from the record's time field, or with `kafka_time` the Kafka
     timestamp; the user as its pseudonym under `pseudonyms`. Raises Rejected, and nothing else but
-    RegistryUnavailable (the Schema Registry of an `avro-confluent` input did not answer: no verdict
-    on the record)."""
+    RegistryUnavailable (the Schema Registry of an `avro-confluent` or `protobuf-confluent` input did
+    not answer: no verdict on the record)."""
     with _boundary():
         obj = read_record(text, fields, max_bytes)
         user = _user(obj, fields.user)
@@ -438,9 +476,10 @@ def parse_requirement_update(
     text: str | bytes | KafkaRecord, fields: RequirementFields, caps: RequirementCaps,
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES, pseudonyms: Pseudonyms | None = None,
 ) -> RequirementUpdate:
-    """A requirement record (as `parse_event` takes one): {user, time, w, epsilon} or {user, time,
-    backward: {..}, forward: {..}}; the user as its pseudonym under `pseudonyms` (after the signature
-    is verified). Raises Rejected, and nothing else but RegistryUnavailable (as `parse_event`)."""
+    """A requirement record: {user, time, w, epsilon} or {user, time, backward: {..}, forward: {..}},
+    each field at its configured path (`_requirement`); the user as its pseudonym under `pseudonyms`
+    (after the signature is verified). Raises Rejected, and nothing else but RegistryUnavailable (as
+    `parse_event`)."""
     with _boundary():
         obj = read_record(text, fields, max_bytes)
         try:
@@ -450,7 +489,7 @@ def parse_requirement_update(
         user = _user(obj, fields.user)
         time_ms = _time(obj, fields.time)
         try:
-            requirement = parse_requirement(obj.obj)
+            requirement = _requirement(obj, fields)
             caps.check(requirement)
         except InvalidRequirementError as err:
             raise Rejected(Reason.INVALID_REQUIREMENT, _clean_text(str(err), MAX_DETAIL_CHARS)) from None

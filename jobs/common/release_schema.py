@@ -89,6 +89,13 @@ class ListOf:
 
 
 @dataclass(frozen=True)
+class MapOf:
+    """An object of text keys to `value`s: additionalProperties in JSON Schema, an Avro map."""
+
+    value: Kind
+
+
+@dataclass(frozen=True)
 class Record:
     """A nested object of `fields` (all of them present); `name` is its Avro record's name."""
 
@@ -105,7 +112,7 @@ class Variants:
     variants: Mapping[str, tuple[Field, ...]]
 
 
-Kind = Integer | Number | Text | Timestamp | Choice | ListOf | Record | Variants
+Kind = Integer | Number | Text | Timestamp | Choice | ListOf | MapOf | Record | Variants
 
 
 @dataclass(frozen=True)
@@ -120,7 +127,15 @@ _BBOX = Record("BoundingBox", tuple(Field(n, Number()) for n in ("min_lat", "max
 _DOMAIN = Variants("Domain", "type", {
     "binary": (),
     "cells": (Field("d", Integer(minimum=1)),),
-    "categories": (Field("values", ListOf(Text(), min_items=1)),),
+    "categories": (
+        Field("values", ListOf(Text(), min_items=1), "cell j holds values[j]; with other, the last is the other cell"),
+        Field("aliases", MapOf(Text()), "another spelling -> the name of its cell", Presence.OPTIONAL),
+        Field("case", Choice(("fold",)), "names, aliases and values compared after Unicode case folding (exact "
+              "when absent)", Presence.OPTIONAL),
+        Field("other", Text(), "the last cell's name: every other string", Presence.OPTIONAL)),
+    "ranges": (
+        Field("edges", ListOf(Number(), min_items=2), "cell j holds edges[j] <= value < edges[j + 1]"),
+        Field("other", Text(), "the last cell's name: every number outside the edges", Presence.OPTIONAL)),
     "grid": (Field("rows", Integer(minimum=1)), Field("cols", Integer(minimum=1)), Field("bbox", _BBOX)),
 })
 
@@ -196,6 +211,8 @@ def _json_kind(kind: Kind) -> dict[str, Any]:
     if isinstance(kind, ListOf):
         counts = {"minItems": kind.min_items, "maxItems": kind.max_items}
         return {"type": "array", "items": _json_kind(kind.item), **{k: v for k, v in counts.items() if v is not None}}
+    if isinstance(kind, MapOf):
+        return {"type": "object", "additionalProperties": _json_kind(kind.value)}
     if isinstance(kind, Record):
         return _json_object(kind.fields)
     return {"oneOf": [_json_object((Field(kind.tag, Choice((tag,))), *fields)) for tag, fields in
@@ -240,14 +257,24 @@ def _avro_kind(kind: Kind) -> Any:
         return {"type": "long", "logicalType": "timestamp-millis"}
     if isinstance(kind, ListOf):
         return {"type": "array", "items": _avro_kind(kind.item)}
+    if isinstance(kind, MapOf):
+        return {"type": "map", "values": _avro_kind(kind.value)}
     if isinstance(kind, Record):
         return {"type": "record", "name": kind.name, "fields": [_avro_field(f) for f in kind.fields]}
     members = [_avro_field(Field(kind.tag, Text()))]
-    members += [_avro_field(Field(f.name, f.kind, f.description, Presence.OPTIONAL))
-                for fields in kind.variants.values() for f in fields]
+    members += [_avro_field(Field(f.name, f.kind, f.description, Presence.OPTIONAL)) for f in _variant_fields(kind)]
     return {"type": "record", "name": kind.name,
             "doc": f"one of {', '.join(kind.variants)} by `{kind.tag}`, null where that kind has no such field",
             "fields": members}
+
+
+def _variant_fields(kind: Variants) -> tuple[Field, ...]:
+    """Every variant's fields, a name shared by two variants (of one kind) once: the Avro record's members."""
+    seen: dict[str, Field] = {}
+    for fields in kind.variants.values():
+        for item in fields:
+            seen.setdefault(item.name, item)
+    return tuple(seen.values())
 
 
 def _avro_field(item: Field) -> dict[str, Any]:
@@ -274,11 +301,12 @@ def _to_avro(kind: Kind, value: Any) -> Any:
         return datetime.fromtimestamp(parse_time_ms(value) / 1000, UTC)
     if isinstance(kind, ListOf):
         return [_to_avro(kind.item, v) for v in value]
+    if isinstance(kind, MapOf):
+        return {k: _to_avro(kind.value, v) for k, v in value.items()}
     if isinstance(kind, Record):
         return _datum(kind.fields, value)
     if isinstance(kind, Variants):
-        fields = [f for variant in kind.variants.values() for f in variant]
-        return {kind.tag: value[kind.tag], **_datum(tuple(fields), value)}
+        return {kind.tag: value[kind.tag], **_datum(_variant_fields(kind), value)}
     return value
 
 
@@ -296,11 +324,12 @@ def _from_avro(kind: Kind, value: Any) -> Any:
         return iso(value) if isinstance(value, int) else value
     if isinstance(kind, ListOf) and isinstance(value, list):
         return [_from_avro(kind.item, v) for v in value]
+    if isinstance(kind, MapOf) and isinstance(value, dict):
+        return {k: _from_avro(kind.value, v) for k, v in value.items()}
     if isinstance(kind, Record) and isinstance(value, dict):
         return _record(kind.fields, value)
     if isinstance(kind, Variants) and isinstance(value, dict):
-        fields = [f for variant in kind.variants.values() for f in variant]
-        return {kind.tag: value.get(kind.tag), **_record(tuple(fields), value)}
+        return {kind.tag: value.get(kind.tag), **_record(_variant_fields(kind), value)}
     return value
 
 

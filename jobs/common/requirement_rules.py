@@ -76,6 +76,14 @@ class RequirementRules:
             )
         return self.spec.global_requirement
 
+    def runs(self, requirement: UserRequirement) -> bool:
+        """Whether some ledger can run `requirement` (`ledger_requirement` accepts it)."""
+        try:
+            self.ledger_requirement(requirement)
+        except InvalidRequirementError:
+            return False
+        return True
+
     @property
     def fixed_change_detail(self) -> str:
         """The detail of a change a fixed mechanism refuses."""

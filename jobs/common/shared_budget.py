@@ -25,6 +25,7 @@ import numpy as np
 
 from pwevent.jobs.common.config import Config, Statistic
 from pwevent.jobs.common.engine import Engine, Projection, SpendSink
+from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.requirement_rules import RequirementAction
 from pwevent.operators.noise import Randomness
 from pwevent.operators.slot_release import SlotOutcome
@@ -84,6 +85,11 @@ class SharedBudget:
     @property
     def users(self) -> int:
         return self.engines[0].users
+
+    @property
+    def membership(self) -> Membership:
+        """The membership rule, the same in every statistic's engine."""
+        return self.engines[0].membership
 
     def step(self, slot: int, users: np.ndarray, values: Sequence[np.ndarray]) -> list[StatisticOutcome]:
         """Decide `slot` in every statistic: `users` present (dense indices), `values[k]` their cells

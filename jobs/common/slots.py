@@ -135,8 +135,14 @@ class SlotClock:
         return (time_ms - self.origin_ms) // self.length_ms + FIRST_SLOT
 
     def before_origin(self, time_ms: int) -> bool:
-        """Whether `time_ms` is in no slot: before the origin (a `before_origin` reject)."""
+        """Whether `time_ms` is in no slot: before the origin (an event's `before_origin` reject)."""
         return self.slot_of(time_ms) < FIRST_SLOT
+
+    def in_force_from(self, time_ms: int) -> int:
+        """The slot a requirement record of `time_ms` is in force from: its own slot, and the first
+        slot for one from before the origin (a preference declared before the job began counts from
+        its start; docs/formats.md, Requirement)."""
+        return max(FIRST_SLOT, self.slot_of(time_ms))
 
     def start_ms(self, slot: int) -> int:
         return self.origin_ms + (slot - FIRST_SLOT) * self.length_ms

@@ -203,6 +203,8 @@ class AuditReport:
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     unverifiable: tuple[str, ...] = ()
+    #: the inputs that held records none of which was usable (`pwevent audit` exits 6 without violations)
+    unusable: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -231,6 +233,7 @@ class AuditReport:
             lines.append(f"UNVERIFIABLE: {len(self.unverifiable)} erased users (member lines kept, requirement records "
                          f"erased: their windows against their own declarations are not checked, their ledgers'"
                          f" are): {shown}")
+        lines += [f"NO USABLE RECORD: {what}" for what in self.unusable]
         return "\n".join(lines)
 
 
@@ -350,6 +353,14 @@ class AuditInputs:
     rules: InputRules
     erased: frozenset[str] = frozenset()
     statistics: Mapping[str | None, InputRules] = field(default_factory=dict)
+    records: int = 0  # requirement records read
+
+    @property
+    def unusable(self) -> tuple[str, ...]:
+        """The requirements input, when it held records and none was a valid requirement record."""
+        if self.records and not self.updates:
+            return (f"requirements: none of the {self.records} records is a valid requirement record",)
+        return ()
 
     @classmethod
     def build(
@@ -363,7 +374,14 @@ class AuditInputs:
         `rules` are the first's."""
         statistics = {statistic.name: InputRules.from_config(config, statistic) for statistic in config.statistics}
         rules = next(iter(statistics.values()))
-        return cls(valid_updates(requirement_lines, rules), tuple(releases), rules, erased, statistics)
+        read = [0]
+
+        def counted() -> Iterator[tuple[str, str | bytes | KafkaRecord]]:
+            for line in requirement_lines:
+                read[0] += 1
+                yield line
+        updates = valid_updates(counted(), rules)
+        return cls(updates, tuple(releases), rules, erased, statistics, read[0])
 
     def of_statistic(self, name: str | None) -> AuditInputs:
         """These inputs for one statistic: its rules, its releases."""
@@ -401,19 +419,24 @@ def valid_updates(lines: Iterable[tuple[str, str | bytes | KafkaRecord]], rules:
     """Each user's valid requirement records (position, text) as (slot, requirement), ordered by time,
     then by input order, as the replay applies them. Minimal on purpose: a record counts if it parses
     (with the replay's parser and the configuration's parsing settings: format, field paths,
-    signature, `max_record_bytes`) within the caps, is not before the origin and is valid for the
-    mechanism."""
+    signature, `max_record_bytes`) within the caps and is valid for the mechanism. Of a user's records
+    from before the origin only the latest counts, in force from slot 1 (docs/formats.md, Requirement),
+    as the replay and the job apply them."""
     parsed = []
     for order, (_, text) in enumerate(lines):
         try:
             update = parse_requirement_update(text, rules.fields, rules.caps, rules.max_record_bytes, rules.pseudonyms)
         except Rejected:
             continue
-        slot = rules.clock.slot_of(update.time_ms)
-        if slot >= 1 and rules.valid(update.requirement):
-            parsed.append((update.time_ms, order, slot, update.user, update.requirement))
+        if rules.valid(update.requirement):
+            parsed.append((update.time_ms, order, rules.clock.in_force_from(update.time_ms), update.user,
+                           update.requirement))
     updates: dict[str, list[tuple[int, AnyRequirement]]] = defaultdict(list)
-    for _, _, slot, user, requirement in sorted(parsed, key=lambda item: (item[0], item[1])):
+    early: dict[str, int] = {}  # user -> how many records from before the origin it has in `updates`
+    for time_ms, _, slot, user, requirement in sorted(parsed, key=lambda item: (item[0], item[1])):
+        if time_ms < rules.clock.origin_ms:  # a later one from before the origin supersedes it
+            del updates[user][:early.get(user, 0)]
+            early[user] = 1
         updates[user].append((slot, requirement))
     return {user: tuple(items) for user, items in updates.items()}
 
@@ -1302,7 +1325,7 @@ def _combined(audited: Mapping[str | None, _Audited], extra: list[Violation], wi
                        sum(r.spend_lines for r in reports), sum(r.windows_checked for r in reports) + windows,
                        tuple(found), reports[0].skipped, members,
                        tuple(note for r in reports for note in r.notes),
-                       tuple(sorted({user for r in reports for user in r.unverifiable})))
+                       tuple(sorted({user for r in reports for user in r.unverifiable})), reports[0].unusable)
 
 
 def _total_checks(inputs: AuditInputs, audited: list[_Audited]) -> tuple[int, list[Violation]]:
@@ -1376,7 +1399,7 @@ def _audit_log(log: _Log, found: list[Violation], inputs: AuditInputs | None) ->
             members[member.ledger].append(member.user)
     report = AuditReport(len(set(log.ledgers) | set(log.spends)), len(users), log.spend_lines, windows,
                          tuple(found), skipped, {ledger: tuple(names) for ledger, names in members.items()}, notes,
-                         unverifiable)
+                         unverifiable, inputs.unusable if inputs is not None else ())
     return _Audited(report, log, users, horizon)
 
 

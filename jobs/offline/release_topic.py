@@ -117,6 +117,10 @@ class TopicAudit:
     def ok(self) -> bool:
         return self.report.ok
 
+    @property
+    def unusable(self) -> tuple[str, ...]:
+        return self.report.unusable
+
     def render(self) -> str:
         slots = len(slot_values(self.read.uncommitted))
         head = (f"release topic {self.read.topic}: {len(self.read.uncommitted)} records read_uncommitted "

@@ -27,7 +27,7 @@ from pwevent.jobs.common.config import Config, InputFormat, Statistic
 from pwevent.jobs.common.jsonl import dumps
 from pwevent.jobs.common.kafka_record import KafkaRecord, kept_value, line_limit
 from pwevent.jobs.common.progress import Progress
-from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
+from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, SUPERSEDED_BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import (
     ORIGINAL_HEAD_BYTES,
     Original,
@@ -51,6 +51,13 @@ class ReplaySummary:
     rejects: Counter[str] = field(default_factory=Counter)
     noise: str = ""
     beyond: int = 0  # valid records of slots after the horizon: not replayed (not rejected either)
+    records: Counter[str] = field(default_factory=Counter)  # per input: the records read
+    usable: Counter[str] = field(default_factory=Counter)  # per input: events counted in a slot, requirements applied
+
+    @property
+    def unusable(self) -> list[str]:
+        """The inputs that held records none of which was usable (`pwevent replay` exits 6)."""
+        return [source for source in ("events", "requirements") if self.records[source] and not self.usable[source]]
 
     def render(self) -> str:
         lines = [
@@ -58,8 +65,13 @@ class ReplaySummary:
             "decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kinds.items())),
             "rejects: " + (", ".join(f"{k} {v}" for k, v in sorted(self.rejects.items())) or "none"),
         ]
+        lines.append("usable: " + ", ".join(f"{source} {self.usable[source]} of {self.records[source]} records"
+                                            for source in ("events", "requirements")))
         if self.beyond:
             lines.append(f"{self.beyond} valid records of slots after slot {self.slots} were not replayed")
+        for source in self.unusable:
+            lines.append(f"NO USABLE RECORD: none of the {self.records[source]} {source} records counted in a slot "
+                         "(see the rejects)")
         return "\n".join(lines)
 
 
@@ -116,7 +128,7 @@ class SlotEvents:
 
 class LineKind(Enum):
     """What a line of an input file holds (docs/formats.md): a JSON-lines record, a framed-records
-    line (a Kafka value in base64: the Avro formats) or a whole-records line (an input read as whole
+    line (a Kafka value in base64: the Avro and Protobuf formats) or a whole-records line (an input read as whole
     Kafka records)."""
 
     JSON = "json"
@@ -187,13 +199,15 @@ class Replay:
     def _valid(self, path: str, source: str, parse: Callable[[bytes | KafkaRecord], Any], progress: Progress | None,
                kind: LineKind = LineKind.JSON) -> Iterator[tuple[int, int, Any, bytes]]:
         """(line number, offset, record, what a reject keeps of it) of every record of `path` that
-        parses and is timed at or after the origin; the others are rejected with their reason. `kind`:
-        what its lines hold."""
+        parses and, for an event, is timed at or after the origin (a requirement record from before it
+        is in force from slot 1, `SlotClock.in_force_from`); the others are rejected with their reason.
+        `kind`: what its lines hold."""
         clock = self.config.clock
         max_bytes = self.config.max_record_bytes
         total_mb = max(1, os.path.getsize(path) // _MB) if progress else 0
         shown = self._shown.get(path, path)
         for number, offset, line in _lines(path, kind.limit(max_bytes)):
+            self.summary.records[source] += 1
             if progress and number % 65536 == 0:
                 progress(min(offset // _MB, total_mb), total_mb, f"reading {source} (MB)")
             if isinstance(line, Original):
@@ -207,7 +221,7 @@ class Replay:
             except Rejected as err:
                 self._reject(source, f"{shown}:{number}", err.reason, err.detail, line)
                 continue
-            if clock.before_origin(record.time_ms):
+            if source == "events" and clock.before_origin(record.time_ms):
                 self._reject(source, f"{shown}:{number}", Reason.BEFORE_ORIGIN, BEFORE_ORIGIN_DETAIL, line)
                 continue
             yield number, offset, record, line
@@ -220,8 +234,8 @@ class Replay:
         items = sorted((record.time_ms, number, (record, line))
                        for number, _, record, line in self._valid(path, source, parse, progress, kind))
         by_slot: dict[int, list[Any]] = defaultdict(list)
-        for time_ms, number, payload in items:
-            by_slot[clock.slot_of(time_ms)].append((number, payload))
+        for time_ms, number, payload in items:  # in time order, so the latest record before the origin wins
+            by_slot[clock.in_force_from(time_ms)].append((number, payload))
         return by_slot
 
     def _read_events(self, path: str, parse: Callable[[bytes | KafkaRecord], Observed], progress: Progress | None,
@@ -252,6 +266,19 @@ class Replay:
         if decision.action is Action.REJECT:
             assert decision.reason is not None
             self._reject("requirements", position, decision.reason, decision.detail, line)
+        else:
+            self.summary.usable["requirements"] += 1
+
+    def _superseded(self, engine: SharedBudget, updates: list[RequirementUpdate]) -> set[int]:
+        """The positions in one slot's requirement records (in the order they apply) of those a later
+        record of the same user from before the origin supersedes (`Membership.superseded`)."""
+        by_user: dict[str, list[int]] = defaultdict(list)
+        for n, update in enumerate(updates):
+            by_user[update.user].append(n)
+        origin = self.config.clock.origin_ms
+        return {positions[k] for positions in by_user.values()
+                for k in engine.membership.superseded([(updates[n].time_ms, updates[n].requirement)
+                                                       for n in positions], origin)}
 
     def run(
         self,
@@ -292,8 +319,15 @@ class Replay:
             smoothers = [config.smoother(statistic) for statistic in config.statistics]
             with open(events_file, "rb") as originals:
                 for slot in range(1, last_slot + 1):
-                    for number, (update, line) in requirements.get(slot, []):
-                        self._apply_requirement(engine, slot, f"{requirements_path}:{number}", update, line)
+                    records = requirements.get(slot, [])
+                    superseded = self._superseded(engine, [update for _, (update, _) in records])
+                    for n, (number, (update, line)) in enumerate(records):
+                        position = f"{requirements_path}:{number}"
+                        if n in superseded:
+                            self._reject("requirements", position, Reason.SUPERSEDED_BEFORE_ORIGIN,
+                                         SUPERSEDED_BEFORE_ORIGIN_DETAIL, line)
+                        else:
+                            self._apply_requirement(engine, slot, position, update, line)
                     latest: dict[int, int] = {}
                     for row in events.rows(slot):
                         latest[int(events.users[row])] = row  # the last event of a user in a slot wins (section 1)
@@ -311,6 +345,7 @@ class Replay:
                                          _read_line(originals, int(events.offsets[row]), event_lines))
                             continue
                         present[index] = row
+                    self.summary.usable["events"] += len(present)
                     users = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
                     rows = np.fromiter(present.values(), dtype=np.int64, count=len(present))
                     decided = engine.step(slot, users, list(events.cells[:, rows]))

@@ -20,14 +20,17 @@ calls it replaced were repeated by the planner for every reference). The fast-pa
   epoch milliseconds as such an integer (at most 14 digits, so before year 9999; with
   Kafka-timestamp event time the time member is optional and ignored); the value as the domain
   needs it (binary `0`/`1`/`true`/`false`; cells an integer; categories a string of printable
-  ASCII without `"` or `\\`; grid `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y
+  ASCII without `"` or `\\`, and under `case: fold` without the capitals A-Z, which folding would
+  change; ranges a decimal as for grid coordinates; grid `{"lat": x, "lon": y}` or `[x, y]` or the two fields, x and y
   decimals without exponent, at most 6 integer and 20 fraction digits); no escapes, no floats where
   Python wants integers;
 - the values, taken from the regex's capturing groups (a string without escapes is its text, a
   number its digits), then pass what `parse_event` and the job check:
-  time >= origin (slot >= 1), value in the domain (cells in [0, d), categories by exact name,
-  grid inside the bounding box, the cell computed with the same DOUBLE operations in the same order
-  as `GridDomain.cell`, constants as 17-digit literals).
+  time >= origin (slot >= 1), value in the domain (cells in [0, d), categories by exact name or
+  alias as `CategoryMapping.spellings` lists them, any other string in the `other` cell if there is
+  one; ranges by the same DOUBLE comparisons as `RangeMapping.cell`, numbers outside the edges in
+  `other` if there is one; grid inside the bounding box, the cell computed with the same DOUBLE
+  operations in the same order as `GridDomain.cell`, constants as 17-digit literals).
 Configured field names outside `[A-Za-z0-9_]{1,64}` disable the fast path (every record goes slow), and
 so does a mapping that names a part of the Kafka record (`$key`, `$timestamp`, `$headers.<name>`: the
 source then renders each record as a whole-records line, jobs/common/kafka_record.py, which the
@@ -38,7 +41,8 @@ Avro events (`avro-confluent`, `avro`) reach the same regex through the Java fun
 values at the configured field paths as the JSON object text the regex reads, and only when it is
 certain that this is the projection of the object jobs/common/avro_format.py decodes; otherwise
 NULL, which no regex matches (slow path). A registry's credentials and TLS settings travel in the
-registered `AvroFields` instance, never in the SQL text (`register_record_groups`).
+registered `AvroFields` instance, never in the SQL text (`register_record_groups`). Protobuf events
+(`protobuf-confluent`, `protobuf`) all take the slow path: the JVM does not decode Protobuf.
 
 The input is a table with the Kafka raw value as BYTES and the columns `partition`, `offset`, `ts_ms`
 (and whatever else the caller passes through). docs/streaming.md, "Parsing: fast path and reference parser".
@@ -53,9 +57,11 @@ from typing import Any
 
 from pwevent.jobs.common.config import Config, InputFormat
 from pwevent.jobs.common.field_paths import field_path
+from pwevent.jobs.common.protobuf_format import PROTOBUF_FORMATS
 from pwevent.jobs.common.records import MAX_DEPTH, MAX_USER_CHARS
 from pwevent.jobs.streaming import jvm_contract
-from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain
+from pwevent.operators.domain import BinaryDomain, CategoriesDomain, CellsDomain, GridDomain, RangesDomain
+from pwevent.operators.value_mapping import CaseRule
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _WS = " ?"  # at most one space: the canonical writers put none, or one after , and :
@@ -64,6 +70,8 @@ _USER_TEXT = f"[A-Za-z0-9_.:@-]{{1,{MAX_USER_CHARS}}}"
 TIME = UINT % 13  # at most 14 digits: below MAX_TIME_MS, so only the origin is checked in SQL
 _DECIMAL = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,20})?"
 _SAFE_TEXT = r"[ !#-\[\]-~]{0,256}"
+#: Safe text without the capitals A-Z: ASCII that `str.casefold` leaves as it is (`case: fold`).
+_FOLDED_TEXT = r"[ !#-@\[\]-~]{0,256}"
 _SAFE_STRING = f'"{_SAFE_TEXT}"'
 _SAFE_CATEGORY = re.compile(_SAFE_TEXT)
 
@@ -176,7 +184,10 @@ def _value_members(config: Config) -> list[tuple[str, str]]:
     if isinstance(domain, CellsDomain):
         return [(fields.value, group_regex("value", UINT % 9))]
     if isinstance(domain, CategoriesDomain):
-        return [(fields.value, f'"{group_regex("value", _SAFE_TEXT)}"')]
+        text = _FOLDED_TEXT if domain.mapping.case is CaseRule.FOLD else _SAFE_TEXT
+        return [(fields.value, f'"{group_regex("value", text)}"')]
+    if isinstance(domain, RangesDomain):
+        return [(fields.value, group_regex("value", _DECIMAL))]
     if fields.lat and fields.lon:
         return [(fields.lat, group_regex("lat", _DECIMAL)), (fields.lon, group_regex("lon", _DECIMAL))]
     return [(fields.value, _grid_pair())]
@@ -192,9 +203,21 @@ def _cell_sql(config: Config, group: Callable[[str], str]) -> str:
         number = f"TRY_CAST({group('value')} AS BIGINT)"  # the regex admits only unsigned integers
         return f"CAST(NULLIF(LEAST({number}, {domain.d}), {domain.d}) AS INT)"
     if isinstance(domain, CategoriesDomain):
-        cases = " ".join(f"WHEN {sql_literal(name)} THEN {index}" for index, name in enumerate(domain.values)
-                         if _SAFE_CATEGORY.fullmatch(name))
-        return f"CASE {group('value')} {cases} END" if cases else "CAST(NULL AS INT)"
+        # The regex took a string without escapes (under case: fold, without capitals, so folding
+        # leaves it as it is): every spelling it can equal is listed; any other is `other`, if any.
+        mapping = domain.mapping
+        cases = " ".join(f"WHEN {sql_literal(key)} THEN {index}" for key, index in mapping.spellings().items()
+                         if _SAFE_CATEGORY.fullmatch(key))
+        other = "" if mapping.other is None else f" ELSE {len(mapping.names)}"
+        return f"CASE {group('value')} {cases}{other} END" if cases else "CAST(NULL AS INT)"
+    if isinstance(domain, RangesDomain):
+        # RangeMapping.cell: edges[j] <= v < edges[j + 1], in DOUBLE (the regex takes at most 6 integer digits,
+        # so an integer value is exact, and a decimal is rounded as Python's float() rounds it)
+        value, edges = f"TRY_CAST({group('value')} AS DOUBLE)", domain.mapping.edges
+        ranges = " ".join(f"WHEN {value} >= {double_literal(low)} AND {value} < {double_literal(high)} THEN {index}"
+                          for index, (low, high) in enumerate(zip(edges, edges[1:], strict=False)))
+        other = "" if domain.mapping.other is None else f" WHEN {value} IS NOT NULL THEN {len(edges) - 1}"
+        return f"CASE {ranges}{other} END"
     assert isinstance(domain, GridDomain)
     if fields.lat and fields.lon:
         lat, lon = group("lat"), group("lon")
@@ -294,10 +317,12 @@ def record_regex(config: Config, kafka_time: bool = False) -> str | None:
     canonical order (user, time, value or lat, lon; an object where its first member is), each once,
     values in canonical form; with `kafka_time` the time member is optional (and ignored). None when
     no record can be both: keys outside `[A-Za-z0-9_]{1,64}`, two fields at one path, or a record
-    deeper than the parser allows, or events read as whole Kafka records (a mapping names `$key`,
-    `$timestamp` or a header); and with several statistics (each event read once per statistic by the
-    reference parser). For Avro events the regex reads the text `AvroFields` renders (`avro_text`)."""
-    if config.events.whole_records or len(config.statistics) > 1:
+    deeper than the parser allows, or Protobuf events (the JVM does not decode them: every one goes to
+    `parse_event`), or events read as whole Kafka records (a mapping names `$key`, `$timestamp` or a
+    header); and with several statistics (each event read once per statistic by the reference
+    parser). For Avro events the regex reads the text `AvroFields` renders (`avro_text`)."""
+    if (config.events.whole_records or config.events.format in PROTOBUF_FORMATS
+            or len(config.statistics) > 1):
         return None
     return anchored_regex(_leaves(config, kafka_time))
 

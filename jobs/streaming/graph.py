@@ -108,11 +108,12 @@ def write_sink_tables(stage: Stage) -> None:
 def register_functions(stage: Stage) -> None:
     """The Java functions the job's SQL calls: the fast paths' `RecordGroups`, `IsoMillis` and, for
     Avro events, `AvroFields` (which decodes with Flink's relocated Apache Avro, jars.avro_jar())."""
+    from pwevent.jobs.common.avro_format import AVRO_FORMATS
     from pwevent.jobs.streaming.event_sql import register_record_groups
     from pwevent.jobs.streaming.jars import avro_jar
     from pwevent.jobs.streaming.requirement_sql import register_iso_millis
 
-    if stage.config.events.format != "json":
+    if stage.config.events.format in AVRO_FORMATS:
         stage.env.add_jars(avro_jar().resolve().as_uri())
     register_record_groups(stage.t_env, stage.config.events)
     register_iso_millis(stage.t_env)
@@ -384,7 +385,8 @@ def build_pipeline(env: Any, t_env: Any, config: Config, settings: StreamSetting
     from pyflink.table import Schema
 
     flink = settings.flink
-    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms}
+    strategy = {"out_of_orderness_ms": flink.out_of_orderness_ms, "max_lead_ms": flink.max_lead_ms,
+                "origin_ms": config.origin_ms}
     rowtime = Schema.new_builder().column_by_metadata("rt", "TIMESTAMP_LTZ(3)", "rowtime") \
         .watermark("rt", "SOURCE_WATERMARK()").build()
     stage = Stage(env, t_env, config, settings, strategy, rowtime)

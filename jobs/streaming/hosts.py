@@ -159,7 +159,7 @@ class _ParseRecords(ProcessFunction):
             record = parse(read, row[_SLOW.index("ts_ms")])
         except Rejected as err:
             return self._reject(position, err.reason, err.detail, raw)
-        if self.config.clock.before_origin(record.time_ms):
+        if self.source == "events" and self.config.clock.before_origin(record.time_ms):
             return self._reject(position, Reason.BEFORE_ORIGIN, BEFORE_ORIGIN_DETAIL, raw)
         return record, position, raw
 

@@ -39,6 +39,7 @@ from pwevent.jobs.streaming.checkpoints import (
 from pwevent.jobs.streaming.flink_config import flink_configuration
 from pwevent.jobs.streaming.graph import build_pipeline
 from pwevent.jobs.streaming.jars import connector_jar, jvm_jar, metrics_lib, s3_plugins_dir, security_jars
+from pwevent.jobs.streaming.kafka_io import require_topics
 from pwevent.jobs.streaming.local_run import LocalRun, local_configuration, local_run, with_jvm_args
 from pwevent.jobs.streaming.locations import python_root
 from pwevent.jobs.streaming.object_store import S3Settings, is_object_store
@@ -47,6 +48,8 @@ from pwevent.jobs.streaming.startup import StartReads
 
 #: The switch without which `pwevent run` refuses test randomness (docs/streaming.md, "Test randomness").
 TEST_RANDOMNESS_SWITCH = "--insecure-test-randomness"
+#: The topics a start checks before any work (`kafka_io.require_topics`): the ones the job reads.
+INPUT_TOPICS = ("events", "requirements")
 
 
 def insecure_randomness(noise: str, seed: int | None) -> str | None:
@@ -224,7 +227,7 @@ def run_job(config_path: str, seed: int | None = None, restore: str | None = Non
     refuse_insecure_randomness(config.noise, seed, insecure_test_randomness)
     settings = with_resume(stream_settings(config, str(Path(config_path).resolve().parent)), resume)
     refuse_several_statistics(config, settings)
-    settings.kafka.require_bootstrap()
+    require_topics(settings.kafka, INPUT_TOPICS)
     if restore == "latest":
         restore = latest_checkpoint(settings.flink.checkpoint_dir, settings.flink.s3)
         print(f"pwevent run: restoring from {restore or 'nothing (no checkpoint yet)'}", file=sys.stderr)
@@ -277,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         refuse_several_statistics(config, settings)
     except ConfigError as err:
         parser.error(str(err))
+    require_topics(settings.kafka, INPUT_TOPICS)
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
@@ -322,10 +326,11 @@ def register(sub) -> None:  # type: ignore[no-untyped-def]
         description="Build the Flink job (Kafka sources, event time from valid records and the release "
         "schedule, SQL parsing and per-slot counts, keyed Membership, the global Population; releases, "
         "dead letters and the audit "
-        "log written exactly once) and run it on the local mini-cluster until killed. Releases are written in "
-        "release.format (json, or json-confluent / avro-confluent with their schema registered under "
-        "<releases topic>-value at release.schema_registry when the job is built; docs/formats.md, "
-        "'Release'). See docs/streaming.md.",
+        "log written exactly once) and run it on the local mini-cluster until killed. Before any work it checks "
+        "that the input topics (kafka.topics.events, .requirements) exist: a missing one is named, exit 4. "
+        "Releases are written in release.format (json, or json-confluent / avro-confluent with their schema "
+        "registered under <releases topic>-value at release.schema_registry when the job is built; "
+        "docs/formats.md, 'Release'). See docs/streaming.md.",
     )
     p.add_argument("--config", required=True, help="YAML configuration with kafka:, flink: and release: sections")
     p.add_argument("--restore", help="checkpoint/savepoint path to restore from, or 'latest' (the newest "

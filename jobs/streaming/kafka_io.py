@@ -72,6 +72,22 @@ def consumer(kafka: KafkaSettings, connect_timeout_s: float = CONNECT_TIMEOUT_S,
     return _connect(KafkaConsumer, kafka, options, connect_timeout_s)
 
 
+def require_topics(kafka: KafkaSettings, roles: tuple[str, ...], wait_s: float = CONNECT_TIMEOUT_S) -> None:
+    """BrokerUnavailableError naming each topic of `roles` (keys of `kafka.topics`) the broker does not
+    list: it does not exist, or this client's principal may not describe it. `pwevent run` checks its
+    input topics so before any work."""
+    client = consumer(kafka, connect_timeout_s=wait_s)
+    try:
+        known = client.topics()
+    finally:
+        client.close()
+    missing = [f"{kafka.topics[role]} (kafka.topics.{role})" for role in roles if kafka.topics[role] not in known]
+    if missing:
+        raise BrokerUnavailableError(
+            f"no such topic at {kafka.bootstrap}: {', '.join(missing)} (or this client may not describe it); "
+            "create it (deploy/local/create-topics.py) or name an existing one")
+
+
 def follow(
     kafka: KafkaSettings, topic: str, from_beginning: bool = True, poll_ms: int = 200,
     wait_s: float = CONNECT_TIMEOUT_S,

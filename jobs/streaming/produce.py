@@ -212,10 +212,11 @@ def register(sub: Any) -> None:
         "the count and the broker's reasons); no acknowledgement within --timeout is exit 4.",
     )
     p.add_argument("--config", required=True, help="YAML configuration (kafka: section for topics/bootstrap)")
-    p.add_argument("--events", help="events file in events.format: JSON lines, or for Avro a framed-records file "
-                   "(one base64 Kafka value a line) or an Avro object container file; when a mapping names a part of "
-                   "the Kafka record ($key, $timestamp, $headers.<name>), a whole-records file, whose records are sent "
-                   "with their own key, timestamp and headers (default: generate a synthetic stream)")
+    p.add_argument("--events", help="events file in events.format: JSON lines, or for Avro and Protobuf a "
+                   "framed-records file (one base64 Kafka value a line), for plain Avro also an Avro object container "
+                   "file; when a mapping names a part of the Kafka record ($key, $timestamp, $headers.<name>), a "
+                   "whole-records file, whose records are sent with their own key, timestamp and headers (default: "
+                   "generate a synthetic stream)")
     p.add_argument("--requirements", help="requirements file in requirements.format (as --events)")
     p.add_argument("--pace", default="1s", type=pace_arg, help="wall time between two slots that hold records, "
                    "e.g. 500ms, 2s (default 1s); 0: a backlog at full speed")

@@ -187,13 +187,15 @@ def valid_time(records: Any, strategy: dict[str, int], lag_ms: int, properties: 
     each partition's backlog (what it held when the subtask (re)started, read with the Kafka client
     `properties`, the source's group id included, from the source's `start` position without
     restored state), then the later of that and the clock less `lag_ms` (keys of `strategy`:
-    out_of_orderness_ms, max_lead_ms; docs/streaming.md, "Time"). Each partition's rows are routed to the subtask that
-    owns it, at the job's parallelism. Needs a uid."""
+    out_of_orderness_ms, max_lead_ms, origin_ms: a record from before it moves no time; docs/streaming.md,
+    "Time"). Each partition's rows are routed to the subtask that owns it, at the job's parallelism.
+    Needs a uid."""
     from pyflink.datastream import DataStream
 
     jvm = _jvm()
     ends = jvm.pwevent.flink.time.KafkaPartitionEnds(_java_strings(properties), topic, _starting_offsets(*start))
-    operator = jvm.pwevent.flink.time.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"], lag_ms, ends)
+    operator = jvm.pwevent.flink.time.ValidTime(strategy["out_of_orderness_ms"], strategy["max_lead_ms"], lag_ms,
+                                                strategy["origin_ms"], ends)
     return DataStream(jvm.pwevent.flink.time.ValidTime.apply(records._j_data_stream, operator, name))
 
 

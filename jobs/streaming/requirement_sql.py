@@ -12,11 +12,13 @@ all of it required:
 - the record is at most `max_record_bytes` bytes (a Confluent frame, if any, taken off as the
   parser does), every byte of its text printable ASCII (0x20-0x7E);
 - the whole text matches one regular expression (`requirement_regex`, anchored `^`...`\\z`): a JSON
-  object of exactly these members in this order, at most one space after `:` and `,`: the user and
-  the time at their configured field paths (nested objects as the paths say), then the requirement
-  at the top level as `parse_requirement` reads it: `w`, `epsilon` for fixed mechanisms, or
-  `backward` {`w`, `epsilon`}, `forward` {`w`, `epsilon`} for dynamic ones (`spec.dynamic`; the
-  other shape is refused by the mechanism, so it goes slow). Values in canonical form: the user as
+  object of exactly these members in this order, at most one space after `:` and `,`: the user, the
+  time and the requirement at their configured field paths (nested objects as the paths say): `w`,
+  `epsilon` for fixed mechanisms, or `backward.w`, `backward.epsilon`, `forward.w`,
+  `forward.epsilon` for dynamic ones (`spec.dynamic`; the other shape is refused by the mechanism,
+  so it goes slow). The configuration keeps every other path away from where a record shows a
+  backward or forward part (`RequirementPart.marks`), so such a record reads as fixed or dynamic in
+  the reference parser just as the regex assumes. Values in canonical form: the user as
   for events (`event_sql.user_regex`); the time an integer of epoch ms without sign or leading zero
   (at most 14 digits) or a string `"YYYY-MM-DDTHH:MM:SS[.mmm]Z"` (UTC, a fraction of exactly 3
   digits, or 6 whose last 3 are `000` as `slots.iso` writes whole milliseconds), converted by the
@@ -34,7 +36,8 @@ all of it required:
   follows), epsilon <= caps.max_epsilon, epsilon / (2 w) >= caps.min_slot_epsilon; dynamic
   mechanisms also max(backward w, forward w) <= caps.max_w (the rules' horizon); a mechanism with a
   global requirement (the baselines) only where the global covers the requested one (global w >= w
-  and global epsilon <= epsilon, exactly), and time_ms >= origin (slot >= 1).
+  and global epsilon <= epsilon, exactly). A time before the origin is taken as it is: such a record
+  is in force from slot 1 (Membership, `SlotRules.inForceFrom`).
 `requested` is the canonical JSON of the requirement as declared, `ledger` the one its ledger runs
 at: the requested one, or a baseline's global requirement (a constant). Both mean something only
 where `fast` holds.
@@ -42,9 +45,8 @@ where `fast` holds.
 The fast path is off (every record slow) for requirement inputs that are not JSON (`format`
 avro-confluent or avro), signed requirement records (`requirements.signature`: the signature is
 checked in Python), requirement inputs read as whole Kafka records (a mapping names `$key`,
-`$timestamp` or a header), configured keys outside `[A-Za-z0-9_]{1,64}`, a user or time path whose first
-key is one of the requirement's keys (`w`, `epsilon`, `backward`, `forward`), or a record deeper than
-the parser allows.
+`$timestamp` or a header; the window and budget paths never do), configured keys outside
+`[A-Za-z0-9_]{1,64}`, two fields at one path, or a record deeper than the parser allows.
 
 The input is a table with the Kafka raw value as BYTES and the passthrough columns (`partition`,
 `offset`, `ts_ms` by default). `register_record_groups` (event_sql.py) and `register_iso_millis`
@@ -53,7 +55,7 @@ make the Java functions callable (jobs/streaming/graph.py, `parse_requirements`)
 
 from __future__ import annotations
 
-from pwevent.jobs.common.config import Config
+from pwevent.jobs.common.config import Config, RequirementPart
 from pwevent.jobs.common.field_paths import field_path
 from pwevent.jobs.streaming.event_sql import (
     TIME,
@@ -71,8 +73,6 @@ from pwevent.jobs.streaming.requirement_payload import canonical
 ISO_MILLIS = "pwevent_iso_millis"
 ISO_MILLIS_CLASS = "pwevent.flink.parsing.IsoMillis"
 
-#: The keys `parse_requirement` reads at a requirement record's top level.
-REQUIREMENT_KEYS = frozenset({"w", "epsilon", "backward", "forward"})
 #: A window: an integer without sign or leading zero, at least 1 (at most 9 digits).
 W = "[1-9][0-9]{0,8}"
 #: A canonical UTC time: seconds, an optional fraction of 3 digits (or 6 ending in 000), Z.
@@ -93,13 +93,10 @@ def epsilon_regex(prefix: str) -> str:
     return f"{group_regex(prefix + 'eint', '0|[1-9][0-9]{0,5}')}(?:{fraction})?"
 
 
-#: The parts of a requirement: (path of its object, prefix of its groups); the top level for fixed ones.
-_FIXED_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (((), ""),)
-_DYNAMIC_PARTS: tuple[tuple[tuple[str, ...], str], ...] = ((("backward",), "b"), (("forward",), "f"))
-
-
-def _parts(config: Config) -> tuple[tuple[tuple[str, ...], str], ...]:
-    return _DYNAMIC_PARTS if config.mechanism_spec().dynamic else _FIXED_PARTS
+def _parts(config: Config) -> tuple[tuple[RequirementPart, str], ...]:
+    """The parts of the mechanism's requirements: (their field paths, the prefix of their groups)."""
+    fields = config.requirements
+    return ((fields.backward, "b"), (fields.forward, "f")) if config.mechanism_spec().dynamic else ((fields.fixed, ""),)
 
 
 def requirement_regex(config: Config) -> str | None:
@@ -108,14 +105,11 @@ def requirement_regex(config: Config) -> str | None:
     fields = config.requirements
     if fields.format != "json" or fields.signature is not None or fields.whole_records:
         return None
-    user, time = field_path(fields.user), field_path(fields.time)
-    if user[0] in REQUIREMENT_KEYS or time[0] in REQUIREMENT_KEYS:
-        return None
-    leaves = [(user, user_regex(), False),
-              (time, f'{group_regex("time", TIME)}|"{group_regex("tiso", ISO_TIME)}"', False)]
-    for path, prefix in _parts(config):
-        leaves += [((*path, "w"), group_regex(prefix + "w", W), False),
-                   ((*path, "epsilon"), epsilon_regex(prefix), False)]
+    leaves = [(field_path(fields.user), user_regex(), False),
+              (field_path(fields.time), f'{group_regex("time", TIME)}|"{group_regex("tiso", ISO_TIME)}"', False)]
+    for part, prefix in _parts(config):
+        leaves += [(field_path(part.w), group_regex(prefix + "w", W), False),
+                   (field_path(part.epsilon), epsilon_regex(prefix), False)]
     return anchored_regex(leaves)
 
 
@@ -180,5 +174,5 @@ def parsed_requirements_sql(config: Config, table: str,
               f" {_requirement_json(texts)} AS `requested` FROM ("
               f"SELECT {kept}, matched, {', '.join(inner)} FROM {groups_join(table, regex, config.max_record_bytes)})")
     fast = (f"COALESCE(matched AND `user` IS NOT NULL AND `time_ms` IS NOT NULL"
-            f" AND `time_ms` >= {config.origin_ms} AND {valid}, FALSE)")
+            f" AND {valid}, FALSE)")
     return f"SELECT {kept}, `user`, `time_ms`, `requested`, {ledger} AS `ledger`, {fast} AS `fast` FROM ({middle})"

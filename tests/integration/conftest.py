@@ -435,3 +435,41 @@ def stop_with_savepoint(rest: str, target: Path | str) -> str:
     assert isinstance(target, str) or Path(savepoint.removeprefix("file:")).is_dir(), savepoint
     return savepoint
 
+
+
+def framed_backlog_equals_replay(job: StreamingJob, values: list[bytes], requirements: str, slots: int,
+                                 bad: list[tuple[bytes, int]], bad_at: int) -> list[dict[str, Any]]:
+    """The job over a backlog of framed records equals `pwevent replay` of them: `values` (in time
+    order) as a framed-records file; `bad` (value, Kafka timestamp) sent on both events partitions
+    before slot `bad_at`'s events. The replay of the file alone rejects nothing; with `bad` mixed in
+    twice it releases and spends the same, and its rejects are the job's dead letters. The job reads
+    the whole backlog beside a CPU burner; its releases, spend log (line for line) and full audit are
+    the replay's (`check_equals_replay`). Returns the dead letters."""
+    from pwevent.jobs.common.avro_format import framed_line
+    from pwevent.jobs.streaming.kafka_io import producer
+    from pwevent.jobs.streaming.produce import produce_files
+
+    events = job.folder / "events.b64"
+    events.write_bytes(b"".join(framed_line(v) + b"\n" for v in values))
+    expected = replay(job, str(events), requirements, slots)
+    assert len(expected["releases"]) == slots and not expected["rejects"], expected["rejects"][:3]
+    mixed = job.folder / "mixed-events.b64"
+    mixed.write_bytes(events.read_bytes() + b"".join(framed_line(v) + b"\n" for v, _ in bad + bad))
+    whole = replay(job, str(mixed), requirements, slots)
+    assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
+
+    client = producer(job.kafka)
+
+    def before(slot: int, _: float) -> None:
+        if slot == bad_at:
+            for partition in (0, 1):
+                for record, stamp in bad:
+                    client.send(job.topics["events"], value=record, partition=partition, timestamp_ms=stamp)
+            client.flush()
+
+    produce_files(job.kafka, job.config, str(events), requirements, 0.0, before_slot=before)
+    client.close()
+    with cpu_burner():
+        job.start(seed=SEED)
+        check_equals_replay(job, str(events), requirements, slots, expected)
+    return check_dead_letters(job, whole["rejects"])

@@ -22,9 +22,9 @@ from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     SEED,
-    check_dead_letters,
     check_equals_replay,
     cpu_burner,
+    framed_backlog_equals_replay,
     generate,
     make_job,
     replay,
@@ -94,10 +94,6 @@ def test_avro_confluent_equals_the_replay_with_invalid_records_mixed_in(streamin
     flat = [json.loads(line) for line in Path(flat_events).read_text().splitlines()]
     values = [value(record) for record in sorted(flat, key=lambda r: r["time"])]
     assert v2_schema_id and v2_schema_id[0] != v1
-    events = job.folder / "events.b64"
-    events.write_bytes(b"".join(framed_line(v) + b"\n" for v in values))
-    expected = replay(job, str(events), requirements, slots)
-    assert len(expected["releases"]) == slots and not expected["rejects"]
 
     far = slot_time(bad_at, 50 * 60_000)
     no_reading = registry.add(f"other-{subject}", NO_READING)
@@ -113,26 +109,7 @@ def test_avro_confluent_equals_the_replay_with_invalid_records_mixed_in(streamin
          far),  # a user of the wrong type
         (json.dumps({"payload": {"user_id": "u1", "reading": 1}, "meta": {"ts": far}}).encode(), far),  # JSON
     ]
-    mixed = job.folder / "mixed-events.b64"
-    mixed.write_bytes(events.read_bytes() + b"".join(framed_line(v) + b"\n" for v, _ in bad + bad))
-    whole = replay(job, str(mixed), requirements, slots)
-    assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
-
-    client = producer(job.kafka)
-
-    def before(slot: int, _: float) -> None:
-        if slot == bad_at:
-            for partition in (0, 1):
-                for record, stamp in bad:
-                    client.send(job.topics["events"], value=record, partition=partition, timestamp_ms=stamp)
-            client.flush()
-
-    produce_files(job.kafka, job.config, str(events), requirements, 0.0, before_slot=before)
-    client.close()
-    with cpu_burner():
-        job.start(seed=SEED)
-        check_equals_replay(job, str(events), requirements, slots, expected)
-    dead = check_dead_letters(job, whole["rejects"])
+    dead = framed_backlog_equals_replay(job, values, requirements, slots, bad, bad_at)
     reasons = Counter(d["reason"] for d in dead)
     assert reasons == Counter({"out_of_domain": 2, "undecodable": 6, "unknown_schema": 2, "missing_field": 2,
                             "mistyped_field": 2}), reasons

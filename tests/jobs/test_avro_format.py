@@ -306,7 +306,7 @@ def test_standin_registry_basic_auth(tmp_path, monkeypatch):
     ({"format": "avro", "schema_file": "/nonexistent.avsc"}, "cannot read schema_file"),
     ({"format": "avro-confluent", "schema_registry": {"url": "registry:8081"}}, "should match pattern"),
     ({"format": "avro-confluent", "schema_registry": {"url": "http://r", "username": "u"}}, "go together"),
-    ({"format": "protobuf"}, "events.format"),
+    ({"format": "protobuf"}, "format protobuf needs it"),
 ])
 def test_format_settings_are_checked(events, message):
     with pytest.raises(ConfigError, match=message):

@@ -48,31 +48,31 @@ def record(slot: int, offset: int, requested) -> PendingRequirement:
 def test_a_user_seen_without_a_record_joins_the_default_root_class_at_that_slot():
     user, m = UserMembership(), membership("PBD", FIXED_DEFAULT)
     assert user.seen(3) and not user.seen(4)  # one pending presence is enough
-    assert user.close(2, "u", m) == []
-    assert user.close(3, "u", m) == [MembershipChange.of(3, "u", None, FIXED_DEFAULT)]
+    assert user.close(2, "u", m, CLOCK) == []
+    assert user.close(3, "u", m, CLOCK) == [MembershipChange.of(3, "u", None, FIXED_DEFAULT)]
     assert user.state.class_id == class_id(None, None, FIXED_DEFAULT)
-    assert not user.seen(5) and user.close(5, "u", m) == []  # a user with a class needs nothing
+    assert not user.seen(5) and user.close(5, "u", m, CLOCK) == []  # a user with a class needs nothing
 
 
 def test_a_record_of_the_same_slot_wins_over_the_default():
     user, m = UserMembership(), membership("PBD", FIXED_DEFAULT)
     user.seen(3)
     user.receive(record(3, 7, OTHER), -1, CLOCK)
-    assert user.close(3, "u", m) == [MembershipChange.of(3, "u", None, OTHER)]
+    assert user.close(3, "u", m, CLOCK) == [MembershipChange.of(3, "u", None, OTHER)]
 
 
 def test_a_later_record_is_a_change_refused_by_a_fixed_mechanism_and_forked_by_a_dynamic_one():
     fixed, m = UserMembership(), membership("PBA", FIXED_DEFAULT)
     fixed.seen(2)
     fixed.receive(record(4, 1, OTHER), -1, CLOCK)
-    out = fixed.close(4, "u", m)
+    out = fixed.close(4, "u", m, CLOCK)
     assert out[0] == MembershipChange.of(2, "u", None, FIXED_DEFAULT)
     assert isinstance(out[1], Rejection) and out[1].reason is Reason.REQUIREMENT_CHANGE_UNDER_FIXED
     dynamic, m = UserMembership(), membership("DPBD", DYN_DEFAULT)
     dynamic.seen(2)
     dynamic.receive(record(4, 1, DYN_OTHER), -1, CLOCK)
     root = class_id(None, None, DYN_DEFAULT)
-    assert dynamic.close(4, "u", m) == [MembershipChange.of(2, "u", None, DYN_DEFAULT),
+    assert dynamic.close(4, "u", m, CLOCK) == [MembershipChange.of(2, "u", None, DYN_DEFAULT),
                                         MembershipChange.of(4, "u", root, DYN_OTHER)]
 
 
@@ -80,14 +80,14 @@ def test_an_earlier_presence_arriving_later_moves_the_registration_earlier():
     user = UserMembership()
     assert user.seen(5) and user.seen(3)
     assert user.seen_at == 3 and not user.empty
-    assert user.close(3, "u", membership("PBD", FIXED_DEFAULT)) == [MembershipChange.of(3, "u", None,
+    assert user.close(3, "u", membership("PBD", FIXED_DEFAULT), CLOCK) == [MembershipChange.of(3, "u", None,
                                                                                              FIXED_DEFAULT)]
 
 
 def test_without_a_default_a_presence_registers_nobody():
     user = UserMembership()
     user.seen(1)
-    assert user.close(1, "u", membership("PBD", None)) == [] and user.state.class_id is None
+    assert user.close(1, "u", membership("PBD", None), CLOCK) == [] and user.state.class_id is None
 
 
 BASE = {"slot": "60s", "origin": DEMO_ORIGIN, "domain": {"type": "cells", "d": 3}, "caps": {"max_w": 50},
@@ -155,7 +155,8 @@ def test_replay_and_keyed_membership_register_alike_and_the_audit_passes(name, s
             if replay.index_of(f"u{user}") is None:
                 replay.declare_default(f"u{user}", slot)
             keyed[user].seen(slot)
-        changes = [c for u in range(5) for c in keyed[u].close(slot, f"u{u}", rules) if isinstance(c, MembershipChange)]
+        changes = [c for u in range(5) for c in keyed[u].close(slot, f"u{u}", rules, CLOCK)
+                   if isinstance(c, MembershipChange)]
         for change in sorted(changes, key=lambda c: c.user):
             job.apply(change)
         for user in range(5):

@@ -63,7 +63,7 @@ def run(name: str, steps: list[str], fed: set[int] | None) -> tuple[list[Any], d
         else:
             assert step[0] == "c", step
             slot = int(step[1:])
-            out.extend(user.close(slot, "u", current))
+            out.extend(user.close(slot, "u", current, CLOCK))
             watermark = max(watermark, CLOCK.end_ms(slot) - 1)
     return out, user, answers
 

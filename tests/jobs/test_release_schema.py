@@ -28,7 +28,9 @@ from pwevent.operators.registry import REGISTRY
 SCHEMA_ID = 7
 DOMAINS = ({"type": "binary"}, {"type": "cells", "d": 3}, {"type": "categories", "values": ["a", "b", "c"]},
            {"type": "grid", "rows": 1, "cols": 3, "bbox": {"min_lat": 40.5, "max_lat": 41.0, "min_lon": -74.3,
-                                                           "max_lon": -73.7}})
+                                                           "max_lon": -73.7}},
+           {"type": "categories", "values": ["a", "b", "c"], "aliases": {"x": "a"}, "case": "fold", "other": "rest"},
+           {"type": "ranges", "edges": [0, 1, 2, 3], "other": "rest"})
 
 
 def test_the_committed_schemas_are_the_renderings() -> None:
@@ -70,13 +72,14 @@ def _replayed(tmp: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
         for domain in DOMAINS:
             d = {"binary": 2}.get(domain["type"], 3)
             folder = tmp / str(entry.dynamic)
-            events = tmp / f"{entry.name}-{domain['type']}.jsonl"
+            tag = f"{domain['type']}-{len(domain)}"
+            events = tmp / f"{entry.name}-{tag}.jsonl"
             events.write_text("".join(  # the synthetic cells 0/1 mapped into the domain's values
                 json.dumps({**r, "value": cell_value(domain, r["value"] % d)}) + "\n"
                 for r in map(json.loads, (folder / "events.jsonl").read_text().splitlines())))
             config = parse_config({"mechanism": entry.name, "slot": "60s", "origin": DEMO_ORIGIN, "domain": domain,
                                    **entry.global_keys(10, 0.6), "caps": {"max_w": 200}, "noise": "numpy-fast"})
-            path = tmp / f"{entry.name}-{domain['type']}.releases.jsonl"
+            path = tmp / f"{entry.name}-{tag}.releases.jsonl"
             run_replay(config, str(events), str(folder / "requirements.jsonl"), str(path), str(tmp / "spend.jsonl"),
                        seed=5)
             out[(entry.name, json.dumps(domain))] = [json.loads(line) for line in path.read_text().splitlines()]

@@ -43,6 +43,15 @@ CASES: list[tuple[str, Config, bool]] = [
     ("cells", parse_config({**BASE, "domain": {"type": "cells", "d": 100}}), False),
     ("categories", parse_config({**BASE, "domain": {"type": "categories", "values": ["a", "b c", "é", "x\"y"]}}),
      False),
+    ("categories-folded-other", parse_config({**BASE, "domain": {
+        "type": "categories", "values": ["a", "b c", "Straße"], "aliases": {"B": "b c", "bee": "b c", "Ω": "a"},
+        "case": "fold", "other": "rest"}}), False),
+    ("categories-aliases-other", parse_config({**BASE, "domain": {
+        "type": "categories", "values": ["a", "b c"], "aliases": {"A": "b c", "x\"y": "a"}, "other": "rest"}}),
+     False),
+    ("ranges", parse_config({**BASE, "domain": {"type": "ranges", "edges": [-5, 0, 2.5, 40.55, 100]}}), False),
+    ("ranges-other", parse_config({**BASE, "domain": {"type": "ranges", "edges": [0, 0.1, 1], "other": "out"},
+                                   "events": {"value": "m.v"}}), False),
     ("grid", parse_config({**BASE, "domain": GRID}), False),
     ("grid-fields", parse_config({**BASE, "domain": GRID, "events": {"lat": "lat", "lon": "lon"}}), False),
     ("cells-kafka-time", parse_config({**BASE, "domain": {"type": "cells", "d": 10}}), True),
@@ -104,6 +113,10 @@ def canonical(config: Config, count: int, seed: int) -> list[bytes]:
                 put(record, fields.value, {"lat": lat, "lon": lon} if i % 2 else [lat, lon])
         elif kind == "CategoriesDomain":
             put(record, fields.value, rng.choice(["a", "b c"]))
+        elif kind == "RangesDomain":
+            low, high = domain.mapping.edges[0], domain.mapping.edges[-1]
+            value = round(rng.uniform(low, high), rng.choice([0, 3]))
+            put(record, fields.value, value if low <= value < high else int(low))
         else:
             put(record, fields.value, rng.randrange(domain.d))
         text = json.dumps(record, separators=(",", ":") if i % 2 else (", ", ": ")).encode()
@@ -168,7 +181,15 @@ def usual_value(domain: Domain) -> st.SearchStrategy:
     if kind == "CellsDomain":
         return st.integers(0, domain.d - 1).map(str)
     if kind == "CategoriesDomain":
-        return st.sampled_from(['"a"', '"b c"', '"é"', '"x\\"y"', '"\\u00e9"'])
+        spellings = [*domain.mapping.cells, *(alias for alias, _ in domain.mapping.aliases)]
+        variants = [v for s in spellings for v in (s, s.upper(), s.lower(), s.title(), s + " ")]
+        return st.sampled_from(['"a"', '"b c"', '"é"', '"x\\"y"', '"\\u00e9"', *map(_lit, variants)])
+    if kind == "RangesDomain":
+        edges = domain.mapping.edges
+        return st.one_of(st.floats(edges[0] - 1, edges[-1] + 1).map(repr), st.integers(-10, 120).map(str),
+                         st.sampled_from(edges).map(repr), boundary_literals(edges[0], edges[-1], 1),
+                         st.builds(lambda e, d: repr(math.nextafter(e, d)), st.sampled_from(edges),
+                                   st.sampled_from([-math.inf, math.inf])))
     lat = st.one_of(st.floats(domain.min_lat, domain.max_lat).map(repr),
                     boundary_literals(domain.min_lat, domain.max_lat, domain.rows))
     lon = st.one_of(st.floats(domain.min_lon, domain.max_lon).map(repr),

@@ -21,4 +21,4 @@ def test_the_scenarios_reach_every_outcome() -> None:
             else:
                 outcomes.add(kind if kind == "seen" else f"{kind}:{out[kind]['reason']}")
     assert outcomes == {"seen", "register", "fork", "reject:late", "reject:invalid_requirement",
-                        "reject:requirement_change_under_fixed_mechanism"}
+                        "reject:requirement_change_under_fixed_mechanism", "reject:superseded_before_origin"}

@@ -3,9 +3,10 @@
 The Flink tests (a mini-cluster): for every record of a corpus (canonical valid records in the shapes
 the project writes, explicit invalid and boundary records, the poison corpus, tricky records drawn by
 hypothesis; plain and Confluent-framed) and every configuration (fixed, dynamic and global-requirement
-mechanisms, renamed and nested field paths, and the configurations whose fast path is off): if SQL
-takes the fast path, `parse_requirement_update` accepts the record with exactly the user and time SQL
-extracted, at slot 1 or later, the canonical JSON of its requirement is SQL's `requested`, and
+mechanisms, renamed and nested field paths, the requirement's own fields at configured paths, and the
+configurations whose fast path is off): if SQL takes the fast path, `parse_requirement_update` accepts
+the record with exactly the user and time SQL extracted (a time before the origin too: in force from
+slot 1), the canonical JSON of its requirement is SQL's `requested`, and
 `RequirementRules.ledger_requirement` takes it, its canonical JSON being SQL's `ledger`. The canonical
 records must all take the fast path. `IsoMillis` agrees with `parse_time_ms` on canonical UTC times,
 valid and invalid. The unit tests (no Flink) check the pure Python pieces: the regex's epsilon groups
@@ -24,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pwevent.jobs.common.config import Config, parse_config
+from pwevent.jobs.common.config import Config, ConfigError, RequirementPart, parse_config
 from pwevent.jobs.common.provenance import sign
 from pwevent.jobs.common.reasons import Rejected
 from pwevent.jobs.common.records import MAX_TIME_MS, MIN_TIME_MS, parse_requirement_update
@@ -79,7 +80,13 @@ CASES: list[tuple[str, Config]] = [
     ("unsafe-signed", parse_config({**BASE, "mechanism": "PBD",
                                     "requirements": {"signature": {"key_env": "HOME", "field": "sig"}}})),
     ("unsafe-name", parse_config({**BASE, "mechanism": "PBD", "requirements": {"user": "user id"}})),
-    ("unsafe-requirement-key", parse_config({**BASE, "mechanism": "PBD", "requirements": {"user": "forward"}})),
+    ("mapped-pbd", parse_config({**BASE, "mechanism": "PBD", "requirements": {
+        "user": "s.id", "time": "issued_at", "w": "pref.window", "epsilon": "pref.budget"}})),
+    ("mapped-dpbd", parse_config({**BASE, "mechanism": "DPBD", "requirements": {
+        "user": "p.u", "backward": {"w": "p.back.w", "epsilon": "p.back.e"},
+        "forward": {"w": "fw", "epsilon": "fe"}}})),
+    ("mapped-uniform", parse_config({**BASE, **UNIFORM, "requirements": {"w": "a.w", "epsilon": "b.e"}})),
+    ("unsafe-shared-path", parse_config({**BASE, "mechanism": "PBD", "requirements": {"user": "w"}})),
 ]
 AVRO_SCHEMA = {"type": "record", "name": "Requirement", "fields": [
     {"name": "user", "type": "string"}, {"name": "time", "type": "long"}, {"name": "w", "type": "int"},
@@ -111,12 +118,13 @@ def ledger(config: Config, requirement) -> str | None:  # type: ignore[no-untype
 
 
 def accepted(config: Config, raw: bytes) -> bool:
-    """Whether the reference takes `raw` whole: parsed, a ledger requirement, slot 1 or later."""
+    """Whether the reference takes `raw` whole: parsed and a ledger requirement (a time before the
+    origin is in force from slot 1)."""
     try:
         update = parse_requirement_update(raw, config.requirements, config.caps, config.max_record_bytes)
     except Rejected:
         return False
-    return ledger(config, update.requirement) is not None and config.clock.slot_of(update.time_ms) >= 1
+    return ledger(config, update.requirement) is not None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -168,7 +176,8 @@ def canonical_records(config: Config, count: int, seed: int, valid_only: bool = 
         record: dict = {}
         put(record, fields.user, f"u{rng.randrange(10**6)}" if i % 5 else rng.randrange(10**9))
         put(record, fields.time, [iso(ms), iso_ms(ms), ms][i % 3])
-        record.update(requirement(config, rng))
+        for path, value in leaf_values(config, requirement(config, rng)):
+            put(record, path, value)
         if fields.signature is not None:
             record = sign(record, fields.signature)
         text = [json.dumps(record, separators=(",", ":")), json.dumps(record), orjson.dumps(record).decode()][i % 3 - 1]
@@ -179,13 +188,26 @@ def canonical_records(config: Config, count: int, seed: int, valid_only: bool = 
     return out
 
 
+def part_paths(config: Config, n: int) -> list[RequirementPart]:
+    """The paths of a requirement of `n` parts (1: fixed, 2: backward and forward)."""
+    fields = config.requirements
+    return [fields.fixed] if n == 1 else [fields.backward, fields.forward]
+
+
+def leaf_values(config: Config, requirement: dict) -> list[tuple[str, object]]:
+    """(field path, value) of a requirement in its default JSON shape, at the configured paths."""
+    if "w" in requirement:
+        return [(config.requirements.w, requirement["w"]), (config.requirements.epsilon, requirement["epsilon"])]
+    return [(getattr(config.requirements, side).w, requirement[side]["w"]) for side in ("backward", "forward")] + \
+        [(getattr(config.requirements, side).epsilon, requirement[side]["epsilon"]) for side in ("backward", "forward")]
+
+
 def members(config: Config, user: str, time: str, parts: list[tuple[str, str]]) -> list[tuple[str, object]]:
     """The members (as `render` takes them) of a record of these literals: one (w, epsilon) per part."""
     fields = config.requirements
     leaves = [(fields.user, user), (fields.time, time)]
-    names = [""] if len(parts) == 1 else ["backward.", "forward."]
-    for name, (w, epsilon) in zip(names, parts, strict=True):
-        leaves += [(f"{name}w", w), (f"{name}epsilon", epsilon)]
+    for paths, (w, epsilon) in zip(part_paths(config, len(parts)), parts, strict=True):
+        leaves += [(paths.w, w), (paths.epsilon, epsilon)]
     try:
         return nest(leaves)
     except TypeError:  # a field path through a requirement key (a case whose fast path is off): flat
@@ -201,16 +223,18 @@ def text(tree: list[tuple[str, object]], space: str = "") -> str:
 #: Times: the valid ones (`must` be fast) and the ones Python rejects or are before the origin.
 VALID_TIMES = ['"2024-01-01T00:00:00Z"', '"2024-02-29T12:00:00Z"', '"2024-01-01T00:00:00.001Z"',
                '"2024-12-31T23:59:59.999Z"', '"2024-06-01T00:00:00.500000Z"', '"9999-12-31T23:59:59.999Z"',
-               "1704067200000", "99999999999999"]
+               "1704067200000", "99999999999999",
+               # before the origin: in force from slot 1
+               '"2023-12-31T23:59:59.999Z"', '"0001-01-01T00:00:00Z"', "1704067199999", "0"]
 ODD_TIMES = ['"2023-02-29T00:00:00Z"', '"2100-02-29T00:00:00Z"', '"2024-02-30T00:00:00Z"', '"2024-04-31T00:00:00Z"',
              '"2024-13-01T00:00:00Z"', '"2024-00-10T00:00:00Z"', '"2024-01-00T00:00:00Z"', '"2024-01-01T24:00:00Z"',
-             '"2024-01-01T00:60:00Z"', '"2024-01-01T00:00:60Z"', '"0000-01-01T00:00:00Z"',
-             '"2023-12-31T23:59:59.999Z"', '"2024-01-01T00:00:00"', '"2024-01-01T00:00:00+00:00"',
+             '"2024-01-01T00:60:00Z"', '"2024-01-01T00:00:60Z"', '"0000-01-01T00:00:00Z"', '"2024-01-01T00:00:00"',
+             '"2024-01-01T00:00:00+00:00"',
              '"2024-01-01T00:00:00.1Z"', '"2024-01-01T00:00:00.123456Z"', '"2024-01-01T00:00:00.1234Z"',
              '"2024-01-01"', '"2024-01-01 00:00:00Z"', '"2024-01-01T00:00:00z"', '" 2024-01-01T00:00:00Z"',
              '"2024-01-01T00:00:00Z "', '"2024-01-01T00:00:00ZZ"', '"+2024-01-01T00:00:00Z"',
              '"2024-01-01T00:00:00.123Z\\n"', '"\\u0032024-01-01T00:00:00Z"', '"1704067200000"',
-             "1704067199999", "0", "1704067200000.0", "1.7040672e12", "-1704067200000", "null", "true"]
+             "1704067200000.0", "1.7040672e12", "-1704067200000", "null", "true"]
 VALID_WS = ["1", "10", "120"]
 ODD_WS = ["0", "-1", "01", "10.0", "1e1", "1E1", '"10"', "true", "null", "1000000000", "1001", "301", "201", "121",
           "[10]", "{}"]
@@ -342,7 +366,6 @@ def check_fast_implies_accept(name: str, config: Config, records: list[bytes], r
         except Rejected as err:
             pytest.fail(f"{name}: SQL fast path took {raw[:200]!r}, parse_requirement_update rejects it: {err}")
         assert (update.user, update.time_ms) == (user, time_ms), (name, raw[:200])
-        assert config.clock.slot_of(update.time_ms) >= 1, (name, raw[:200])
         assert canonical(update.requirement) == requested, (name, raw[:200])
         try:
             ledger_requirement = rules(config).ledger_requirement(update.requirement)
@@ -504,10 +527,13 @@ def test_fast_path_is_off_for_unsafe_configurations(tmp_path):
         assert (requirement_regex(config) is None) == off(name), name
         if off(name):
             assert "FALSE AS `fast`" in parsed_requirements_sql(config, "t")
-    for user in ("w", "epsilon", "backward", "forward", "backward.u", "w.x"):
-        for mechanism in ("PBD", "DPBD"):
+    for mechanism in ("PBD", "DPBD"):
+        for user in ("w", "epsilon"):  # one value for two fields of a fixed mechanism: slow
             config = parse_config({**BASE, "mechanism": mechanism, "requirements": {"user": user}})
-            assert requirement_regex(config) is None, (user, mechanism)
+            assert (requirement_regex(config) is None) == (mechanism == "PBD"), (user, mechanism)
+        for user in ("backward", "forward", "backward.u", "backward.w", "w.x"):  # where the requirement is: refused
+            with pytest.raises(ConfigError):
+                parse_config({**BASE, "mechanism": mechanism, "requirements": {"user": user}})
     deep = parse_config({**BASE, "mechanism": "PBD", "requirements": {"user": ".".join("abcdefghijklmnopq")}})
     assert requirement_regex(deep) is None
     ok = parse_config({**BASE, "mechanism": "DPBD", "requirements": {"user": ".".join("abcdefghijklmnop")}})

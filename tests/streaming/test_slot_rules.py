@@ -17,7 +17,7 @@ from tests.streaming.write_vectors import DATA
 VECTORS = DATA / slot_rules.NAME
 
 
-def vectors() -> list[tuple[int, int, int, int, int]]:
+def vectors() -> list[tuple[int, int, int, int, int, int]]:
     lines = [line for line in VECTORS.read_text().splitlines() if line and not line.startswith("#")]
     return [tuple(int(x) for x in line.split("\t")) for line in lines]  # type: ignore[misc]
 
@@ -26,9 +26,11 @@ def test_every_vector_is_the_python_rule() -> None:
     rows = vectors()
     assert len(rows) >= 100
     assert {r[3] <= 0 for r in rows} == {True, False}  # before the origin, and after
-    for origin, length, time_ms, slot, last_ms in rows:
+    assert {r[5] == r[3] for r in rows} == {True, False}  # requirements in force from their slot, or from slot 1
+    for origin, length, time_ms, slot, last_ms, in_force_from in rows:
         clock = SlotClock(origin, length)
         assert clock.slot_of(time_ms) == slot, (origin, length, time_ms)
+        assert clock.in_force_from(time_ms) == in_force_from == max(1, slot)
         assert clock.end_ms(slot) - 1 == last_ms
         assert clock.start_ms(slot) <= time_ms <= last_ms
 
@@ -36,7 +38,7 @@ def test_every_vector_is_the_python_rule() -> None:
 def test_a_watermark_closes_a_slot_at_its_last_instant() -> None:
     """`SlotClock.closed_by` (the Population's timers decide every slot it gives): a slot is closed by
     a watermark at its last millisecond, not one before."""
-    for origin, length, _, slot, last_ms in vectors():
+    for origin, length, _, slot, last_ms, _ in vectors():
         clock = SlotClock(origin, length)
         assert clock.closed_by(last_ms) == slot
         assert clock.closed_by(last_ms - 1) == slot - 1

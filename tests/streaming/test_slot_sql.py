@@ -30,7 +30,7 @@ def t_env() -> Any:
 
 def by_clock() -> dict[SlotClock, list[int]]:
     times: dict[SlotClock, list[int]] = defaultdict(list)
-    for origin, length, time_ms, _, _ in vectors():
+    for origin, length, time_ms, *_ in vectors():
         times[SlotClock(origin, length)].append(time_ms)
     return times
 

@@ -8,9 +8,11 @@ tests/streaming/test_jvm_contract.py fails when the checked-in Java differs from
 Values (`Reasons`, `TimePaths`, `Routes`, `WholeRecords`, `Limits` in Java):
 - `REASONS`: the dead letters' reasons the JVM writes (jobs/common/reasons.py `Reason`):
   `late` (`SlotJudge`, `UserMembership.receive`), `too_far_ahead` (`SlotJudge`, `Membership`),
-  `invalid_requirement` and `requirement_change_under_fixed_mechanism` (`MembershipRule`).
+  `invalid_requirement` and `requirement_change_under_fixed_mechanism` (`MembershipRule`),
+  `superseded_before_origin` (`UserMembership.close`).
 - `DETAILS`: the dead letters' details the JVM writes: `TOO_FAR_AHEAD_DETAIL` (`Membership`),
-  `LATE_REQUIREMENT_DETAIL` (`UserMembership.receive`, a method of the slot in Java).
+  `LATE_REQUIREMENT_DETAIL` (`UserMembership.receive`, a method of the slot in Java),
+  `SUPERSEDED_BEFORE_ORIGIN_DETAIL` (`UserMembership.close`).
 - `TIME_PATHS`: `TimePath`, the `path` of a `PARSED` row (`ValidTime`, `FastPathSplit`,
   `RequirementSplit`, `RequirementOrder`; Python: the reference parsers of jobs/streaming/hosts.py).
 - `ROUTES`: `Route`, the `route` of a `POPULATION_OUT` row (`ReleaseWriter`; Python:
@@ -63,7 +65,12 @@ from functools import cached_property
 from pwevent.jobs.common import kafka_record
 from pwevent.jobs.common.avro_format import CONFLUENT_FRAME_BYTES
 from pwevent.jobs.common.pseudonyms import PSEUDONYM_HEX_CHARS
-from pwevent.jobs.common.reasons import LATE_REQUIREMENT_DETAIL, TOO_FAR_AHEAD_DETAIL, Reason
+from pwevent.jobs.common.reasons import (
+    LATE_REQUIREMENT_DETAIL,
+    SUPERSEDED_BEFORE_ORIGIN_DETAIL,
+    TOO_FAR_AHEAD_DETAIL,
+    Reason,
+)
 from pwevent.jobs.common.slots import FIRST_SLOT
 
 
@@ -224,10 +231,12 @@ ROWS = (RECORD, RECORD_GROUPS, EVENT_VERDICT, REQUIREMENT_VERDICT, SLOW_RECORD, 
 
 #: The reasons the JVM writes, by their Java names.
 REASONS: Mapping[str, Reason] = {reason.name: reason for reason in (
-    Reason.LATE, Reason.TOO_FAR_AHEAD, Reason.INVALID_REQUIREMENT, Reason.REQUIREMENT_CHANGE_UNDER_FIXED)}
+    Reason.LATE, Reason.TOO_FAR_AHEAD, Reason.INVALID_REQUIREMENT, Reason.REQUIREMENT_CHANGE_UNDER_FIXED,
+    Reason.SUPERSEDED_BEFORE_ORIGIN)}
 #: The details the JVM writes: a text, or a template of `str.format` fields (longs in Java).
 DETAILS: Mapping[str, str] = {"TOO_FAR_AHEAD_DETAIL": TOO_FAR_AHEAD_DETAIL,
-                              "LATE_REQUIREMENT_DETAIL": LATE_REQUIREMENT_DETAIL}
+                              "LATE_REQUIREMENT_DETAIL": LATE_REQUIREMENT_DETAIL,
+                              "SUPERSEDED_BEFORE_ORIGIN_DETAIL": SUPERSEDED_BEFORE_ORIGIN_DETAIL}
 TIME_PATHS: Mapping[str, int] = {path.name: int(path) for path in TimePath}
 ROUTES: Mapping[str, str] = {route.name: route.value for route in Route}
 #: The members of a whole-records line, by their Java names, in their canonical order.

@@ -68,6 +68,8 @@ def scenario(name: str, seed: int) -> dict[str, Any]:
         if kind == "receive":
             slot = rng.randint(max(1, closed - 1), closed + 3)
             time_ms = rng.randint(CLOCK.start_ms(slot), CLOCK.end_ms(slot) - 1)
+            if slot == 1 and rng.random() < 0.6:  # from before the origin: in force from slot 1
+                time_ms = rng.randint(CLOCK.origin_ms - 5 * CLOCK.length_ms, CLOCK.origin_ms - 1)
             partition, offset = rng.randint(0, 2), offset + rng.randint(1, 3)
             requested = rng.choice(pool)
             original = f"record {offset} é"
@@ -87,7 +89,7 @@ def scenario(name: str, seed: int) -> dict[str, Any]:
         else:
             slot = rng.randint(closed + 1, closed + 3)
             steps.append({"op": "close", "slot": slot})
-            for done in user.close(slot, "u\"1", membership):
+            for done in user.close(slot, "u\"1", membership, CLOCK):
                 out.append(_rejection(done) if isinstance(done, Rejection) else _change(done))
             closed, watermark = slot, max(watermark, CLOCK.end_ms(slot) - 1)
     state = user.state

@@ -1,7 +1,8 @@
 """Shared vectors of the slot rule (tests/streaming/data/slot-rules.tsv): for slot clocks of every
 kind (the epoch or a date as origin, 1 ms to 1 day slots, an origin not on a slot boundary), times at
 the edges of slots, at the edges of the time range and at random, with the slot
-`jobs.common.slots.SlotClock` puts them in and that slot's last millisecond.
+`jobs.common.slots.SlotClock` puts them in, that slot's last millisecond and the slot a requirement
+record of that time is in force from (`SlotClock.in_force_from`).
 jobs/streaming/jvm-test/pwevent/flink/time/SlotRulesTest.java and SlotJudgeTest.java check the Java
 rule against every line; tests/streaming/test_slot_sql.py the SQL windows.
 """
@@ -31,10 +32,11 @@ def times(origin: int, length: int) -> list[int]:
 
 def text() -> str:
     """The file's text."""
-    lines = ["# origin_ms\tslot_ms\ttime_ms\tslot\tslot_last_ms   (jobs/common/slots.py SlotClock)\n"]
+    lines = ["# origin_ms\tslot_ms\ttime_ms\tslot\tslot_last_ms\tin_force_from   (jobs/common/slots.py SlotClock)\n"]
     for origin, length in CLOCKS:
         clock = SlotClock(origin, length)
         for time_ms in times(origin, length):
             slot = clock.slot_of(time_ms)
-            lines.append(f"{origin}\t{length}\t{time_ms}\t{slot}\t{clock.end_ms(slot) - 1}\n")
+            row = (origin, length, time_ms, slot, clock.end_ms(slot) - 1, clock.in_force_from(time_ms))
+            lines.append("\t".join(str(x) for x in row) + "\n")
     return "".join(lines)

@@ -62,7 +62,7 @@ class MembershipScenariosTest {
                 }
                 case "seen" -> out.add(Map.of("seen", user.seen(step.get("slot").asLong())));
                 default -> {
-                    for (Object done : user.close(step.get("slot").asLong(), name, rule)) {
+                    for (Object done : user.close(step.get("slot").asLong(), name, rule, origin)) {
                         out.add(done instanceof MembershipRule.Change c ? change(c)
                                 : rejection((UserMembership.Rejection) done));
                     }

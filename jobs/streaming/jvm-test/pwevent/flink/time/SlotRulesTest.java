@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link SlotRules} against the Python rule's vectors (tests/streaming/data/slot-rules.tsv, which
  * tests/streaming/test_slot_rules.py checks against jobs/common/slots.py): a slot's last
- * millisecond (SlotJudge's) and Membership's "closed".
+ * millisecond (SlotJudge's), Membership's "closed" and the slot a requirement record is in force from.
  */
 class SlotRulesTest {
     static List<long[]> vectors() throws Exception {
@@ -22,7 +22,7 @@ class SlotRulesTest {
                 .filter(line -> !line.isEmpty() && !line.startsWith("#"))
                 .map(line -> line.split("\t"))
                 .map(cols -> new long[] {Long.parseLong(cols[0]), Long.parseLong(cols[1]), Long.parseLong(cols[2]),
-                    Long.parseLong(cols[3]), Long.parseLong(cols[4])})
+                    Long.parseLong(cols[3]), Long.parseLong(cols[4]), Long.parseLong(cols[5])})
                 .collect(Collectors.toList());
     }
 
@@ -33,6 +33,7 @@ class SlotRulesTest {
         for (long[] v : rows) {
             assertEquals(v[4], SlotRules.slotLastMs(v[0], v[1], v[2]), () -> "slotLastMs of " + v[2]);
             assertEquals(v[3], SlotRules.slotOf(v[0], v[1], v[2]), () -> "slotOf " + v[2]);
+            assertEquals(v[5], SlotRules.inForceFrom(v[0], v[1], v[2]), () -> "inForceFrom " + v[2]);
             assertEquals(v[4], SlotRules.lastMs(v[0], v[1], v[3]), () -> "lastMs of slot " + v[3]);
             assertTrue(SlotRules.firstMs(v[0], v[1], v[3]) <= v[2]
                     && SlotRules.firstMs(v[0], v[1], v[3] + 1) == v[4] + 1, () -> "firstMs of slot " + v[3]);

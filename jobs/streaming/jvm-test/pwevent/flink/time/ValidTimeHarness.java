@@ -21,7 +21,7 @@ final class ValidTimeHarness {
     /** Out-of-orderness 0, lead guard of an hour, release delay `delayMs`, the topic's partitions
      *  ending at `ends` (each subtask given those it owns). */
     static ValidTime operator(long delayMs, Map<Integer, Long> ends) {
-        return new ValidTime(0, LEAD, delayMs, new FixedEnds(ends));
+        return new ValidTime(0, LEAD, delayMs, Long.MIN_VALUE, new FixedEnds(ends));
     }
 
     /** {@link PartitionEnds} that do not change. */

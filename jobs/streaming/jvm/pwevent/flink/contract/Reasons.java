@@ -7,6 +7,7 @@ public final class Reasons {
     public static final String TOO_FAR_AHEAD = "too_far_ahead";
     public static final String INVALID_REQUIREMENT = "invalid_requirement";
     public static final String REQUIREMENT_CHANGE_UNDER_FIXED = "requirement_change_under_fixed_mechanism";
+    public static final String SUPERSEDED_BEFORE_ORIGIN = "superseded_before_origin";
 
     public static final String TOO_FAR_AHEAD_DETAIL =
             "time is more than flink.max_lead ahead of its partition's event time";
@@ -14,6 +15,9 @@ public final class Reasons {
     public static String lateRequirementDetail(long slot) {
         return "slot " + slot + " had closed when the requirement arrived";
     }
+
+    public static final String SUPERSEDED_BEFORE_ORIGIN_DETAIL =
+            "a later requirement record of this user from before the origin is the one in force from slot 1";
 
     private Reasons() {
     }

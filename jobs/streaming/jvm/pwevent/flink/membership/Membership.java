@@ -85,7 +85,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
                     payload.original()));
             return;
         }
-        long slot = SlotRules.slotOf(originMs, slotMs, time);
+        long slot = SlotRules.inForceFrom(originMs, slotMs, time);
         UserMembership user = UserMembership.decode(users.value());
         UserMembership.Rejection late = user.receive(new UserMembership.Pending(slot, time, partition, offset, payload),
                 context.timerService().currentWatermark(), originMs, slotMs);
@@ -111,7 +111,7 @@ public final class Membership extends KeyedCoProcessFunction<String, Row, Row, R
     public void onTimer(long timestamp, OnTimerContext context, Collector<Row> out) throws Exception {
         String name = context.getCurrentKey();
         UserMembership user = UserMembership.decode(users.value());
-        for (Object done : user.close(SlotRules.slotOf(originMs, slotMs, timestamp), name, rule)) {
+        for (Object done : user.close(SlotRules.slotOf(originMs, slotMs, timestamp), name, rule, originMs)) {
             if (done instanceof MembershipRule.Change change) {
                 Row changed = new Row(ChangeRow.ARITY);
                 changed.setField(ChangeRow.USER, name);

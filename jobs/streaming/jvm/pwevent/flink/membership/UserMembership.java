@@ -22,7 +22,9 @@ import java.util.List;
  * the slot's last millisecond); later it is {@code late}. When a slot closes, the records of the slots
  * up to it are applied in (slot, time, partition, offset) order, so the outcome does not depend on
  * the order Kafka delivered them in; a pending presence applies the default after the records of
- * its own slot.
+ * its own slot. Of the records from before the origin (in force from slot 1) that a ledger can run,
+ * only the latest applies; the earlier ones are {@code superseded_before_origin}
+ * ({@code Membership.superseded} in jobs/common/membership.py).
  */
 public final class UserMembership {
     /** A record waiting for its slot to close. */
@@ -69,8 +71,8 @@ public final class UserMembership {
     }
 
     /** Apply the records of slots up to `slot`: the changes ({@link MembershipRule.Change}) and
-     *  refusals ({@link Rejection}) in that order. */
-    public List<Object> close(long slot, String user, MembershipRule rule) {
+     *  refusals ({@link Rejection}) in that order; `originMs`: where slot 1 starts. */
+    public List<Object> close(long slot, String user, MembershipRule rule, long originMs) {
         List<Object[]> due = new ArrayList<>();
         pending.removeIf(p -> {
             if (p.slot() > slot) {
@@ -84,9 +86,20 @@ public final class UserMembership {
             seenAt = null;
         }
         due.sort(DUE);
+        Pending inForce = null;  // the latest record from before the origin that a ledger can run
+        for (Object[] item : due) {
+            if (item[1] instanceof Pending p && early(p, originMs)) {
+                inForce = p;
+            }
+        }
         List<Object> out = new ArrayList<>();
         for (Object[] item : due) {
             Pending record = (Pending) item[1];
+            if (record != null && record != inForce && early(record, originMs)) {
+                out.add(new Rejection(Reasons.SUPERSEDED_BEFORE_ORIGIN, Reasons.SUPERSEDED_BEFORE_ORIGIN_DETAIL,
+                        record.partition(), record.offset(), record.payload().original()));
+                continue;
+            }
             MembershipRule.Applied applied = record == null ? rule.applyDefault(user, state, (Long) item[0])
                     : rule.apply(user, state, record.slot(), record.payload());
             if (applied == null) {
@@ -102,6 +115,10 @@ public final class UserMembership {
             }
         }
         return out;
+    }
+
+    private static boolean early(Pending record, long originMs) {
+        return record.timeMs() < originMs && record.payload().registers();
     }
 
     public boolean empty() {

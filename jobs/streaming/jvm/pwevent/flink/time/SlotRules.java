@@ -19,6 +19,12 @@ public final class SlotRules {
         return Math.floorDiv(time - originMs, slotMs) + Limits.FIRST_SLOT;
     }
 
+    /** The slot a requirement record of {@code time} is in force from: {@code SlotClock.in_force_from}
+     *  (its own slot; the first slot for a record from before the origin). */
+    public static long inForceFrom(long originMs, long slotMs, long time) {
+        return Math.max(Limits.FIRST_SLOT, slotOf(originMs, slotMs, time));
+    }
+
     /** The first millisecond of slot {@code slot}: {@code SlotClock.start_ms}. */
     public static long firstMs(long originMs, long slotMs, long slot) {
         return originMs + (slot - Limits.FIRST_SLOT) * slotMs;

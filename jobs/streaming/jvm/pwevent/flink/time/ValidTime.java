@@ -35,8 +35,11 @@ import org.apache.flink.types.Row;
  * position). Output: {@link TimedRow}, timed at time_ms.
  *
  * <p>A valid record moves time if the {@link LeadGuard} believes its time; one it does not believe
- * comes out with {@code ahead} (a {@code too_far_ahead} dead letter). Whether an event's user is
- * registered does not matter (docs/streaming.md, "Which records move time"). Per partition, time
+ * comes out with {@code ahead} (a {@code too_far_ahead} dead letter). A valid record from before the
+ * origin (only requirement records, in force from slot 1: jobs/common/slots.py, {@code in_force_from})
+ * moves no time and teaches the guard nothing: its time is in no slot, as an invalid record's.
+ * Whether an event's user is registered does not matter (docs/streaming.md, "Which records move
+ * time"). Per partition, time
  * follows the offsets across the two parsers ({@link OffsetOrder}). The watermark is
  * {@link PartitionTimes}': event time over a partition's backlog (what it held when this subtask
  * last (re)started, {@link PartitionEnds}: a failover's restored subtask reads what was written
@@ -62,6 +65,7 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     private final long outOfOrdernessMs;
     private final long maxLeadMs;
     private final long liveLagMs;
+    private final long originMs;
     private final PartitionEnds ends;
 
     private transient ValidTimeState state;
@@ -75,11 +79,13 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
     private transient boolean restored;
 
     /** `liveLagMs`: how far behind the clock a read-through partition's time is at most (see above);
-     *  `ends`: where the topic's partitions end, asked at every (re)start of a subtask. */
-    public ValidTime(long outOfOrdernessMs, long maxLeadMs, long liveLagMs, PartitionEnds ends) {
+     *  `originMs`: where slot 1 starts; `ends`: where the topic's partitions end, asked at every
+     *  (re)start of a subtask. */
+    public ValidTime(long outOfOrdernessMs, long maxLeadMs, long liveLagMs, long originMs, PartitionEnds ends) {
         this.outOfOrdernessMs = outOfOrdernessMs;
         this.maxLeadMs = maxLeadMs;
         this.liveLagMs = liveLagMs;
+        this.originMs = originMs;
         this.ends = ends;
     }
 
@@ -176,8 +182,9 @@ public final class ValidTime extends AbstractStreamOperator<Row> implements OneI
             return;
         }
         long time = (Long) row.getField(ParsedRow.TIME_MS);
-        boolean ahead = !guard.believe(partition, time, System.currentTimeMillis());
-        Long moves = ahead ? null : time;
+        boolean early = time < originMs;  // a requirement from before the origin: in no slot's time
+        boolean ahead = !early && !guard.believe(partition, time, System.currentTimeMillis());
+        Long moves = ahead || early ? null : time;
         if (path == TimePaths.SLOW_ACCEPTED) {
             order.resolved(offset, moves);
         } else {
