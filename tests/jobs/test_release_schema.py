@@ -124,7 +124,10 @@ def test_every_release_goes_through_every_format_and_back(mechanism: str) -> Non
     parsed = fastavro.parse_schema(avro_schema())
     for domain in DOMAINS:
         releases = releases_of(mechanism, domain)
-        assert {r["kind"] for r in releases} >= {"publish"} and releases[0]["domain"] == domain
+        # with `other`, a categories release names the other cell last among its values
+        named_other = "values" in domain and "other" in domain
+        described = {**domain, "values": [*domain["values"], domain["other"]]} if named_other else domain
+        assert {r["kind"] for r in releases} >= {"publish"} and releases[0]["domain"] == described
         for record in releases:
             validator.validate(record)
             assert fastavro.validation.validate(avro_datum(record), parsed, raise_errors=True)
