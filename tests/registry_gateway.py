@@ -1,8 +1,8 @@
 """TLS and authentication in front of the tests' real Schema Registry (tests/schema_registry.py,
 which serves plain HTTP without authentication), as an ingress or a managed registry puts them: HTTPS
 with a certificate of a CA made here (or plain HTTP, `tls` None: the benchmark's basic auth),
-optionally a required client certificate, and an `Authorization` header (HTTP basic or bearer)
-without which a request is answered 401. Every
+optionally a required client certificate, and an `Authorization` header (HTTP basic or bearer;
+None: any request passes) without which a request is answered 401. Every
 accepted request is forwarded, as it is, to the registry behind; on loopback, in a thread of the
 test process, stopped by `stop()`."""
 
@@ -63,13 +63,15 @@ class TlsFiles:
 @dataclass
 class RegistryGateway:
     """HTTPS (HTTP without `tls`) on 127.0.0.1 in front of `upstream` (a registry's base URL),
-    requiring `authorization` (the exact header value) and, with `require_client_cert`, a client
-    certificate signed by the CA of `tls`."""
+    requiring `authorization` (the exact header value; None requires none) and, with
+    `require_client_cert`, a client certificate signed by the CA of `tls`; on `port` (0: a free one),
+    so that a gateway stopped and started again serves the same address."""
 
     upstream: str
     tls: TlsFiles | None
-    authorization: str
+    authorization: str | None
     require_client_cert: bool = False
+    port: int = 0
     refused: list[str] = field(default_factory=list)
     forwarded: list[str] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
@@ -83,7 +85,7 @@ class RegistryGateway:
                 pass
 
             def _forward(self, method: str) -> None:
-                if self.headers.get("Authorization") != gateway.authorization:
+                if gateway.authorization is not None and self.headers.get("Authorization") != gateway.authorization:
                     gateway.refused.append(f"{method} {self.path}")
                     body = b'{"error_code": 401, "message": "Unauthorized"}'
                     self.send_response(401)
@@ -114,7 +116,7 @@ class RegistryGateway:
             def do_POST(self) -> None:  # noqa: N802
                 self._forward("POST")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         if self.tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(self.tls.path("server.pem"), self.tls.path("server.key"))

@@ -30,6 +30,7 @@ from tests.integration.conftest import (
     replay,
     slot_time,
 )
+from tests.registry_gateway import RegistryGateway
 from tests.schema_registry import LocalSchemaRegistry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
@@ -150,35 +151,39 @@ OUTAGE_FAILURES = 5
 
 @registry_test
 def test_a_registry_outage_longer_than_the_fixed_restarts_is_ridden_out_with_exponential_delay(
-        streaming_job: Any, tmp_path: Path) -> None:
-    """The runbook's long Schema Registry outage (docs/operations.md): the registry is down when the
-    job starts and stays down while the job fails OUTAGE_FAILURES times (each task asks for
+        streaming_job: Any, schema_registry: LocalSchemaRegistry) -> None:
+    """The runbook's long Schema Registry outage (docs/operations.md): the registry's address is dark
+    when the job starts and stays dark while the job fails OUTAGE_FAILURES times (each task asks for
     `retry_for`, then fails; `flink.restart_strategy: exponential-delay` waits 1 s, 2 s, 2 s ...
     between restarts). The default strategy (3 attempts) would have ended the job FAILED; this one is
-    still running, and once the registry is back (a fresh server on the same address, the schema
-    registered again under the same id) the job equals the replay, spend log and audit included."""
-    port = free_loopback_port()
-    registry = LocalSchemaRegistry(tmp_path / "registry", port=port)
-    registry.start()
+    still running, and once the address answers again, with the registry's schemas as they were (a
+    registry comes back with its store), the job equals the replay, spend log and audit included.
+    The job reaches the registry through a gateway on a fixed port, stopped for the outage: a restarted
+    in-memory registry would answer 404 until the schema is registered again, and the job would rightly
+    make dead letters (`unknown_schema`) of what it read in that moment."""
+    gateway = RegistryGateway(schema_registry.url, None, None, port=free_loopback_port())
+    url = gateway.start()
+    gateway.stop()
     try:
         slots = 6
         job = make_job(streaming_job, "PBD", {
             "events": {**AVRO_EVENTS, "format": "avro-confluent",
-                       "schema_registry": {"url": registry.url, "retry_for": "1s", "timeout": "1s"}},
+                       "schema_registry": {"url": url, "retry_for": "1s", "timeout": "1s"}},
             "flink": {"restart_strategy": "exponential-delay", "restart_attempts": 100, "restart_delay": "1s",
                       "restart_max_delay": "2s"}})
         flat_events, requirements = generate(job.folder, users=20, slots=slots)
-        schema_id = registry.add("outage-events-value", EVENT_V1)
+        schema_id = schema_registry.add(f"outage-{uuid.uuid4().hex[:8]}-value", EVENT_V1)
         flat = sorted((json.loads(line) for line in Path(flat_events).read_text().splitlines()),
                       key=lambda r: r["time"])
         events = job.folder / "events.b64"
         events.write_bytes(b"".join(
             framed_line(avro_value(schema_id, EVENT_V1, reading(r["user"], r["time"], r["value"]))) + b"\n"
             for r in flat))
+        gateway.start()  # the replay reads the schema through the same address
         expected = replay(job, str(events), requirements, slots)
+        gateway.stop()
         assert len(expected["releases"]) == slots and not expected["rejects"]
         produce_files(job.kafka, job.config, str(events), requirements, 0.0)
-        registry.stop()
         job.start(seed=SEED, wait_tasks=False)  # it fails at its first record, and again after each restart
         rest, deadline = job.rest(), time.monotonic() + 300
         while len(rest.call(f"/jobs/{job.job_id}/exceptions")["exceptionHistory"]["entries"]) < OUTAGE_FAILURES:
@@ -187,9 +192,9 @@ def test_a_registry_outage_longer_than_the_fixed_restarts_is_ridden_out_with_exp
             time.sleep(0.5)
         failures = rest.call(f"/jobs/{job.job_id}/exceptions")["exceptionHistory"]["entries"]
         assert all("RegistryUnavailable" in str(entry) for entry in failures), str(failures)[:3000]
-        registry.start()
-        assert registry.add("outage-events-value", EVENT_V1) == schema_id
+        gateway.start()
         check_equals_replay(job, str(events), requirements, slots, expected)
         assert job.alive()  # (the REST API's job state may lag: its cache can still say RESTARTING)
+        assert not [m.json() for m in job.read("dead_letters", idle_s=1.0)]
     finally:
-        registry.stop()
+        gateway.stop()
