@@ -26,6 +26,7 @@ from jsonschema import Draft202012Validator
 from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.common.files import iso, write_synthetic
+from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.offline.replay import run_replay
@@ -436,7 +437,6 @@ def stop_with_savepoint(rest: str, target: Path | str) -> str:
     return savepoint
 
 
-
 def framed_backlog_equals_replay(job: StreamingJob, values: list[bytes], requirements: str, slots: int,
                                  bad: list[tuple[bytes, int]], bad_at: int) -> list[dict[str, Any]]:
     """The job over a backlog of framed records equals `pwevent replay` of them: `values` (in time
@@ -446,8 +446,6 @@ def framed_backlog_equals_replay(job: StreamingJob, values: list[bytes], require
     the whole backlog beside a CPU burner; its releases, spend log (line for line) and full audit are
     the replay's (`check_equals_replay`). Returns the dead letters."""
     from pwevent.jobs.common.avro_format import framed_line
-    from pwevent.jobs.streaming.kafka_io import producer
-    from pwevent.jobs.streaming.produce import produce_files
 
     events = job.folder / "events.b64"
     events.write_bytes(b"".join(framed_line(v) + b"\n" for v in values))
@@ -458,18 +456,38 @@ def framed_backlog_equals_replay(job: StreamingJob, values: list[bytes], require
     whole = replay(job, str(mixed), requirements, slots)
     assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
 
+    return backlog_with_bad_events(job, str(events), requirements, slots, expected,
+                                   [KafkaRecord(value, None, stamp) for value, stamp in bad], bad_at, whole["rejects"])
+
+
+def send_record(client: Any, topic: str, record: KafkaRecord, partition: int | None = None) -> None:
+    """`record` as it is (key, timestamp, headers) to `topic` by a kafka-python producer."""
+    client.send(topic, value=record.value, key=record.key, timestamp_ms=record.timestamp_ms,
+                headers=list(record.headers) or None, partition=partition)
+
+
+def backlog_with_bad_events(job: StreamingJob, events: str, requirements: str, slots: int,
+                            expected: dict[str, list[dict[str, Any]]], bad: list[KafkaRecord], bad_at: int,
+                            rejects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The backlog of `events` and `requirements` in the topics, `bad` sent on both events partitions
+    before slot `bad_at`'s events, read at full speed beside a CPU burner: the job equals the replay
+    (`expected`), spend log line for line, with the full audit, and its dead letters are `rejects` (the
+    replay's of the files with `bad` mixed in); returns the dead letters."""
+    from pwevent.jobs.streaming.kafka_io import producer
+    from pwevent.jobs.streaming.produce import produce_files
+
     client = producer(job.kafka)
 
     def before(slot: int, _: float) -> None:
-        if slot == bad_at:
+        if slot == bad_at:  # in the middle of every events partition, ahead of the slots after it
             for partition in (0, 1):
-                for record, stamp in bad:
-                    client.send(job.topics["events"], value=record, partition=partition, timestamp_ms=stamp)
+                for record in bad:
+                    send_record(client, job.topics["events"], record, partition)
             client.flush()
 
-    produce_files(job.kafka, job.config, str(events), requirements, 0.0, before_slot=before)
+    produce_files(job.kafka, job.config, events, requirements, 0.0, before_slot=before)
     client.close()
     with cpu_burner():
         job.start(seed=SEED)
-        check_equals_replay(job, str(events), requirements, slots, expected)
-    return check_dead_letters(job, whole["rejects"])
+        check_equals_replay(job, events, requirements, slots, expected)
+    return check_dead_letters(job, rejects)

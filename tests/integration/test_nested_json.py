@@ -12,13 +12,10 @@ from typing import Any
 
 import pytest
 
+from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.streaming.kafka_io import producer
-from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    SEED,
-    check_dead_letters,
-    check_equals_replay,
-    cpu_burner,
+    backlog_with_bad_events,
     generate,
     make_job,
     replay,
@@ -111,20 +108,9 @@ def test_nested_paths_and_framed_json_equal_the_replay_with_invalid_records_mixe
     client = producer(job.kafka)
     for record in INVALID_REQUIREMENTS:
         client.send(job.topics["requirements"], value=record)
-
-    def before(slot: int, _: float) -> None:
-        if slot == bad_at:  # in the middle of every events partition, ahead of slots 7-12
-            for partition in (0, 1):
-                for record in bad:
-                    client.send(job.topics["events"], value=record, partition=partition)
-            client.flush()
-
-    produce_files(job.kafka, job.config, events, requirements, 0.0, before_slot=before)
     client.close()
-    with cpu_burner():
-        job.start(seed=SEED)
-        check_equals_replay(job, events, requirements, slots, expected)
-    dead = check_dead_letters(job, whole["rejects"])
+    dead = backlog_with_bad_events(job, events, requirements, slots, expected, [KafkaRecord(v) for v in bad], bad_at,
+                                   whole["rejects"])
     reasons = Counter(d["reason"] for d in dead)
     assert reasons == Counter({"out_of_domain": 2, "duplicate_key": 2, "mistyped_field": 3, "missing_field": 5,
                             "unparsable": 2}), reasons

@@ -19,15 +19,12 @@ import pytest
 from pwevent.jobs.common.avro_format import encode_datum, frame
 from pwevent.jobs.common.kafka_record import KafkaRecord
 from pwevent.jobs.streaming.kafka_io import producer
-from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
-    SEED,
-    check_dead_letters,
-    check_equals_replay,
-    cpu_burner,
+    backlog_with_bad_events,
     generate,
     make_job,
     replay,
+    send_record,
     slot_time,
 )
 from tests.schema_registry import LocalSchemaRegistry
@@ -54,11 +51,6 @@ def invalid_requirements(slot: int) -> list[KafkaRecord]:
     value = b'{"w": 10, "epsilon": 1.0}'
     return [KafkaRecord(value, None, slot_time(slot), (("trace", b"t-9"),)),
             KafkaRecord(value, None, slot_time(slot), (("user-id", b"\xc3"),))]
-
-
-def send(client: Any, topic: str, record: KafkaRecord, partition: int | None = None) -> None:
-    client.send(topic, value=record.value, key=record.key, timestamp_ms=record.timestamp_ms,
-                headers=list(record.headers) or None, partition=partition)
 
 
 @pytest.mark.parametrize("events_mapping", [EVENTS, JSON_KEY_EVENTS], ids=["string-key", "json-key"])
@@ -95,21 +87,9 @@ def test_key_timestamp_and_headers_equal_the_replay_with_invalid_records_mixed_i
 
     client = producer(job.kafka)
     for record in bad_requirements:
-        send(client, job.topics["requirements"], record)
-
-    def before(slot: int, _: float) -> None:
-        if slot == bad_at:  # in the middle of every events partition, ahead of slots 7-12
-            for partition in (0, 1):
-                for record in bad_events:
-                    send(client, job.topics["events"], record, partition)
-            client.flush()
-
-    produce_files(job.kafka, job.config, events, requirements, 0.0, before_slot=before)
+        send_record(client, job.topics["requirements"], record)
     client.close()
-    with cpu_burner():
-        job.start(seed=SEED)
-        check_equals_replay(job, events, requirements, slots, expected)
-    dead = check_dead_letters(job, whole["rejects"])
+    dead = backlog_with_bad_events(job, events, requirements, slots, expected, bad_events, bad_at, whole["rejects"])
     reasons = Counter(d["reason"] for d in dead)
     assert reasons == Counter({"missing_field": 3, "undecodable": 3, "out_of_domain": 2}), reasons
     details = Counter(d["detail"].split(":")[0] for d in dead if d["reason"] != "out_of_domain")
@@ -160,20 +140,6 @@ def test_an_avro_key_through_the_registry_equals_the_replay(streaming_job: Any,
     whole = replay(job, str(mixed), requirements, slots)
     assert whole["releases"] == expected["releases"] and whole["spend"] == expected["spend"]
 
-    client = producer(job.kafka)
-
-    def before(slot: int, _: float) -> None:
-        if slot == bad_at:
-            for partition in (0, 1):
-                for record in bad:
-                    send(client, job.topics["events"], record, partition)
-            client.flush()
-
-    produce_files(job.kafka, job.config, events, requirements, 0.0, before_slot=before)
-    client.close()
-    with cpu_burner():
-        job.start(seed=SEED)
-        check_equals_replay(job, events, requirements, slots, expected)
-    dead = check_dead_letters(job, whole["rejects"])
+    dead = backlog_with_bad_events(job, events, requirements, slots, expected, bad, bad_at, whole["rejects"])
     assert Counter(d["reason"] for d in dead) == Counter({"unknown_schema": 2, "undecodable": 2,
                                                           "missing_field": 2})
