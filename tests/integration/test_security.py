@@ -17,22 +17,25 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAuthorizationFailedError
+from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
-from pwevent.jobs.streaming.kafka_oauth import UnsecuredTokens
+from pwevent.jobs.streaming.kafka_oauth import ClientCredentialsTokens, UnsecuredTokens
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, parse_security
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     KAFKA_SH,
+    PWEVENT,
     SEED,
     StreamingJob,
     check_equals_replay,
     generate,
     load_script,
 )
+from tests.streaming.token_endpoint import Signer, claims_of
 
 pytestmark = [pytest.mark.kafka]
 
@@ -268,6 +271,87 @@ def test_the_job_runs_with_oauthbearer_tokens_and_clients_without_a_valid_token_
         _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=expired)
     assert _logged_since(broker, before, '{"status":"invalid_token"}')
     assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=UnsecuredTokens("pwevent-job"))
+
+
+@pytest.fixture(scope="module")
+def jwks_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    yield from _start_broker(tmp_path_factory, "oauth-jwks")
+
+
+def _idp(broker: SecureBroker) -> str:
+    """The base URL of the oauth-jwks broker's identity provider (deploy/local/token-endpoint.sh)."""
+    return (broker.run_dir / "idp" / "endpoint").read_text().strip()
+
+
+def _grants(broker: SecureBroker) -> list[str]:
+    """The identity provider's log: `granted <client>` / `refused <client>: <why>`, one line each."""
+    lines = (broker.run_dir / "idp" / "token-endpoint.out").read_text(errors="replace").splitlines()
+    return [line for line in lines if line.startswith(("granted ", "refused "))]
+
+
+def _client_credentials(broker: SecureBroker, user: str) -> dict[str, Any]:
+    """The `kafka.security` section of `user` by the client-credentials grant (secret from its file)."""
+    return {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ca_file": broker.ca, "oauth": {
+        "token_endpoint": f"{_idp(broker)}/oauth2/token", "client_id": user,
+        "client_secret": {"file": str(broker.run_dir / "secrets" / user)}}}
+
+
+class _FixedToken(AbstractTokenProvider):  # type: ignore[misc]
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._token = token
+
+    def token(self) -> str:
+        return self._token
+
+
+@pytest.mark.flink
+def test_the_job_runs_with_signed_tokens_of_the_client_credentials_grant_and_other_tokens_are_refused(
+        jwks_broker: SecureBroker, tmp_path: Path) -> None:
+    """OAUTHBEARER against a broker that validates signed tokens (Kafka's
+    OAuthBearerValidatorCallbackHandler with the JWKS of a local identity provider, RS256, audience
+    and issuer checked): the job's Java clients get their tokens by the client-credentials grant
+    (Kafka's OAuthBearerLoginCallbackHandler, relocated), the Python tools by the same grant (the
+    job's start-up check, `pwevent produce`'s sender, the release reader, `pwevent tail`); releases
+    and the spend log equal the replay's, and the client secret (from a file) is in no log. Refused
+    by the broker: a client without SASL, an unsigned token, a token signed by another key, an
+    expired one; a wrong secret gets no token from the provider, so no connection either."""
+    broker = jwks_broker
+    job = _run_job(broker, tmp_path, _client_credentials(broker, "pwevent-job"),
+                   _client_credentials(broker, "admin"))
+    shown = subprocess.run([*PWEVENT, "tail", "--config", str(job.config_path), "--max-slots", "3",
+                            "--timeout", "60"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert len(shown.stdout.splitlines()) == 4, shown.stdout  # the header and slots 1-3
+    assert "granted pwevent-job" in _grants(broker) and not [g for g in _grants(broker) if g.startswith("refused")]
+    _check_secrets_not_logged(job, broker.password("pwevent-job"))
+
+    topic = job.topics["events"]
+    oauth: dict[str, Any] = {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ssl_cafile": broker.ca}
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, topic, REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
+    assert _logged_since(broker, before, "during SASL handshake")
+    base = _idp(broker)
+    key = broker.run_dir / "idp" / "signing-key.pem"
+    forged: dict[str, AbstractTokenProvider] = {
+        "unsigned": UnsecuredTokens("pwevent-job"),
+        "signed by another key": _FixedToken(Signer().sign(claims_of(base, "pwevent-job", "kafka", 3600))),
+        "expired": _FixedToken(Signer.from_file(key).sign(
+            claims_of(base, "pwevent-job", "kafka", 600, now_s=time.time() - 3600))),
+    }
+    for why, provider in forged.items():
+        before = _log_length(broker)
+        with pytest.raises(KafkaError):
+            _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=provider)
+        assert _logged_since(broker, before, '{"status":"invalid_token"}'), why
+    # ... while a token the provider signed now is accepted (so the refusals are the tokens').
+    assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=_FixedToken(
+        Signer.from_file(key).sign(claims_of(base, "pwevent-job", "kafka", 600))))
+    wrong = ClientCredentialsTokens(f"{base}/oauth2/token", "pwevent-job", lambda: "not-the-secret")
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=wrong)
+    assert "refused pwevent-job: wrong secret" in _grants(broker)
 
 
 @pytest.fixture(scope="module")

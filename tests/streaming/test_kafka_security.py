@@ -9,8 +9,10 @@ import json
 import os
 import re
 import sys
+import urllib.request
 from pathlib import Path
 
+import jwt
 import pytest
 import yaml
 
@@ -28,7 +30,7 @@ from pwevent.jobs.streaming.kafka_oauth import (
 from pwevent.jobs.streaming.local_run import with_jvm_args
 from pwevent.jobs.streaming.settings import stream_settings
 from pwevent.jobs.streaming.sink_tables import sink_ddl
-from tests.streaming.token_endpoint import TokenEndpoint
+from tests.streaming.token_endpoint import AUDIENCE, Signer, TokenEndpoint
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 SECRET = 'p"a\\ss w0rd'  # a quote and a backslash: the JAAS line must escape them
@@ -399,7 +401,7 @@ def test_print_submit_shows_no_secret_of_any_mode(tls_files: Path, monkeypatch: 
 
 def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it() -> None:
     now = [0.0]
-    with TokenEndpoint("pwevent-job", OAUTH_SECRET, lambda n: f"token-{n}") as endpoint:
+    with TokenEndpoint({"pwevent-job": OAUTH_SECRET}, lambda n: f"token-{n}") as endpoint:
         tokens = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: OAUTH_SECRET, "kafka",
                                          clock=lambda: now[0])
         assert tokens.token() == "token-1"
@@ -411,6 +413,28 @@ def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it() -> Non
         with pytest.raises(TokenEndpointError, match="401") as err:
             refused.token()
     assert "wrong" not in str(err.value)
+
+
+def test_the_test_identity_provider_signs_rs256_tokens_with_the_key_it_publishes() -> None:
+    """deploy/local/token-endpoint.py (the identity provider of kafka.sh's `--secure oauth-jwks`):
+    the grant gives a JWT signed with RS256 by the key the JWKS publishes, with the client as `sub`,
+    `kafka` as `aud` and the endpoint as `iss`; a wrong secret and an unknown client get 401."""
+    with TokenEndpoint({"pwevent-job": OAUTH_SECRET}) as endpoint:
+        token = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: OAUTH_SECRET).token()
+        with urllib.request.urlopen(endpoint.jwks_url, timeout=10) as answer:
+            (key,) = json.loads(answer.read())["keys"]
+        assert (key["kty"], key["alg"], key["use"]) == ("RSA", "RS256", "sig")
+        assert jwt.get_unverified_header(token) == {"alg": "RS256", "typ": "JWT", "kid": key["kid"]}
+        claims = jwt.decode(token, jwt.PyJWK(key).key, algorithms=["RS256"], audience=AUDIENCE,
+                            issuer=endpoint.issuer)
+        assert claims["sub"] == "pwevent-job" and claims["exp"] - claims["iat"] == 3600
+        with pytest.raises(jwt.InvalidSignatureError):  # another key's signature does not verify
+            jwt.decode(Signer().sign(claims), jwt.PyJWK(key).key, algorithms=["RS256"], audience=AUDIENCE)
+        for client, secret in (("pwevent-job", "wrong"), ("intruder", OAUTH_SECRET)):
+            with pytest.raises(TokenEndpointError, match="401"):
+                ClientCredentialsTokens(endpoint.url, client, lambda s=secret: s).token()
+    assert endpoint.log == ["granted pwevent-job", "refused pwevent-job: wrong secret",
+                            "refused intruder: unknown client"]
 
 
 def test_oauthbearer_sasl_extensions_reach_the_java_and_the_python_clients(monkeypatch: pytest.MonkeyPatch) -> None:
