@@ -89,10 +89,13 @@ OAUTHBEARER_PARENT_FIRST = "org.apache.flink.kafka.shaded.org.apache.kafka.;com.
 
 def security_jars(security: KafkaSecurity) -> list[Path]:
     """The jars the Java clients need besides the connector for `security`: Jackson and jose4j
-    for OAUTHBEARER, none otherwise; fetched into the jar cache on first use."""
+    for OAUTHBEARER (fetched into the jar cache on first use), then the jars of its own login callback
+    handler (`oauth.login_callback_handler.jars`); none otherwise."""
     if not (security.sasl and security.sasl_mechanism == "OAUTHBEARER"):
         return []
-    return [download(jar, jar_cache() / "flink", maven_repository()) for jar in OAUTHBEARER_JARS]
+    jars = [download(jar, jar_cache() / "flink", maven_repository()) for jar in OAUTHBEARER_JARS]
+    handler = security.oauth.login_callback_handler if security.oauth is not None else None
+    return jars + ([Path(jar) for jar in handler.jars] if handler is not None else [])
 
 
 def s3_plugins_dir() -> Path:

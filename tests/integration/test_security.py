@@ -19,6 +19,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAuthorizationFailedError
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
+from pwevent.jobs.streaming.jars import connector_jar
 from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
@@ -352,6 +353,113 @@ def test_the_job_runs_with_signed_tokens_of_the_client_credentials_grant_and_oth
     with pytest.raises(KafkaError):
         _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=wrong)
     assert "refused pwevent-job: wrong secret" in _grants(broker)
+
+
+#: A login callback handler of the job's own (`kafka.security.oauth.login_callback_handler`), built
+#: against the connector's relocated Kafka client: it hands the login module the signed JWT of file
+#: `tokenFile` (a JAAS option, as a workload-identity sidecar writes one) and notes each token it hands
+#: out in file `logFile`.
+TOKEN_FILE_HANDLER = """\
+package pwevent.test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.security.auth.callback.Callback;
+import javax.security.auth.callback.UnsupportedCallbackException;
+import javax.security.auth.login.AppConfigurationEntry;
+import org.apache.flink.kafka.shaded.org.apache.kafka.common.security.auth.AuthenticateCallbackHandler;
+import org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerToken;
+import org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerTokenCallback;
+
+public class TokenFileLoginHandler implements AuthenticateCallbackHandler {
+    private Path tokenFile;
+    private Path logFile;
+
+    @Override
+    public void configure(Map<String, ?> configs, String mechanism, List<AppConfigurationEntry> entries) {
+        Map<String, ?> options = entries.get(0).getOptions();
+        tokenFile = Path.of((String) options.get("tokenFile"));
+        logFile = Path.of((String) options.get("logFile"));
+    }
+
+    @Override
+    public void handle(Callback[] callbacks) throws IOException, UnsupportedCallbackException {
+        for (Callback callback : callbacks) {
+            if (!(callback instanceof OAuthBearerTokenCallback)) {
+                throw new UnsupportedCallbackException(callback);
+            }
+            String jwt = Files.readString(tokenFile).trim();
+            String claims = new String(Base64.getUrlDecoder().decode(jwt.split("\\\\.")[1]), StandardCharsets.UTF_8);
+            String subject = claim(claims, "\\"sub\\":\\"([^\\"]+)\\"");
+            long issued = Long.parseLong(claim(claims, "\\"iat\\":(\\\\d+)")) * 1000;
+            long expires = Long.parseLong(claim(claims, "\\"exp\\":(\\\\d+)")) * 1000;
+            ((OAuthBearerTokenCallback) callback).token(new OAuthBearerToken() {
+                public String value() { return jwt; }
+                public Set<String> scope() { return Set.of(); }
+                public long lifetimeMs() { return expires; }
+                public String principalName() { return subject; }
+                public Long startTimeMs() { return issued; }
+            });
+            Files.writeString(logFile, "token of " + subject + "\\n", StandardOpenOption.CREATE,
+                              StandardOpenOption.APPEND);
+        }
+    }
+
+    private static String claim(String claims, String pattern) {
+        Matcher found = Pattern.compile(pattern).matcher(claims);
+        if (!found.find()) {
+            throw new IllegalArgumentException("no claim " + pattern);
+        }
+        return found.group(1);
+    }
+
+    @Override
+    public void close() {
+    }
+}
+"""
+
+
+def _handler_jar(folder: Path) -> Path:
+    """TOKEN_FILE_HANDLER compiled against the connector jar (the project's jar cache) into a jar."""
+    source = folder / "handler-src" / "pwevent" / "test" / "TokenFileLoginHandler.java"
+    source.parent.mkdir(parents=True)
+    source.write_text(TOKEN_FILE_HANDLER)
+    classes, jar = folder / "handler-classes", folder / "token-file-handler.jar"
+    subprocess.run(["javac", "--release", "17", "-cp", str(connector_jar()), "-d", str(classes), str(source)],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run(["jar", "--create", "--file", str(jar), "-C", str(classes), "."], check=True, timeout=60)
+    return jar
+
+
+@pytest.mark.flink
+def test_the_job_logs_in_with_a_login_callback_handler_of_its_own(jwks_broker: SecureBroker, tmp_path: Path) -> None:
+    """`kafka.security.oauth.login_callback_handler`: a handler compiled here against the relocated
+    Kafka client, in a jar the job puts on its class path, hands the job's Java clients a signed JWT
+    from a file (its JAAS options name the file); the broker validating signed tokens accepts them
+    and releases equal the replay's. The Python tools, which cannot run a Java handler, use the
+    client-credentials grant given beside it."""
+    broker = jwks_broker
+    jar = _handler_jar(tmp_path)
+    token_file, handed = tmp_path / "token", tmp_path / "handed-out.log"
+    token_file.write_text(ClientCredentialsTokens(f"{_idp(broker)}/oauth2/token", "pwevent-job",
+                                                  lambda: broker.password("pwevent-job")).token())
+    security = _client_credentials(broker, "pwevent-job")
+    security["oauth"]["login_callback_handler"] = {
+        "class": "pwevent.test.TokenFileLoginHandler", "jars": [jar.name],
+        "options": {"tokenFile": str(token_file), "logFile": str(handed)}}
+    job = _run_job(broker, tmp_path, security, _client_credentials(broker, "admin"))
+    assert handed.read_text().splitlines()[0] == "token of pwevent-job"
+    assert "sasl.login.callback.handler.class = class pwevent.test.TokenFileLoginHandler" in job.flink_logs()
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import yaml
 from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
+from pwevent.jobs.streaming.jars import security_jars
 from pwevent.jobs.streaming.job import make_environment
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
 from pwevent.jobs.streaming.kafka_oauth import (
@@ -28,6 +29,7 @@ from pwevent.jobs.streaming.kafka_oauth import (
     unsecured_jws,
 )
 from pwevent.jobs.streaming.local_run import with_jvm_args
+from pwevent.jobs.streaming.maven_jars import OAUTHBEARER_JARS
 from pwevent.jobs.streaming.settings import stream_settings
 from pwevent.jobs.streaming.sink_tables import sink_ddl
 from tests.streaming.token_endpoint import AUDIENCE, Signer, TokenEndpoint
@@ -489,3 +491,87 @@ def test_other_sasl_and_ssl_properties_pass_through_with_secrets_from_the_enviro
             settings({"security": {**security, "properties": properties}}, str(tmp_path))
     with pytest.raises(ConfigError, match="kafka.security.properties"):  # kafka.properties points there
         settings({"properties": {"ssl.enabled.protocols": "TLSv1.3"}})
+
+
+def test_a_login_callback_handler_of_ones_own_for_the_java_clients(
+        tls_files: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kafka.security.oauth.login_callback_handler`: the class is the Java clients'
+    `sasl.login.callback.handler.class`, its JAAS options (secrets from the environment or files) go
+    in the login module's line, its jars after Jackson and jose4j on the job's class path. The Python
+    tools cannot run it: they use the client-credentials grant given beside it, and without one a
+    Python client (here `pwevent tail`) stops with exit 2 and the key."""
+    monkeypatch.setenv("PWEVENT_T_OAUTH", OAUTH_SECRET)
+    (tls_files / "handler.jar").write_bytes(b"")
+    handler = {"class": "com.example.kafka.TokenFileLoginHandler", "jars": ["handler.jar"],
+               "options": {"tokenFile": "/var/run/token", "audience": "${PWEVENT_T_OAUTH}"}}
+    alone = {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {
+        "login_callback_handler": handler, "extensions": {"logicalCluster": "lkc-1"}}}
+    kafka = settings({"security": alone}, str(tls_files)).kafka
+    shaded = "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer"
+    assert kafka.jvm_properties() == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+        "sasl.jaas.config": f'{shaded}.OAuthBearerLoginModule required tokenFile="/var/run/token" '
+                            f'audience="{OAUTH_SECRET}" extension_logicalCluster="lkc-1";',
+        "sasl.login.callback.handler.class": "com.example.kafka.TokenFileLoginHandler",
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    assert kafka.security.jvm_system_properties() == {}
+    assert OAUTH_SECRET not in repr(kafka)
+    jars = security_jars(kafka.security)
+    assert [jar.name for jar in jars[:-1]] == [jar.file_name for jar in OAUTHBEARER_JARS]
+    assert jars[-1] == tls_files / "handler.jar"
+    python_refused = r"^kafka\.security\.oauth\.login_callback_handler: the Python clients .* cannot run a Java"
+    with pytest.raises(ConfigError, match=python_refused):
+        kafka.client_options()
+    path = tls_files / "job.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "kafka": {"bootstrap": "127.0.0.1:1", "security": alone}}))
+    assert cli_main(["tail", "--config", str(path), "--timeout", "1s"]) == 2
+    assert "kafka.security.oauth.login_callback_handler: the Python clients" in capsys.readouterr().err
+
+    with_grant = {**alone, "oauth": {**alone["oauth"], "token_endpoint": "https://idp.example/oauth2/token",
+                                     "client_id": "pwevent-job", "client_secret": "${PWEVENT_T_OAUTH}"}}
+    both = settings({"security": with_grant}, str(tls_files)).kafka
+    props = both.jvm_properties()
+    assert props["sasl.login.callback.handler.class"] == "com.example.kafka.TokenFileLoginHandler"
+    assert props["sasl.oauthbearer.token.endpoint.url"] == "https://idp.example/oauth2/token"
+    assert props["sasl.jaas.config"].startswith(
+        f'{shaded}.OAuthBearerLoginModule required clientId="pwevent-job" clientSecret="{OAUTH_SECRET}" '
+        'tokenFile="/var/run/token"')
+    assert isinstance(both.client_options()["sasl_oauth_token_provider"], ClientCredentialsTokens)
+
+
+@pytest.mark.parametrize(("handler", "message"), [
+    ({"jars": ["handler.jar"]}, "missing key kafka.security.oauth.login_callback_handler.class"),
+    ({"class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"},
+     "kafka.security.oauth.login_callback_handler.class: org.apache.kafka.common.security.oauthbearer."
+     "OAuthBearerLoginCallbackHandler is in Kafka's own package, which the job's Kafka client relocates: name "
+     "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"),
+    ({"class": "com.example.1Handler"}, "kafka.security.oauth.login_callback_handler.class: 'com.example.1Handler' "
+                                        "is not a Java class name"),
+    ({"class": "com.example.H", "jars": ["missing.jar"]}, "kafka.security.oauth.login_callback_handler.jars[0]: "),
+    ({"class": "com.example.H", "options": {"clientSecret": "s"}},
+     "kafka.security.oauth.login_callback_handler.options: clientSecret is written by kafka.security.oauth itself"),
+    ({"class": "com.example.H", "options": {"extension_x": "s"}},
+     "kafka.security.oauth.login_callback_handler.options: extension_x is written by"),
+    ({"class": "com.example.H", "klass": "x"}, "unknown key kafka.security.oauth.login_callback_handler.klass"),
+])
+def test_a_login_callback_handler_error_names_its_key(tls_files: Path, handler: dict, message: str) -> None:
+    (tls_files / "handler.jar").write_bytes(b"")
+    security = {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {"login_callback_handler": handler}}
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        settings({"security": security}, str(tls_files))
+
+
+def test_a_login_callback_handler_does_not_go_with_an_unsecured_subject_or_in_the_pass_through(
+        tls_files: Path) -> None:
+    handler = {"class": "com.example.H"}
+    for oauth, message in [
+            ({"unsecured_subject": "u", "login_callback_handler": handler},
+             "kafka.security.oauth.unsecured_subject takes no token_endpoint, client_id, client_secret, scope or "
+             "login_callback_handler"),
+            ({"login_callback_handler": handler, "client_id": "c"}, "kafka.security.oauth needs token_endpoint")]:
+        with pytest.raises(ConfigError, match="^" + re.escape(message)):
+            settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": oauth}})
+    with pytest.raises(ConfigError, match=r"properties\.sasl\.login\.callback\.handler\.class is set by"):
+        settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {
+            "login_callback_handler": handler}, "properties": {"sasl.login.callback.handler.class": "x.Y"}}})
