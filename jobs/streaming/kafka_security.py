@@ -8,6 +8,7 @@ kafka:
   security:
     protocol: SASL_SSL             # PLAINTEXT (default) | SSL | SASL_PLAINTEXT | SASL_SSL
     sasl_mechanism: SCRAM-SHA-512  # SCRAM-SHA-512 (default) | SCRAM-SHA-256 | PLAIN | OAUTHBEARER | GSSAPI
+                                   # | AWS_MSK_IAM (SASL_SSL, no credentials here: the AWS default chain)
     username: pwevent-job          # SCRAM and PLAIN
     password: ${PWEVENT_KAFKA_PASSWORD}   # a secret: ${ENV_VAR} or {file: PATH}, never written in the file
     oauth:                         # OAUTHBEARER: token_endpoint + client_id + client_secret (+ scope),
@@ -60,6 +61,7 @@ from pydantic import (
 )
 
 from pwevent.jobs.common.config import ClientCertificate, ConfigError, FilePath, Name, Section, Store, config_error
+from pwevent.jobs.common.extras import AWS
 from pwevent.jobs.common.secrets import Secret as Secret  # re-exported: the settings hold them
 from pwevent.jobs.common.secrets import SecretFile, SecretValue, resolve_path, secret_value
 from pwevent.jobs.streaming.kafka_kerberos import python_login
@@ -78,7 +80,11 @@ _LOGIN_MODULES = {
     "PLAIN": f"{SHADED_KAFKA}.common.security.plain.PlainLoginModule",
     "OAUTHBEARER": f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLoginModule",
     "GSSAPI": "com.sun.security.auth.module.Krb5LoginModule",  # the JDK's, not relocated
+    "AWS_MSK_IAM": "software.amazon.msk.auth.iam.IAMLoginModule",  # AWS's, built relocated (jars.msk_iam_jar)
 }
+#: The Java clients' SASL client callback handler of AWS_MSK_IAM (AWS's; it implements the relocated
+#: AuthenticateCallbackHandler in the jar deploy/local/build-msk-iam.sh builds).
+MSK_IAM_CLIENT_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
 #: The Java clients' login callback handler of the client-credentials grant (Kafka's own).
 OAUTH_LOGIN_HANDLER = f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 #: The JVM system property that must list the token endpoint (Kafka >= 4.0 refuses other URLs), as
@@ -252,14 +258,15 @@ class Kerberos(Section):
 
 
 _SASL_SECTIONS = {"SCRAM-SHA-512": "username", "SCRAM-SHA-256": "username", "PLAIN": "username",
-                  "OAUTHBEARER": "oauth", "GSSAPI": "kerberos"}
+                  "OAUTHBEARER": "oauth", "GSSAPI": "kerberos", "AWS_MSK_IAM": None}
 
 
 class KafkaSecurity(Section):
     """`kafka.security`; paths relative to the config file's folder (validation context `base_dir`)."""
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "OAUTHBEARER", "GSSAPI"] = "SCRAM-SHA-512"
+    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "OAUTHBEARER", "GSSAPI",
+                            "AWS_MSK_IAM"] = "SCRAM-SHA-512"
     username: StrictStr | None = None
     password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}: the password stays out "
                                   "of the file")
@@ -295,7 +302,11 @@ class KafkaSecurity(Section):
                 raise ValueError(f"kafka.security.{sorted(given)[0]} needs a SASL protocol, not {self.protocol}")
         else:
             wanted = _SASL_SECTIONS[self.sasl_mechanism]
-            if wanted == "username":
+            if wanted is None:  # AWS_MSK_IAM: AWS's default credential chain, on each side
+                if self.protocol != "SASL_SSL":
+                    raise ValueError(f"kafka.security.sasl_mechanism AWS_MSK_IAM needs protocol SASL_SSL, not "
+                                     f"{self.protocol}")
+            elif wanted == "username":
                 if not self.username:
                     raise ValueError(f"kafka.security.username must be a non-empty string with protocol "
                                      f"{self.protocol}")
@@ -347,6 +358,8 @@ class KafkaSecurity(Section):
         elif self.kerberos is not None:
             options = {"useKeyTab": "true", "storeKey": "true", "keyTab": self.kerberos.keytab,
                        "principal": self.kerberos.principal}
+        elif self.sasl_mechanism == "AWS_MSK_IAM":
+            return f"{_LOGIN_MODULES[self.sasl_mechanism]} required;"
         else:
             assert self.username is not None and self.password is not None
             options = {"username": self.username, "password": self.password.reveal()}
@@ -373,6 +386,8 @@ class KafkaSecurity(Section):
                 props["sasl.oauthbearer.token.endpoint.url"] = self.oauth.token_endpoint
             if self.kerberos is not None:
                 props["sasl.kerberos.service.name"] = self.kerberos.service_name
+            if self.sasl_mechanism == "AWS_MSK_IAM":
+                props["sasl.client.callback.handler.class"] = MSK_IAM_CLIENT_HANDLER
         if self.tls:
             if self.truststore is not None:
                 props.update(_store("truststore", self.truststore))
@@ -409,6 +424,8 @@ class KafkaSecurity(Section):
             elif self.kerberos is not None:
                 python_login(self.kerberos.principal, self.kerberos.keytab, self.kerberos.krb5_conf)
                 options["sasl_kerberos_service_name"] = self.kerberos.service_name
+            elif self.sasl_mechanism == "AWS_MSK_IAM":
+                AWS.require()  # kafka-python signs the AWS_MSK_IAM request with botocore's credentials
             else:
                 assert self.password is not None
                 options.update(sasl_plain_username=self.username, sasl_plain_password=self.password.reveal())

@@ -19,13 +19,15 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAuthorizationFailedError
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
-from pwevent.jobs.streaming.jars import connector_jar
+from pwevent.jobs.streaming.jars import connector_jar, maven_repository, parent_first_patterns, security_jars
 from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
 from pwevent.jobs.streaming.kafka_oauth import ClientCredentialsTokens, UnsecuredTokens
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, parse_security
+from pwevent.jobs.streaming.locations import jar_cache
 from pwevent.jobs.streaming.loopback import free_loopback_port
+from pwevent.jobs.streaming.maven_jars import AWS_MSK_IAM, download
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     KAFKA_SH,
@@ -460,6 +462,118 @@ def test_the_job_logs_in_with_a_login_callback_handler_of_its_own(jwks_broker: S
     job = _run_job(broker, tmp_path, security, _client_credentials(broker, "admin"))
     assert handed.read_text().splitlines()[0] == "token of pwevent-job"
     assert "sasl.login.callback.handler.class = class pwevent.test.TokenFileLoginHandler" in job.flink_logs()
+
+
+#: The job's Java clients as a local run loads them, outside Flink: the class path of PyFlink's gateway
+#: (PyFlink's lib, the connector and the section's jars), a Flink user-code class loader over the job's
+#: jars (`FlinkUserCodeClassLoaders.create` with the run's `classloader.parent-first-patterns.additional`)
+#: as the thread's context class loader, and an Admin client of the section's Java properties asking
+#: for the cluster's nodes. Prints where the Kafka client and the login module were loaded, and the
+#: failure's causes, one per line.
+CLIENT_PROBE = """\
+import java.io.FileReader;
+import java.net.URL;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.util.FlinkUserCodeClassLoaders;
+import org.apache.flink.kafka.shaded.org.apache.kafka.clients.admin.Admin;
+
+public class ClientProbe {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        try (FileReader in = new FileReader(args[0])) {
+            props.load(in);
+        }
+        props.put("bootstrap.servers", args[1]);
+        props.put("request.timeout.ms", "5000");
+        props.put("default.api.timeout.ms", "10000");
+        Configuration conf = new Configuration();
+        if (!args[2].isEmpty()) {
+            conf.setString("classloader.parent-first-patterns.additional", args[2]);
+        }
+        List<URL> jars = new ArrayList<>();
+        for (int n = 3; n < args.length; n++) {
+            jars.add(new java.io.File(args[n]).toURI().toURL());
+        }
+        ClassLoader user = FlinkUserCodeClassLoaders.create(jars.toArray(new URL[0]),
+                ClientProbe.class.getClassLoader(), conf);
+        Thread.currentThread().setContextClassLoader(user);
+        Class<?> client = Class.forName(Admin.class.getName(), true, user);
+        System.out.println("kafka client from the " + (client == Admin.class ? "parent" : "user") + " class loader");
+        try (Admin admin = Admin.create(props)) {
+            System.out.println("nodes " + admin.describeCluster().nodes().get(20, TimeUnit.SECONDS));
+        } catch (Throwable error) {
+            for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+                System.out.println("cause " + cause.getClass().getName() + ": " + cause.getMessage());
+            }
+        }
+    }
+}
+"""
+
+#: AWS credentials of nobody, in the environment where both sides' default chains find them first
+#: (and the instance metadata service off, so that nothing looks beyond loopback).
+FAKE_AWS = {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+            "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_REGION": "eu-west-1",
+            "AWS_DEFAULT_REGION": "eu-west-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def _probe(folder: Path, broker: SecureBroker, props: dict[str, str], parent_first: str, jars: list[Path]) -> str:
+    """CLIENT_PROBE's output for Java client properties `props` against `broker`, with `jars` (after
+    the connector) on the gateway's class path and the user-code class loader's."""
+    import pyflink
+
+    source = folder / "ClientProbe.java"
+    source.write_text(CLIENT_PROBE)
+    (folder / "client.properties").write_text("".join(
+        f"{key}={value.replace(chr(92), chr(92) * 2)}\n" for key, value in props.items()))
+    user_jars = [str(connector_jar()), *map(str, jars)]
+    class_path = os.pathsep.join([str(Path(pyflink.__file__).parent / "lib" / "*"), *user_jars])
+    probed = subprocess.run(["java", "-cp", class_path, str(source), str(folder / "client.properties"),
+                             broker.bootstrap, parent_first, *user_jars], capture_output=True, text=True,
+                            timeout=180, env={**os.environ, **FAKE_AWS})
+    assert probed.returncode == 0, probed.stderr[-3000:]
+    return probed.stdout
+
+
+@pytest.mark.flink
+def test_aws_msk_iam_clients_start_their_sasl_exchange(jwks_broker: SecureBroker, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sasl_mechanism: AWS_MSK_IAM` without AWS: the job's Java clients, loaded as a local run loads
+    them (aws-msk-iam-auth relocated by deploy/local/build-msk-iam.sh, parent-first; fake credentials
+    in the environment) load AWS's login module and callback handler, make its SASL client and ask a
+    broker that has only OAUTHBEARER for AWS_MSK_IAM: its refusal, an unsupported SASL mechanism, is
+    the client's error, not a class that fails to load or to cast; with the published jar, not
+    relocated, its callback handler fails to load instead (it implements Kafka's own
+    AuthenticateCallbackHandler). kafka-python (with botocore) asks the same and is refused the same."""
+    broker = jwks_broker
+    security = parse_security({"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "ca_file": broker.ca}, None)
+    jars = security_jars(security)
+    before = _log_length(broker)
+    out = _probe(tmp_path, broker, security.jvm_properties(), parent_first_patterns(security) or "", jars)
+    assert "kafka client from the parent class loader" in out, out
+    refused = ("cause org.apache.flink.kafka.shaded.org.apache.kafka.common.errors.UnsupportedSaslMechanismException: "
+               "Client SASL mechanism 'AWS_MSK_IAM' not enabled in the server, enabled mechanisms are [OAUTHBEARER]")
+    assert refused in out.splitlines(), out
+    assert "ClassNotFound" not in out and "ClassCast" not in out and "NoClassDefFound" not in out, out
+    assert _logged_since(broker, before, "Unsupported SASL mechanism AWS_MSK_IAM")
+
+    published = download(AWS_MSK_IAM, jar_cache() / "msk-iam", maven_repository())
+    unrelocated = _probe(tmp_path, broker, security.jvm_properties(), parent_first_patterns(security) or "",
+                         [published])
+    assert "UnsupportedSaslMechanismException" not in unrelocated, unrelocated
+    assert ("cause java.lang.ClassNotFoundException: org.apache.kafka.common.security.auth.AuthenticateCallbackHandler"
+            in unrelocated.splitlines()), unrelocated
+
+    for name, value in FAKE_AWS.items():
+        monkeypatch.setenv(name, value)
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, "any", REFUSED_MS, **security.python_options())
+    assert _logged_since(broker, before, "Unsupported SASL mechanism AWS_MSK_IAM")
 
 
 @pytest.fixture(scope="module")

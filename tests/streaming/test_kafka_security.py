@@ -19,7 +19,7 @@ import yaml
 from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
-from pwevent.jobs.streaming.jars import security_jars
+from pwevent.jobs.streaming.jars import parent_first_patterns, security_jars
 from pwevent.jobs.streaming.job import make_environment
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
 from pwevent.jobs.streaming.kafka_oauth import (
@@ -28,8 +28,8 @@ from pwevent.jobs.streaming.kafka_oauth import (
     UnsecuredTokens,
     unsecured_jws,
 )
-from pwevent.jobs.streaming.local_run import with_jvm_args
-from pwevent.jobs.streaming.maven_jars import OAUTHBEARER_JARS
+from pwevent.jobs.streaming.local_run import local_configuration, with_jvm_args
+from pwevent.jobs.streaming.maven_jars import AWS_MSK_IAM, OAUTHBEARER_JARS, JarError
 from pwevent.jobs.streaming.settings import stream_settings
 from pwevent.jobs.streaming.sink_tables import sink_ddl
 from tests.streaming.token_endpoint import AUDIENCE, Signer, TokenEndpoint
@@ -575,3 +575,58 @@ def test_a_login_callback_handler_does_not_go_with_an_unsecured_subject_or_in_th
     with pytest.raises(ConfigError, match=r"properties\.sasl\.login\.callback\.handler\.class is set by"):
         settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {
             "login_callback_handler": handler}, "properties": {"sasl.login.callback.handler.class": "x.Y"}}})
+
+
+def test_aws_msk_iam_takes_aws_s_login_module_built_relocated_and_botocore_in_python(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sasl_mechanism: AWS_MSK_IAM` (SASL_SSL only, no credentials in the section: AWS's default
+    chain on each side): the Java clients get AWS's IAMLoginModule and IAMClientCallbackHandler (in
+    the jar of deploy/local/build-msk-iam.sh, or $PWEVENT_MSK_IAM_JAR), loaded parent-first in a local
+    run; kafka-python its own AWS_MSK_IAM, which needs botocore (the extra `aws`)."""
+    jar = tmp_path / "msk-iam.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setenv("PWEVENT_MSK_IAM_JAR", str(jar))
+    kafka = settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM"}}).kafka
+    assert kafka.jvm_properties() == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM",
+        "sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+        "sasl.client.callback.handler.class": "software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    assert kafka.client_options() == {"security_protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM",
+                                      "ssl_check_hostname": True}
+    assert security_jars(kafka.security) == [jar]
+    assert parent_first_patterns(kafka.security) == ("org.apache.flink.kafka.shaded.org.apache.kafka.;"
+                                                     "software.amazon.msk.")
+    assert local_configuration(stream_settings(parse_config({**BASE, "kafka": {
+        "bootstrap": "127.0.0.1:1", "security": {"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM"}}}),
+        "/tmp"), None)["classloader.parent-first-patterns.additional"].endswith("software.amazon.msk.")
+    monkeypatch.setitem(sys.modules, "botocore", None)
+    with pytest.raises(MissingExtraError, match=r"(?s)AWS_MSK_IAM: .*botocore.*install the optional extra `aws`"):
+        kafka.client_options()
+    monkeypatch.delenv("PWEVENT_MSK_IAM_JAR")
+    monkeypatch.setattr("pwevent.jobs.streaming.jars.checkout", lambda: None)
+    with pytest.raises(JarError, match=r"AWS_MSK_IAM needs aws-msk-iam-auth 2\.4\.0 relocated .*build-msk-iam\.sh"):
+        security_jars(kafka.security)
+
+
+@pytest.mark.parametrize(("security", "message"), [
+    ({"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "AWS_MSK_IAM"},
+     "kafka.security.sasl_mechanism AWS_MSK_IAM needs protocol SASL_SSL, not SASL_PLAINTEXT"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "username": "u", "password": "p"},
+     "kafka.security.password does not apply to sasl_mechanism AWS_MSK_IAM"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "properties": {"sasl.jaas.config": "x"}},
+     "kafka.security.properties.sasl.jaas.config is set by kafka.security itself"),
+])
+def test_aws_msk_iam_errors_name_the_key(security: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        settings({"security": security})
+
+
+def test_the_msk_iam_build_names_the_pinned_version() -> None:
+    """jobs/streaming/jvm-msk-iam/pom.xml builds the version maven_jars.AWS_MSK_IAM pins (whose
+    SHA-256 deploy/local/build-msk-iam.sh checks), and relocates Kafka into the connector's namespace."""
+    pom = (Path(__file__).resolve().parents[2] / "jobs" / "streaming" / "jvm-msk-iam" / "pom.xml").read_text()
+    assert (f"<groupId>{AWS_MSK_IAM.group}</groupId>\n      <artifactId>{AWS_MSK_IAM.artifact}</artifactId>\n"
+            f"      <version>{AWS_MSK_IAM.version}</version>") in pom
+    assert "<shadedPattern>org.apache.flink.kafka.shaded.org.apache.kafka</shadedPattern>" in pom
