@@ -167,6 +167,8 @@ client_certificates() {
 # The broker's client listener: PLAINTEXT, or per --secure mode SASL_SSL with SCRAM-SHA-512 (also
 # between the broker and itself, as admin) and the StandardAuthorizer (scram), SSL requiring client
 # certificates (mtls), SASL_SSL with OAUTHBEARER and the unsecured validator (oauth), SASL_SSL with
+# OAUTHBEARER and the signed-token validator against the identity provider's JWKS, the broker logging
+# itself in as admin by the provider's client-credentials grant (oauth-jwks), SASL_SSL with
 # GSSAPI, advertised as localhost, the broker itself as kafka/localhost (kerberos). With scram the
 # controller listener authenticates the broker with SASL PLAIN (SCRAM credentials live in the
 # metadata the controller serves, so cannot be its own); the other modes have no authorizer and a
