@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Single-node KRaft Kafka broker (combined broker+controller) on 127.0.0.1 for local runs/tests.
-#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth|kerberos]] [--owner PID]
+#   kafka.sh start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth|oauth-jwks|kerberos]] [--owner PID]
 # The bootstrap address is written to <run-dir>/bootstrap (default run dir <repo>/.run/kafka). The
 # port a run dir got at its first start is kept in <run-dir>/port and reused by every later start.
 #
@@ -19,12 +19,21 @@
 #   oauth: the client listener is SASL_SSL with OAUTHBEARER and Kafka's unsecured JWS validator
 #     (testing only: any unsigned token with a `sub` and an unexpired `exp` is accepted, none is refused
 #     for its subject), which is Kafka's default server callback handler of OAUTHBEARER.
+#   oauth-jwks: the client listener is SASL_SSL with OAUTHBEARER and Kafka's signed-token validator
+#     (OAuthBearerValidatorCallbackHandler): a token must be an RS256 JWT signed by the key of an
+#     identity provider of its own (deploy/local/token-endpoint.sh, in <run-dir>/idp, on loopback),
+#     published at <base>/jwks (sasl.oauthbearer.jwks.endpoint.url), with aud "kafka" and iss <base>,
+#     unexpired. Its client-credentials grant (<base>/oauth2/token) gives each user above a token, the
+#     client id being the user and the secret <run-dir>/secrets/<user>; the broker logs itself in that
+#     way as admin. <run-dir>/idp/endpoint holds <base>; `stop` stops the provider too. Every JVM
+#     that fetches from it (the broker, clients) needs -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls
+#     listing the URLs (`env` prints them).
 #   kerberos: the client listener is SASL_SSL with GSSAPI, advertised as localhost (the host of the
 #     service principal kafka/localhost@PWEVENT.LOCAL that Java and Python clients ask for; clients
 #     bootstrap at localhost:PORT too). A KDC of its own (deploy/local/kdc.sh, in <run-dir>/kdc) has a
 #     principal per user above, with <run-dir>/kdc/keytabs/<user>.keytab, and the client
 #     configuration <run-dir>/kdc/krb5.conf; `stop` stops the KDC too.
-#   mtls, oauth and kerberos authenticate only (no authorizer).
+#   mtls, oauth, oauth-jwks and kerberos authenticate only (no authorizer).
 # <run-dir>/admin.properties is a Java client configuration of the admin user.
 # --owner PID (start): a watcher (its own session, output in <run-dir>/owner.out) stops the broker,
 # by its pid, once process PID has exited, so that a test runner killed without its clean-up leaves
@@ -40,7 +49,7 @@ READY_TIMEOUT=60
 STOP_TIMEOUT=30
 
 usage() {
-  echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth|kerberos]] [--owner PID]" >&2
+  echo "usage: $0 start|stop|status|env [--run-dir DIR] [--port N] [--secure [scram|mtls|oauth|oauth-jwks|kerberos]] [--owner PID]" >&2
   exit 2
 }
 die() { echo "kafka.sh: $*" >&2; exit 1; }
@@ -60,7 +69,7 @@ while [[ $# -gt 0 ]]; do
     --secure)
       SECURE=scram; shift
       if [[ $# -gt 0 && "$1" != --* ]]; then
-        case "$1" in scram|mtls|oauth|kerberos) SECURE="$1"; shift ;; *) usage ;; esac
+        case "$1" in scram|mtls|oauth|oauth-jwks|kerberos) SECURE="$1"; shift ;; *) usage ;; esac
       fi ;;
     *) usage ;;
   esac
@@ -76,6 +85,9 @@ TLS="$RUN_DIR/tls"
 USERS="admin pwevent-job pwevent-producer pwevent-analyst"
 KDC="$RUN_DIR/kdc"
 REALM=PWEVENT.LOCAL
+IDP="$RUN_DIR/idp"
+# The Kafka 4 client's list of URLs an OAUTHBEARER login or validator may fetch from (JVM system property).
+ALLOWED_URLS_PROPERTY=org.apache.kafka.sasl.oauthbearer.allowed.urls
 
 running_pid() { live_pid "$PID_FILE" 'kafka\.Kafka'; }
 
@@ -155,6 +167,8 @@ client_certificates() {
 # The broker's client listener: PLAINTEXT, or per --secure mode SASL_SSL with SCRAM-SHA-512 (also
 # between the broker and itself, as admin) and the StandardAuthorizer (scram), SSL requiring client
 # certificates (mtls), SASL_SSL with OAUTHBEARER and the unsecured validator (oauth), SASL_SSL with
+# OAUTHBEARER and the signed-token validator against the identity provider's JWKS, the broker logging
+# itself in as admin by the provider's client-credentials grant (oauth-jwks), SASL_SSL with
 # GSSAPI, advertised as localhost, the broker itself as kafka/localhost (kerberos). With scram the
 # controller listener authenticates the broker with SASL PLAIN (SCRAM credentials live in the
 # metadata the controller serves, so cannot be its own); the other modes have no authorizer and a
@@ -217,6 +231,25 @@ listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.secu
 ssl.client.auth=none
 PROPS
     ;;
+    oauth-jwks)
+      local base; base="$(cat "$IDP/endpoint")"
+      cat <<PROPS
+listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=SASL_SSL://127.0.0.1:$port
+inter.broker.listener.name=SASL_SSL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=OAUTHBEARER
+sasl.mechanism.inter.broker.protocol=OAUTHBEARER
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="admin" clientSecret="$admin";
+listener.name.sasl_ssl.oauthbearer.sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+sasl.oauthbearer.token.endpoint.url=$base/oauth2/token
+sasl.oauthbearer.jwks.endpoint.url=$base/jwks
+sasl.oauthbearer.expected.audience=kafka
+sasl.oauthbearer.expected.issuer=$base
+ssl.client.auth=none
+PROPS
+    ;;
     kerberos) cat <<PROPS
 listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=SASL_SSL://localhost:$port
@@ -254,6 +287,14 @@ PROPS
 security.protocol=SASL_SSL
 sasl.mechanism=OAUTHBEARER
 sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
+PROPS
+    ;;
+    oauth-jwks) cat <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=OAUTHBEARER
+sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler
+sasl.oauthbearer.token.endpoint.url=$(cat "$IDP/endpoint")/oauth2/token
+sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="admin" clientSecret="$(secret admin)";
 PROPS
     ;;
     kerberos) cat <<PROPS
@@ -346,6 +387,9 @@ start_broker() {
     if [[ "$SECURE" == kerberos ]]; then
       "$SCRIPT_DIR/kdc.sh" start --run-dir "$KDC" --principals "kafka/localhost $USERS" >/dev/null
     fi
+    if [[ "$SECURE" == oauth-jwks ]]; then
+      "$SCRIPT_DIR/token-endpoint.sh" start --run-dir "$IDP" --secrets "$SECRETS" >/dev/null
+    fi
     write_admin_properties
     local user
     if [[ "$SECURE" == scram ]]; then
@@ -357,6 +401,7 @@ start_broker() {
 
   local cp="$KAFKA_JARS/*" host=127.0.0.1 jvm=()
   if [[ "$SECURE" == kerberos ]]; then host=localhost; jvm=(-Djava.security.krb5.conf="$KDC/krb5.conf"); fi
+  if [[ "$SECURE" == oauth-jwks ]]; then jvm=(-D"$ALLOWED_URLS_PROPERTY=$(allowed_urls)"); fi
   java -cp "$cp" kafka.tools.StorageTool format -t "$(cluster_id)" -c "$RUN_DIR/server.properties" \
     --ignore-formatted "${format_extra[@]}" >"$RUN_DIR/format.out" 2>&1 \
     || { cat "$RUN_DIR/format.out" >&2; die "format failed"; }
@@ -406,7 +451,13 @@ stop_broker() {
   echo "stopped"
 }
 
-stop_kdc() { [[ ! -d "$KDC" ]] || "$SCRIPT_DIR/kdc.sh" stop --run-dir "$KDC"; }
+stop_kdc() {
+  [[ ! -d "$KDC" ]] || "$SCRIPT_DIR/kdc.sh" stop --run-dir "$KDC"
+  [[ ! -d "$IDP" ]] || "$SCRIPT_DIR/token-endpoint.sh" stop --run-dir "$IDP" >/dev/null
+}
+
+# allowed_urls: the identity provider's token and key set URLs (oauth-jwks), comma-separated.
+allowed_urls() { local base; base="$(cat "$IDP/endpoint")"; echo "$base/oauth2/token,$base/jwks"; }
 
 case "$CMD" in
   start) start_broker ;;
@@ -426,6 +477,10 @@ case "$CMD" in
       if [[ "$(run_mode)" == kerberos ]]; then
         echo "export PWEVENT_KRB5_CONF=$KDC/krb5.conf"
         echo "export PWEVENT_KEYTABS=$KDC/keytabs"
+      fi
+      if [[ "$(run_mode)" == oauth-jwks ]]; then
+        echo "export PWEVENT_OAUTH_TOKEN_ENDPOINT=$(cat "$IDP/endpoint")/oauth2/token"
+        echo "export PWEVENT_OAUTH_JWKS=$(cat "$IDP/endpoint")/jwks"
       fi
     fi ;;
   *) usage ;;

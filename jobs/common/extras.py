@@ -91,3 +91,6 @@ STREAM = Extra("stream", "pyflink", "pwevent run runs the streaming job on PyFli
 KERBEROS = Extra("kerberos", "gssapi", "kafka.security.sasl_mechanism GSSAPI: pwevent's Python Kafka clients log "
                  "in with the Python package gssapi, which builds against the system's Kerberos development "
                  "files (Debian: apt-get install libkrb5-dev)")
+#: AWS_MSK_IAM for pwevent's Python Kafka clients: kafka-python signs the request with botocore's credentials.
+AWS = Extra("aws", "botocore", "kafka.security.sasl_mechanism AWS_MSK_IAM: pwevent's Python Kafka clients "
+            "(kafka-python) sign the mechanism's request with AWS credentials found by the Python package botocore")

@@ -10,6 +10,10 @@ OAUTHBEARER only, Jackson and jose4j (docs/streaming.md, "Installing from the wh
   relocated Kafka client's OAUTHBEARER login needs unrelocated (the token's JSON; the token
   validator classes of the client-credentials login): downloaded like the connector, pinned by
   SHA-256, when `kafka.security` uses OAUTHBEARER.
+- AWS's `aws-msk-iam-auth` for `sasl_mechanism: AWS_MSK_IAM`, with its dependencies and relocated into
+  the connector's namespace (the published jar implements Kafka's own classes, which the connector
+  relocates): built in a checkout by `deploy/local/build-msk-iam.sh` (Maven's shade plugin; the
+  published jar's SHA-256 pinned in maven_jars.AWS_MSK_IAM); `$PWEVENT_MSK_IAM_JAR` names a built one.
 - Flink's Avro format jar (`flink-sql-avro`, self-contained): its relocated Apache Avro decodes Avro
   events in the JVM (jobs/streaming/jvm/pwevent/flink/avro/AvroFields.java); fetched like the connector
   (`fetch-jars.sh` in a checkout, else Maven Central, pinned by SHA-256) when the events are Avro.
@@ -32,6 +36,7 @@ from pathlib import Path
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity
 from pwevent.jobs.streaming.locations import JVM_JAR_IN_PACKAGE, PACKAGE_ROOT, checkout, jar_cache
 from pwevent.jobs.streaming.maven_jars import (
+    AWS_MSK_IAM,
     FLINK_AVRO,
     KAFKA_CONNECTOR,
     MAVEN_CENTRAL,
@@ -82,17 +87,52 @@ def avro_jar() -> Path:
 #: With OAUTHBEARER these load once per JVM, from the parent class loader: the relocated Kafka client
 #: registers its SASL client as a JVM-wide security provider, so the copy of a second user-code class
 #: loader (a mini-cluster's JobManager and TaskManager have one each) is handed the first copy's SASL
-#: client, which refuses its callback handler ("Callback handler must be castable to ...").
+#: client, which refuses its callback handler ("Callback handler must be castable to ..."). AWS's
+#: IAMLoginModule registers its SASL client JVM-wide too: with AWS_MSK_IAM, the Kafka client and it.
 PARENT_FIRST_KEY = "classloader.parent-first-patterns.additional"
 OAUTHBEARER_PARENT_FIRST = "org.apache.flink.kafka.shaded.org.apache.kafka.;com.fasterxml.jackson.;org.jose4j."
+MSK_IAM_PARENT_FIRST = "org.apache.flink.kafka.shaded.org.apache.kafka.;software.amazon.msk."
+
+
+def parent_first_patterns(security: KafkaSecurity) -> str | None:
+    """`classloader.parent-first-patterns.additional` of a local run whose Java clients use `security`
+    (its `security_jars` are then on the gateway's class path, the parent class loader), or None."""
+    if not security.sasl:
+        return None
+    return {"OAUTHBEARER": OAUTHBEARER_PARENT_FIRST, "AWS_MSK_IAM": MSK_IAM_PARENT_FIRST}.get(security.sasl_mechanism)
+
+
+def msk_iam_jar() -> Path:
+    """aws-msk-iam-auth relocated into the connector's namespace: $PWEVENT_MSK_IAM_JAR (a built one),
+    else built in a checkout by deploy/local/build-msk-iam.sh (cached)."""
+    prebuilt = os.environ.get("PWEVENT_MSK_IAM_JAR")
+    if prebuilt:
+        if not Path(prebuilt).is_file():
+            raise JarError(f"$PWEVENT_MSK_IAM_JAR: no file {prebuilt}")
+        return Path(prebuilt)
+    repo = checkout()
+    if repo is None:
+        raise JarError(f"sasl_mechanism AWS_MSK_IAM needs {AWS_MSK_IAM.artifact} {AWS_MSK_IAM.version} relocated into "
+                       "the Kafka connector's namespace: build it in a checkout with deploy/local/build-msk-iam.sh and "
+                       "name it in $PWEVENT_MSK_IAM_JAR (docs/operations.md, 'Security')")
+    built = subprocess.run([str(repo / "deploy" / "local" / "build-msk-iam.sh")], capture_output=True, text=True)
+    if built.returncode != 0:
+        raise JarError(f"deploy/local/build-msk-iam.sh failed: {built.stderr.strip()[-800:]}")
+    return Path(built.stdout.strip().splitlines()[-1])
 
 
 def security_jars(security: KafkaSecurity) -> list[Path]:
     """The jars the Java clients need besides the connector for `security`: Jackson and jose4j
-    for OAUTHBEARER, none otherwise; fetched into the jar cache on first use."""
+    for OAUTHBEARER (fetched into the jar cache on first use), then the jars of its own login callback
+    handler (`oauth.login_callback_handler.jars`); the relocated aws-msk-iam-auth for AWS_MSK_IAM
+    (`msk_iam_jar`); none otherwise."""
+    if security.sasl and security.sasl_mechanism == "AWS_MSK_IAM":
+        return [msk_iam_jar()]
     if not (security.sasl and security.sasl_mechanism == "OAUTHBEARER"):
         return []
-    return [download(jar, jar_cache() / "flink", maven_repository()) for jar in OAUTHBEARER_JARS]
+    jars = [download(jar, jar_cache() / "flink", maven_repository()) for jar in OAUTHBEARER_JARS]
+    handler = security.oauth.login_callback_handler if security.oauth is not None else None
+    return jars + ([Path(jar) for jar in handler.jars] if handler is not None else [])
 
 
 def s3_plugins_dir() -> Path:

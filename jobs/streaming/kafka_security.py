@@ -8,6 +8,7 @@ kafka:
   security:
     protocol: SASL_SSL             # PLAINTEXT (default) | SSL | SASL_PLAINTEXT | SASL_SSL
     sasl_mechanism: SCRAM-SHA-512  # SCRAM-SHA-512 (default) | SCRAM-SHA-256 | PLAIN | OAUTHBEARER | GSSAPI
+                                   # | AWS_MSK_IAM (SASL_SSL, no credentials here: the AWS default chain)
     username: pwevent-job          # SCRAM and PLAIN
     password: ${PWEVENT_KAFKA_PASSWORD}   # a secret: ${ENV_VAR} or {file: PATH}, never written in the file
     oauth:                         # OAUTHBEARER: token_endpoint + client_id + client_secret (+ scope),
@@ -15,6 +16,11 @@ kafka:
       client_id: pwevent-job
       client_secret: {file: /var/run/secrets/pwevent/oauth-secret}
       extensions: {logicalCluster: lkc-abc123, identityPoolId: pool-xyz}   # SASL extensions (optional)
+      login_callback_handler:      # optional: the Java clients' login callback handler of your own (it must
+        class: com.example.kafka.TokenFileLoginHandler   # implement the relocated AuthenticateCallbackHandler),
+        jars: [handlers/token-file-handler.jar]          # its jars, put on the job's class path, and JAAS
+        options: {tokenFile: /var/run/secrets/kafka/token}   # options it reads (values as secrets); the
+                                   # Python tools use the grant above (without one they refuse)
     kerberos: {principal: pwevent-job@EXAMPLE.COM, keytab: /etc/security/pwevent.keytab,
                service_name: kafka,   # GSSAPI (the Python clients need the `gssapi` package)
                krb5_conf: /etc/krb5.conf}   # optional: the Kerberos configuration (default the system's)
@@ -55,6 +61,7 @@ from pydantic import (
 )
 
 from pwevent.jobs.common.config import ClientCertificate, ConfigError, FilePath, Name, Section, Store, config_error
+from pwevent.jobs.common.extras import AWS
 from pwevent.jobs.common.secrets import Secret as Secret  # re-exported: the settings hold them
 from pwevent.jobs.common.secrets import SecretFile, SecretValue, resolve_path, secret_value
 from pwevent.jobs.streaming.kafka_kerberos import python_login
@@ -73,7 +80,11 @@ _LOGIN_MODULES = {
     "PLAIN": f"{SHADED_KAFKA}.common.security.plain.PlainLoginModule",
     "OAUTHBEARER": f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLoginModule",
     "GSSAPI": "com.sun.security.auth.module.Krb5LoginModule",  # the JDK's, not relocated
+    "AWS_MSK_IAM": "software.amazon.msk.auth.iam.IAMLoginModule",  # AWS's, built relocated (jars.msk_iam_jar)
 }
+#: The Java clients' SASL client callback handler of AWS_MSK_IAM (AWS's; it implements the relocated
+#: AuthenticateCallbackHandler in the jar deploy/local/build-msk-iam.sh builds).
+MSK_IAM_CLIENT_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
 #: The Java clients' login callback handler of the client-credentials grant (Kafka's own).
 OAUTH_LOGIN_HANDLER = f"{SHADED_KAFKA}.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 #: The JVM system property that must list the token endpoint (Kafka >= 4.0 refuses other URLs), as
@@ -86,6 +97,13 @@ KRB5_CONF_PROPERTY = "java.security.krb5.conf"
 #: Kafka's patterns of a SASL extension's name and value (OAuthBearerClientInitialResponse).
 _EXTENSION_NAME = re.compile(r"[A-Za-z]+")
 _EXTENSION_VALUE = re.compile(r"[\x21-\x7E \t\r\n]+")
+#: A Java class's binary name (package and class, `$` for a nested one).
+_JAVA_CLASS = re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*")
+#: A JAAS option name the section passes to a login callback handler.
+_JAAS_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+#: JAAS options of the OAUTHBEARER login module that the section writes itself.
+_OWN_JAAS_OPTIONS = ("clientId", "clientSecret", "scope")
+_OWN_JAAS_PREFIXES = ("extension_", "unsecuredLogin")
 
 
 def _passed_properties(raw: Any, info: ValidationInfo) -> dict[str, Secret]:
@@ -113,6 +131,65 @@ PassedProperties = Annotated[dict[str, Secret], PlainValidator(
     _passed_properties, json_schema_input_type=dict[str, str | int | float | bool | SecretFile])]
 
 
+def _jaas_options(raw: Any, info: ValidationInfo) -> dict[str, Secret]:
+    """`kafka.security.oauth.login_callback_handler.options`: JAAS option names to values, each held
+    as a secret (text, `${ENV_VAR}` or `{file: PATH}`); not the options the section writes itself."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ValueError("must be a mapping of JAAS option names to values")
+    out: dict[str, Secret] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not _JAAS_OPTION.fullmatch(key):
+            raise ValueError(f"{key!r} is not a JAAS option name (a letter, then letters, digits, '_', '.', '-')")
+        if key in _OWN_JAAS_OPTIONS or key.startswith(_OWN_JAAS_PREFIXES):
+            raise ValueError(f"{key} is written by kafka.security.oauth itself (client_id, client_secret, scope, "
+                             "extensions); set it there")
+        if isinstance(value, (bool, int, float)):
+            value = str(value).lower() if isinstance(value, bool) else str(value)
+        try:
+            secret = secret_value(value, info)
+        except ValueError as err:
+            raise ValueError(f"{key}: {err}") from None
+        assert secret is not None
+        out[key] = secret
+    return out
+
+
+JaasOptions = Annotated[dict[str, Secret], PlainValidator(
+    _jaas_options, json_schema_input_type=dict[str, str | int | float | bool | SecretFile])]
+
+
+class LoginCallbackHandler(Section):
+    """`kafka.security.oauth.login_callback_handler`: the job's Java clients' login callback handler
+    of your own (Kafka's `sasl.login.callback.handler.class`), loaded from `jars`, which the job puts
+    on its class path (locally and in a cluster submission, like its other jars). The job's Kafka
+    client is the connector's relocated one, so the class must implement
+    `org.apache.flink.kafka.shaded.org.apache.kafka.common.security.auth.AuthenticateCallbackHandler`
+    (docs/operations.md, "Security": a build recipe for a handler written against Kafka's own classes).
+    `options` are JAAS options of the OAUTHBEARER login module, which the handler reads in `configure`."""
+
+    class_name: Name = Field(alias="class", description=(
+        "the handler's class: it must implement the relocated "
+        "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.auth.AuthenticateCallbackHandler"))
+    jars: list[FilePath] = Field(default_factory=list, description=(
+        "jars holding the handler and what it needs besides the Kafka client (relative paths: to the config "
+        "file's folder); none when the cluster's class path has them"))
+    options: JaasOptions = Field(default_factory=dict, description=(
+        "JAAS options of the login module, which the handler reads; values as secrets"))
+
+    @field_validator("class_name")
+    @classmethod
+    def _class_name(cls, value: str) -> str:
+        if not _JAVA_CLASS.fullmatch(value):
+            raise ValueError(f"kafka.security.oauth.login_callback_handler.class: {value!r} is not a Java class name")
+        if value.startswith("org.apache.kafka."):
+            relocated = SHADED_KAFKA + value.removeprefix("org.apache.kafka")
+            raise ValueError(f"kafka.security.oauth.login_callback_handler.class: {value} is in Kafka's own package, "
+                             f"which the job's Kafka client relocates: name {relocated} or a class built against "
+                             "the relocated client (docs/operations.md, Security)")
+        return value
+
+
 class OAuth(Section):
     """`kafka.security.oauth` (OAUTHBEARER): the client-credentials grant against `token_endpoint`,
     or, for testing, an unsigned token of `unsecured_subject`."""
@@ -126,6 +203,9 @@ class OAuth(Section):
     extensions: dict[str, StrictStr] = Field(default_factory=dict, description=(
         "SASL extensions sent with the token (e.g. Confluent Cloud's logicalCluster and identityPoolId): "
         "names of letters, values of printable ASCII"))
+    login_callback_handler: LoginCallbackHandler | None = Field(None, description=(
+        "the Java clients' own login callback handler (class, jars, JAAS options) instead of Kafka's "
+        "client-credentials login; the Python tools use token_endpoint, client_id and client_secret if given"))
 
     @field_validator("extensions")
     @classmethod
@@ -144,13 +224,15 @@ class OAuth(Section):
     def _one_way(self) -> OAuth:
         grant = (self.token_endpoint, self.client_id, self.client_secret, self.scope)
         if self.unsecured_subject is not None:
-            if any(value is not None for value in grant):
+            if any(value is not None for value in grant) or self.login_callback_handler is not None:
                 raise ValueError("kafka.security.oauth.unsecured_subject takes no token_endpoint, client_id, "
-                                 "client_secret or scope")
+                                 "client_secret, scope or login_callback_handler")
             return self
         if self.token_endpoint is None:
-            raise ValueError("kafka.security.oauth needs token_endpoint (with client_id and client_secret) or "
-                             "unsecured_subject")
+            if self.login_callback_handler is not None and all(value is None for value in grant):
+                return self  # the handler alone: the Python tools refuse (KafkaSecurity.python_options)
+            raise ValueError("kafka.security.oauth needs token_endpoint (with client_id and client_secret), "
+                             "unsecured_subject or login_callback_handler")
         if not self.token_endpoint.startswith(("https://", "http://")):
             raise ValueError(f"kafka.security.oauth.token_endpoint must be an http(s) URL, got "
                              f"{self.token_endpoint!r}")
@@ -176,14 +258,15 @@ class Kerberos(Section):
 
 
 _SASL_SECTIONS = {"SCRAM-SHA-512": "username", "SCRAM-SHA-256": "username", "PLAIN": "username",
-                  "OAUTHBEARER": "oauth", "GSSAPI": "kerberos"}
+                  "OAUTHBEARER": "oauth", "GSSAPI": "kerberos", "AWS_MSK_IAM": None}
 
 
 class KafkaSecurity(Section):
     """`kafka.security`; paths relative to the config file's folder (validation context `base_dir`)."""
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "OAUTHBEARER", "GSSAPI"] = "SCRAM-SHA-512"
+    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "OAUTHBEARER", "GSSAPI",
+                            "AWS_MSK_IAM"] = "SCRAM-SHA-512"
     username: StrictStr | None = None
     password: SecretValue = Field(None, description="write ${ENV_VAR} or {file: PATH}: the password stays out "
                                   "of the file")
@@ -219,7 +302,11 @@ class KafkaSecurity(Section):
                 raise ValueError(f"kafka.security.{sorted(given)[0]} needs a SASL protocol, not {self.protocol}")
         else:
             wanted = _SASL_SECTIONS[self.sasl_mechanism]
-            if wanted == "username":
+            if wanted is None:  # AWS_MSK_IAM: AWS's default credential chain, on each side
+                if self.protocol != "SASL_SSL":
+                    raise ValueError(f"kafka.security.sasl_mechanism AWS_MSK_IAM needs protocol SASL_SSL, not "
+                                     f"{self.protocol}")
+            elif wanted == "username":
                 if not self.username:
                     raise ValueError(f"kafka.security.username must be a non-empty string with protocol "
                                      f"{self.protocol}")
@@ -258,15 +345,21 @@ class KafkaSecurity(Section):
             if self.oauth.unsecured_subject is not None:
                 options["unsecuredLoginStringClaim_sub"] = self.oauth.unsecured_subject
             else:
-                assert self.oauth.client_id is not None and self.oauth.client_secret is not None
-                options["clientId"] = self.oauth.client_id
-                options["clientSecret"] = self.oauth.client_secret.reveal()
-                if self.oauth.scope:
-                    options["scope"] = self.oauth.scope
+                if self.oauth.token_endpoint is not None:
+                    assert self.oauth.client_id is not None and self.oauth.client_secret is not None
+                    options["clientId"] = self.oauth.client_id
+                    options["clientSecret"] = self.oauth.client_secret.reveal()
+                    if self.oauth.scope:
+                        options["scope"] = self.oauth.scope
+                if self.oauth.login_callback_handler is not None:
+                    options.update({key: value.reveal()
+                                    for key, value in self.oauth.login_callback_handler.options.items()})
             options.update({f"extension_{name}": value for name, value in self.oauth.extensions.items()})
         elif self.kerberos is not None:
             options = {"useKeyTab": "true", "storeKey": "true", "keyTab": self.kerberos.keytab,
                        "principal": self.kerberos.principal}
+        elif self.sasl_mechanism == "AWS_MSK_IAM":
+            return f"{_LOGIN_MODULES[self.sasl_mechanism]} required;"
         else:
             assert self.username is not None and self.password is not None
             options = {"username": self.username, "password": self.password.reveal()}
@@ -285,11 +378,16 @@ class KafkaSecurity(Section):
         if self.sasl:
             props["sasl.mechanism"] = self.sasl_mechanism
             props["sasl.jaas.config"] = self._jaas()
-            if self.oauth is not None and self.oauth.token_endpoint is not None:
+            if self.oauth is not None and self.oauth.login_callback_handler is not None:
+                props["sasl.login.callback.handler.class"] = self.oauth.login_callback_handler.class_name
+            elif self.oauth is not None and self.oauth.token_endpoint is not None:
                 props["sasl.login.callback.handler.class"] = OAUTH_LOGIN_HANDLER
+            if self.oauth is not None and self.oauth.token_endpoint is not None:
                 props["sasl.oauthbearer.token.endpoint.url"] = self.oauth.token_endpoint
             if self.kerberos is not None:
                 props["sasl.kerberos.service.name"] = self.kerberos.service_name
+            if self.sasl_mechanism == "AWS_MSK_IAM":
+                props["sasl.client.callback.handler.class"] = MSK_IAM_CLIENT_HANDLER
         if self.tls:
             if self.truststore is not None:
                 props.update(_store("truststore", self.truststore))
@@ -326,6 +424,8 @@ class KafkaSecurity(Section):
             elif self.kerberos is not None:
                 python_login(self.kerberos.principal, self.kerberos.keytab, self.kerberos.krb5_conf)
                 options["sasl_kerberos_service_name"] = self.kerberos.service_name
+            elif self.sasl_mechanism == "AWS_MSK_IAM":
+                AWS.require()  # kafka-python signs the AWS_MSK_IAM request with botocore's credentials
             else:
                 assert self.password is not None
                 options.update(sasl_plain_username=self.username, sasl_plain_password=self.password.reveal())
@@ -349,9 +449,16 @@ def _store(kind: str, store: Store) -> dict[str, str]:
 
 
 def _token_provider(oauth: OAuth) -> UnsecuredTokens | ClientCredentialsTokens:
-    """kafka-python's `sasl_oauth_token_provider` of `oauth` (jobs/streaming/kafka_oauth.py)."""
+    """kafka-python's `sasl_oauth_token_provider` of `oauth` (jobs/streaming/kafka_oauth.py). A Java
+    login callback handler cannot run in Python: with one, the client-credentials grant, else a
+    ConfigError naming the key."""
     if oauth.unsecured_subject is not None:
         return UnsecuredTokens(oauth.unsecured_subject, oauth.extensions)
+    if oauth.token_endpoint is None:
+        raise ConfigError("kafka.security.oauth.login_callback_handler: the Python clients (pwevent run's check of "
+                          "its topics, produce, tail, create-topics.py) cannot run a Java login callback handler; "
+                          "give token_endpoint, client_id and client_secret beside it: the client-credentials "
+                          "grant they use instead (docs/operations.md, Security)")
     assert oauth.token_endpoint is not None and oauth.client_id is not None and oauth.client_secret is not None
     return ClientCredentialsTokens(oauth.token_endpoint, oauth.client_id, oauth.client_secret.reveal, oauth.scope,
                                    oauth.extensions)

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pwevent.jobs.streaming.jars import OAUTHBEARER_PARENT_FIRST, PARENT_FIRST_KEY, security_jars
+from pwevent.jobs.streaming.jars import PARENT_FIRST_KEY, parent_first_patterns
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.settings import StreamSettings
 
@@ -84,11 +84,12 @@ LOCAL_ROCKSDB_MANAGED_MEMORY = "2g"
 def local_configuration(settings: StreamSettings, run: LocalRun | None) -> dict[str, str]:
     """What a local run's mini-cluster needs beyond `flink_configuration`: the REST address of `run`,
     with RocksDB the managed memory (unless `flink.extra` sets it), and with OAUTHBEARER the Kafka
-    client, Jackson and jose4j parent-first (jars.OAUTHBEARER_PARENT_FIRST; make_environment puts
-    them on the gateway's class path)."""
+    client, Jackson and jose4j parent-first, with AWS_MSK_IAM the Kafka client and AWS's login module
+    (jars.parent_first_patterns; make_environment puts them on the gateway's class path)."""
     local: dict[str, str] = {}
-    if security_jars(settings.kafka.security):
-        local[PARENT_FIRST_KEY] = OAUTHBEARER_PARENT_FIRST
+    patterns = parent_first_patterns(settings.kafka.security)
+    if patterns is not None:
+        local[PARENT_FIRST_KEY] = patterns
     if settings.flink.state_backend == "rocksdb" and MANAGED_MEMORY not in settings.flink.extra:
         local[MANAGED_MEMORY] = LOCAL_ROCKSDB_MANAGED_MEMORY
     if run is not None:

@@ -63,6 +63,13 @@ OAUTHBEARER_JARS = (
 )
 
 
+#: AWS's AWS_MSK_IAM mechanism, not used as published: deploy/local/build-msk-iam.sh builds it with its
+#: dependencies relocated into the connector's namespace (jobs/streaming/jvm-msk-iam/pom.xml names the
+#: same version) after checking this SHA-256 of the published jar.
+AWS_MSK_IAM = MavenJar("software.amazon.msk", "aws-msk-iam-auth", "2.4.0",
+                       "8d81eb3a8dbe4a041269e860a5e4b48891c3db2959d768b4715381bec78d97c3")
+
+
 def download(jar: MavenJar, folder: Path, repository: str, timeout_s: float = 60.0) -> Path:
     """`jar` in `folder`, downloaded from `repository` unless already there; a download whose SHA-256
     differs from the pinned one is refused and nothing is kept."""

@@ -17,22 +17,28 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAuthorizationFailedError
+from kafka.net.sasl.oauth import AbstractTokenProvider
 
+from pwevent.jobs.streaming.jars import connector_jar, maven_repository, parent_first_patterns, security_jars
 from pwevent.jobs.streaming.kafka_acls import acl_plan
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.kafka_kerberos import KerberosLoginError
-from pwevent.jobs.streaming.kafka_oauth import UnsecuredTokens
+from pwevent.jobs.streaming.kafka_oauth import ClientCredentialsTokens, UnsecuredTokens
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, parse_security
+from pwevent.jobs.streaming.locations import jar_cache
 from pwevent.jobs.streaming.loopback import free_loopback_port
+from pwevent.jobs.streaming.maven_jars import AWS_MSK_IAM, download
 from pwevent.jobs.streaming.produce import produce_files
 from tests.integration.conftest import (
     KAFKA_SH,
+    PWEVENT,
     SEED,
     StreamingJob,
     check_equals_replay,
     generate,
     load_script,
 )
+from tests.streaming.token_endpoint import Signer, claims_of
 
 pytestmark = [pytest.mark.kafka]
 
@@ -268,6 +274,306 @@ def test_the_job_runs_with_oauthbearer_tokens_and_clients_without_a_valid_token_
         _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=expired)
     assert _logged_since(broker, before, '{"status":"invalid_token"}')
     assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=UnsecuredTokens("pwevent-job"))
+
+
+@pytest.fixture(scope="module")
+def jwks_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    yield from _start_broker(tmp_path_factory, "oauth-jwks")
+
+
+def _idp(broker: SecureBroker) -> str:
+    """The base URL of the oauth-jwks broker's identity provider (deploy/local/token-endpoint.sh)."""
+    return (broker.run_dir / "idp" / "endpoint").read_text().strip()
+
+
+def _grants(broker: SecureBroker) -> list[str]:
+    """The identity provider's log: `granted <client>` / `refused <client>: <why>`, one line each."""
+    lines = (broker.run_dir / "idp" / "token-endpoint.out").read_text(errors="replace").splitlines()
+    return [line for line in lines if line.startswith(("granted ", "refused "))]
+
+
+def _client_credentials(broker: SecureBroker, user: str) -> dict[str, Any]:
+    """The `kafka.security` section of `user` by the client-credentials grant (secret from its file)."""
+    return {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ca_file": broker.ca, "oauth": {
+        "token_endpoint": f"{_idp(broker)}/oauth2/token", "client_id": user,
+        "client_secret": {"file": str(broker.run_dir / "secrets" / user)}}}
+
+
+class _FixedToken(AbstractTokenProvider):  # type: ignore[misc]
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._token = token
+
+    def token(self) -> str:
+        return self._token
+
+
+@pytest.mark.flink
+def test_the_job_runs_with_signed_tokens_of_the_client_credentials_grant_and_other_tokens_are_refused(
+        jwks_broker: SecureBroker, tmp_path: Path) -> None:
+    """OAUTHBEARER against a broker that validates signed tokens (Kafka's
+    OAuthBearerValidatorCallbackHandler with the JWKS of a local identity provider, RS256, audience
+    and issuer checked): the job's Java clients get their tokens by the client-credentials grant
+    (Kafka's OAuthBearerLoginCallbackHandler, relocated), the Python tools by the same grant (the
+    job's start-up check, `pwevent produce`'s sender, the release reader, `pwevent tail`); releases
+    and the spend log equal the replay's, and the client secret (from a file) is in no log. Refused
+    by the broker: a client without SASL, an unsigned token, a token signed by another key, an
+    expired one; a wrong secret gets no token from the provider, so no connection either."""
+    broker = jwks_broker
+    job = _run_job(broker, tmp_path, _client_credentials(broker, "pwevent-job"),
+                   _client_credentials(broker, "admin"))
+    shown = subprocess.run([*PWEVENT, "tail", "--config", str(job.config_path), "--max-slots", "3",
+                            "--timeout", "60"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert len(shown.stdout.splitlines()) == 4, shown.stdout  # the header and slots 1-3
+    assert "granted pwevent-job" in _grants(broker) and not [g for g in _grants(broker) if g.startswith("refused")]
+    _check_secrets_not_logged(job, broker.password("pwevent-job"))
+
+    topic = job.topics["events"]
+    oauth: dict[str, Any] = {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "ssl_cafile": broker.ca}
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, topic, REFUSED_MS, security_protocol="SSL", ssl_cafile=broker.ca)
+    assert _logged_since(broker, before, "during SASL handshake")
+    base = _idp(broker)
+    key = broker.run_dir / "idp" / "signing-key.pem"
+    forged: dict[str, AbstractTokenProvider] = {
+        "unsigned": UnsecuredTokens("pwevent-job"),
+        "signed by another key": _FixedToken(Signer().sign(claims_of(base, "pwevent-job", "kafka", 3600))),
+        "expired": _FixedToken(Signer.from_file(key).sign(
+            claims_of(base, "pwevent-job", "kafka", 600, now_s=time.time() - 3600))),
+    }
+    for why, provider in forged.items():
+        before = _log_length(broker)
+        with pytest.raises(KafkaError):
+            _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=provider)
+        assert _logged_since(broker, before, '{"status":"invalid_token"}'), why
+    # ... while a token the provider signed now is accepted (so the refusals are the tokens').
+    assert _end_offsets(broker.bootstrap, topic, **oauth, sasl_oauth_token_provider=_FixedToken(
+        Signer.from_file(key).sign(claims_of(base, "pwevent-job", "kafka", 600))))
+    wrong = ClientCredentialsTokens(f"{base}/oauth2/token", "pwevent-job", lambda: "not-the-secret")
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, topic, REFUSED_MS, **oauth, sasl_oauth_token_provider=wrong)
+    assert "refused pwevent-job: wrong secret" in _grants(broker)
+
+
+#: A login callback handler of the job's own (`kafka.security.oauth.login_callback_handler`), built
+#: against the connector's relocated Kafka client: it hands the login module the signed JWT of file
+#: `tokenFile` (a JAAS option, as a workload-identity sidecar writes one) and notes each token it hands
+#: out in file `logFile`.
+TOKEN_FILE_HANDLER = """\
+package pwevent.test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.security.auth.callback.Callback;
+import javax.security.auth.callback.UnsupportedCallbackException;
+import javax.security.auth.login.AppConfigurationEntry;
+import org.apache.flink.kafka.shaded.org.apache.kafka.common.security.auth.AuthenticateCallbackHandler;
+import org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerToken;
+import org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerTokenCallback;
+
+public class TokenFileLoginHandler implements AuthenticateCallbackHandler {
+    private Path tokenFile;
+    private Path logFile;
+
+    @Override
+    public void configure(Map<String, ?> configs, String mechanism, List<AppConfigurationEntry> entries) {
+        Map<String, ?> options = entries.get(0).getOptions();
+        tokenFile = Path.of((String) options.get("tokenFile"));
+        logFile = Path.of((String) options.get("logFile"));
+    }
+
+    @Override
+    public void handle(Callback[] callbacks) throws IOException, UnsupportedCallbackException {
+        for (Callback callback : callbacks) {
+            if (!(callback instanceof OAuthBearerTokenCallback)) {
+                throw new UnsupportedCallbackException(callback);
+            }
+            String jwt = Files.readString(tokenFile).trim();
+            String claims = new String(Base64.getUrlDecoder().decode(jwt.split("\\\\.")[1]), StandardCharsets.UTF_8);
+            String subject = claim(claims, "\\"sub\\":\\"([^\\"]+)\\"");
+            long issued = Long.parseLong(claim(claims, "\\"iat\\":(\\\\d+)")) * 1000;
+            long expires = Long.parseLong(claim(claims, "\\"exp\\":(\\\\d+)")) * 1000;
+            ((OAuthBearerTokenCallback) callback).token(new OAuthBearerToken() {
+                public String value() { return jwt; }
+                public Set<String> scope() { return Set.of(); }
+                public long lifetimeMs() { return expires; }
+                public String principalName() { return subject; }
+                public Long startTimeMs() { return issued; }
+            });
+            Files.writeString(logFile, "token of " + subject + "\\n", StandardOpenOption.CREATE,
+                              StandardOpenOption.APPEND);
+        }
+    }
+
+    private static String claim(String claims, String pattern) {
+        Matcher found = Pattern.compile(pattern).matcher(claims);
+        if (!found.find()) {
+            throw new IllegalArgumentException("no claim " + pattern);
+        }
+        return found.group(1);
+    }
+
+    @Override
+    public void close() {
+    }
+}
+"""
+
+
+def _handler_jar(folder: Path) -> Path:
+    """TOKEN_FILE_HANDLER compiled against the connector jar (the project's jar cache) into a jar."""
+    source = folder / "handler-src" / "pwevent" / "test" / "TokenFileLoginHandler.java"
+    source.parent.mkdir(parents=True)
+    source.write_text(TOKEN_FILE_HANDLER)
+    classes, jar = folder / "handler-classes", folder / "token-file-handler.jar"
+    subprocess.run(["javac", "--release", "17", "-cp", str(connector_jar()), "-d", str(classes), str(source)],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run(["jar", "--create", "--file", str(jar), "-C", str(classes), "."], check=True, timeout=60)
+    return jar
+
+
+@pytest.mark.flink
+def test_the_job_logs_in_with_a_login_callback_handler_of_its_own(jwks_broker: SecureBroker, tmp_path: Path) -> None:
+    """`kafka.security.oauth.login_callback_handler`: a handler compiled here against the relocated
+    Kafka client, in a jar the job puts on its class path, hands the job's Java clients a signed JWT
+    from a file (its JAAS options name the file); the broker validating signed tokens accepts them
+    and releases equal the replay's. The Python tools, which cannot run a Java handler, use the
+    client-credentials grant given beside it."""
+    broker = jwks_broker
+    jar = _handler_jar(tmp_path)
+    token_file, handed = tmp_path / "token", tmp_path / "handed-out.log"
+    token_file.write_text(ClientCredentialsTokens(f"{_idp(broker)}/oauth2/token", "pwevent-job",
+                                                  lambda: broker.password("pwevent-job")).token())
+    security = _client_credentials(broker, "pwevent-job")
+    security["oauth"]["login_callback_handler"] = {
+        "class": "pwevent.test.TokenFileLoginHandler", "jars": [jar.name],
+        "options": {"tokenFile": str(token_file), "logFile": str(handed)}}
+    job = _run_job(broker, tmp_path, security, _client_credentials(broker, "admin"))
+    assert handed.read_text().splitlines()[0] == "token of pwevent-job"
+    assert "sasl.login.callback.handler.class = class pwevent.test.TokenFileLoginHandler" in job.flink_logs()
+
+
+#: The job's Java clients as a local run loads them, outside Flink: the class path of PyFlink's gateway
+#: (PyFlink's lib, the connector and the section's jars), a Flink user-code class loader over the job's
+#: jars (`FlinkUserCodeClassLoaders.create` with the run's `classloader.parent-first-patterns.additional`)
+#: as the thread's context class loader, and an Admin client of the section's Java properties asking
+#: for the cluster's nodes. Prints where the Kafka client and the login module were loaded, and the
+#: failure's causes, one per line.
+CLIENT_PROBE = """\
+import java.io.FileReader;
+import java.net.URL;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.util.FlinkUserCodeClassLoaders;
+import org.apache.flink.kafka.shaded.org.apache.kafka.clients.admin.Admin;
+
+public class ClientProbe {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        try (FileReader in = new FileReader(args[0])) {
+            props.load(in);
+        }
+        props.put("bootstrap.servers", args[1]);
+        props.put("request.timeout.ms", "5000");
+        props.put("default.api.timeout.ms", "10000");
+        Configuration conf = new Configuration();
+        if (!args[2].isEmpty()) {
+            conf.setString("classloader.parent-first-patterns.additional", args[2]);
+        }
+        List<URL> jars = new ArrayList<>();
+        for (int n = 3; n < args.length; n++) {
+            jars.add(new java.io.File(args[n]).toURI().toURL());
+        }
+        ClassLoader user = FlinkUserCodeClassLoaders.create(jars.toArray(new URL[0]),
+                ClientProbe.class.getClassLoader(), conf);
+        Thread.currentThread().setContextClassLoader(user);
+        Class<?> client = Class.forName(Admin.class.getName(), true, user);
+        System.out.println("kafka client from the " + (client == Admin.class ? "parent" : "user") + " class loader");
+        try (Admin admin = Admin.create(props)) {
+            System.out.println("nodes " + admin.describeCluster().nodes().get(20, TimeUnit.SECONDS));
+        } catch (Throwable error) {
+            for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+                System.out.println("cause " + cause.getClass().getName() + ": " + cause.getMessage());
+            }
+        }
+    }
+}
+"""
+
+#: AWS credentials of nobody, in the environment where both sides' default chains find them first
+#: (and the instance metadata service off, so that nothing looks beyond loopback).
+FAKE_AWS = {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+            "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_REGION": "eu-west-1",
+            "AWS_DEFAULT_REGION": "eu-west-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def _probe(folder: Path, broker: SecureBroker, props: dict[str, str], parent_first: str, jars: list[Path]) -> str:
+    """CLIENT_PROBE's output for Java client properties `props` against `broker`, with `jars` (after
+    the connector) on the gateway's class path and the user-code class loader's."""
+    import pyflink
+
+    source = folder / "ClientProbe.java"
+    source.write_text(CLIENT_PROBE)
+    (folder / "client.properties").write_text("".join(
+        f"{key}={value.replace(chr(92), chr(92) * 2)}\n" for key, value in props.items()))
+    user_jars = [str(connector_jar()), *map(str, jars)]
+    class_path = os.pathsep.join([str(Path(pyflink.__file__).parent / "lib" / "*"), *user_jars])
+    probed = subprocess.run(["java", "-cp", class_path, str(source), str(folder / "client.properties"),
+                             broker.bootstrap, parent_first, *user_jars], capture_output=True, text=True,
+                            timeout=180, env={**os.environ, **FAKE_AWS})
+    assert probed.returncode == 0, probed.stderr[-3000:]
+    return probed.stdout
+
+
+@pytest.mark.flink
+def test_aws_msk_iam_clients_start_their_sasl_exchange(jwks_broker: SecureBroker, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sasl_mechanism: AWS_MSK_IAM` without AWS: the job's Java clients, loaded as a local run loads
+    them (aws-msk-iam-auth relocated by deploy/local/build-msk-iam.sh, parent-first; fake credentials
+    in the environment) load AWS's login module and callback handler, make its SASL client and ask a
+    broker that has only OAUTHBEARER for AWS_MSK_IAM: its refusal, an unsupported SASL mechanism, is
+    the client's error, not a class that fails to load or to cast; with the published jar, not
+    relocated, its callback handler fails to load instead (it implements Kafka's own
+    AuthenticateCallbackHandler). kafka-python (with botocore) asks the same and is refused the same."""
+    broker = jwks_broker
+    security = parse_security({"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "ca_file": broker.ca}, None)
+    jars = security_jars(security)
+    before = _log_length(broker)
+    out = _probe(tmp_path, broker, security.jvm_properties(), parent_first_patterns(security) or "", jars)
+    assert "kafka client from the parent class loader" in out, out
+    refused = ("cause org.apache.flink.kafka.shaded.org.apache.kafka.common.errors.UnsupportedSaslMechanismException: "
+               "Client SASL mechanism 'AWS_MSK_IAM' not enabled in the server, enabled mechanisms are [OAUTHBEARER]")
+    assert refused in out.splitlines(), out
+    assert "ClassNotFound" not in out and "ClassCast" not in out and "NoClassDefFound" not in out, out
+    assert _logged_since(broker, before, "Unsupported SASL mechanism AWS_MSK_IAM")
+
+    published = download(AWS_MSK_IAM, jar_cache() / "msk-iam", maven_repository())
+    unrelocated = _probe(tmp_path, broker, security.jvm_properties(), parent_first_patterns(security) or "",
+                         [published])
+    assert "UnsupportedSaslMechanismException" not in unrelocated, unrelocated
+    assert ("cause java.lang.ClassNotFoundException: org.apache.kafka.common.security.auth.AuthenticateCallbackHandler"
+            in unrelocated.splitlines()), unrelocated
+
+    for name, value in FAKE_AWS.items():
+        monkeypatch.setenv(name, value)
+    before = _log_length(broker)
+    with pytest.raises(KafkaError):
+        _end_offsets(broker.bootstrap, "any", REFUSED_MS, **security.python_options())
+    assert _logged_since(broker, before, "Unsupported SASL mechanism AWS_MSK_IAM")
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,17 @@ import json
 import os
 import re
 import sys
+import urllib.request
 from pathlib import Path
 
+import jwt
 import pytest
 import yaml
 
 from pwevent.jobs.cli.main import main as cli_main
 from pwevent.jobs.common.config import ConfigError, parse_config
 from pwevent.jobs.common.extras import MissingExtraError
+from pwevent.jobs.streaming.jars import parent_first_patterns, security_jars
 from pwevent.jobs.streaming.job import make_environment
 from pwevent.jobs.streaming.kafka_acls import Grant, acl_plan
 from pwevent.jobs.streaming.kafka_oauth import (
@@ -25,10 +28,11 @@ from pwevent.jobs.streaming.kafka_oauth import (
     UnsecuredTokens,
     unsecured_jws,
 )
-from pwevent.jobs.streaming.local_run import with_jvm_args
+from pwevent.jobs.streaming.local_run import local_configuration, with_jvm_args
+from pwevent.jobs.streaming.maven_jars import AWS_MSK_IAM, OAUTHBEARER_JARS, JarError
 from pwevent.jobs.streaming.settings import stream_settings
 from pwevent.jobs.streaming.sink_tables import sink_ddl
-from tests.streaming.token_endpoint import TokenEndpoint
+from tests.streaming.token_endpoint import AUDIENCE, Signer, TokenEndpoint
 
 BASE = {"mechanism": "PBD", "slot": "60s", "origin": "2024-01-01T00:00:00Z", "domain": {"type": "binary"}}
 SECRET = 'p"a\\ss w0rd'  # a quote and a backslash: the JAAS line must escape them
@@ -399,7 +403,7 @@ def test_print_submit_shows_no_secret_of_any_mode(tls_files: Path, monkeypatch: 
 
 def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it() -> None:
     now = [0.0]
-    with TokenEndpoint("pwevent-job", OAUTH_SECRET, lambda n: f"token-{n}") as endpoint:
+    with TokenEndpoint({"pwevent-job": OAUTH_SECRET}, lambda n: f"token-{n}") as endpoint:
         tokens = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: OAUTH_SECRET, "kafka",
                                          clock=lambda: now[0])
         assert tokens.token() == "token-1"
@@ -411,6 +415,28 @@ def test_the_python_tools_fetch_a_client_credentials_token_and_reuse_it() -> Non
         with pytest.raises(TokenEndpointError, match="401") as err:
             refused.token()
     assert "wrong" not in str(err.value)
+
+
+def test_the_test_identity_provider_signs_rs256_tokens_with_the_key_it_publishes() -> None:
+    """deploy/local/token-endpoint.py (the identity provider of kafka.sh's `--secure oauth-jwks`):
+    the grant gives a JWT signed with RS256 by the key the JWKS publishes, with the client as `sub`,
+    `kafka` as `aud` and the endpoint as `iss`; a wrong secret and an unknown client get 401."""
+    with TokenEndpoint({"pwevent-job": OAUTH_SECRET}) as endpoint:
+        token = ClientCredentialsTokens(endpoint.url, "pwevent-job", lambda: OAUTH_SECRET).token()
+        with urllib.request.urlopen(endpoint.jwks_url, timeout=10) as answer:
+            (key,) = json.loads(answer.read())["keys"]
+        assert (key["kty"], key["alg"], key["use"]) == ("RSA", "RS256", "sig")
+        assert jwt.get_unverified_header(token) == {"alg": "RS256", "typ": "JWT", "kid": key["kid"]}
+        claims = jwt.decode(token, jwt.PyJWK(key).key, algorithms=["RS256"], audience=AUDIENCE,
+                            issuer=endpoint.issuer)
+        assert claims["sub"] == "pwevent-job" and claims["exp"] - claims["iat"] == 3600
+        with pytest.raises(jwt.InvalidSignatureError):  # another key's signature does not verify
+            jwt.decode(Signer().sign(claims), jwt.PyJWK(key).key, algorithms=["RS256"], audience=AUDIENCE)
+        for client, secret in (("pwevent-job", "wrong"), ("intruder", OAUTH_SECRET)):
+            with pytest.raises(TokenEndpointError, match="401"):
+                ClientCredentialsTokens(endpoint.url, client, lambda s=secret: s).token()
+    assert endpoint.log == ["granted pwevent-job", "refused pwevent-job: wrong secret",
+                            "refused intruder: unknown client"]
 
 
 def test_oauthbearer_sasl_extensions_reach_the_java_and_the_python_clients(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -465,3 +491,142 @@ def test_other_sasl_and_ssl_properties_pass_through_with_secrets_from_the_enviro
             settings({"security": {**security, "properties": properties}}, str(tmp_path))
     with pytest.raises(ConfigError, match="kafka.security.properties"):  # kafka.properties points there
         settings({"properties": {"ssl.enabled.protocols": "TLSv1.3"}})
+
+
+def test_a_login_callback_handler_of_ones_own_for_the_java_clients(
+        tls_files: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kafka.security.oauth.login_callback_handler`: the class is the Java clients'
+    `sasl.login.callback.handler.class`, its JAAS options (secrets from the environment or files) go
+    in the login module's line, its jars after Jackson and jose4j on the job's class path. The Python
+    tools cannot run it: they use the client-credentials grant given beside it, and without one a
+    Python client (here `pwevent tail`) stops with exit 2 and the key."""
+    monkeypatch.setenv("PWEVENT_T_OAUTH", OAUTH_SECRET)
+    (tls_files / "handler.jar").write_bytes(b"")
+    handler = {"class": "com.example.kafka.TokenFileLoginHandler", "jars": ["handler.jar"],
+               "options": {"tokenFile": "/var/run/token", "audience": "${PWEVENT_T_OAUTH}"}}
+    alone = {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {
+        "login_callback_handler": handler, "extensions": {"logicalCluster": "lkc-1"}}}
+    kafka = settings({"security": alone}, str(tls_files)).kafka
+    shaded = "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer"
+    assert kafka.jvm_properties() == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+        "sasl.jaas.config": f'{shaded}.OAuthBearerLoginModule required tokenFile="/var/run/token" '
+                            f'audience="{OAUTH_SECRET}" extension_logicalCluster="lkc-1";',
+        "sasl.login.callback.handler.class": "com.example.kafka.TokenFileLoginHandler",
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    assert kafka.security.jvm_system_properties() == {}
+    assert OAUTH_SECRET not in repr(kafka)
+    jars = security_jars(kafka.security)
+    assert [jar.name for jar in jars[:-1]] == [jar.file_name for jar in OAUTHBEARER_JARS]
+    assert jars[-1] == tls_files / "handler.jar"
+    python_refused = r"^kafka\.security\.oauth\.login_callback_handler: the Python clients .* cannot run a Java"
+    with pytest.raises(ConfigError, match=python_refused):
+        kafka.client_options()
+    path = tls_files / "job.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "kafka": {"bootstrap": "127.0.0.1:1", "security": alone}}))
+    assert cli_main(["tail", "--config", str(path), "--timeout", "1s"]) == 2
+    assert "kafka.security.oauth.login_callback_handler: the Python clients" in capsys.readouterr().err
+
+    with_grant = {**alone, "oauth": {**alone["oauth"], "token_endpoint": "https://idp.example/oauth2/token",
+                                     "client_id": "pwevent-job", "client_secret": "${PWEVENT_T_OAUTH}"}}
+    both = settings({"security": with_grant}, str(tls_files)).kafka
+    props = both.jvm_properties()
+    assert props["sasl.login.callback.handler.class"] == "com.example.kafka.TokenFileLoginHandler"
+    assert props["sasl.oauthbearer.token.endpoint.url"] == "https://idp.example/oauth2/token"
+    assert props["sasl.jaas.config"].startswith(
+        f'{shaded}.OAuthBearerLoginModule required clientId="pwevent-job" clientSecret="{OAUTH_SECRET}" '
+        'tokenFile="/var/run/token"')
+    assert isinstance(both.client_options()["sasl_oauth_token_provider"], ClientCredentialsTokens)
+
+
+@pytest.mark.parametrize(("handler", "message"), [
+    ({"jars": ["handler.jar"]}, "missing key kafka.security.oauth.login_callback_handler.class"),
+    ({"class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"},
+     "kafka.security.oauth.login_callback_handler.class: org.apache.kafka.common.security.oauthbearer."
+     "OAuthBearerLoginCallbackHandler is in Kafka's own package, which the job's Kafka client relocates: name "
+     "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"),
+    ({"class": "com.example.1Handler"}, "kafka.security.oauth.login_callback_handler.class: 'com.example.1Handler' "
+                                        "is not a Java class name"),
+    ({"class": "com.example.H", "jars": ["missing.jar"]}, "kafka.security.oauth.login_callback_handler.jars[0]: "),
+    ({"class": "com.example.H", "options": {"clientSecret": "s"}},
+     "kafka.security.oauth.login_callback_handler.options: clientSecret is written by kafka.security.oauth itself"),
+    ({"class": "com.example.H", "options": {"extension_x": "s"}},
+     "kafka.security.oauth.login_callback_handler.options: extension_x is written by"),
+    ({"class": "com.example.H", "klass": "x"}, "unknown key kafka.security.oauth.login_callback_handler.klass"),
+])
+def test_a_login_callback_handler_error_names_its_key(tls_files: Path, handler: dict, message: str) -> None:
+    (tls_files / "handler.jar").write_bytes(b"")
+    security = {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {"login_callback_handler": handler}}
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        settings({"security": security}, str(tls_files))
+
+
+def test_a_login_callback_handler_does_not_go_with_an_unsecured_subject_or_in_the_pass_through(
+        tls_files: Path) -> None:
+    handler = {"class": "com.example.H"}
+    for oauth, message in [
+            ({"unsecured_subject": "u", "login_callback_handler": handler},
+             "kafka.security.oauth.unsecured_subject takes no token_endpoint, client_id, client_secret, scope or "
+             "login_callback_handler"),
+            ({"login_callback_handler": handler, "client_id": "c"}, "kafka.security.oauth needs token_endpoint")]:
+        with pytest.raises(ConfigError, match="^" + re.escape(message)):
+            settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": oauth}})
+    with pytest.raises(ConfigError, match=r"properties\.sasl\.login\.callback\.handler\.class is set by"):
+        settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "oauth": {
+            "login_callback_handler": handler}, "properties": {"sasl.login.callback.handler.class": "x.Y"}}})
+
+
+def test_aws_msk_iam_takes_aws_s_login_module_built_relocated_and_botocore_in_python(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sasl_mechanism: AWS_MSK_IAM` (SASL_SSL only, no credentials in the section: AWS's default
+    chain on each side): the Java clients get AWS's IAMLoginModule and IAMClientCallbackHandler (in
+    the jar of deploy/local/build-msk-iam.sh, or $PWEVENT_MSK_IAM_JAR), loaded parent-first in a local
+    run; kafka-python its own AWS_MSK_IAM, which needs botocore (the extra `aws`)."""
+    jar = tmp_path / "msk-iam.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setenv("PWEVENT_MSK_IAM_JAR", str(jar))
+    kafka = settings({"security": {"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM"}}).kafka
+    assert kafka.jvm_properties() == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM",
+        "sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+        "sasl.client.callback.handler.class": "software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    assert kafka.client_options() == {"security_protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM",
+                                      "ssl_check_hostname": True}
+    assert security_jars(kafka.security) == [jar]
+    assert parent_first_patterns(kafka.security) == ("org.apache.flink.kafka.shaded.org.apache.kafka.;"
+                                                     "software.amazon.msk.")
+    assert local_configuration(stream_settings(parse_config({**BASE, "kafka": {
+        "bootstrap": "127.0.0.1:1", "security": {"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM"}}}),
+        "/tmp"), None)["classloader.parent-first-patterns.additional"].endswith("software.amazon.msk.")
+    monkeypatch.setitem(sys.modules, "botocore", None)
+    with pytest.raises(MissingExtraError, match=r"(?s)AWS_MSK_IAM: .*botocore.*install the optional extra `aws`"):
+        kafka.client_options()
+    monkeypatch.delenv("PWEVENT_MSK_IAM_JAR")
+    monkeypatch.setattr("pwevent.jobs.streaming.jars.checkout", lambda: None)
+    with pytest.raises(JarError, match=r"AWS_MSK_IAM needs aws-msk-iam-auth 2\.4\.0 relocated .*build-msk-iam\.sh"):
+        security_jars(kafka.security)
+
+
+@pytest.mark.parametrize(("security", "message"), [
+    ({"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "AWS_MSK_IAM"},
+     "kafka.security.sasl_mechanism AWS_MSK_IAM needs protocol SASL_SSL, not SASL_PLAINTEXT"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "username": "u", "password": "p"},
+     "kafka.security.password does not apply to sasl_mechanism AWS_MSK_IAM"),
+    ({"protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "properties": {"sasl.jaas.config": "x"}},
+     "kafka.security.properties.sasl.jaas.config is set by kafka.security itself"),
+])
+def test_aws_msk_iam_errors_name_the_key(security: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        settings({"security": security})
+
+
+def test_the_msk_iam_build_names_the_pinned_version() -> None:
+    """jobs/streaming/jvm-msk-iam/pom.xml builds the version maven_jars.AWS_MSK_IAM pins (whose
+    SHA-256 deploy/local/build-msk-iam.sh checks), and relocates Kafka into the connector's namespace."""
+    pom = (Path(__file__).resolve().parents[2] / "jobs" / "streaming" / "jvm-msk-iam" / "pom.xml").read_text()
+    assert (f"<groupId>{AWS_MSK_IAM.group}</groupId>\n      <artifactId>{AWS_MSK_IAM.artifact}</artifactId>\n"
+            f"      <version>{AWS_MSK_IAM.version}</version>") in pom
+    assert "<shadedPattern>org.apache.flink.kafka.shaded.org.apache.kafka</shadedPattern>" in pom
