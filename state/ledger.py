@@ -10,7 +10,7 @@ them to what the decision really cost. A policy always sees the pessimistic view
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,16 +32,26 @@ class _SpendHistory:
     def last_slot(self) -> int | None:
         return self.entries[-1].slot if self.entries else None
 
-    def sums(self, start: int, end: int) -> tuple[float, float]:
-        """(spend1, spend2) summed over slots start..end inclusive."""
-        s1 = s2 = 0.0
+    def between(self, start: int, end: int) -> Iterator[SpendEntry]:
+        """The entries of slots start..end inclusive, newest first."""
         for entry in reversed(self.entries):
             if entry.slot < start:
                 break
             if entry.slot <= end:
-                s1 += entry.spend1
-                s2 += entry.spend2
+                yield entry
+
+    def sums(self, start: int, end: int) -> tuple[float, float]:
+        """(spend1, spend2) summed over slots start..end inclusive."""
+        s1 = s2 = 0.0
+        for entry in self.between(start, end):
+            s1 += entry.spend1
+            s2 += entry.spend2
         return s1, s2
+
+    def amounts(self, start: int, end: int) -> list[float]:
+        """Every spend1 and spend2 of slots start..end inclusive, for a sum that does not depend on
+        their order (`math.fsum`, the budget in view: jobs/common/service_metrics.py)."""
+        return [amount for entry in self.between(start, end) for amount in (entry.spend1, entry.spend2)]
 
     def sums_since(self, starts: list[int], end: int) -> list[tuple[float, float]]:
         """[(spend1, spend2) over start..end for each start], in one pass from the newest entry."""
@@ -116,6 +126,10 @@ class FixedLedger:
 
     def spent(self, start: int, end: int) -> tuple[float, float]:
         return self._history.sums(start, end)
+
+    def spends(self, start: int, end: int) -> list[float]:
+        """Every spend1 and spend2 of slots start..end (`_SpendHistory.amounts`)."""
+        return self._history.amounts(start, end)
 
     def last_publication(self) -> Publication | None:
         """Last slot that published, counting a pending slot with a publication budget as one."""
@@ -220,6 +234,10 @@ class DynamicLedger:
 
     def spent(self, start: int, end: int) -> tuple[float, float]:
         return self._history.sums(start, end)
+
+    def spends(self, start: int, end: int) -> list[float]:
+        """Every spend1 and spend2 of slots start..end (`_SpendHistory.amounts`)."""
+        return self._history.amounts(start, end)
 
     def spent_since_forward(self, slot: int) -> list[tuple[float, float]]:
         """For each window of T_{i,t}, in order: (spend1, spend2) over tau .. slot - 1."""

@@ -1,16 +1,21 @@
 """Records of the spend log: what every ledger spent at every slot, enough to audit from alone.
 
-Three record types, one JSON object per line (docs/formats.md):
+Four record types, one JSON object per line (docs/formats.md):
 - `ledger`: a ledger came to exist; `parent`/`since` say that its history before `since` is the
   parent's (a class forked by a requirement change, `state.population`).
 - `member`: a user is represented by a ledger from slot `since` on.
 - `spend`: a ledger's actual calculation and publication spend at a slot, the decision, the
   requirement in force at that slot, and the label of the randomness that drew the slot's release
   (operators/noise.py, `Randomness.label`).
+- `utilisation`: once per decided slot, after its spend lines, the budget in view: per window bucket
+  the largest share of the window budget a class of that bucket has spent, in millionths (computed
+  by jobs/common/service_metrics.py, which the metric `budget_utilisation_ppm` shows too). It follows
+  from the other records and the requirements alone; `pwevent audit` recomputes it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pwevent.state.requirements import DynamicRequirement, Requirement
@@ -51,3 +56,8 @@ def spend_record(
     if projected_backward is not None:
         record["projected_backward"] = projected_backward
     return record
+
+
+def utilisation_record(slot: int, ppm: Mapping[str, int]) -> dict[str, Any]:
+    """The budget in view after `slot`: `ppm`, window bucket -> millionths, every bucket."""
+    return {"record": "utilisation", "slot": slot, "ppm": dict(ppm)}

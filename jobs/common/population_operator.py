@@ -148,7 +148,8 @@ class PopulationOperator:
     A row arrives before the watermark that closes its slot (`on_row` says whether to keep it until
     then); `on_slot_end(slot, rows, ended)` applies the membership changes of every slot not yet
     decided up to `slot`, in user order, decides each slot from its counts per (class, cell), settles
-    every class at once and emits the release, the spend-log lines and the projections' dead letters.
+    every class at once and emits the release, the spend-log lines (the slot's `utilisation` record
+    last, as the replay writes it: `SharedBudget.budget_view`) and the projections' dead letters.
     Every slot from the first (or after a resume point) is decided, in order, whether or not any row
     arrived for it."""
 
@@ -227,9 +228,11 @@ class PopulationOperator:
                 emitted.dead_letters.extend(replace(p, statistic=statistic.name).reject() for p in projections)
                 emitted.releases.append((t, release_record(outcome, self.config, self.rng.label, self.smoothers[k],
                                                            statistic)))
-            populations = [engine.population.live() for engine in self.budget.engines]
-            emitted.reports += [SlotReport.of(t, outcome.kind.value, outcome.threshold, *populations)
-                               for outcome in outcomes]
+            shares = self.budget.budget_view(t)  # the slot's utilisation record, the metric's numbers
+            emitted.audit.extend(self._take_lines())
+            classes = self.engine.population.live()
+            emitted.reports += [SlotReport.of(t, outcome.kind.value, outcome.threshold, classes, utilisation=shares)
+                                for outcome in outcomes]
         return Closed(emitted, rest, None if ended else slot + 1)
 
     def _marginals(self, present: dict[str, np.ndarray], k: int) -> dict[str, np.ndarray]:

@@ -13,12 +13,17 @@ declared.
 
 With one statistic (no `statistics:` key) this is one engine at share 1, whose records carry no
 name: the same bytes as before statistics existed.
+
+After every statistic has decided a slot, the spend log gets the slot's `utilisation` record (the
+budget in view, `budget_view`), one for all statistics, without a name: each class's spend summed
+over the statistics against its members' whole requirement, as the metric shows it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -27,9 +32,11 @@ from pwevent.jobs.common.config import Config, Statistic
 from pwevent.jobs.common.engine import Engine, Projection, SpendSink
 from pwevent.jobs.common.membership import Membership
 from pwevent.jobs.common.requirement_rules import RequirementAction
+from pwevent.jobs.common.service_metrics import utilisation_ppm, window_utilisation
 from pwevent.operators.noise import Randomness
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.population import UserRequirement
+from pwevent.state.spend_log import utilisation_record
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class SharedBudget:
 
     def __init__(self, config: Config, rng: Randomness, spend_sink: SpendSink | None = None) -> None:
         self.statistics = config.statistics
+        self._spend_sink = spend_sink
         self.engines = tuple(
             Engine(config.mechanism_spec(), statistic.domain.d, rng, config.caps.max_w,
                    self._sink(statistic, spend_sink), floor=config.caps.min_slot_epsilon,
@@ -99,4 +107,16 @@ class SharedBudget:
             outcome, projections = engine.step(slot, users, cells)
             named = tuple(replace(p, statistic=statistic.name) for p in projections)
             out.append(StatisticOutcome(statistic, outcome, named))
+        if self._spend_sink is not None:
+            self.budget_view(slot)
         return out
+
+    def budget_view(self, slot: int) -> dict[str, Fraction]:
+        """Once every statistic has decided `slot`: per window bucket, the share of the window budget
+        spent (`service_metrics.window_utilisation` over every statistic's live classes, what the
+        metric shows), written to the spend log as the slot's `utilisation` record."""
+        populations = [engine.population.live() for engine in self.engines]
+        shares = window_utilisation(populations[0], slot, *populations[1:])
+        if self._spend_sink is not None:
+            self._spend_sink(utilisation_record(slot, utilisation_ppm(shares)))
+        return shares

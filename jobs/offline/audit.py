@@ -34,6 +34,7 @@ the relative precision of docs/mechanisms.md section 9 (`state.requirements.exce
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections import defaultdict
@@ -88,6 +89,15 @@ FIELD_SINCE = {"domain": 2, "kept_share": 3}
 SMOOTHED_ROUNDING = 0.0005
 SMOOTHED_RTOL = 1e-9
 
+#: The budget in view (docs/formats.md, the spend log's `utilisation` record): the window buckets,
+#: name -> the smallest w in it, and the records' scale. Kept here on purpose (independence); a test
+#: compares them with jobs/common/service_metrics.py.
+WINDOW_BUCKETS = {"w1_9": 1, "w10_99": 10, "w100_999": 100, "w1000_up": 1000}
+PPM = 1_000_000
+#: Spends as integers in units of 2^-1074, the smallest positive float: every finite float is a whole
+#: number of them, so the auditor's window sums are exact (then rounded once, as `math.fsum` rounds).
+EXACT_UNIT = 1 << 1074
+
 AnyRequirement: TypeAlias = Requirement | DynamicRequirement
 #: Slots first..last (inclusive) that hold one requirement.
 Run: TypeAlias = tuple[int, int, AnyRequirement]
@@ -128,7 +138,7 @@ RULES = {
     "release_redrawn": "two different records of one slot on the release topic, read_uncommitted "
                        "(aborted ones included: jobs/offline/release_topic.py)",
     "bad_release": "a release whose kind is not publish, skip or nullify",
-    "no_release": "a spend line for a slot without a release",
+    "no_release": "a spend line or utilisation record for a slot without a release",
     "kind_mismatch": "a spend line whose kind differs from its slot's release",
     "calculation_without_dissimilarity": "calculation spend on a slot whose release ran no dissimilarity",
     "repeat_changed": "a skip or nullify release whose counts differ from the previous release's",
@@ -151,6 +161,10 @@ RULES = {
     "noise_label": "a release or spend line whose noise label the configuration does not allow (under noise: opendp "
                    "only the secure source's), or a spend line whose label is not its slot's release's",
     "label_mismatch": "a release whose mechanism, family, start, end, domain or version is not the configuration's",
+    "utilisation_mismatch": "a utilisation record whose value for a window bucket is not the one the spend lines and "
+                            "the requirements give (or that lacks a bucket, or names one that is none)",
+    "utilisation_duplicate": "two utilisation records for one slot",
+    "utilisation_missing": "a released slot without a utilisation record, from the log's first one on",
 }
 
 
@@ -498,6 +512,14 @@ class _Log:
     spend_lines: int
 
 
+@dataclass(frozen=True)
+class _View:
+    """A `utilisation` record: its slot and its values by window bucket, as they stand."""
+
+    slot: int
+    ppm: Mapping[str, Any]
+
+
 def _need(rec: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...] = int, minimum: int = 1) -> Any:
     """A field of a record, of the given type(s) and never a boolean, or AuditInputError. An integer
     field is a slot (slots start at 1) unless another `minimum` is given, and at most MAX_FIELD_INT."""
@@ -550,19 +572,34 @@ class _LogParts:
         return _Log(self.ledgers, tuple(self.members), dict(self.spends), self.lines)
 
 
-def _read_logs(records: Iterable[tuple[str, Any]]) -> dict[str | None, _LogParts]:
+def _read_logs(records: Iterable[tuple[str, Any]]) -> tuple[dict[str | None, _LogParts], list[_View]]:
     """The log of each statistic, by the name its lines carry (None: no name), in order of appearance,
-    with the findings of its lines alone."""
+    with the findings of its lines alone; and the `utilisation` records, which are about every
+    statistic."""
     parts: dict[str | None, _LogParts] = {}
+    views: list[_View] = []
     seen: dict[str, AnyRequirement] = {}
     for where, rec in records:
         if not isinstance(rec, dict):
             raise AuditInputError(f"{where}: not a JSON object")
+        if rec.get("record") == "utilisation":
+            views.append(_read_view(where, rec))
+            continue
         statistic = rec.get("statistic")
         if statistic is not None and not isinstance(statistic, str):
             raise AuditInputError(f"{where}: field 'statistic' must be a string")
         _read_record(where, rec, parts.setdefault(statistic, _LogParts()), seen)
-    return parts
+    return parts, views
+
+
+def _read_view(where: str, rec: dict[str, Any]) -> _View:
+    """A `utilisation` record; its values are judged by `_utilisation_checks`."""
+    if "statistic" in rec:
+        raise AuditInputError(f"{where}: a utilisation record is about every statistic and names none")
+    ppm = rec.get("ppm")
+    if not isinstance(ppm, dict):
+        raise AuditInputError(f"{where}: field 'ppm' is missing or mistyped ({ppm!r})")
+    return _View(_need(rec, "slot", where), ppm)
 
 
 def _read_record(where: str, rec: dict[str, Any], part: _LogParts, seen: dict[str, AnyRequirement]) -> None:
@@ -1274,7 +1311,7 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
     against its share of the declared requirement), then, with several statistics, every user's
     windows summed over all of them against the requirement it declared (docs/mechanisms.md,
     "Several statistics under one budget")."""
-    parts = _read_logs(records)
+    parts, views = _read_logs(records)
     names: list[str | None] = list(inputs.statistics) if inputs is not None else list(parts)
     names = names or [None]
     extra: list[Violation] = []
@@ -1302,13 +1339,19 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
     if inputs is not None and len(names) > 1:
         windows, more = _total_checks(inputs, [audited[name] for name in names])
         extra += more
-    return _combined(audited, extra, windows)
+    horizon = max(one.horizon for one in audited.values()) if inputs is not None else None
+    more, notes = _utilisation_checks(views, {name: one.log for name, one in audited.items()},
+                                      _whole_requirements(inputs, names), horizon)
+    return _combined(audited, extra + more, windows, notes)
 
 
-def _combined(audited: Mapping[str | None, _Audited], extra: list[Violation], windows: int) -> AuditReport:
-    """One report of the statistics' reports (the only one's, with one statistic and nothing more found)."""
+def _combined(audited: Mapping[str | None, _Audited], extra: list[Violation], windows: int,
+              notes: list[str]) -> AuditReport:
+    """One report of the statistics' reports (the only one's, with one statistic and nothing more found)
+    with the findings and notes across statistics."""
     if len(audited) == 1 and not extra and windows == 0:
-        return next(iter(audited.values())).report
+        report = next(iter(audited.values())).report
+        return replace(report, notes=(*report.notes, *notes))
     found = list(extra)
     members: dict[str, tuple[str, ...]] = {}
     users: set[str] = set()
@@ -1324,8 +1367,159 @@ def _combined(audited: Mapping[str | None, _Audited], extra: list[Violation], wi
     return AuditReport(sum(r.ledgers for r in reports), len(users) or max(r.users for r in reports),
                        sum(r.spend_lines for r in reports), sum(r.windows_checked for r in reports) + windows,
                        tuple(found), reports[0].skipped, members,
-                       tuple(note for r in reports for note in r.notes),
+                       (*(note for r in reports for note in r.notes), *notes),
                        tuple(sorted({user for r in reports for user in r.unverifiable})), reports[0].unusable)
+
+
+# ------------------------------------------------------------------------------- the budget in view
+
+#: Statistic -> how its lines' requirements read as their classes' whole requirements: None where the
+#: lines state them whole (share 1), else a table (a requirement at the share -> the whole one, None
+#: where two whole ones give it); None for all when the shares are unknown (a quick audit of several).
+WholeRequirements: TypeAlias = Mapping[str | None, Mapping[AnyRequirement, AnyRequirement | None] | None] | None
+
+
+def _whole_requirements(inputs: AuditInputs | None, names: list[str | None]) -> WholeRequirements:
+    """How to read each statistic's stated requirements as whole ones (`WholeRequirements`). A line of
+    a statistic at share s states its class's requirement at s (`Requirement.scaled`); the class's
+    whole requirement is then the one of those the input declares (and the default and the global
+    one) that gives it at s: taken from the requirements input, not from the log."""
+    if inputs is None:
+        return {None: None} if names == [None] else None
+    declared: set[AnyRequirement] = {requirement for updates in inputs.updates.values() for _, requirement in updates}
+    declared |= {r for r in (inputs.rules.default, inputs.rules.global_requirement) if r is not None}
+    out: dict[str | None, dict[AnyRequirement, AnyRequirement | None] | None] = {}
+    for name in names:
+        share = inputs.statistics[name].share if name in inputs.statistics else inputs.rules.share
+        if share == 1.0:
+            out[name] = None
+            continue
+        table: dict[AnyRequirement, AnyRequirement | None] = {}
+        for whole in sorted(declared, key=repr):
+            at_share = whole.scaled(share)
+            table[at_share] = whole if table.get(at_share, whole) == whole else None
+        out[name] = table
+    return out
+
+
+def _exact(amount: float) -> int:
+    """A spend (a finite float >= 0) as a whole number of `EXACT_UNIT`s."""
+    numerator, denominator = amount.as_integer_ratio()
+    return numerator * (EXACT_UNIT // denominator)
+
+
+def _ppm(spent: float, epsilon: float) -> int:
+    """round(10^6 spent / epsilon), the exact quotient rounded to the nearest integer, half to even."""
+    a, b = spent.as_integer_ratio()
+    c, d = epsilon.as_integer_ratio()
+    quotient, rest = divmod(PPM * a * d, b * c)
+    return quotient + (2 * rest > b * c or (2 * rest == b * c and quotient % 2 == 1))
+
+
+def _bucket(w: int) -> str:
+    return [name for name, lowest in WINDOW_BUCKETS.items() if w >= lowest][-1]
+
+
+@dataclass(frozen=True)
+class _Share:
+    """A class's share of its window budget at a slot, in millionths, and what it was computed from."""
+
+    ppm: int
+    ledger: str
+    window: Requirement
+
+    def __str__(self) -> str:
+        return f"ledger {self.ledger}, w={self.window.w}, epsilon {self.window.epsilon!r}"
+
+
+def _utilisation_checks(views: list[_View], logs: Mapping[str | None, _Log], whole: WholeRequirements,
+                        horizon: int | None) -> tuple[list[Violation], list[str]]:
+    """Every `utilisation` record recomputed from the spend lines (docs/formats.md): at its slot, for
+    every ledger with a spend line there (in any statistic), the spend of its window (w of its class's
+    whole requirement, the backward one if dynamic) summed exactly over every statistic's stitched
+    lines and rounded once to a float, over that requirement's epsilon, in millionths rounded half to
+    even; per window bucket the largest, 0 without a ledger. With `horizon` (the full audit), every
+    released slot from the first record on has one, and none is past the last release."""
+    found: list[Violation] = []
+    if not views:
+        spent = any(log.spends for log in logs.values())
+        return found, ["the spend log has no utilisation records (a log of a release before they were written): "
+                       "the budget in view was not checked"] if spent else []
+    if whole is None:
+        return found, ["utilisation records not checked: with several statistics the classes' whole requirements "
+                       "follow from the shares and the declared requirements (the full audit)"]
+    records: dict[int, _View] = {}
+    for view in sorted(views, key=lambda v: v.slot):
+        if view.slot in records:
+            found.append(Violation("utilisation_duplicate", view.slot, "two utilisation records for one slot"))
+        else:
+            records[view.slot] = view
+    expected: dict[int, dict[str, _Share]] = defaultdict(dict)
+    unchecked: dict[int, set[str]] = defaultdict(set)
+    for ledger in sorted({ledger for log in logs.values() for ledger in (*log.ledgers, *log.spends)}):
+        live: dict[int, tuple[str | None, AnyRequirement]] = {}
+        for name, log in logs.items():
+            for slot, line in log.spends.get(ledger, {}).items():
+                if slot in records:
+                    live.setdefault(slot, (name, line.requirement))
+        if not live:
+            continue
+        sums = [_prefix_sums(_stitch(ledger, log, [])) for log in logs.values()]
+        for slot, (name, stated) in sorted(live.items()):
+            table = whole.get(name)
+            requirement = stated if table is None else table.get(stated)
+            known = stated if requirement is None else requirement  # a share keeps w: the bucket is known
+            window = known.backward if isinstance(known, DynamicRequirement) else known
+            bucket = _bucket(window.w)
+            if requirement is None:
+                unchecked[slot].add(bucket)
+                continue
+            total = sum(_window_sum(slots, prefix, slot - window.w + 1, slot) for slots, prefix in sums)
+            share = _Share(_ppm(total / EXACT_UNIT, window.epsilon), ledger, window)
+            if bucket not in expected[slot] or share.ppm > expected[slot][bucket].ppm:
+                expected[slot][bucket] = share
+    for slot, view in records.items():
+        for bucket in sorted(set(view.ppm) - set(WINDOW_BUCKETS)):
+            found.append(Violation("utilisation_mismatch", slot, f"{bucket!r} is not a window bucket"))
+        for bucket in WINDOW_BUCKETS:
+            if bucket in unchecked.get(slot, ()):
+                continue
+            top = expected[slot].get(bucket)
+            want = top.ppm if top is not None else 0
+            said = view.ppm.get(bucket)
+            if type(said) is not int or said != want:  # a bool, a float, text or missing: not the integer
+                why = f"({top})" if top is not None else "(no ledger of the bucket has members)"
+                said_text = f"{said!r} ppm" if bucket in view.ppm else "nothing"
+                found.append(Violation("utilisation_mismatch", slot, f"bucket {bucket}: the record says {said_text}, "
+                                       f"the spend lines give {want} ppm {why}"))
+    notes = []
+    if unchecked:
+        pairs = sum(len(buckets) for buckets in unchecked.values())
+        notes.append(f"utilisation not checked for {pairs} (slot, bucket) pairs from slot {min(unchecked)} on: a "
+                     "ledger's requirement at its statistic's share is none the requirements input declares "
+                     "(erased users)")
+    if horizon is not None:
+        for slot in sorted(slot for slot in records if slot > horizon):
+            found.append(Violation("no_release", slot, "a utilisation record for a slot without a release"))
+        missing = [slot for slot in range(min(records), horizon + 1) if slot not in records]
+        for first, last in _spans(missing):
+            found.append(Violation("utilisation_missing", first, f"slots {first}..{last}: no utilisation record"))
+    return found, notes
+
+
+def _prefix_sums(lines: Mapping[int, _Spend]) -> tuple[list[int], list[int]]:
+    """A ledger's lines as their slots, ascending, and the exact sums (`_exact`) of spend1 + spend2 of
+    the lines before each index."""
+    slots = sorted(lines)
+    prefix = [0]
+    for slot in slots:
+        prefix.append(prefix[-1] + _exact(lines[slot].spend1) + _exact(lines[slot].spend2))
+    return slots, prefix
+
+
+def _window_sum(slots: list[int], prefix: list[int], first: int, last: int) -> int:
+    """The exact spend of slots first..last (`_prefix_sums`)."""
+    return prefix[bisect.bisect_right(slots, last)] - prefix[bisect.bisect_left(slots, first)]
 
 
 def _total_checks(inputs: AuditInputs, audited: list[_Audited]) -> tuple[int, list[Violation]]:

@@ -132,7 +132,8 @@ class TopicAudit:
 
 
 def last_spend_slot(spend_log: str) -> int:
-    """The last slot a spend log's spend lines reach (0: none)."""
+    """The last slot a spend log's spend lines or utilisation records reach (0: none): each is written
+    in the transaction of its slot's release, and a slot without any user has only the latter."""
     last = 0
     with open(spend_log, encoding="utf-8") as lines:
         for line in lines:
@@ -140,7 +141,8 @@ def last_spend_slot(spend_log: str) -> int:
                 record = json.loads(line)
             except ValueError:
                 continue  # the audit itself reports an unreadable line
-            if isinstance(record, dict) and record.get("record") == "spend" and isinstance(record.get("slot"), int):
+            if isinstance(record, dict) and record.get("record") in ("spend", "utilisation") \
+                    and isinstance(record.get("slot"), int):
                 last = max(last, record["slot"])
     return last
 
@@ -156,7 +158,7 @@ def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | N
                         erased: frozenset[str] = frozenset(),
                         release: ReleaseSettings | None = None) -> TopicAudit:
     """Every slot's records read_uncommitted once or identical; with `spend_log`, the audit of the
-    log (the full audit, against the committed releases up to the log's last spend slot, with
+    log (the full audit, against the committed releases up to the log's last slot, `last_spend_slot`, with
     `requirements` too: the topic is read after the log, and a running job releases meanwhile;
     `erased`: the erased users, jobs/offline/audit.py)."""
     read = read or read_release_topic(kafka, release or ReleaseSettings(), config)

@@ -268,7 +268,7 @@ def shared_ledger(run: Run) -> Run:
     moved = sum(1 for m in members if m["ledger"] == victim["ledger"])
     log = []
     for r in copy.deepcopy(list(run.log)):
-        if r["ledger"] == victim["ledger"] and r["record"] != "member":
+        if r.get("ledger") == victim["ledger"] and r["record"] != "member":
             continue
         if r["record"] == "member" and r["ledger"] == victim["ledger"]:
             r["ledger"] = target["ledger"]
@@ -549,6 +549,58 @@ def interval_without_post_processing(run: Run) -> Run:
     return _releases(run, run.releases[3]["slot"], lambda r: r.update(interval=[[0.0, 1.0] for _ in r["counts"]]))
 
 
+def _middle_view(run: Run) -> Record:
+    """A utilisation record in the middle of the run with a bucket above 0."""
+    views = [r for r in run.log if r["record"] == "utilisation" and any(r["ppm"].values())]
+    return views[len(views) // 2]
+
+
+def _view_edit(run: Run, change: Callable[[Record], None]) -> Run:
+    slot = _middle_view(run)["slot"]
+    return _edit(run, lambda r: r["record"] == "utilisation" and r["slot"] == slot, change)
+
+
+def utilisation_one_ppm_up(run: Run) -> Run:
+    """The smallest change a utilisation record can show: one bucket one millionth more."""
+    bucket = next(b for b, v in _middle_view(run)["ppm"].items() if v)
+    return _view_edit(run, lambda r: r["ppm"].update({bucket: r["ppm"][bucket] + 1}))
+
+
+def utilisation_empty_bucket_filled(run: Run) -> Run:
+    """A bucket without any class said to be in use."""
+    bucket = next(b for b, v in _middle_view(run)["ppm"].items() if not v)
+    return _view_edit(run, lambda r: r["ppm"].update({bucket: 1}))
+
+
+def utilisation_bucket_dropped(run: Run) -> Run:
+    bucket = next(b for b, v in _middle_view(run)["ppm"].items() if v)
+    return _view_edit(run, lambda r: r["ppm"].pop(bucket))
+
+
+def utilisation_as_a_fraction(run: Run) -> Run:
+    """The share itself instead of millionths."""
+    bucket = next(b for b, v in _middle_view(run)["ppm"].items() if v)
+    return _view_edit(run, lambda r: r["ppm"].update({bucket: r["ppm"][bucket] / 1e6}))
+
+
+def utilisation_duplicated(run: Run) -> Run:
+    log = list(run.log)
+    at = _index(run, lambda r: r is _middle_view(run))
+    log.insert(at + 1, copy.deepcopy(log[at]))
+    return _log(run, log)
+
+
+def utilisation_dropped(run: Run) -> Run:
+    slot = _middle_view(run)["slot"]
+    return _log(run, [r for r in run.log if not (r["record"] == "utilisation" and r["slot"] == slot)])
+
+
+def utilisation_after_last_release(run: Run) -> Run:
+    last = max(r["slot"] for r in run.releases)
+    view = next(r for r in run.log if r["record"] == "utilisation" and r["slot"] == last)
+    return _log(run, [*run.log, {**copy.deepcopy(view), "slot": last + 1}])
+
+
 def _by_family(personalized: str, baseline: str) -> Callable[[str], str]:
     return lambda name: personalized if REGISTRY.get(name).personalized else baseline
 
@@ -617,6 +669,14 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "run_without_versions": (run_without_versions, "schema_fields_mismatch"),
     "smoothed_without_post_processing": (smoothed_without_post_processing, "smoothed_mismatch"),
     "interval_without_post_processing": (interval_without_post_processing, "interval_mismatch"),
+    # the budget in view (docs/formats.md, the spend log's utilisation record)
+    "utilisation_one_ppm_up": (utilisation_one_ppm_up, "utilisation_mismatch"),
+    "utilisation_empty_bucket_filled": (utilisation_empty_bucket_filled, "utilisation_mismatch"),
+    "utilisation_bucket_dropped": (utilisation_bucket_dropped, "utilisation_mismatch"),
+    "utilisation_as_a_fraction": (utilisation_as_a_fraction, "utilisation_mismatch"),
+    "utilisation_duplicated": (utilisation_duplicated, "utilisation_duplicate"),
+    "utilisation_dropped": (utilisation_dropped, "utilisation_missing"),
+    "utilisation_after_last_release": (utilisation_after_last_release, "no_release"),
 }
 
 

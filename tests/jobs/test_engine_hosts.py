@@ -14,6 +14,7 @@ from pwevent.jobs.common.membership import Membership, UserState
 from pwevent.jobs.common.population_operator import PopulationOperator, SlotChanges, SlotCount
 from pwevent.jobs.common.release import release_record
 from pwevent.jobs.common.requirement_rules import RequirementRules
+from pwevent.jobs.common.shared_budget import SharedBudget
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY, mechanism
 from pwevent.state.requirements import DynamicRequirement, Requirement
@@ -56,11 +57,11 @@ def config(name: str) -> Config:
 def test_the_job_path_equals_the_replay_path(name: str) -> None:
     """The job's Population (`PopulationOperator`: Membership's changes and counts per (class, cell),
     each slot's rows handed over in reverse order) against the replay's per-user path of the same
-    Engine: the same releases, field by field, and the same spend log."""
+    Engine (in the replay's `SharedBudget`, which adds each slot's utilisation record): the same
+    releases, field by field, and the same spend log."""
     cfg = config(name)
     replay_log: list[dict] = []
-    replay = Engine(cfg.mechanism_spec(), D, NumpyRandomness(5), 20, replay_log.append,
-                    floor=cfg.caps.min_slot_epsilon)
+    replay = SharedBudget(cfg, NumpyRandomness(5), replay_log.append)
     job = PopulationOperator(cfg, NumpyRandomness(5))
     smoother = cfg.smoother()
     membership = Membership(RequirementRules(cfg.mechanism_spec(), 20))
@@ -79,7 +80,7 @@ def test_the_job_path_equals_the_replay_path(name: str) -> None:
         users_in = np.array([u for u in users if replay.index_of(f"u{u}") is not None], dtype=np.int64)
         cells = np.array([values[list(users).index(u)] for u in users_in], dtype=np.int64)
         dense = np.array([replay.index_of(f"u{u}") for u in users_in], dtype=np.int64)
-        want, _ = replay.step(slot, dense, cells)
+        want = replay.step(slot, dense, [cells])[0].outcome
         counts: dict[tuple[str, int], int] = {}
         for user, cell in zip(users_in, cells, strict=True):
             key = (str(states[int(user)].class_id), int(cell))
@@ -92,6 +93,7 @@ def test_the_job_path_equals_the_replay_path(name: str) -> None:
         assert closed.emitted.releases == [(slot, release_record(want, cfg, job.rng.label, smoother))], \
             f"slot {slot}"
     assert sorted(map(str, job_log)) == sorted(map(str, replay_log))
+    assert [r["slot"] for r in job_log if r["record"] == "utilisation"] == list(range(1, SLOTS + 1))
 
 
 def test_a_restored_snapshot_continues_like_the_uninterrupted_engine() -> None:
