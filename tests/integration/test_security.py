@@ -315,13 +315,15 @@ def test_the_job_runs_with_signed_tokens_of_the_client_credentials_grant_and_oth
     OAuthBearerValidatorCallbackHandler with the JWKS of a local identity provider, RS256, audience
     and issuer checked): the job's Java clients get their tokens by the client-credentials grant
     (Kafka's OAuthBearerLoginCallbackHandler, relocated), the Python tools by the same grant (the
-    job's start-up check, `pwevent produce`'s sender, the release reader, `pwevent tail`); releases
+    job's start-up check, `pwevent produce`'s sender, the release reader, `pwevent tail`), all with
+    SASL extensions as Confluent Cloud wants them (the broker accepts any; it checks the token); releases
     and the spend log equal the replay's, and the client secret (from a file) is in no log. Refused
     by the broker: a client without SASL, an unsigned token, a token signed by another key, an
     expired one; a wrong secret gets no token from the provider, so no connection either."""
     broker = jwks_broker
-    job = _run_job(broker, tmp_path, _client_credentials(broker, "pwevent-job"),
-                   _client_credentials(broker, "admin"))
+    job_security = _client_credentials(broker, "pwevent-job")
+    job_security["oauth"]["extensions"] = {"logicalCluster": "lkc-local1", "identityPoolId": "pool-Test9"}
+    job = _run_job(broker, tmp_path, job_security, _client_credentials(broker, "admin"))
     shown = subprocess.run([*PWEVENT, "tail", "--config", str(job.config_path), "--max-slots", "3",
                             "--timeout", "60"], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
