@@ -164,6 +164,18 @@ client_certificates() {
   rm -f "$ca_key"
 }
 
+# The SASL_SSL listener with OAUTHBEARER on `port` and the controller on `cport` (the oauth modes).
+oauthbearer_listener() {
+  cat <<PROPS
+listeners=SASL_SSL://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2
+advertised.listeners=SASL_SSL://127.0.0.1:$1
+inter.broker.listener.name=SASL_SSL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=OAUTHBEARER
+sasl.mechanism.inter.broker.protocol=OAUTHBEARER
+PROPS
+}
+
 # The broker's client listener: PLAINTEXT, or per --secure mode SASL_SSL with SCRAM-SHA-512 (also
 # between the broker and itself, as admin) and the StandardAuthorizer (scram), SSL requiring client
 # certificates (mtls), SASL_SSL with OAUTHBEARER and the unsecured validator (oauth), SASL_SSL with
@@ -220,26 +232,15 @@ ssl.client.auth=required
 ssl.principal.mapping.rules=RULE:^CN=([^,]+)\$/\$1/,DEFAULT
 PROPS
     ;;
-    oauth) cat <<PROPS
-listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=SASL_SSL://127.0.0.1:$port
-inter.broker.listener.name=SASL_SSL
-listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
-sasl.enabled.mechanisms=OAUTHBEARER
-sasl.mechanism.inter.broker.protocol=OAUTHBEARER
+    oauth) oauthbearer_listener "$port" "$cport"; cat <<PROPS
 listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
 ssl.client.auth=none
 PROPS
     ;;
     oauth-jwks)
       local base; base="$(cat "$IDP/endpoint")"
+      oauthbearer_listener "$port" "$cport"
       cat <<PROPS
-listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=SASL_SSL://127.0.0.1:$port
-inter.broker.listener.name=SASL_SSL
-listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
-sasl.enabled.mechanisms=OAUTHBEARER
-sasl.mechanism.inter.broker.protocol=OAUTHBEARER
 listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="admin" clientSecret="$admin";
 listener.name.sasl_ssl.oauthbearer.sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler
 listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler

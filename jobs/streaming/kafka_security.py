@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -109,13 +110,23 @@ _OWN_JAAS_PREFIXES = ("extension_", "unsecuredLogin")
 def _passed_properties(raw: Any, info: ValidationInfo) -> dict[str, Secret]:
     """`kafka.security.properties`: `sasl.*` / `ssl.*` Java client property names to values, each
     held as a secret (written as text, `${ENV_VAR}` or `{file: PATH}`)."""
-    raw = {} if raw is None else raw
-    if not isinstance(raw, dict):
-        raise ValueError("must be a mapping of sasl.* / ssl.* Java client property names to values")
-    out: dict[str, Secret] = {}
-    for key, value in raw.items():
+    def check(key: Any) -> None:
         if not isinstance(key, str) or not key.startswith(PASSED_PROPERTY_PREFIXES):
             raise ValueError(f"{key!r}: only sasl.* and ssl.* properties pass through (the others: kafka.properties)")
+
+    return _secrets_by_name(raw, info, "sasl.* / ssl.* Java client property names", check)
+
+
+def _secrets_by_name(raw: Any, info: ValidationInfo, names: str, check: Callable[[Any], None]) -> dict[str, Secret]:
+    """A mapping of `names` (each passed to `check`, which raises ValueError for a name it refuses)
+    to values held as secrets: text, a number or a boolean (as Java reads it), `${ENV_VAR}` or
+    `{file: PATH}`; an error names the key."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ValueError(f"must be a mapping of {names} to values")
+    out: dict[str, Secret] = {}
+    for key, value in raw.items():
+        check(key)
         if isinstance(value, (bool, int, float)):
             value = str(value).lower() if isinstance(value, bool) else str(value)
         try:
@@ -134,25 +145,14 @@ PassedProperties = Annotated[dict[str, Secret], PlainValidator(
 def _jaas_options(raw: Any, info: ValidationInfo) -> dict[str, Secret]:
     """`kafka.security.oauth.login_callback_handler.options`: JAAS option names to values, each held
     as a secret (text, `${ENV_VAR}` or `{file: PATH}`); not the options the section writes itself."""
-    raw = {} if raw is None else raw
-    if not isinstance(raw, dict):
-        raise ValueError("must be a mapping of JAAS option names to values")
-    out: dict[str, Secret] = {}
-    for key, value in raw.items():
+    def check(key: Any) -> None:
         if not isinstance(key, str) or not _JAAS_OPTION.fullmatch(key):
             raise ValueError(f"{key!r} is not a JAAS option name (a letter, then letters, digits, '_', '.', '-')")
         if key in _OWN_JAAS_OPTIONS or key.startswith(_OWN_JAAS_PREFIXES):
             raise ValueError(f"{key} is written by kafka.security.oauth itself (client_id, client_secret, scope, "
                              "extensions); set it there")
-        if isinstance(value, (bool, int, float)):
-            value = str(value).lower() if isinstance(value, bool) else str(value)
-        try:
-            secret = secret_value(value, info)
-        except ValueError as err:
-            raise ValueError(f"{key}: {err}") from None
-        assert secret is not None
-        out[key] = secret
-    return out
+
+    return _secrets_by_name(raw, info, "JAAS option names", check)
 
 
 JaasOptions = Annotated[dict[str, Secret], PlainValidator(
