@@ -92,6 +92,7 @@ echo "== 6/6 committed releases (read_committed), live, each 3 s after its slot'
 echo "== full audit: every user's windows against the requirements it declared, every ledger against the releases"
 "$PY" - "$CONFIG" <<'PYEOF'
 import sys
+from collections import Counter
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.streaming.settings import stream_settings
@@ -106,5 +107,7 @@ decided = max((r["slot"] for r in releases), default=0)
 requirements = [(f"{m.topic}:{m.partition}:{m.offset}", m.value.decode("utf-8", "replace")) for m in read("requirements", 1)]
 dead = read("dead_letters", 1)
 inputs = AuditInputs.build(requirements, releases, config)
-print(audit_records([r for r in records if r.get("slot", 0) <= decided], inputs).render(), f"; dead letters: {len(dead)}")
+reasons = ", ".join(f"{reason} {n}" for reason, n in Counter(m.json().get("reason") for m in dead).most_common())
+print(audit_records([r for r in records if r.get("slot", 0) <= decided], inputs).render(),
+      f"; dead letters: {len(dead)}" + (f" ({reasons})" if dead else ""))
 PYEOF
