@@ -311,3 +311,15 @@ def test_sums_that_naive_addition_gets_wrong_are_exact() -> None:
     for spends in ([1.0, 1e-16, 1e-16], [0.1] * 10, [1e-14] * 1000 + [1.0], [3.0, 5e-324, 2.0**-60]):
         exact = sum(audit._exact(x) for x in spends) / audit.EXACT_UNIT
         assert exact == math.fsum(spends) == float(sum(map(Fraction, spends)))
+
+
+def test_a_worked_vector_under_uniform() -> None:
+    """Uniform at its global requirement (w 8, E 1.0) spends E / w = 0.125 of every member's budget each
+    slot: the w1_9 bucket reads 125,000 ppm after slot 1, t x 125,000 after slot t, and the whole
+    budget, 1,000,000, from slot 8 on, when the window is full; the other buckets 0. Before anybody
+    registers (slots 1-2) every bucket is 0."""
+    _, log, _ = drive(config("Uniform"), {3: [("u0", Requirement(8, 1.0)), ("u1", Requirement(8, 1.0))]}, slots=14)
+    got = [r["ppm"] for r in views(log)]
+    expected_w1_9 = [0, 0] + [min(t, 8) * 125_000 for t in range(1, 13)]
+    assert [ppm["w1_9"] for ppm in got] == expected_w1_9
+    assert all(ppm["w10_99"] == ppm["w100_999"] == ppm["w1000_up"] == 0 for ppm in got)
