@@ -102,14 +102,23 @@ def parent_first_patterns(security: KafkaSecurity) -> str | None:
     return {"OAUTHBEARER": OAUTHBEARER_PARENT_FIRST, "AWS_MSK_IAM": MSK_IAM_PARENT_FIRST}.get(security.sasl_mechanism)
 
 
+def prebuilt_jar(variable: str) -> Path | None:
+    """The jar the environment variable `variable` names (None when it is unset or empty); JarError
+    naming the variable when there is no such file."""
+    named = os.environ.get(variable)
+    if not named:
+        return None
+    if not Path(named).is_file():
+        raise JarError(f"${variable}: no file {named}")
+    return Path(named)
+
+
 def msk_iam_jar() -> Path:
     """aws-msk-iam-auth relocated into the connector's namespace: $PWEVENT_MSK_IAM_JAR (a built one),
     else built in a checkout by deploy/local/build-msk-iam.sh (cached)."""
-    prebuilt = os.environ.get("PWEVENT_MSK_IAM_JAR")
-    if prebuilt:
-        if not Path(prebuilt).is_file():
-            raise JarError(f"$PWEVENT_MSK_IAM_JAR: no file {prebuilt}")
-        return Path(prebuilt)
+    prebuilt = prebuilt_jar("PWEVENT_MSK_IAM_JAR")
+    if prebuilt is not None:
+        return prebuilt
     repo = checkout()
     if repo is None:
         raise JarError(f"sasl_mechanism AWS_MSK_IAM needs {AWS_MSK_IAM.artifact} {AWS_MSK_IAM.version} relocated into "
@@ -147,11 +156,9 @@ def jvm_jar() -> Path:
     """The job's JVM classes: the prebuilt jar named by $PWEVENT_JVM_JAR (the container image,
     deploy/kubernetes/Dockerfile), else compiled from a checkout's sources (cached by their digest),
     else the jar the wheel carries."""
-    prebuilt = os.environ.get("PWEVENT_JVM_JAR")
-    if prebuilt:
-        if not Path(prebuilt).is_file():
-            raise JarError(f"$PWEVENT_JVM_JAR: no file {prebuilt}")
-        return Path(prebuilt)
+    prebuilt = prebuilt_jar("PWEVENT_JVM_JAR")
+    if prebuilt is not None:
+        return prebuilt
     repo = checkout()
     if repo is not None:
         built = subprocess.run([str(repo / "deploy" / "local" / "build-jvm.sh")], check=True, capture_output=True,

@@ -19,6 +19,7 @@ from pwevent.jobs.streaming.jars import (
     JarError,
     MavenJar,
     download,
+    prebuilt_jar,
     security_jars,
 )
 from pwevent.jobs.streaming.kafka_security import KafkaSecurity, OAuth, Secret
@@ -99,3 +100,20 @@ def test_only_oauthbearer_adds_jars_and_they_come_pinned_from_the_repository(
     oauth = KafkaSecurity(protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER", oauth=OAuth(unsecured_subject="u"))
     assert [jar.name for jar in security_jars(oauth)] == [jar.file_name for jar in OAUTHBEARER_JARS]
     assert all((tmp_path / "cache" / "flink" / jar.file_name).is_file() for jar in OAUTHBEARER_JARS)
+
+
+def test_a_prebuilt_jar_named_by_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """$PWEVENT_JVM_JAR and $PWEVENT_MSK_IAM_JAR: unset or empty is no jar, a missing file an error
+    naming the variable, a file that jar."""
+    for variable in ("PWEVENT_JVM_JAR", "PWEVENT_MSK_IAM_JAR"):
+        monkeypatch.delenv(variable, raising=False)
+        assert prebuilt_jar(variable) is None
+        monkeypatch.setenv(variable, "")
+        assert prebuilt_jar(variable) is None
+        monkeypatch.setenv(variable, str(tmp_path / "absent.jar"))
+        with pytest.raises(JarError, match=rf"\${variable}: no file .*absent\.jar"):
+            prebuilt_jar(variable)
+        jar = tmp_path / "built.jar"
+        jar.write_bytes(b"PK")
+        monkeypatch.setenv(variable, str(jar))
+        assert prebuilt_jar(variable) == jar
