@@ -79,6 +79,12 @@ done
 [[ -f "$RUN/ready" ]] || { echo "demo: job not running after 120 s" >&2; exit 1; }
 sleep 3
 echo "job $(cat "$RUN/ready") running"
+if (( $(date +%s) > ORIGIN_S )); then
+  # Every slot is released on the clock, release_delay after its end: events of a slot that the
+  # producer sends later than that are late (dead letters), as in production.
+  echo "demo: the job took longer than --lead $LEAD s to start: slot 1 began $(( $(date +%s) - ORIGIN_S )) s ago," \
+       "so the first slots' events will be late (dead letters); rerun with a longer --lead" >&2
+fi
 
 while (( $(date +%s) < ORIGIN_S )); do sleep 0.2; done
 echo "== 5/6 producer: $USERS users, $SLOTS slots, one slot per $PACE (log: $RUN/produce.log)"
@@ -94,6 +100,7 @@ echo "== full audit: every user's windows against the requirements it declared, 
 import sys
 from collections import Counter
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
+from pwevent.jobs.offline.release_topic import last_logged_slot
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.streaming.settings import stream_settings
 from pwevent.jobs.streaming.kafka_io import read_topic
@@ -101,13 +108,14 @@ from pwevent.jobs.streaming.kafka_io import read_topic
 config = load_config(sys.argv[1])
 kafka = stream_settings(config).kafka
 read = lambda role, idle: read_topic(kafka, kafka.topics[role], idle_s=idle)  # noqa: E731
+# the log first: the job goes on releasing on the clock, and each slot's lines and release commit together
 records = [m.json() for m in read("audit", 2)]
-releases = [m.json() for m in read("releases", 1)]
-decided = max((r["slot"] for r in releases), default=0)
-requirements = [(f"{m.topic}:{m.partition}:{m.offset}", m.value.decode("utf-8", "replace")) for m in read("requirements", 1)]
+decided = last_logged_slot(records)
+releases = [r for r in (m.json() for m in read("releases", 1)) if r["slot"] <= decided]
+requirements = [(f"{m.topic}:{m.partition}:{m.offset}", m.value) for m in read("requirements", 1)]
 dead = read("dead_letters", 1)
-inputs = AuditInputs.build(requirements, releases, config)
+inputs = AuditInputs.build(requirements, releases, config, dead_letters=[m.json() for m in dead])
 reasons = ", ".join(f"{reason} {n}" for reason, n in Counter(m.json().get("reason") for m in dead).most_common())
-print(audit_records([r for r in records if r.get("slot", 0) <= decided], inputs).render(),
+print(audit_records(records, inputs).render(),
       f"; dead letters: {len(dead)}" + (f" ({reasons})" if dead else ""))
 PYEOF

@@ -105,9 +105,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         erased = erased_users(args.erased)
         if settings and read is not None:
             report: AuditReport | TopicAudit = audit_release_topic(settings[1].kafka, settings[0], args.spend_log,
-                                                                   args.requirements, read, erased)
+                                                                   args.requirements, read, erased,
+                                                                   dead_letters=args.dead_letters)
         else:
-            report = audit_file(args.spend_log, args.requirements, args.releases, config, erased=erased)
+            report = audit_file(args.spend_log, args.requirements, args.releases, config, erased=erased,
+                                dead_letters=args.dead_letters)
     except AuditInputError as err:
         print(f"pwevent audit: cannot audit: {err}", file=sys.stderr)
         return 2
@@ -289,6 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="users erased from the requirements input, one id per line as the spend log names "
                        "them (pseudonyms under pseudonymise:): reported UNVERIFIABLE, not unregistered_member "
                        "(docs/operations.md, 'Retention and erasure')")
+    audit.add_argument("--dead-letters", metavar="FILE",
+                       help="the run's dead letters (JSON lines; a dump of the dead-letter topic taken before the "
+                       "releases are read): each requirement record the job refused as late declares nothing, as "
+                       "in the job, and its slot must have been decided; full audit only (docs/operations.md, "
+                       "'Audit what analysts read')")
     audit.set_defaults(func=cmd_audit)
 
     pseudonym = sub.add_parser(

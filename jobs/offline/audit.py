@@ -28,6 +28,15 @@ registration slot and (with a default requirement) its default registration cann
 the ledger's requirement, members, population) still covers it. A user not named there keeps every
 rule; a named user whose records are still in the input is audited in full.
 
+Requirement records the streaming job refused as `late` (their slot had been decided when it read
+them; docs/streaming.md, "Time"): with `dead_letters` (`pwevent audit --dead-letters FILE`, a dump of
+the dead-letter topic), each `late` dead letter of a requirement record takes one record of the input
+with the same bytes (the last one: a copy read later) out of the declarations, as the job never
+applied it; the audit checks that its slot was decided (it is not after the last release) and
+lists the refusals in a note. Without
+them such a record is a declaration the job did not honour (`missing_member`). What the auditor cannot
+check is when the job read the record.
+
 Every finding is a `Violation` with a `rule` name (the `RULES` below). Window sums are compared with
 the relative precision of docs/mechanisms.md section 9 (`state.requirements.exceeds`).
 """
@@ -35,9 +44,10 @@ the relative precision of docs/mechanisms.md section 9 (`state.requirements.exce
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, TypeVar
@@ -46,10 +56,10 @@ import numpy as np
 
 from pwevent.jobs.common.avro_format import input_values
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, InputFormat, RequirementFields, Statistic
-from pwevent.jobs.common.kafka_record import KafkaRecord
+from pwevent.jobs.common.kafka_record import KafkaRecord, kept_value
 from pwevent.jobs.common.pseudonyms import Pseudonyms
-from pwevent.jobs.common.reasons import Rejected
-from pwevent.jobs.common.records import parse_requirement_update
+from pwevent.jobs.common.reasons import Reason, Rejected
+from pwevent.jobs.common.records import as_bytes, parse_requirement_update
 from pwevent.jobs.common.slots import SlotClock, iso
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.state.errors import InvalidRequirementError
@@ -131,6 +141,10 @@ RULES = {
     "user_total_fixed_window": "w consecutive slots of a user, summed over all statistics, over the user's declared E",
     "user_total_backward_window": "a user's backward window, summed over all statistics, over the declared EB",
     "user_total_forward_window": "a user's forward window, summed over all statistics, over the EF declared at tau",
+    "late_refusal_of_an_undecided_slot": "a requirement record refused as late whose slot comes after the last "
+                                         "release (never decided, so nothing was decided before it came)",
+    "late_refusal_unmatched": "a late dead letter of a requirement record that names no valid record of the "
+                              "requirements input (its bytes)",
     "unknown_statistic": "a spend line or release of a statistic the configuration does not list (or without the "
                          "name of one when it lists several), or a listed statistic without releases",
     "release_missing": "a slot between 1 and the last release without a release",
@@ -368,11 +382,13 @@ class AuditInputs:
     erased: frozenset[str] = frozenset()
     statistics: Mapping[str | None, InputRules] = field(default_factory=dict)
     records: int = 0  # requirement records read
+    refused_late: tuple[RefusedLate, ...] = ()
+    unmatched_late: int = 0  # late dead letters of requirement records without their record in the input
 
     @property
     def unusable(self) -> tuple[str, ...]:
         """The requirements input, when it held records and none was a valid requirement record."""
-        if self.records and not self.updates:
+        if self.records and not self.updates and not self.refused_late:
             return (f"requirements: none of the {self.records} records is a valid requirement record",)
         return ()
 
@@ -381,21 +397,19 @@ class AuditInputs:
         cls, requirement_lines: Iterable[tuple[str, str | bytes | KafkaRecord]], releases: Iterable[Any],
         config: Config,
         erased: frozenset[str] = frozenset(),
+        dead_letters: Iterable[Any] = (),
     ) -> AuditInputs:
-        """From the raw requirement records (position, text), the release records, the run's configuration
-        and the erased users (as the log names them: pseudonyms under `pseudonymise`). `statistics`:
+        """From the raw requirement records (position, text), the release records, the run's configuration,
+        the erased users (as the log names them: pseudonyms under `pseudonymise`) and the run's dead
+        letters (only the `late` ones of requirement records are read: module docstring). `statistics`:
         the rules of each statistic by its name (None: the configuration's one unnamed statistic);
         `rules` are the first's."""
         statistics = {statistic.name: InputRules.from_config(config, statistic) for statistic in config.statistics}
         rules = next(iter(statistics.values()))
-        read = [0]
-
-        def counted() -> Iterator[tuple[str, str | bytes | KafkaRecord]]:
-            for line in requirement_lines:
-                read[0] += 1
-                yield line
-        updates = valid_updates(counted(), rules)
-        return cls(updates, tuple(releases), rules, erased, statistics, read[0])
+        lines = list(requirement_lines)
+        kept, refused, unmatched = _without_late_refusals(lines, late_refusals(dead_letters), rules)
+        return cls(valid_updates(kept, rules), tuple(releases), rules, erased, statistics, len(lines), refused,
+                   unmatched)
 
     def of_statistic(self, name: str | None) -> AuditInputs:
         """These inputs for one statistic: its rules, its releases."""
@@ -453,6 +467,76 @@ def valid_updates(lines: Iterable[tuple[str, str | bytes | KafkaRecord]], rules:
             early[user] = 1
         updates[user].append((slot, requirement))
     return {user: tuple(items) for user, items in updates.items()}
+
+
+@dataclass(frozen=True)
+class RefusedLate:
+    """A requirement record the job refused as `late`: where the input holds it, its user and slot."""
+
+    position: str
+    user: str
+    slot: int
+
+
+def late_refusals(dead_letters: Iterable[Any]) -> Counter[str]:
+    """The SHA-256 of the bytes of every requirement record a dead letter says the job refused as
+    `late`, with how many times it did (docs/formats.md, "Reject / dead letter")."""
+    return Counter(letter["original_sha256"] for letter in dead_letters
+                   if isinstance(letter, dict) and letter.get("source") == "requirements"
+                   and letter.get("reason") == Reason.LATE.value and isinstance(letter.get("original_sha256"), str))
+
+
+def _without_late_refusals(
+    lines: list[tuple[str, str | bytes | KafkaRecord]], refused: Counter[str], rules: InputRules,
+) -> tuple[list[tuple[str, str | bytes | KafkaRecord]], tuple[RefusedLate, ...], int]:
+    """`lines` without the records the job refused as late (for each digest, that many of the valid
+    records with those bytes, the last ones), the refused records, and how many refusals name no
+    valid record of the input."""
+    if not refused:
+        return lines, (), 0
+    digests = [hashlib.sha256(kept_value(as_bytes(value) if isinstance(value, str) else value)).hexdigest()
+               for _, value in lines]
+    valid: dict[int, tuple[str, int]] = {}
+    for index, (_, value) in enumerate(lines):
+        if digests[index] in refused:
+            try:
+                update = parse_requirement_update(value, rules.fields, rules.caps, rules.max_record_bytes,
+                                                  rules.pseudonyms)
+            except Rejected:
+                continue
+            if rules.valid(update.requirement):
+                valid[index] = (update.user, rules.clock.in_force_from(update.time_ms))
+    left = Counter(refused)
+    dropped: list[int] = []
+    for index in sorted(valid, reverse=True):
+        if left[digests[index]] > 0:
+            left[digests[index]] -= 1
+            dropped.append(index)
+    out = set(dropped)
+    kept = [line for index, line in enumerate(lines) if index not in out]
+    refusals = tuple(RefusedLate(lines[index][0], *valid[index]) for index in sorted(dropped))
+    return kept, refusals, sum(left.values())
+
+
+def _late_refusal_checks(inputs: AuditInputs) -> tuple[list[Violation], list[str]]:
+    """Each record refused as late against the releases (its slot must be decided: one after the last
+    release cannot have been decided before the record came), and the note that lists them."""
+    decided = max((rec["slot"] for rec in inputs.releases
+                   if isinstance(rec, dict) and isinstance(rec.get("slot"), int)), default=0)
+    found = [Violation("late_refusal_of_an_undecided_slot", refusal.slot,
+                       f"refused as late ({refusal.position}), but the last release is slot {decided}", None,
+                       refusal.user)
+             for refusal in inputs.refused_late if refusal.slot > decided]
+    if inputs.unmatched_late:
+        found.append(Violation("late_refusal_unmatched", 1, f"{inputs.unmatched_late} late dead letters of "
+                               "requirement records name no valid record of the requirements input"))
+    notes = []
+    if inputs.refused_late:
+        users = sorted({refusal.user for refusal in inputs.refused_late})
+        shown = ", ".join(users[:10]) + (" ..." if len(users) > 10 else "")
+        notes.append(f"{len(inputs.refused_late)} requirement records were refused as late by the job (read after "
+                     f"their slot was released; dead letters): they declare nothing here; users {shown}")
+    return found, notes
 
 
 def _timeline(updates: Updates, dynamic: bool) -> tuple[tuple[int, AnyRequirement], ...]:
@@ -1336,13 +1420,17 @@ def _audit(records: Iterable[tuple[str, Any]], inputs: AuditInputs | None) -> Au
                 isinstance(rec, dict) and rec.get("statistic") == name for rec in inputs.releases):
             extra.append(Violation("unknown_statistic", 1, f"no release of statistic {name!r}"))
     windows = 0
+    late_notes: list[str] = []
+    if inputs is not None:
+        late, late_notes = _late_refusal_checks(inputs)
+        extra += late
     if inputs is not None and len(names) > 1:
         windows, more = _total_checks(inputs, [audited[name] for name in names])
         extra += more
     horizon = max(one.horizon for one in audited.values()) if inputs is not None else None
     more, notes = _utilisation_checks(views, {name: one.log for name, one in audited.items()},
                                       _whole_requirements(inputs, names), horizon)
-    return _combined(audited, extra + more, windows, notes)
+    return _combined(audited, extra + more, windows, late_notes + notes)
 
 
 def _combined(audited: Mapping[str | None, _Audited], extra: list[Violation], windows: int,
@@ -1625,10 +1713,11 @@ def _values(path: str, fields: InputFormat) -> list[tuple[str, str | bytes | Kaf
 def audit_file(
     spend_log: str, requirements: str | None = None, releases: str | None = None, config: Config | None = None,
     release_records: Iterable[Any] | None = None, erased: frozenset[str] = frozenset(),
+    dead_letters: str | None = None,
 ) -> AuditReport:
     """Audit a spend log file; with the requirements input, the releases (a file, or `release_records`
-    as read from the release topic) and the configuration, the full audit (`erased`: the erased users,
-    module docstring). Raises AuditInputError for
+    as read from the release topic) and the configuration, the full audit (`erased`: the erased users;
+    `dead_letters`: a file of the run's dead letters; module docstring). Raises AuditInputError for
     an unreadable or corrupt file."""
     inputs = None
     if releases is not None:
@@ -1637,5 +1726,9 @@ def audit_file(
         if requirements is None or release_records is None or config is None:
             raise AuditInputError("the full audit needs the requirements, the releases and the configuration")
         lines = _values(requirements, config.requirements)
-        inputs = AuditInputs.build(lines, release_records, config, erased)
+        letters = [letter for _, letter in _json_lines(dead_letters)] if dead_letters is not None else []
+        inputs = AuditInputs.build(lines, release_records, config, erased, letters)
+    elif dead_letters is not None:
+        raise AuditInputError("the dead letters are read by the full audit only: pass --requirements, "
+                              "--releases and --config too")
     return _audit(_json_lines(spend_log), inputs)

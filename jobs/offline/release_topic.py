@@ -15,7 +15,7 @@ spend log; `audit_release_topic` does both and gives the report.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -132,19 +132,24 @@ class TopicAudit:
 
 
 def last_spend_slot(spend_log: str) -> int:
-    """The last slot a spend log's spend lines or utilisation records reach (0: none): each is written
-    in the transaction of its slot's release, and a slot without any user has only the latter."""
-    last = 0
-    with open(spend_log, encoding="utf-8") as lines:
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # the audit itself reports an unreadable line
-            if isinstance(record, dict) and record.get("record") in ("spend", "utilisation") \
-                    and isinstance(record.get("slot"), int):
-                last = max(last, record["slot"])
-    return last
+    """The last slot a spend log file reaches (`last_logged_slot`; 0: none)."""
+    def records() -> Iterator[Any]:
+        with open(spend_log, encoding="utf-8") as lines:
+            for line in lines:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue  # the audit itself reports an unreadable line
+    return last_logged_slot(records())
+
+
+def last_logged_slot(records: Iterable[Any]) -> int:
+    """The last slot spend-log records reach with a spend line or a utilisation record (0: none): each
+    is written in the transaction of its slot's release, and a slot without any user has only the
+    latter. The releases up to it are the ones a log read before them can be audited against."""
+    return max((record["slot"] for record in records if isinstance(record, dict)
+                and record.get("record") in ("spend", "utilisation") and isinstance(record.get("slot"), int)),
+               default=0)
 
 
 def with_findings(report: AuditReport, found: Iterable[Violation]) -> AuditReport:
@@ -156,11 +161,11 @@ def with_findings(report: AuditReport, found: Iterable[Violation]) -> AuditRepor
 def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | None = None,
                         requirements: str | None = None, read: TopicRead | None = None,
                         erased: frozenset[str] = frozenset(),
-                        release: ReleaseSettings | None = None) -> TopicAudit:
+                        release: ReleaseSettings | None = None, dead_letters: str | None = None) -> TopicAudit:
     """Every slot's records read_uncommitted once or identical; with `spend_log`, the audit of the
     log (the full audit, against the committed releases up to the log's last slot, `last_spend_slot`, with
     `requirements` too: the topic is read after the log, and a running job releases meanwhile;
-    `erased`: the erased users, jobs/offline/audit.py)."""
+    `erased`: the erased users, `dead_letters` a file of the run's dead letters, jobs/offline/audit.py)."""
     read = read or read_release_topic(kafka, release or ReleaseSettings(), config)
     found = redrawn(read.uncommitted)
     if spend_log is None:
@@ -172,7 +177,8 @@ def audit_release_topic(kafka: KafkaSettings, config: Config, spend_log: str | N
         through = last_spend_slot(spend_log)
         releases = read.releases()
         logged = [r for r in releases if not isinstance(r.get("slot"), int) or r["slot"] <= through]
-        report = audit_file(spend_log, requirements, None, config, release_records=logged, erased=erased)
+        report = audit_file(spend_log, requirements, None, config, release_records=logged, erased=erased,
+                            dead_letters=dead_letters)
         return TopicAudit(read, with_findings(report, found), len(releases) - len(logged), through)
     return TopicAudit(read, with_findings(report, found))
 

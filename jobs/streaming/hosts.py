@@ -38,6 +38,7 @@ from pwevent.jobs.common.population_operator import (
 )
 from pwevent.jobs.common.reasons import BEFORE_ORIGIN_DETAIL, Reason, Rejected
 from pwevent.jobs.common.records import KafkaTimestamp, parse_requirement_update, reject_record
+from pwevent.jobs.common.requirement_rejections import RefusedRequirement, refused_requirement_letter
 from pwevent.jobs.common.requirement_rules import RequirementRules
 from pwevent.jobs.common.restore_fingerprint import RestoreFingerprint
 from pwevent.jobs.common.service_metrics import KINDS, SlotReport
@@ -218,7 +219,7 @@ class ParseRequirements(_ParseRecords):
 
 class RequirementRejections(ProcessFunction):
     """`pwevent.flink.membership.Membership`'s refusals (`jvm_contract.REFUSED_REQUIREMENT`) -> their
-    dead letters (`reject_record`, as the replay writes them), counted in the metrics."""
+    dead letters (`refused_requirement_letter`, as the replay writes them), counted in the metrics."""
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
@@ -228,12 +229,11 @@ class RequirementRejections(ProcessFunction):
 
     def process_element(self, row: Row, ctx: ProcessFunction.Context):  # type: ignore[override]
         self.metrics.report_zeros()
-        reason = Reason(row[_REFUSED.index("reason")])
-        self.metrics.dead_letter(reason)
-        position = {"topic": self.topic, "partition": int(row[_REFUSED.index("partition")]),
-                    "offset": int(row[_REFUSED.index("offset")])}
-        yield _json(reject_record("requirements", position, reason, str(row[_REFUSED.index("detail")]),
-                                  bytes(row[_REFUSED.index("original")]).decode("utf-8", errors="replace")))
+        refused = RefusedRequirement(Reason(row[_REFUSED.index("reason")]), str(row[_REFUSED.index("detail")]),
+                                     int(row[_REFUSED.index("partition")]), int(row[_REFUSED.index("offset")]),
+                                     bytes(row[_REFUSED.index("original")]))
+        self.metrics.dead_letter(refused.reason)
+        yield _json(refused_requirement_letter(refused, self.topic))
 
 
 class EventRejections(ProcessFunction):

@@ -13,7 +13,9 @@ import pytest
 
 from pwevent.jobs.cli.main import main
 from pwevent.jobs.common.config import DEFAULT_MAX_RECORD_BYTES, Config, load_config, parse_config
+from pwevent.jobs.common.reasons import Reason
 from pwevent.jobs.common.release import RELEASE_SCHEMA_VERSION
+from pwevent.jobs.common.requirement_rejections import RefusedRequirement, refused_requirement_letter
 from pwevent.jobs.common.slots import iso
 from pwevent.jobs.offline import audit
 from pwevent.jobs.offline.audit import AuditInputError, AuditInputs, audit_file, audit_records
@@ -219,6 +221,71 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert main(["audit", "--spend-log", str(tmp_path / "missing.jsonl")]) == 2
 
 
+def _refused_late(text: str, offset: int = 7) -> dict[str, Any]:
+    """The dead letter the job writes for a requirement record it read after its slot was decided."""
+    return refused_requirement_letter(RefusedRequirement(Reason.LATE, "slot had closed", 0, offset, text.encode()),
+                                      "t.requirements")
+
+
+def _late_run(bob_slot: int = 3):
+    """alice registered at slot 1; bob's record (slot `bob_slot`) was refused as late by the job, which
+    therefore never placed him in a ledger; alice's record sent twice, the second copy refused as late."""
+    log = [
+        {"record": "ledger", "ledger": "L", "parent": None, "since": 1, "requirement": LOOSE},
+        {"record": "member", "user": "alice", "ledger": "L", "since": 1},
+        *[spend("L", t, 0.1, 0.2, LOOSE) for t in range(1, 7)],
+    ]
+    alice, bob = declared("alice", 1, LOOSE), declared("bob", bob_slot, LOOSE)
+    lines = [(f"requirements:{n}", text) for n, text in enumerate([alice, bob, alice], 1)]
+    return log, lines, releases_for(log, 6, CONFIG), [_refused_late(bob, 8), _refused_late(alice, 9)]
+
+
+def test_requirement_records_refused_as_late_declare_nothing_and_are_listed():
+    """With the run's dead letters, a record the job refused as late is not a declaration (the job never
+    applied it): bob is in no ledger and the audit passes, naming him in a note; one letter takes one
+    of alice's two identical records, so she is still registered at slot 1. Without the dead letters
+    bob's record is a declaration the job did not honour."""
+    log, lines, releases, letters = _late_run()
+    assert {v.rule for v in audit_records(log, AuditInputs.build(lines, releases, CONFIG)).violations} == \
+        {"missing_member"}
+    report = audit_records(log, AuditInputs.build(lines, releases, CONFIG, dead_letters=letters))
+    assert report.ok, report.render()
+    assert "2 requirement records were refused as late" in report.render() and "alice, bob" in report.render()
+    event_letter = {**letters[0], "source": "events"}  # an event's late letter withdraws no declaration
+    assert not audit_records(log, AuditInputs.build(lines, releases, CONFIG, dead_letters=[event_letter])).ok
+
+
+def test_a_late_refusal_must_name_a_decided_slot_and_a_record_of_the_input():
+    """A record refused as late whose slot comes after the last release was refused for nothing; a late
+    letter of bytes the requirements input does not hold (another run's, or forged) is reported too."""
+    log, lines, releases, letters = _late_run(bob_slot=9)
+    report = audit_records(log, AuditInputs.build(lines, releases, CONFIG, dead_letters=letters))
+    assert [(v.rule, v.slot, v.user) for v in report.violations] == [("late_refusal_of_an_undecided_slot", 9, "bob")]
+    log, lines, releases, letters = _late_run()
+    stranger = _refused_late(declared("carol", 2, LOOSE))
+    report = audit_records(log, AuditInputs.build(lines, releases, CONFIG, dead_letters=[*letters, stranger]))
+    assert [v.rule for v in report.violations] == ["late_refusal_unmatched"]
+
+
+def test_the_cli_reads_the_dead_letters_for_the_full_audit_only(tmp_path, capsys):
+    log, lines, releases, letters = _late_run()
+    config = tmp_path / "c.yaml"
+    config.write_text("mechanism: DPBD\nslot: 1s\norigin: 0\ndomain: {type: binary}\ncaps: {max_w: 10}\n"
+                      "noise: numpy-fast\n")
+    files = {name: tmp_path / f"{name}.jsonl" for name in ("spend", "req", "rel", "dead")}
+    for name, rows in (("spend", log), ("rel", releases), ("dead", letters)):
+        files[name].write_text("".join(json.dumps(row) + "\n" for row in rows))
+    files["req"].write_text("".join(text + "\n" for _, text in lines))
+    args = ["audit", "--spend-log", str(files["spend"]), "--requirements", str(files["req"]),
+            "--releases", str(files["rel"]), "--config", str(config)]
+    assert main(args) == 1
+    assert "missing_member" in capsys.readouterr().out
+    assert main([*args, "--dead-letters", str(files["dead"])]) == 0
+    assert "refused as late" in capsys.readouterr().out
+    assert main([*args[:3], "--dead-letters", str(files["dead"])]) == 2
+    assert "pass --requirements, --releases and --config" in capsys.readouterr().err
+
+
 def test_the_auditor_stays_independent():
     """It imports nothing from the ledgers, the policies or the engine, and its mechanism families
     agree with the policies'."""
@@ -259,7 +326,8 @@ def test_every_rule_is_documented_and_caught_by_the_mutation_suite():
     from tests.jobs.test_statistics import CAUGHT_HERE
 
     by_unit_tests = {"skip_spent", "ledger_fixed_window", "ledger_backward_window", "ledger_forward_window",
-                     "user_backward_window", "release_redrawn", *CAUGHT_HERE}
+                     "user_backward_window", "release_redrawn", "late_refusal_of_an_undecided_slot",
+                     "late_refusal_unmatched", *CAUGHT_HERE}
     assert set(audit.RULES) - expected - by_unit_tests == set()
 
 

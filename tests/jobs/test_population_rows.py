@@ -1,6 +1,7 @@
 """The rows of jobs/streaming/rows.py as their hosts read them: the events that count for no slot
 (`REJECTED_EVENT`, as the job's SQL makes them), typed by `rejected_event` by field name and written
-as the replay writes them (`rejected_event_letter`); the Population's rows (`POPULATION_IN`) and the
+as the replay writes them (`rejected_event_letter`); the requirement records Membership refused
+(`refused_requirement_letter`); the Population's rows (`POPULATION_IN`) and the
 rows its host keeps in list state, also those an earlier release kept (`kept_row`)."""
 
 import hashlib
@@ -12,7 +13,8 @@ from pyflink.common import Row
 from pwevent.jobs.common.event_rejections import rejected_event_letter
 from pwevent.jobs.common.population_operator import SlotChanges, SlotCount, row_to_json
 from pwevent.jobs.common.reasons import TOO_FAR_AHEAD_DETAIL, Reason
-from pwevent.jobs.common.records import unknown_user
+from pwevent.jobs.common.records import reject_record, unknown_user
+from pwevent.jobs.common.requirement_rejections import RefusedRequirement, refused_requirement_letter
 from pwevent.jobs.streaming.rows import kept_row, population_row, rejected_event
 from pwevent.state.population import MembershipChange
 from pwevent.state.requirements import Requirement
@@ -50,6 +52,20 @@ def test_too_far_ahead_rows() -> None:
     ahead = _format(_rejected(305, Reason.TOO_FAR_AHEAD, "u1", 1, 7, b"{}"))
     assert ahead["reason"] == Reason.TOO_FAR_AHEAD and ahead["detail"] == TOO_FAR_AHEAD_DETAIL
     assert ahead["position"] == {"topic": "t.events", "partition": 1, "offset": 7}
+
+
+def test_a_refused_requirement_letter_keeps_the_records_own_bytes() -> None:
+    """An Avro requirement record (a Confluent frame, not UTF-8) refused as late: its dead letter's
+    length and SHA-256 are the record's bytes', as the replay's reject of the same bytes, so the
+    record can be found at its source."""
+    record = b"\x00\x00\x00\x00\x07\x04u7\xfe\xff\x80\x01"
+    letter = refused_requirement_letter(RefusedRequirement(Reason.LATE, "slot 3 had closed", 0, 41, record),
+                                        "t.requirements")
+    assert letter["original_bytes"] == len(record)
+    assert letter["original_sha256"] == hashlib.sha256(record).hexdigest()
+    assert letter == reject_record("requirements", {"topic": "t.requirements", "partition": 0, "offset": 41},
+                                   Reason.LATE, "slot 3 had closed", record)
+    assert letter["reason"] == "late" and letter["source"] == "requirements"
 
 
 def test_counts_and_changes_by_field_name_and_as_kept_before_and_now() -> None:
