@@ -36,6 +36,7 @@ from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw
 from pwevent.jobs.evaluation.datasets import SlotValues
 from pwevent.jobs.evaluation.grid import GridSpec, Task
 from pwevent.jobs.evaluation.metrics import errors
+from pwevent.jobs.evaluation.task_data import dataset_of
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import UserRequirement
@@ -74,8 +75,6 @@ def check_pair(names: tuple[str, ...]) -> tuple[str, str]:
 
 
 def _data(task: Task, name: str) -> list[SlotValues]:
-    from pwevent.jobs.evaluation.evaluate import dataset_of
-
     return [(np.asarray(u), np.asarray(v, dtype=np.int8)) for u, v in dataset_of(replace(task, dataset=name))
             .slot_values()]
 

@@ -30,7 +30,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -40,15 +39,15 @@ import numpy as np
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.extras import EVALUATE
 from pwevent.jobs.common.progress import progress_printer
-from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw, SyntheticStream
+from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw
 from pwevent.jobs.evaluation.budget_split import check_pair, evaluate_split
-from pwevent.jobs.evaluation.csv_loader import Grid
-from pwevent.jobs.evaluation.datasets import Dataset, SlotValues, SyntheticDataset
+from pwevent.jobs.evaluation.datasets import SlotValues
 from pwevent.jobs.evaluation.grid import GRIEFER, GridSpec, Run, Task
 from pwevent.jobs.evaluation.metrics import errors
 from pwevent.jobs.evaluation.references import REFERENCE, reference_errors
 from pwevent.jobs.evaluation.report import plot, summary_markdown
-from pwevent.jobs.evaluation.sparse import HELD_OUT, SPARSE, SparseStream
+from pwevent.jobs.evaluation.sparse import HELD_OUT, SPARSE
+from pwevent.jobs.evaluation.task_data import dataset_of
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import UserRequirement
@@ -67,29 +66,6 @@ class Released:
 
     def counts(self) -> np.ndarray:
         return np.array([r.counts for r in self.records], dtype=float)
-
-
-@lru_cache(maxsize=2)
-def _foursquare(slot_minutes: int, slots: int | None) -> Dataset:
-    from dataclasses import replace
-
-    from pwevent.jobs.evaluation.foursquare import load_foursquare
-
-    slotted = load_foursquare(Grid(10, 10)).slotted(slot_minutes * 60_000)
-    if slots is None or slots >= slotted.slots:
-        return slotted
-    keep = slotted.slot <= slots
-    return replace(slotted, slots=slots, slot=slotted.slot[keep], user=slotted.user[keep], value=slotted.value[keep])
-
-
-def dataset_of(task: Task) -> Dataset:
-    grid = task.grid
-    name = task.dataset.removesuffix(GRIEFER)
-    if name == "Foursquare":
-        return _foursquare(grid.real_slot_minutes, grid.real_slots)
-    if name in SPARSE:
-        return SparseStream(SPARSE[name], seed=task.rep)
-    return SyntheticDataset(SyntheticStream(name, grid.users, grid.slots, seed=task.rep))
 
 
 def griefer_requirement(w: int, dynamic: bool) -> UserRequirement:

@@ -10,7 +10,6 @@ import pytest
 from pwevent.jobs.cli.main import build_parser, main
 from pwevent.jobs.evaluation.evaluate import (
     coverage,
-    dataset_of,
     family_note,
     grid_command,
     read_csv,
@@ -20,6 +19,7 @@ from pwevent.jobs.evaluation.evaluate import (
 from pwevent.jobs.evaluation.grid import GridSpec, Task
 from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO
 from pwevent.jobs.evaluation.report import Interval
+from pwevent.jobs.evaluation.task_data import dataset_of
 from pwevent.operators.family import FAMILIES
 
 TINY = GridSpec(datasets=("Sin",), epsilons=(0.6, 1.0), windows=(40, 120), ratios=(0.5,), reps=2, users=300,

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from pwevent.jobs.common.synthetic import RequirementDraw
-from pwevent.jobs.evaluation.evaluate import dataset_of, run_mechanism
+from pwevent.jobs.evaluation.evaluate import run_mechanism
 from pwevent.jobs.evaluation.grid import DATASETS, GridSpec, Run, Task
 from pwevent.jobs.evaluation.report import default_runs
 from pwevent.jobs.evaluation.sparse import HELD_OUT, SHAPES, SPARSE, SparseShape, SparseStream, beta_b
+from pwevent.jobs.evaluation.task_data import dataset_of
 
 
 def _truth(stream: SparseStream) -> tuple[np.ndarray, np.ndarray]:
