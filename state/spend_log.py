@@ -15,7 +15,7 @@ Four record types, one JSON object per line (docs/formats.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pwevent.state.requirements import DynamicRequirement, Requirement
@@ -61,3 +61,13 @@ def spend_record(
 def utilisation_record(slot: int, ppm: Mapping[str, int]) -> dict[str, Any]:
     """The budget in view after `slot`: `ppm`, window bucket -> millionths, every bucket."""
     return {"record": "utilisation", "slot": slot, "ppm": dict(ppm)}
+
+
+def last_logged_slot(records: Iterable[Any]) -> int:
+    """The last slot spend-log records reach with a spend line or a utilisation record (0: none; any
+    other value is skipped). The job writes both in the transaction of their slot's release, and a
+    slot without registered users has only the latter: the releases up to this slot are the ones the
+    log confirms."""
+    return max((record["slot"] for record in records if isinstance(record, dict)
+                and record.get("record") in ("spend", "utilisation") and type(record.get("slot")) is int),
+               default=0)

@@ -100,7 +100,7 @@ echo "== full audit: every user's windows against the requirements it declared, 
 import sys
 from collections import Counter
 from pwevent.jobs.offline.audit import AuditInputs, audit_records
-from pwevent.jobs.offline.release_topic import last_logged_slot
+from pwevent.state.spend_log import last_logged_slot
 from pwevent.jobs.common.config import load_config
 from pwevent.jobs.streaming.settings import stream_settings
 from pwevent.jobs.streaming.kafka_io import read_topic

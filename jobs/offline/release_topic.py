@@ -24,6 +24,7 @@ from pwevent.jobs.offline.audit import AuditInputError, AuditReport, Violation, 
 from pwevent.jobs.streaming.kafka_io import BrokerUnavailableError, Message, consumer, read_topic
 from pwevent.jobs.streaming.release_format import NotARelease, ReleaseDecoder, release_decoder
 from pwevent.jobs.streaming.settings import KafkaSettings, ReleaseSettings
+from pwevent.state.spend_log import last_logged_slot
 
 #: The rule of a slot with two different records (audit.RULES).
 RULE = "release_redrawn"
@@ -142,14 +143,6 @@ def last_spend_slot(spend_log: str) -> int:
                     continue  # the audit itself reports an unreadable line
     return last_logged_slot(records())
 
-
-def last_logged_slot(records: Iterable[Any]) -> int:
-    """The last slot spend-log records reach with a spend line or a utilisation record (0: none): each
-    is written in the transaction of its slot's release, and a slot without any user has only the
-    latter. The releases up to it are the ones a log read before them can be audited against."""
-    return max((record["slot"] for record in records if isinstance(record, dict)
-                and record.get("record") in ("spend", "utilisation") and isinstance(record.get("slot"), int)),
-               default=0)
 
 
 def with_findings(report: AuditReport, found: Iterable[Violation]) -> AuditReport:

@@ -8,8 +8,9 @@ without high availability), and calls `fresh_start`: no release, a fresh job; re
 (`AlreadyReleasedError`) unless the configuration says `kafka.resume_after_last_release: true`.
 
 The resume point is the last release the audit topic confirms: the Population writes a slot's spend
-lines to the audit topic at the same checkpoint as its release, so a release of a slot past the last
-spend line is not one of this job's decisions (a forged record keyed 99999 moves nothing). Reading
+lines and its utilisation record to the audit topic in the transaction of its release, so a release
+of a slot past the last of them is not one of this job's decisions (a forged record keyed 99999
+moves nothing). A slot without registered users has no spend line, only its utilisation record. Reading
 the topics lives in `read_guard_inputs`; everything else here is pure.
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 from pwevent.jobs.streaming.kafka_io import read_topic
 from pwevent.jobs.streaming.release_format import NotARelease, ReleaseDecoder, release_decoder
 from pwevent.jobs.streaming.settings import KafkaSettings, ReleaseSettings
+from pwevent.state.spend_log import last_logged_slot
 
 #: How the refusal names the configuration key and its command-line shorthand.
 RESUME_KEY = "kafka.resume_after_last_release"
@@ -49,8 +51,8 @@ class ResumePoint:
 
 @dataclass(frozen=True)
 class GuardInputs:
-    """What the guard reads: the job's own release records (`job_release`), and the last slot with a
-    spend line on the audit topic (0 if none)."""
+    """What the guard reads: the job's own release records (`job_release`), and the last slot the audit
+    topic confirms (`audited_slot`; 0 if none)."""
 
     releases: tuple[dict[str, Any], ...]
     audited: int
@@ -89,13 +91,9 @@ def job_release(key: bytes | None, value: bytes, decoder: ReleaseDecoder | None 
 
 
 def audited_slot(values: Iterable[bytes]) -> int:
-    """The last slot with a spend line among audit records (docs/formats.md, the spend log); 0 if none."""
-    last = 0
-    for value in values:
-        record = _json(value)
-        if isinstance(record, dict) and record.get("record") == "spend" and type(record.get("slot")) is int:
-            last = max(last, record["slot"])
-    return last
+    """The last slot the audit topic's records confirm (`state.spend_log.last_logged_slot`: a spend line
+    or, for a slot without registered users, its utilisation record); 0 if none."""
+    return last_logged_slot(_json(value) for value in values)
 
 
 def _json(value: bytes) -> Any:

@@ -57,10 +57,26 @@ def test_only_the_jobs_own_records_are_releases() -> None:
     assert job_release(b"3", b"not json") is None
 
 
-def test_the_audited_slot_is_the_last_spend_line() -> None:
+def utilisation(slot: int) -> bytes:
+    return json.dumps({"record": "utilisation", "slot": slot, "ppm": {"w1_9": 0}}).encode()
+
+
+def test_the_audited_slot_is_the_last_spend_line_or_utilisation_record() -> None:
+    """Either record is written in its slot's release transaction; a slot before anybody registered
+    has only the utilisation record."""
     member = json.dumps({"record": "member", "user": "u", "ledger": "c1", "since": 90}).encode()
     assert audited_slot([spend(1), spend(7), member, spend(5), b"{", b"[]"]) == 7
     assert audited_slot([member]) == 0
+    assert audited_slot([utilisation(s) for s in range(1, 10)]) == 9
+    assert audited_slot([spend(3), utilisation(3), utilisation(4)]) == 4
+
+
+def test_a_job_that_released_only_slots_without_users_resumes_after_them() -> None:
+    """A job without state after nine slots before anybody registered: the utilisation records confirm
+    them, so it resumes after slot 9 (it was refused with "confirms none of them" before)."""
+    records = [release(s, "skip", [0, 0]) for s in range(1, 10)]
+    audited = audited_slot([utilisation(s) for s in range(1, 10)])
+    assert fresh_start(inputs(records, audited), True, TOPIC) == ResumePoint(9, (0, 0), None)
 
 
 def test_no_release_is_a_fresh_start_with_or_without_resume() -> None:
