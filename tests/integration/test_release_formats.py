@@ -49,7 +49,7 @@ from tests.integration.conftest import (
     make_job,
     replay,
 )
-from tests.integration.released_once import KILLS, SEED_KILLS, kill_and_restore, released_once
+from tests.integration.released_once import SEED_KILLS, kill_and_restore, kill_delays, released_once
 from tests.schema_registry import LocalSchemaRegistry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.registry, pytest.mark.slow]
@@ -274,6 +274,6 @@ def test_kills_over_a_backlog_in_avro_confluent(streaming_job: Any, schema_regis
     events, requirements = generate(job.folder, users=40, slots=30, w=5)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=SEED)
-    for _ in range(KILLS):
-        kill_and_restore(job, rng, 3.0, seed=SEED)
+    for delay in kill_delays(rng, 3.0):
+        kill_and_restore(job, delay, seed=SEED)
     released_once(job, events, requirements, 30)

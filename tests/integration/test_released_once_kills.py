@@ -23,7 +23,14 @@ from tests.integration.conftest import (
     generate,
     make_job,
 )
-from tests.integration.released_once import GUARD_S, KILLS, SEED_KILLS, kill_and_restore, paced_producer, released_once
+from tests.integration.released_once import (
+    GUARD_S,
+    SEED_KILLS,
+    kill_and_restore,
+    kill_delays,
+    paced_producer,
+    released_once,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 
@@ -31,9 +38,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink, pytest.mark.slow]
 @pytest.mark.parametrize("seeded", [True, False], ids=["seeded", "fresh-noise"])
 def test_kills_over_a_backlog(streaming_job: Any, seeded: bool) -> None:
     """KILLS `kill -9` at random points of a backlog, each followed by `--restore latest`. The job
-    decides the whole backlog within about a second of running; each kill comes within 3 s of the
-    tasks running, with checkpoints 2 s apart, so that some kills meet decided releases that no
-    completed checkpoint holds yet and others come after one. Seeded, the job equals the replay.
+    decides the whole backlog within about a second of running; the kills come in the first, second
+    and third second after the tasks run (`kill_delays`), with checkpoints 2 s apart, so that the
+    early ones meet decided releases that no completed checkpoint holds yet and the last comes
+    after one. Seeded, the job equals the replay.
     With fresh noise (no `--seed`: each draw new, as in production) the replay cannot be compared,
     but a slot decided again after a restore draws other noise: the read_uncommitted check is what
     catches a second draw that was shown (seeded, a restored noise source repeats its draws, and
@@ -46,14 +54,14 @@ def test_kills_over_a_backlog(streaming_job: Any, seeded: bool) -> None:
     events, requirements = generate(job.folder, users=40, slots=slots, w=5)
     produce_files(job.kafka, job.config, events, requirements, 0.0)
     job.start(seed=seed)
-    for _ in range(KILLS):
-        kill_and_restore(job, rng, 3.0, seed=seed)
+    for delay in kill_delays(rng, 3.0):
+        kill_and_restore(job, delay, seed=seed)
     released_once(job, events, requirements, slots, seeded)
 
 
 def test_kills_over_a_live_stream(streaming_job: Any) -> None:
-    """KILLS `kill -9` at random points (up to 3 s after the tasks run) of a stream produced slot by
-    slot, 0.5 s a slot, each followed by `--restore latest`. The stream lies ahead of the clock
+    """KILLS `kill -9` at random points (one in each second of the 3 s after the tasks run) of a
+    stream produced slot by slot, 0.5 s a slot, each followed by `--restore latest`. The stream lies ahead of the clock
     (`ahead_origin`): its slots close by event time as its records come, all but the last."""
     slots = 30
     rng = random.Random(SEED_KILLS + 1)
@@ -64,7 +72,7 @@ def test_kills_over_a_live_stream(streaming_job: Any) -> None:
     job.start(seed=SEED)
     down = threading.Event()
     with paced_producer(job, events, requirements, 0.5, slots, down) as done:
-        for _ in range(KILLS):
-            kill_and_restore(job, rng, 3.0, down)
+        for delay in kill_delays(rng, 3.0):
+            kill_and_restore(job, delay, down)
         assert done.wait(GUARD_S)
     released_once(job, events, requirements, slots - 1)
