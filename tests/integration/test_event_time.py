@@ -6,6 +6,7 @@ the same public horizon."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -16,8 +17,10 @@ import pytest
 
 from pwevent.jobs.common.files import iso
 from pwevent.jobs.common.reasons import Reason
+from pwevent.jobs.offline.audit import AuditInputs, audit_records
 from pwevent.jobs.streaming.kafka_io import producer
 from pwevent.jobs.streaming.produce import produce_files
+from pwevent.state.spend_log import last_logged_slot
 from tests.integration.conftest import (
     SEED,
     SLOT_MS,
@@ -282,9 +285,12 @@ def test_invalid_requirement_records_far_ahead_are_dead_letters_at_once(streamin
 def test_a_job_that_reads_no_record_releases_on_the_schedule(streaming_job: Any) -> None:
     """Empty topics, 2 s slots, `release_delay` 1 s, slot 1 beginning after the job runs: slots 1-3
     are released once each, no earlier than their end plus the delay (the release record's Kafka
-    timestamp), with nobody counted. Before the Population's start row, a job released nothing
-    until its first record, so whether and when the first release came told that someone had sent
-    something (issue 40, docs/streaming.md "Time")."""
+    timestamp), with nobody counted. Before the Population's start row, a job released nothing until
+    its first record, so whether and when the first release came told that someone had sent
+    something (issue 40, docs/streaming.md "Time"). A registration for slot 1 sent then is a `late`
+    dead letter with the record's SHA-256; the full audit takes it for a declaration the job did not
+    honour, and with the dead letters passes, naming it (docs/mechanisms.md, "Records refused as
+    late")."""
     slot_ms, delay_ms = 2_000, 1_000
     origin = -(-(int(time.time() * 1000) + 40_000) // slot_ms) * slot_ms
     job = make_job(streaming_job, "PBD", {"slot": "2s", "origin": iso(origin),
@@ -300,3 +306,17 @@ def test_a_job_that_reads_no_record_releases_on_the_schedule(streaming_job: Any)
         assert message.timestamp_ms >= due, (release["slot"], message.timestamp_ms - due)
         assert release["population"] == 0, release
     assert job.read("dead_letters") == []
+    registration = json.dumps({"user": "latecomer", "time": origin + 1, "w": 5, "epsilon": 1.0}).encode()
+    client = producer(job.kafka)  # a registration for slot 1, decided by now
+    client.send(job.topics["requirements"], value=registration, key=b"latecomer")
+    client.flush()
+    client.close()
+    dead = job.wait_records("dead_letters", 1)
+    assert [(d["reason"], d["original_sha256"]) for d in dead] == [("late", hashlib.sha256(registration).hexdigest())]
+    records = [m.json() for m in job.read("audit")]  # the log first: the job goes on releasing
+    through = last_logged_slot(records)
+    decided = [r for r in (m.json() for m in job.read("releases")) if r["slot"] <= through]
+    lines = [("requirements:1", registration)]
+    assert audit_records(records, AuditInputs.build(lines, decided, job.config)).rules() == {"missing_member"}
+    report = audit_records(records, AuditInputs.build(lines, decided, job.config, dead_letters=dead))
+    assert report.ok and "1 requirement records were refused as late" in report.render(), report.render()
