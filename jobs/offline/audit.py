@@ -406,8 +406,17 @@ class AuditInputs:
         `rules` are the first's."""
         statistics = {statistic.name: InputRules.from_config(config, statistic) for statistic in config.statistics}
         rules = next(iter(statistics.values()))
+        late = late_refusals(dead_letters)
+        if not late:  # the input read once, as it comes (a requirements topic can hold millions)
+            read = [0]
+
+            def counted() -> Iterator[tuple[str, str | bytes | KafkaRecord]]:
+                for line in requirement_lines:
+                    read[0] += 1
+                    yield line
+            return cls(valid_updates(counted(), rules), tuple(releases), rules, erased, statistics, read[0])
         lines = list(requirement_lines)
-        kept, refused, unmatched = _without_late_refusals(lines, late_refusals(dead_letters), rules)
+        kept, refused, unmatched = _without_late_refusals(lines, late, rules)
         return cls(valid_updates(kept, rules), tuple(releases), rules, erased, statistics, len(lines), refused,
                    unmatched)
 
@@ -492,8 +501,6 @@ def _without_late_refusals(
     """`lines` without the records the job refused as late (for each digest, that many of the valid
     records with those bytes, the last ones), the refused records, and how many refusals name no
     valid record of the input."""
-    if not refused:
-        return lines, (), 0
     digests = [hashlib.sha256(kept_value(as_bytes(value) if isinstance(value, str) else value)).hexdigest()
                for _, value in lines]
     valid: dict[int, tuple[str, int]] = {}
