@@ -32,10 +32,9 @@ Requirement records the streaming job refused as `late` (their slot had been dec
 them; docs/streaming.md, "Time"): with `dead_letters` (`pwevent audit --dead-letters FILE`, a dump of
 the dead-letter topic), each `late` dead letter of a requirement record takes one record of the input
 with the same bytes (the last one: a copy read later) out of the declarations, as the job never
-applied it; the audit checks that its slot was decided (it is not after the last release) and
-lists the refusals in a note. Without
-them such a record is a declaration the job did not honour (`missing_member`). What the auditor cannot
-check is when the job read the record.
+applied it; the audit checks that its slot was decided (it is not after the last release) and lists
+the refusals in a note. Without them such a record is a declaration the job did not honour
+(`missing_member`). What the auditor cannot check is when the job read the record.
 
 Every finding is a `Violation` with a `rule` name (the `RULES` below). Window sums are compared with
 the relative precision of docs/mechanisms.md section 9 (`state.requirements.exceeds`).
