@@ -108,12 +108,13 @@ from pwevent.jobs.streaming.kafka_io import read_topic
 config = load_config(sys.argv[1])
 kafka = stream_settings(config).kafka
 read = lambda role, idle: read_topic(kafka, kafka.topics[role], idle_s=idle)  # noqa: E731
-# the log first: the job goes on releasing on the clock, and each slot's lines and release commit together
+# the dead letters, then the log, then the releases up to the log's last slot: the job goes on releasing
+# on the clock, each slot's lines and release commit together, and a late refusal names a decided slot
+dead = read("dead_letters", 1)
 records = [m.json() for m in read("audit", 2)]
 decided = last_logged_slot(records)
 releases = [r for r in (m.json() for m in read("releases", 1)) if r["slot"] <= decided]
 requirements = [(f"{m.topic}:{m.partition}:{m.offset}", m.value) for m in read("requirements", 1)]
-dead = read("dead_letters", 1)
 inputs = AuditInputs.build(requirements, releases, config, dead_letters=[m.json() for m in dead])
 reasons = ", ".join(f"{reason} {n}" for reason, n in Counter(m.json().get("reason") for m in dead).most_common())
 print(audit_records(records, inputs).render(),

@@ -144,7 +144,6 @@ def last_spend_slot(spend_log: str) -> int:
     return last_logged_slot(records())
 
 
-
 def with_findings(report: AuditReport, found: Iterable[Violation]) -> AuditReport:
     """`report` with `found` among its violations, in the auditor's order."""
     merged = sorted((*report.violations, *found), key=lambda v: (v.slot, v.rule, v.ledger or "", v.user or ""))

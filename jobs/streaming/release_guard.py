@@ -10,8 +10,8 @@ without high availability), and calls `fresh_start`: no release, a fresh job; re
 The resume point is the last release the audit topic confirms: the Population writes a slot's spend
 lines and its utilisation record to the audit topic in the transaction of its release, so a release
 of a slot past the last of them is not one of this job's decisions (a forged record keyed 99999
-moves nothing). A slot without registered users has no spend line, only its utilisation record. Reading
-the topics lives in `read_guard_inputs`; everything else here is pure.
+moves nothing). A slot without registered users has no spend line, only its utilisation record.
+Reading the topics lives in `read_guard_inputs`; everything else here is pure.
 """
 
 from __future__ import annotations
