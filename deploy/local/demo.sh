@@ -94,6 +94,10 @@ echo $! >"$RUN/produce.pid"
 
 echo "== 6/6 committed releases (read_committed), live, each 3 s after its slot's end; ends after slot $SLOTS"
 "$PY" -m pwevent.jobs.cli.main tail --config "$CONFIG" --max-slots "$SLOTS" --timeout 600s
+# The audit reads what the job made of every record: after a late start the slots are out before the
+# producer is done, so wait for it, then for the dead letters of its last records (checkpoint_interval 1s).
+while kill -0 "$(cat "$RUN/produce.pid")" 2>/dev/null; do sleep 0.2; done
+sleep 3
 
 echo "== full audit: every user's windows against the requirements it declared, every ledger against the releases"
 "$PY" - "$CONFIG" <<'PYEOF'
