@@ -72,6 +72,18 @@ class SyntheticStream:
             yield (rng.random(self.users) < p).astype(np.int64)
 
 
+#: `RequirementDraw.dynamic_draw`'s choices: the types' redraws (the paper's) or each user's fixed draw.
+DYNAMIC_DRAWS = ("types", "fixed")
+#: The dynamic users' backward requirement: 10 over 1 slot, above any spend the forward one allows.
+NEVER_BINDS = Requirement(1, 10.0)
+
+
+def check_dynamic_draw(name: str) -> None:
+    """ValueError unless `name` is one of `DYNAMIC_DRAWS`."""
+    if name not in DYNAMIC_DRAWS:
+        raise ValueError(f"dynamic requirements must be one of {', '.join(DYNAMIC_DRAWS)}, got {name!r}")
+
+
 @dataclass(frozen=True)
 class RequirementDraw:
     """How personalized requirements are drawn (section 12).
@@ -81,7 +93,10 @@ class RequirementDraw:
     fraction o of the users gets the strictest level (epsilon, w) and the others draw uniformly
     from the remaining budget levels and windows (the paper's "ratio of users at a level").
     Dynamic users form `types` groups that share one forward requirement sequence, redrawn every
-    `change_every` slots: EF from {E_i, ..., 1.0}, wF from {40, ..., w_i}; backward (1, 10).
+    `change_every` slots: EF from {E_i, ..., 1.0}, wF from {40, ..., w_i}; backward (1, 10). With
+    `dynamic_draw` "fixed" instead, every dynamic user declares once, as forward requirement, the
+    requirement the fixed draw gives the same user (backward (1, 10)): the dynamic mechanisms then
+    run at the fixed mechanisms' protection, user by user.
     """
 
     epsilon: float
@@ -92,8 +107,13 @@ class RequirementDraw:
     #: The windows users may declare, when not {40, 80, ..., w} (a sparse workload's own, e.g. 7, 14,
     #: 30 for daily slots; jobs/evaluation/sparse.py); only those up to w are drawn.
     windows: tuple[int, ...] | None = None
+    #: The dynamic users' requirements: "types" (the types' redraws above, the paper's setting: a
+    #: type's forward window is at most, its budget at least, one fixed draw's, so looser in
+    #: distribution) or "fixed" (each user's own fixed draw, declared once).
+    dynamic_draw: str = "types"
 
     def __post_init__(self) -> None:
+        check_dynamic_draw(self.dynamic_draw)
         if not 0 < self.epsilon <= 1.0:
             raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
         if self.w < 1:
@@ -123,7 +143,10 @@ class RequirementDraw:
         return [Requirement(int(wi), float(ei)) for wi, ei in zip(win, eps, strict=True)]
 
     def dynamic(self, users: int, slots: int, seed: int) -> tuple[np.ndarray, dict[int, list[DynamicRequirement]]]:
-        """(type of each user, {slot: each type's requirement from that slot on})."""
+        """(type of each user, {slot: each type's requirement from that slot on}); with `dynamic_draw`
+        "fixed", each user is a type of its own that declares its fixed draw at slot 1."""
+        if self.dynamic_draw == "fixed":
+            return np.arange(users), {1: [DynamicRequirement(NEVER_BINDS, r) for r in self.fixed(users, seed)]}
         rng = np.random.default_rng([seed, 4])
         user_type = rng.integers(0, self.types, users)
         base = self.fixed(users, seed)
@@ -133,7 +156,7 @@ class RequirementDraw:
         for slot in range(1, slots + 1, self.change_every):
             schedule[slot] = [
                 DynamicRequirement(
-                    Requirement(1, 10.0),
+                    NEVER_BINDS,
                     Requirement(int(rng.choice(self.window_levels(b.w))), float(rng.choice(levels(b.epsilon)))),
                 )
                 for b in type_base

@@ -122,7 +122,8 @@ def run_split_task(job: tuple[Task, tuple[str, str]]) -> list[SplitRun]:
     rows = []
     for name in task.grid.mechanisms:
         spec = mechanism(name, task.w, task.epsilon)
-        draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every)
+        draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every,
+                               dynamic_draw=task.grid.dynamic_draw)
         schedule: dict[int, list[UserRequirement]] | None = None
         user_type = None
         if spec.dynamic:

@@ -39,7 +39,7 @@ import numpy as np
 from pwevent.jobs.common.engine import Engine
 from pwevent.jobs.common.extras import EVALUATE
 from pwevent.jobs.common.progress import progress_printer
-from pwevent.jobs.common.synthetic import STREAMS, RequirementDraw
+from pwevent.jobs.common.synthetic import DYNAMIC_DRAWS, STREAMS, RequirementDraw
 from pwevent.jobs.evaluation.budget_split import check_pair, evaluate_split
 from pwevent.jobs.evaluation.datasets import SlotValues
 from pwevent.jobs.evaluation.grid import GRIEFER, GridSpec, Run, Task
@@ -88,12 +88,18 @@ def _drive(engine: Engine, data: list[SlotValues], out: Released,
         out.families.append(outcome.family)
 
 
+def requirement_draw(task: Task) -> RequirementDraw:
+    """The users' requirements of `task`: its sweep point, a sparse workload's own windows and the
+    grid's dynamic draw (section 12; `--dynamic-requirements`)."""
+    shape = SPARSE.get(task.dataset.removesuffix(GRIEFER))
+    return RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every,
+                           shape.windows if shape is not None else None, task.grid.dynamic_draw)
+
+
 def run_mechanism(name: str, task: Task, data: list[SlotValues], d: int, users: int) -> Released:
     """Drive the Engine over the slots; dynamic mechanisms redeclare on the type schedule (section 12)."""
     spec = mechanism(name, task.w, task.epsilon)
-    shape = SPARSE.get(task.dataset.removesuffix(GRIEFER))
-    draw = RequirementDraw(task.epsilon, task.w, task.ratio, task.grid.types, task.grid.change_every,
-                           shape.windows if shape is not None else None)
+    draw = requirement_draw(task)
     noise = task.noise(name)
     engine = Engine(spec, d, noise, task.w)
     out = Released(noise=noise.label)
@@ -250,7 +256,8 @@ def grid_command(grid: GridSpec, out: str) -> str:
         "epsilons": ",".join(map(str, grid.epsilons)), "windows": ",".join(map(str, grid.windows)),
         "ratios": ",".join(map(str, grid.ratios)), "reps": grid.reps, "users": grid.users, "slots": grid.slots,
         "real-slot-minutes": grid.real_slot_minutes, "real-sweeps": ",".join(grid.real_sweeps),
-        "types": grid.types, "change-every": grid.change_every, "workers": grid.workers, "out": out,
+        "types": grid.types, "change-every": grid.change_every, "dynamic-requirements": grid.dynamic_draw,
+        "workers": grid.workers, "out": out,
     }
     if grid.real_slots is not None:
         options["real-slots"] = grid.real_slots
@@ -274,7 +281,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             ratios=_numbers(args.ratios, float, "--ratios"), reps=args.reps, first_rep=args.first_rep,
             users=args.users, slots=args.slots, real_slot_minutes=args.real_slot_minutes, real_slots=args.real_slots,
             real_sweeps=_names(args.real_sweeps), types=args.types, change_every=args.change_every,
-            workers=args.workers, noise_seed=args.seed, default_point=not args.no_default_point,
+            dynamic_draw=args.dynamic_requirements, workers=args.workers, noise_seed=args.seed,
+            default_point=not args.no_default_point,
         )
         pair = check_pair(_names(args.statistics)) if args.statistics is not None else None
     except ValueError as err:  # a list entry not a number, an unknown dataset or mechanism, a bad count, no point
@@ -341,6 +349,11 @@ def add_evaluate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
                    "sparse workloads (these never run the w sweep: their windows are their own)")
     p.add_argument("--types", type=int, default=g.types, help="dynamic: requirement types K")
     p.add_argument("--change-every", type=int, default=g.change_every, help="dynamic: slots S between redraws")
+    p.add_argument("--dynamic-requirements", choices=DYNAMIC_DRAWS, default=g.dynamic_draw,
+                   help="the dynamic mechanisms' users: 'types' (the paper's: K types redraw their forward "
+                   "requirement every S slots, looser than the fixed draw in distribution) or 'fixed' (every "
+                   "user declares the fixed mechanisms' requirement of the same user once: comparisons at equal "
+                   "protection)")
     p.add_argument("--workers", type=int, default=default_workers(), help="worker processes (default: cores)")
     p.add_argument("--seed", type=int, help="seed the noise: each task and mechanism draws from a generator "
                    "seeded by SEED and the task, so that the results repeat (default: OS-seeded)")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pwevent.jobs.common.synthetic import STREAMS
+from pwevent.jobs.common.synthetic import STREAMS, check_dynamic_draw
 from pwevent.jobs.evaluation.sparse import SPARSE
 from pwevent.operators.noise import NumpyRandomness
 from pwevent.operators.registry import REGISTRY
@@ -41,6 +41,9 @@ class GridSpec:
     real_sweeps: tuple[str, ...] = ("epsilon", "w", "ratio")
     types: int = 10
     change_every: int = 500
+    #: The dynamic mechanisms' users: "types" (the paper's redraws) or "fixed" (the fixed draw's
+    #: requirements, for comparisons at equal protection; RequirementDraw).
+    dynamic_draw: str = "types"
     workers: int = 2
     #: None: OS-seeded noise ("numpy-geometric (fast)"); a number: every (task, mechanism) draws its
     #: noise from a generator seeded by it and the task, so that a grid's results repeat exactly.
@@ -59,6 +62,7 @@ class GridSpec:
             raise ValueError("reps, users, slots and workers must be positive")
         if self.first_rep < 0:
             raise ValueError(f"first_rep must be >= 0, got {self.first_rep}")
+        check_dynamic_draw(self.dynamic_draw)
         if self.noise_seed is not None and self.noise_seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.noise_seed}")
         if not any(self.points(name) for name in self.datasets):

@@ -198,6 +198,22 @@ def _mean(runs: dict[int, Run]) -> float:
     return float(np.mean([r.mse for r in runs.values()]))
 
 
+def dynamic_users(grid: GridSpec) -> str:
+    """How the dynamic mechanisms' users declared (`GridSpec.dynamic_draw`), for the summary's header."""
+    if grid.dynamic_draw == "fixed":
+        return ("dynamic mechanisms: every user declares its fixed draw once (forward; backward (1, 10)), "
+                "the fixed mechanisms' protection.")
+    return f"dynamic: K = {grid.types} types, redraw every S = {grid.change_every} slots."
+
+
+def requirements_note(grid: GridSpec) -> str:
+    """What "the same requirements" means in the lead table under `GridSpec.dynamic_draw`."""
+    if grid.dynamic_draw == "fixed":
+        return "the dynamic mechanisms' users declare the fixed draw's requirements"
+    return ("the dynamic mechanisms' users their own draw, looser than the fixed one in distribution: "
+            "`--dynamic-requirements fixed` compares at equal protection")
+
+
 def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: float | None,
                      default: str = DEFAULT) -> str:
     """The lead table, then the MSE at the defaults, the paper's ratios, post-processing gains,
@@ -209,13 +225,14 @@ def summary_markdown(runs: list[Run], grid: GridSpec, command: str, seconds: flo
              f"Noise: {runs[0].noise if runs else '-'} (fast experimental backend, docs/mechanisms.md section 10). "
              f"Users {grid.users}, slots {grid.slots} (synthetic); Foursquare slot {grid.real_slot_minutes} min; "
              "sparse workloads at their own size and windows (docs/evaluation.md); "
-             f"repetitions {grid.reps}; dynamic: K = {grid.types} types, redraw every S = {grid.change_every} slots. "
+             f"repetitions {grid.reps}; {dynamic_users(grid)} "
              "Intervals: 95% t-intervals over repetitions.", ""]
     if seconds is not None:
         lines += [f"Wall time of the grid: {seconds / 60:.1f} min on {grid.workers} worker processes.", ""]
     lines += [f"## The default ({default}) against every mechanism (E = {grid.epsilon}, w = {grid.w}; a sparse "
               "workload's w is its own widest window)", "",
-              f"Each cell: the mean over repetitions of MSE(X) / MSE({default}) on the same data and requirements, "
+              f"Each cell: the mean over repetitions of MSE(X) / MSE({default}) on the same data and requirements "
+              f"({requirements_note(grid)}), "
               f"with its 95% interval; above 1 the default is better, **bold**: X beats the default (its whole "
               f"interval below 1). References (evaluation-only, docs/evaluation.md): `{ORACLE}` = the expected "
               f"histogram given the generator's p_t (synthetic only), `{ZERO}` = publishing nothing.", ""]

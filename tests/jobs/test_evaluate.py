@@ -13,6 +13,7 @@ from pwevent.jobs.evaluation.evaluate import (
     family_note,
     grid_command,
     read_csv,
+    requirement_draw,
     run_grid,
     run_mechanism,
 )
@@ -116,6 +117,35 @@ def test_dynamic_mechanisms_run_on_the_type_schedule():
     task = Task(GridSpec(users=100, slots=60, change_every=20, w=40), "TLNS", "epsilon", 0.6, 40, None, 0)
     data = list(dataset_of(task).slot_values())
     assert len(run_mechanism("DPBA", task, data, 2, 100).records) == 60
+
+
+def test_dynamic_mechanisms_can_run_at_the_fixed_mechanisms_requirements(tmp_path):
+    """`--dynamic-requirements fixed`: every user of a dynamic mechanism declares, once, the requirement
+    the fixed draw gives the same user (forward; a backward that never binds), so that the lead table
+    compares at equal protection, and the summary says which draw the dynamic mechanisms ran."""
+    grid = replace(TINY, dynamic_draw="fixed", datasets=("Sparse-daily-200",), epsilons=(0.6,), windows=(), ratios=())
+    task = grid.tasks()[0]
+    draw = requirement_draw(task)
+    fixed = draw.fixed(50, task.rep)
+    user_type, schedule = draw.dynamic(50, 200, task.rep)
+    assert list(schedule) == [1] and list(user_type) == list(range(50))
+    assert [r.forward for r in schedule[1]] == fixed and {r.w for r in fixed} <= {7, 14, 30}
+    assert {(r.backward.w, r.backward.epsilon) for r in schedule[1]} == {(1, 10.0)}
+    types = requirement_draw(replace(task, grid=TINY)).dynamic(50, 200, task.rep)[1][1]
+    assert [r.forward for r in types] != fixed[:len(types)]  # the paper's types redraw their own
+
+    args = build_parser().parse_args(grid_command(grid, "out").split()[1:])
+    assert args.dynamic_requirements == "fixed"
+    with pytest.raises(ValueError, match="dynamic requirements must be one of types, fixed"):
+        replace(TINY, dynamic_draw="loose")
+    out = tmp_path / "res"
+    assert main(["evaluate", "--datasets", "Sin", "--mechanisms", "DPBA,Adaptive", "--epsilons", "0.6",
+                 "--windows", "", "--ratios", "", "--reps", "1", "--users", "100", "--slots", "50", "--workers", "1",
+                 "--dynamic-requirements", "fixed", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    summary = (out / "summary.md").read_text()
+    assert "--dynamic-requirements fixed" in summary
+    assert "every user declares its fixed draw once" in summary
+    assert "the dynamic mechanisms' users declare the fixed draw's requirements" in summary
 
 
 def test_interval_uses_the_t_quantile():
