@@ -171,13 +171,18 @@ class FamilySwitch:
         share = self.burst_share(outcome.slot)
         assert share is not None  # a burst slot under bursts
         period = max(self.widest, 1)
-        self.next_burst = outcome.slot + 1 if self.probing else outcome.slot + period
+        self.next_burst = self.burst_after(outcome, period)
         self.probing = False
         if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
             return
         if dense(np.asarray(outcome.counts, dtype=float), outcome.publication.error, share, period,
                  self.rule.level_margin):
             self.enter(EVEN, outcome.slot + 1)
+
+    def burst_after(self, outcome: SlotOutcome, period: int) -> int:
+        """The slot of the next burst after the burst `outcome` decided: the next slot after the
+        probe (the rest of the window), else `period` slots later."""
+        return outcome.slot + 1 if self.probing else outcome.slot + period
 
     def _observe_even(self, outcome: SlotOutcome) -> None:
         """An even release; a slot without one (no users, no positive budget) breaks the run of

@@ -18,10 +18,7 @@ import dataclasses
 import math
 import sys
 
-import numpy as np
-
 import pwevent.operators.family as family
-from pwevent.state.spend import Kind
 
 parser = argparse.ArgumentParser(add_help=False)
 parser.add_argument("--probe", type=float, default=family.FamilyRule().probe)
@@ -39,28 +36,15 @@ def init(self, rule=None, name=None):
         self.next_burst = options.first_burst
 
 
-def observe_burst(self, outcome):
-    """FamilySwitch._observe_burst, the next burst's slot as the options say."""
-    if outcome.slot != self.next_burst:
-        return
-    if outcome.population == 0:
-        self.next_burst = outcome.slot + 1
-        return
-    share = self.burst_share(outcome.slot)
-    period = max(self.widest, 1)
-    rest_next = self.probing and not (options.period_from_first and share >= 1)
+def burst_after(self, outcome, period):
+    """FamilySwitch.burst_after, the next burst's slot as the options say."""
+    rest_next = self.probing and not (options.period_from_first and self.rule.probe >= 1)
     extra = {"0": 0, "1": 1, "sqrt": math.ceil(math.sqrt(period))}[options.extra_spacing]
-    self.next_burst = outcome.slot + 1 if rest_next else outcome.slot + period + extra
-    self.probing = False
-    if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
-        return
-    if family.dense(np.asarray(outcome.counts, dtype=float), outcome.publication.error, share, period,
-                    self.rule.level_margin):
-        self.enter(family.EVEN, outcome.slot + 1)
+    return outcome.slot + 1 if rest_next else outcome.slot + period + extra
 
 
 family.FamilySwitch.__init__ = init
-family.FamilySwitch._observe_burst = observe_burst
+family.FamilySwitch.burst_after = burst_after
 
 from pwevent.jobs.cli.main import main  # noqa: E402  (after the patch)
 
