@@ -4,7 +4,9 @@ section 14).
 
 Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at the rest
 of the window; from then on one burst every widest w_i slots spends every user's whole window room,
-and the slots between repeat. After each burst a level test reads its release: with R its error per
+and the slots between repeat (under slots shorter than a day and a period of whole days, the bursts
+try the other half of the day once and alternate between the halves when the two releases differ).
+After each burst a level test reads its release: with R its error per
 cell, the stream's mean square per cell M = mean(counts^2) - R; a stream whose M is above
 level_margin x period^2 x R (R scaled to a whole-E burst; level_margin 4) is dense, and even
 spending takes over from the next slot: only such a stream can drift by more per slot than
@@ -52,6 +54,16 @@ FAMILIES = (EVEN, ABSORPTION, DISTRIBUTION, BURST)
 #: `evidence` releases, so a 10,000-slot stream sees ~40 tests; at 4 standard errors a stream whose
 #: true drift is exactly at the threshold passes one test with probability ~3e-5.
 DRIFT_CONFIDENCE = 4.0
+#: Errors of a whole burst by which two bursts half a day apart must differ (mean squared difference
+#: per cell, both releases' errors taken off) for the bursts to keep alternating between the two
+#: halves of the day (`FamilySwitch.day_offset`).
+HALF_DAY_MARGIN = 4.0
+#: Where a run of bursts stands with the day (`FamilySwitch.day_offset`): the next whole burst goes
+#: half a day later (FIRST); that burst is compared with the one before (COMPARE); the bursts
+#: alternate for good (ALTERNATE); one more half day takes them back to the first hour (RETURN);
+#: no more offsets (SETTLED).
+FIRST, COMPARE, ALTERNATE, RETURN, SETTLED = "first", "compare", "alternate", "return", "settled"
+DAY_STAGES = (FIRST, COMPARE, ALTERNATE, RETURN, SETTLED)
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,9 @@ class FamilyRule:
     share of each E_i the first burst of a run of bursts spends (the level test reads it; the rest
     of the window goes to the next slot's burst, or to even spending if the probe found the stream
     dense). level_margin: after a burst the stream is dense when its mean square per cell is above
-    level_margin x period^2 x a whole-E burst's error (`dense`)."""
+    level_margin x period^2 x a whole-E burst's error (`dense`). day: the slots in a day (1: the slot
+    is a day or longer, or does not divide one); with day > 1 and a burst period of whole days, the
+    bursts try the other half of the day once (`FamilySwitch.day_offset`)."""
 
     evidence: int = 240
     switch_rate: float = 0.5
@@ -75,6 +89,7 @@ class FamilyRule:
     start: str = BURST
     probe: float = 0.125
     level_margin: float = 4.0
+    day: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.evidence, bool) or not isinstance(self.evidence, int):
@@ -83,6 +98,8 @@ class FamilyRule:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a number (finite), got {value!r}")
+        if isinstance(self.day, bool) or not isinstance(self.day, int) or self.day < 1:
+            raise ValueError(f"day must be a whole number of slots, at least 1, got {self.day!r}")
         if self.evidence < 4:
             raise ValueError(f"evidence must be at least 4 slots (two lags of the drift), got {self.evidence}")
         if not 0 <= self.hysteresis <= self.switch_rate <= 1 - self.hysteresis:
@@ -120,6 +137,10 @@ class FamilySwitch:
         self.next_burst = 1
         self.probing = self.family == BURST
         self.widest = 1
+        #: Bursts under slots shorter than a day: the stage of `day_offset` and the last whole
+        #: burst's release (counts, error per cell), public.
+        self.day_stage = FIRST
+        self.day_last: tuple[list[int], float] | None = None
 
     @property
     def rate(self) -> float | None:
@@ -181,8 +202,38 @@ class FamilySwitch:
 
     def burst_after(self, outcome: SlotOutcome, period: int) -> int:
         """The slot of the next burst after the burst `outcome` decided: the next slot after the
-        probe (the rest of the window), else `period` slots later."""
-        return outcome.slot + 1 if self.probing else outcome.slot + period
+        probe (the rest of the window), else `period` slots later, plus `day_offset`."""
+        return outcome.slot + 1 if self.probing else outcome.slot + period + self.day_offset(outcome, period)
+
+    def day_offset(self, outcome: SlotOutcome, period: int) -> int:
+        """Slots added to `period` after a whole burst (docs/mechanisms.md section 14, "The other
+        half of the day"). With `day` slots in a day and a period of whole days every burst falls on
+        the same hour, so a stream whose counts change with the hour is only ever seen at one. The
+        burst after the first whole one comes half a day later; the two releases are compared
+        (`hours_apart`): if they differ by more than HALF_DAY_MARGIN whole bursts' errors, every
+        next burst comes half a day later too (the bursts alternate between the two halves of the
+        day); otherwise the next one comes half a day later once more (back to the first hour), and
+        then every `period` slots. Every gap is at least `period`, so every window still holds at
+        most one whole burst; only releases are read."""
+        day = self.rule.day
+        if day < 2 or period % day:
+            return 0
+        release = None
+        if outcome.kind is Kind.PUBLISH and outcome.publication is not None:
+            release = ([int(c) for c in outcome.counts], float(outcome.publication.error))
+        offset = 0
+        if self.day_stage == FIRST:
+            offset, self.day_stage = day // 2, COMPARE
+        elif self.day_stage == COMPARE:
+            apart = release is not None and self.day_last is not None and hours_apart(release, self.day_last)
+            offset, self.day_stage = day // 2, ALTERNATE if apart else RETURN
+        elif self.day_stage == ALTERNATE:
+            offset = day // 2
+        elif self.day_stage == RETURN:
+            self.day_stage = SETTLED
+        if release is not None:
+            self.day_last = release
+        return offset
 
     def _observe_even(self, outcome: SlotOutcome) -> None:
         """An even release; a slot without one (no users, no positive budget) breaks the run of
@@ -220,11 +271,13 @@ class FamilySwitch:
             self.recent.clear()
             self.releases.clear()
             self.next_burst, self.probing, self.widest = slot, family == BURST, 1
+            self.day_stage, self.day_last = FIRST, None
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "since": self.since, "recent": [int(x) for x in self.recent],
                 "releases": list(self.releases), "next_burst": self.next_burst, "probing": self.probing,
-                "widest": self.widest}
+                "widest": self.widest, "day_stage": self.day_stage,
+                "day_last": None if self.day_last is None else [self.day_last[0], self.day_last[1]]}
 
     def restore(self, obj: dict[str, Any]) -> None:
         self.family, self.since = _family(obj["family"]), int(obj["since"])
@@ -235,6 +288,16 @@ class FamilySwitch:
         self.next_burst = int(obj.get("next_burst", self.since))
         self.probing = bool(obj.get("probing", False))
         self.widest = int(obj.get("widest", 1))
+        # a snapshot from before the day's offset keeps its bursts' schedule: no offset from here on
+        self.day_stage = _day_stage(obj.get("day_stage", SETTLED))
+        last = obj.get("day_last")
+        self.day_last = None if last is None else ([int(c) for c in last[0]], float(last[1]))
+
+
+def _day_stage(name: Any) -> str:
+    if name not in DAY_STAGES:
+        raise ValueError(f"unknown day stage {name!r}")
+    return str(name)
 
 
 def dense(counts: np.ndarray, error: float, share: float, period: int, margin: float) -> bool:
@@ -246,6 +309,15 @@ def dense(counts: np.ndarray, error: float, share: float, period: int, margin: f
     so only a stream with M > 4 P^2 R can (margin 4, the default)."""
     level = float(np.mean(counts**2)) - error
     return level > margin * period**2 * error * share**2
+
+
+def hours_apart(release: tuple[list[int], float], before: tuple[list[int], float]) -> bool:
+    """Whether two bursts' releases (counts, error per cell) differ by more than the noise: D = mean
+    over cells of (a - b)^2 minus both errors, an unbiased estimate of the mean squared difference of
+    the true counts at their two slots, above HALF_DAY_MARGIN x R, R the later release's error."""
+    (counts, error), (counts_before, error_before) = release, before
+    difference = np.asarray(counts, dtype=float) - np.asarray(counts_before, dtype=float)
+    return float(np.mean(difference**2)) - error - error_before > HALF_DAY_MARGIN * error
 
 
 def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool) -> SlotBudget:

@@ -21,6 +21,8 @@ from pwevent.state.requirements import Requirement
 
 #: The configuration keys that only a global-requirement mechanism (a baseline) takes.
 GLOBAL_KEYS = frozenset({"window", "epsilon"})
+#: The section key a mechanism's options take from the run's clock, not only from the configuration.
+DAY_KEY = "day"
 
 
 @dataclass(frozen=True)
@@ -69,15 +71,19 @@ class MechanismEntry:
         return "dynamic backward + forward per user" if self.dynamic else "fixed per user (w_i, E_i)"
 
     def spec(self, window: int | None = None, epsilon: float | None = None,
-             options: Mapping[str, Any] | None = None) -> MechanismSpec:
+             options: Mapping[str, Any] | None = None, day: int = 1) -> MechanismSpec:
         """The mechanism ready to run (a fresh policy); a baseline needs the global window and epsilon
-        (section 8); `options`: its own section's values (ValueError for an unknown key)."""
+        (section 8); `options`: its own section's values (ValueError for an unknown key); `day`: the
+        slots in a day of the run's clock (`SlotClock.day`), for a section with a `day` key that
+        does not set it."""
         options = options or {}
         unknown = sorted(set(options) - self.section_keys)
         if unknown:
             where = f"{self.section}." if self.section else ""
             allowed = ", ".join(sorted(self.section_keys)) or "none"
             raise ValueError(f"unknown key {where}{unknown[0]} (allowed: {allowed})")
+        if DAY_KEY in self.section_keys and DAY_KEY not in options:
+            options = {**options, DAY_KEY: day}
         if self.personalized:
             return MechanismSpec(self.name, self.build(None, options), None)
         if window is None or epsilon is None:
@@ -122,8 +128,8 @@ class MechanismRegistry:
         return entry
 
     def spec(self, name: str, window: int | None = None, epsilon: float | None = None,
-             options: Mapping[str, Any] | None = None) -> MechanismSpec:
-        return self.get(name).spec(window, epsilon, options)
+             options: Mapping[str, Any] | None = None, day: int = 1) -> MechanismSpec:
+        return self.get(name).spec(window, epsilon, options, day)
 
 
 def _own(build: Callable[[], BudgetPolicy]) -> Callable[[Requirement | None, Mapping[str, Any]], BudgetPolicy]:
@@ -160,9 +166,10 @@ REGISTRY = MechanismRegistry((
 ))
 
 
-def mechanism(name: str, window: int | None = None, epsilon: float | None = None) -> MechanismSpec:
-    """Build a registered mechanism; a baseline needs the global window and epsilon (section 8)."""
-    return REGISTRY.spec(name, window, epsilon)
+def mechanism(name: str, window: int | None = None, epsilon: float | None = None, day: int = 1) -> MechanismSpec:
+    """Build a registered mechanism; a baseline needs the global window and epsilon (section 8);
+    `day`: the slots in a day of the data's clock (1: none, or slots of a day or longer)."""
+    return REGISTRY.spec(name, window, epsilon, day=day)
 
 
 def docs_table(registry: MechanismRegistry = REGISTRY) -> str:

@@ -3,6 +3,7 @@
 ```yaml
 mechanism: Adaptive       # the default; or any name of operators/registry.py (README table)
 adaptive: {evidence: 240, static_drift: 0.001, start: Sample, probe: 0.125, level_margin: 4}   # Adaptive only (sec. 14)
+                          # adaptive.day: slots in a day, from `slot` unless set (1: no half-day offset)
 slot: 15m                 # slot length: 500ms, 60s, 15m, 1h, 1d ...
 origin: 2024-01-01T00:00:00Z   # start of slot 1 (ISO-8601 or epoch ms)
 domain: {type: grid, rows: 10, cols: 10, bbox: {min_lat: .., max_lat: .., min_lon: .., max_lon: ..}}
@@ -871,7 +872,7 @@ class Config(Section):
             except InvalidRequirementError as err:
                 raise ValueError(f"window and epsilon (the global requirement): {err}") from None
         try:
-            spec = entry.spec(self.window, self.epsilon, self.options)
+            spec = entry.spec(self.window, self.epsilon, self.options, self.clock.day)
         except (TypeError, ValueError) as err:
             raise ValueError(f"{entry.section or 'mechanism'}: {err}") from None
         self._check_statistics()
@@ -895,7 +896,7 @@ class Config(Section):
 
     def mechanism_spec(self) -> MechanismSpec:
         """A fresh mechanism (its policy may hold state, such as Adaptive's family: one per engine)."""
-        return REGISTRY.spec(self.mechanism, self.window, self.epsilon, self.options)
+        return REGISTRY.spec(self.mechanism, self.window, self.epsilon, self.options, self.clock.day)
 
 
 _ENV_REFERENCE = re.compile(r"\$(\$)?\{([^}]*)\}")

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, overload
 if TYPE_CHECKING:
     import numpy as np
 
-_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DAY_MS = 86_400_000
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
 
 
 def parse_duration_ms(text: Any, field: str = "slot") -> int:
@@ -113,6 +114,11 @@ def iso(ms: int) -> str:
     return (_EPOCH + ms * _MS).isoformat().replace("+00:00", "Z")
 
 
+def slots_per_day(length_ms: int) -> int:
+    """`SlotClock.day` for a slot of `length_ms`: 86,400,000 / length_ms when whole, else 1."""
+    return DAY_MS // length_ms if DAY_MS % length_ms == 0 else 1
+
+
 #: The number of the slot that starts at the origin; a time before it is in an earlier one.
 FIRST_SLOT = 1
 
@@ -143,6 +149,13 @@ class SlotClock:
         slot for one from before the origin (a preference declared before the job began counts from
         its start; docs/formats.md, Requirement)."""
         return max(FIRST_SLOT, self.slot_of(time_ms))
+
+    @property
+    def day(self) -> int:
+        """The slots in a day: a day's length over the slot's when the slot divides a day, else 1 (a
+        slot of a day or longer, or one that does not divide it). Adaptive's bursts read it
+        (docs/mechanisms.md section 14, "The other half of the day")."""
+        return slots_per_day(self.length_ms)
 
     def start_ms(self, slot: int) -> int:
         return self.origin_ms + (slot - FIRST_SLOT) * self.length_ms

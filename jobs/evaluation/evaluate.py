@@ -47,7 +47,7 @@ from pwevent.jobs.evaluation.metrics import errors
 from pwevent.jobs.evaluation.references import REFERENCE, reference_errors
 from pwevent.jobs.evaluation.report import plot, summary_markdown
 from pwevent.jobs.evaluation.sparse import HELD_OUT, SPARSE
-from pwevent.jobs.evaluation.task_data import dataset_of
+from pwevent.jobs.evaluation.task_data import dataset_of, day_of
 from pwevent.operators.postprocess import KalmanSmoother, PublicRelease
 from pwevent.operators.registry import mechanism
 from pwevent.state.population import UserRequirement
@@ -98,7 +98,7 @@ def requirement_draw(task: Task) -> RequirementDraw:
 
 def run_mechanism(name: str, task: Task, data: list[SlotValues], d: int, users: int) -> Released:
     """Drive the Engine over the slots; dynamic mechanisms redeclare on the type schedule (section 12)."""
-    spec = mechanism(name, task.w, task.epsilon)
+    spec = mechanism(name, task.w, task.epsilon, day_of(task))
     draw = requirement_draw(task)
     noise = task.noise(name)
     engine = Engine(spec, d, noise, task.w)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
+from pwevent.jobs.common.slots import slots_per_day
 from pwevent.jobs.common.synthetic import SyntheticStream
 from pwevent.jobs.evaluation.csv_loader import Grid
 from pwevent.jobs.evaluation.datasets import Dataset, SyntheticDataset
@@ -24,6 +25,17 @@ def _foursquare(slot_minutes: int, slots: int | None) -> Dataset:
         return slotted
     keep = slotted.slot <= slots
     return replace(slotted, slots=slots, slot=slotted.slot[keep], user=slotted.user[keep], value=slotted.value[keep])
+
+
+def day_of(task: Task) -> int:
+    """The slots in a day of `task`'s data (`SlotClock.day`): 24 on the hourly sparse workloads,
+    Foursquare's at its slot length, 1 on the daily workloads and the synthetic streams (no clock)."""
+    name = task.dataset.removesuffix(GRIEFER)
+    if name == "Foursquare":
+        return slots_per_day(task.grid.real_slot_minutes * 60_000)
+    if name in SPARSE and SPARSE[name].hourly:
+        return slots_per_day(3_600_000)
+    return 1
 
 
 def dataset_of(task: Task) -> Dataset:

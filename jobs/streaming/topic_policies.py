@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-DAY_MS = 86_400_000
+from pwevent.jobs.common.slots import DAY_MS
+
 #: How long the users' raw input records are kept: the oldest restore the deployment supports.
 RESTORE_WINDOW_MS = 7 * DAY_MS
 

@@ -98,3 +98,19 @@ def test_an_empty_section_takes_the_defaults(tmp_path):
     assert config.caps.max_w == 1000 and config.events.user == "user"
     with pytest.raises(ConfigError, match="^missing key slot$"):
         parse_config(None)  # an empty file
+
+
+@pytest.mark.parametrize(("slot", "options", "day"), [
+    ("1h", {}, 24), ("15m", {}, 96), ("1d", {}, 1), ("2d", {}, 1), ("7m", {}, 1), ("500ms", {}, 172_800),
+    ("1h", {"day": 1}, 1), ("1h", {"day": 12}, 12),
+])
+def test_adaptive_reads_the_slots_in_a_day_from_the_slot_unless_set(slot, options, day):
+    """Adaptive's `day` (its bursts' half-day offset, docs/mechanisms.md section 14) is the slots in a
+    day of `slot` when the slot divides a day, else 1; `adaptive.day` sets it (1: no offset)."""
+    config = parse_config({**BASE, "mechanism": "Adaptive", "slot": slot, "adaptive": options})
+    assert config.mechanism_spec().policy.switch.rule.day == day
+
+
+def test_adaptive_day_must_be_a_whole_number_of_slots():
+    with pytest.raises(ConfigError, match=r"adaptive: day must be a whole number"):
+        parse_config({**BASE, "mechanism": "Adaptive", "adaptive": {"day": 0}})

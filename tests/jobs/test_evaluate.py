@@ -20,7 +20,7 @@ from pwevent.jobs.evaluation.evaluate import (
 from pwevent.jobs.evaluation.grid import GridSpec, Task
 from pwevent.jobs.evaluation.references import ORACLE, REFERENCE, ZERO
 from pwevent.jobs.evaluation.report import Interval
-from pwevent.jobs.evaluation.task_data import dataset_of
+from pwevent.jobs.evaluation.task_data import dataset_of, day_of
 from pwevent.operators.family import FAMILIES
 
 TINY = GridSpec(datasets=("Sin",), epsilons=(0.6, 1.0), windows=(40, 120), ratios=(0.5,), reps=2, users=300,
@@ -267,3 +267,15 @@ def test_two_statistics_against_two_jobs_at_half_the_budget(tmp_path, capsys):
     assert "| epsilon | 0.6 | 120 |  | Sin | PBD | none |" in summary
     assert main(["evaluate", "--statistics", "Sin,Foursquare", "--out", str(tmp_path / "x")]) == 2
     assert "--statistics: two different synthetic streams" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("dataset", "slot_minutes", "day"), [
+    ("Sparse-hourly-336", 60, 24), ("Sparse-hourly-720+griefer", 60, 24), ("Sparse-daily-200", 60, 1),
+    ("Foursquare", 60, 24), ("Foursquare", 15, 96), ("Foursquare", 1440, 1), ("Foursquare", 100, 1), ("TLNS", 60, 1),
+])
+def test_each_dataset_runs_adaptive_with_the_slots_in_its_day(dataset, slot_minutes, day):
+    """The evaluator gives Adaptive the day of the data's clock (its bursts' half-day offset, docs/
+    mechanisms.md section 14), as the job takes it from `slot`: hourly data 24 slots, Foursquare at its
+    slot length, the daily workloads and the synthetic streams (no clock) 1."""
+    task = Task(replace(TINY, real_slot_minutes=slot_minutes), dataset, "epsilon", 0.6, 40, None, 0)
+    assert day_of(task) == day

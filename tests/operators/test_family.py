@@ -233,9 +233,11 @@ def test_even_releases_publish_at_obs_for_the_rescaled_error():
 
 
 
-def burst_engine(seed: int, w: tuple[int, ...] = (6, 8), epsilon: float = 2.0, users: int = 40) -> Engine:
-    """An Engine running the default Adaptive (bursts first) over users with windows `w` in turn."""
-    engine = Engine(MechanismSpec("Adaptive", Adaptive(), None), 4, NumpyRandomness(seed), max(w))
+def burst_engine(seed: int, w: tuple[int, ...] = (6, 8), epsilon: float = 2.0, users: int = 40,
+                 day: int = 1) -> Engine:
+    """An Engine running the default Adaptive (bursts first, `day` slots in a day) over users with
+    windows `w` in turn."""
+    engine = Engine(MechanismSpec("Adaptive", Adaptive(FamilyRule(day=day)), None), 4, NumpyRandomness(seed), max(w))
     for user in range(users):
         engine.register(user, Requirement(w[user % len(w)], epsilon), 1)
     return engine
@@ -353,6 +355,68 @@ def test_bursts_survive_a_restart_and_an_earlier_snapshot_restores():
     switch = FamilySwitch(FamilyRule(evidence=4))
     switch.restore(old)
     assert (switch.family, list(switch.releases), switch.probing) == (EVEN, [[1], [2]], False)
+
+
+def burst_slots(engine: Engine, slots: int, split: int | None = None, counts=lambda slot: slot % 4) -> list[int]:
+    """The slots `engine` publishes at over `slots` slots of one present user (cell `counts(slot)`),
+    restored at `split` into a fresh engine of the same rule from its snapshot."""
+    out = []
+    for slot in range(1, slots + 1):
+        if slot == split:
+            restored = burst_engine(99, day=engine.spec.policy.switch.rule.day)
+            restored.restore(engine.snapshot())
+            engine = restored
+        outcome, _ = engine.step(slot, np.array([slot % 40]), np.array([counts(slot)]))
+        if outcome.kind is Kind.PUBLISH:
+            out.append(slot)
+    return out
+
+
+def test_the_bursts_try_the_other_half_of_the_day_once():
+    """4 slots in a day, P = 8 (whole days): the burst after slot 2 comes half a day late (slot 12),
+    and with the stream alike at both hours (one user, noise well above the difference) the next
+    one half a day late again (22, back to slot 2's hour), then every P (30, 38). A restart anywhere,
+    from the snapshot, continues the same schedule; P = 6 (not whole days) or `day` 1 has no offset."""
+    whole = burst_slots(burst_engine(3, day=4), 40)
+    assert whole == [1, 2, 12, 22, 30, 38]
+    assert all(burst_slots(burst_engine(3, day=4), 40, split) == whole for split in (5, 12, 13, 22, 31))
+    assert burst_slots(burst_engine(3, day=1), 40) == [1, 2, 10, 18, 26, 34]
+    assert burst_slots(burst_engine(3, w=(6,), day=4), 40) == [1, 2, 8, 14, 20, 26, 32, 38]
+
+
+def test_bursts_whose_halves_of_the_day_differ_keep_alternating():
+    """400 users with the stream at hour 0 of the day (4 slots a day) in cell 0 and elsewhere in cell
+    3: the releases half a day apart differ far beyond their error, so every burst comes P + 2 slots
+    after the last (12, 22, 32: the two halves in turn)."""
+    engine = Engine(MechanismSpec("Adaptive", Adaptive(FamilyRule(day=4)), None), 4, NumpyRandomness(7), 8)
+    for user in range(400):
+        engine.register(user, Requirement(8, 2.0), 1)
+    bursts = []
+    for slot in range(1, 40):
+        present = np.arange(0, 400, 40)  # 10 users: sparse enough to stay in bursts
+        cell = 0 if slot % 4 == 2 else 3
+        outcome, _ = engine.step(slot, present, np.full(present.size, cell))
+        assert outcome.family == BURST
+        if outcome.kind is Kind.PUBLISH:
+            bursts.append(slot)
+    assert bursts == [1, 2, 12, 22, 32]
+    switch = engine.spec.policy.switch
+    assert switch.day_stage == "alternate" and switch.next_burst == 42
+
+
+def test_a_snapshot_without_the_day_keeps_its_schedule():
+    """A snapshot from before the day's offset (no day keys) restores settled: no offset from then on."""
+    switch = FamilySwitch(FamilyRule(day=4))
+    switch.restore({"family": BURST, "since": 1, "recent": [], "releases": [], "next_burst": 10, "probing": False,
+                    "widest": 8})
+    assert (switch.day_stage, switch.day_last) == ("settled", None)
+    switch.observe(SlotOutcome(10, Kind.PUBLISH, np.zeros(4, dtype=np.int64), 40,
+                               publication=BudgetChoice(2.0, 0.5, 1.0)))
+    assert switch.next_burst == 18
+    with pytest.raises(ValueError, match="day stage"):
+        FamilySwitch().restore({**switch.to_json(), "day_stage": "dawn"})
+    with pytest.raises(ValueError, match="day must be a whole number"):
+        FamilyRule(day=0)
 
 
 def test_a_probe_below_the_budget_floor_publishes_nothing_and_the_next_burst_is_whole():
