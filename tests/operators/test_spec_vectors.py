@@ -122,30 +122,14 @@ class TestBursts:
     (3, 0.9) under Adaptive held in bursts (probe 1/8): the probe at slot 1, the rest of each window
     at slot 2, then a burst every widest w (4) slots: slot 6, 10, ..."""
 
-    def test_probe_rest_and_period(self):
-        policy, ledgers = Adaptive(FamilyRule(start=BURST)), fixed_ledgers()
-        spent: dict[int, list[float]] = {}
-        for t in range(1, 11):
-            budgets = [charge_slot(policy, ledger, t) for ledger in ledgers]
-            kind = policy.scheduled_kind(t)
-            assert kind is not None
-            for ledger in ledgers:
-                ledger.settle(t, kind)
-            spent[t] = [b.eps2 if kind is Kind.PUBLISH else 0.0 for b in budgets]
-            policy.observe(SlotOutcome(t, kind, np.zeros(1, dtype=np.int64), len(ledgers)))  # no release: held
-        assert spent[1] == pytest.approx([0.15, 0.1, 0.1125])  # E / 8
-        assert spent[2] == pytest.approx([1.05, 0.7, 0.7875])  # E minus the probe, the rest of each window
-        assert spent[6] == pytest.approx(list(E)) and spent[10] == pytest.approx(list(E))  # whole E, 4 apart
-        assert all(spent[t] == [0.0, 0.0, 0.0] for t in (3, 4, 5, 7, 8, 9))
-
     @staticmethod
-    def day_schedule(counts: dict[int, int]) -> dict[int, list[float]]:
-        """The same users with 2 slots in a day (`day` 2: P = 4 is whole days, half a day is 1
-        slot); each burst's release holds `counts`' value at its slot (0 elsewhere) with error 1 per
-        cell. Returns each burst slot's spends."""
-        policy, ledgers = Adaptive(FamilyRule(start=BURST, day=2)), fixed_ledgers()
+    def bursts(slots: int, day: int = 1, counts: dict[int, int] | None = None) -> dict[int, list[float]]:
+        """The users under Adaptive held in bursts (`day` slots in a day) for `slots` slots; each
+        burst's release holds `counts`' value at its slot (0 elsewhere) in one cell with error 1.
+        Returns each burst slot's spends, after checking that every window of every user is within E."""
+        policy, ledgers = Adaptive(FamilyRule(start=BURST, day=day)), fixed_ledgers()
         spent: dict[int, list[float]] = {}
-        for t in range(1, 23):
+        for t in range(1, slots + 1):
             budgets = [charge_slot(policy, ledger, t) for ledger in ledgers]
             kind = policy.scheduled_kind(t)
             assert kind is not None
@@ -153,19 +137,27 @@ class TestBursts:
                 ledger.settle(t, kind)
             if kind is Kind.PUBLISH:
                 spent[t] = [b.eps2 for b in budgets]
-            policy.observe(SlotOutcome(t, kind, np.array([counts.get(t, 0)], dtype=np.int64), len(ledgers),
+            count = np.array([(counts or {}).get(t, 0)], dtype=np.int64)
+            policy.observe(SlotOutcome(t, kind, count, len(ledgers),
                                        publication=BudgetChoice(0.9, 1.0, 1.0) if kind is Kind.PUBLISH else None))
-        for ledger, epsilon in zip(ledgers, E, strict=True):  # every window of every user within E
+        for ledger, epsilon in zip(ledgers, E, strict=True):
             w = ledger.requirement.w
-            for start in range(1, 23 - w + 1):
+            for start in range(1, slots - w + 2):
                 assert sum(sum(ledger.spent(t, t)) for t in range(start, start + w)) <= epsilon * (1 + 1e-12)
         return spent
 
+    def test_probe_rest_and_period(self):
+        spent = self.bursts(10)
+        assert sorted(spent) == [1, 2, 6, 10]  # the slots between spend nothing
+        assert spent[1] == pytest.approx([0.15, 0.1, 0.1125])  # E / 8
+        assert spent[2] == pytest.approx([1.05, 0.7, 0.7875])  # E minus the probe, the rest of each window
+        assert spent[6] == pytest.approx(list(E)) and spent[10] == pytest.approx(list(E))  # whole E, 4 apart
+
     def test_the_other_half_of_the_day_once(self):
-        """Releases equal within the noise (D = 0 - 1 - 1 < 4 x 1): the burst after slot 2 comes
-        half a day late (slot 7), the next half a day late again (12, back to slot 2's hour), then
-        every P: 16, 20."""
-        spent = self.day_schedule({})
+        """2 slots in a day (P = 4 is whole days, half a day is 1 slot). Releases equal within the
+        noise (D = 0 - 1 - 1 < 4 x 1): the burst after slot 2 comes half a day late (slot 7), the
+        next half a day late again (12, back to slot 2's hour), then every P: 16, 20."""
+        spent = self.bursts(22, day=2)
         assert sorted(spent) == [1, 2, 7, 12, 16, 20]
         assert all(spent[t] == pytest.approx(list(E)) for t in (7, 12, 16, 20))
 
@@ -173,7 +165,7 @@ class TestBursts:
         """Slot 7's release differs from slot 2's by D = 3^2 - 1 - 1 = 7 > 4 x 1 (its level M = 9 - 1
         = 8 is far below the level test's 4 x 4^2 x 1 = 64: still sparse): every next burst comes
         P + 1 slots later, alternating between the day's two halves: 12, 17, 22."""
-        spent = self.day_schedule({7: 3})
+        spent = self.bursts(22, day=2, counts={7: 3})
         assert sorted(spent) == [1, 2, 7, 12, 17, 22]
         assert all(spent[t] == pytest.approx(list(E)) for t in (7, 12, 17, 22))
 

@@ -1,5 +1,5 @@
 """`pwevent evaluate` with the default's whole bursts moved by part of a day under hourly slots
-(measured, not adopted; ../../README.md, "A day offset"). Under hourly slots (`Sparse-hourly-*`,
+(../../README.md, "A day offset": the fixed offset measured, not adopted; `--explore --margin 4` is the default's rule since commit 7d5bc82, FamilySwitch.day_offset). Under hourly slots (`Sparse-hourly-*`,
 Foursquare at 60-minute slots) and a burst period P of whole days, every whole burst falls on the same
 hour. Only `FamilySwitch.burst_after` (the slot of the next burst) is replaced; the daily workloads and
 the synthetic streams keep the default's schedule. No gap is below P, so every window of every user
