@@ -342,3 +342,25 @@ def test_the_replay_asks_for_a_public_horizon(tmp_path, capsys):
     assert len(read(tmp_path / "r.jsonl")) == 3
     assert main([*base, "--through", "2023-12-31T23:00:00Z"]) == 2
     assert "--through 2023-12-31T23:00:00Z lies before the configured origin" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("adaptive", "bursts"), [({}, [1, 2, 38, 74]), ({"day": 1}, [1, 2, 26, 50, 74, 98])])
+def test_the_replay_takes_adaptives_day_from_the_slot(tmp_path, adaptive, bursts):
+    """`slot: 1h` gives Adaptive 24 slots in a day: with every window 24 slots (one day), the burst
+    after slot 2 comes half a day late (38) and the next one half a day late again or alternating
+    (74 either way, docs/mechanisms.md section 14); `adaptive.day: 1` keeps every period at 24 slots.
+    Either way the full audit passes."""
+    requirements = [{"user": f"u{n}", "time": 0, "w": 24, "epsilon": 1.0} for n in range(40)]
+    (tmp_path / "req.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requirements))
+    events = [json.dumps({"user": f"u{slot % 40}", "time": (slot - 1) * 3_600_000 + 7, "value": slot % 2})
+              for slot in range(1, 111)]
+    (tmp_path / "events.jsonl").write_text("\n".join(events) + "\n")
+    config = config_for("Adaptive", origin=0, slot="1h", noise="numpy-fast", adaptive=adaptive)
+    paths = {k: str(tmp_path / f"{k}.jsonl") for k in ("releases", "spend")}
+    run_replay(config, str(tmp_path / "events.jsonl"), str(tmp_path / "req.jsonl"), paths["releases"], paths["spend"],
+               seed=3, through=110)
+    releases = read(paths["releases"])
+    assert {r["family"] for r in releases} == {"Sample"}
+    assert [r["slot"] for r in releases if r["kind"] == "publish"][:len(bursts)] == bursts
+    report = audit_file(paths["spend"], str(tmp_path / "req.jsonl"), paths["releases"], config)
+    assert report.ok, report
