@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -89,7 +89,10 @@ class FamilyRule:
     start: str = BURST
     probe: float = 0.125
     level_margin: float = 4.0
-    day: int = 1
+    day: int = field(default=1, metadata={
+        "from_clock": True, "minimum": 1,
+        "description": "slots in a day; default: from `slot` (86,400,000 ms over the slot's length when whole, "
+                       "else 1); 1 turns the bursts' half-day offset off (docs/mechanisms.md section 14)"})
 
     def __post_init__(self) -> None:
         if isinstance(self.evidence, bool) or not isinstance(self.evidence, int):

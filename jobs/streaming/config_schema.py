@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, get_type_hints
 
-from pydantic import create_model
+from pydantic import Field, create_model
 
 from pwevent.jobs.common.config import Config, Section
 from pwevent.jobs.streaming.settings import FlinkSettings, KafkaSettings, ReleaseSettings
@@ -31,10 +31,20 @@ def _section_model(entry: MechanismEntry) -> type[Section]:
     values are checked by the mechanism itself: MechanismEntry.spec)."""
     assert entry.section is not None and entry.section_type is not None
     hints = get_type_hints(entry.section_type)
-    keys: dict[str, Any] = {f.name: (hints[f.name], f.default) for f in dataclasses.fields(entry.section_type)}
+    keys: dict[str, Any] = {f.name: (hints[f.name], _field(f)) for f in dataclasses.fields(entry.section_type)}
     model = create_model(f"{entry.name}Section", __base__=Section, **keys)
     model.__doc__ = f"`{entry.section}:` options of mechanism {entry.name} only (docs/mechanisms.md)."
     return model
+
+
+def _field(spec: dataclasses.Field[Any]) -> Any:
+    """A section key's default, with its `description` (field metadata) when it has one; a key whose
+    default comes from the clock (`from_clock`, such as Adaptive's `day` from `slot`) states none."""
+    if not spec.metadata:
+        return spec.default
+    extra = (lambda schema: schema.pop("default", None)) if spec.metadata.get("from_clock") else None
+    return Field(spec.default, description=spec.metadata.get("description"), ge=spec.metadata.get("minimum"),
+                 json_schema_extra=extra)
 
 
 def config_schema(registry: MechanismRegistry = REGISTRY) -> dict[str, Any]:

@@ -98,6 +98,8 @@ def test_the_helm_charts_job_configuration_validates_against_the_schema(overlay:
     {"window": "8"},
     {"adaptive": {"pilot": 3}},
     {"adaptive": {"evidence": "many"}},
+    {"adaptive": {"day": 0}},
+    {"adaptive": {"day": 1.5}},
     {"kafka": {"securty": {}}},
     {"kafka": {"topics": {"evnts": "x"}}},
     {"kafka": {"security": {"protocol": "SASL_SSH"}}},
@@ -115,7 +117,7 @@ def test_the_schema_refuses_what_the_models_refuse(change: dict[str, Any]) -> No
 
 
 def test_the_schema_accepts_a_full_configuration() -> None:
-    raw = {**BASE, "mechanism": "Adaptive", "adaptive": {"evidence": 12}, "origin": 0,
+    raw = {**BASE, "mechanism": "Adaptive", "adaptive": {"evidence": 12, "day": 24}, "origin": 0,
            "domain": {"type": "grid", "rows": 2, "cols": 2,
                       "bbox": {"min_lat": 0, "max_lat": 1, "min_lon": 0, "max_lon": 1}},
            "events": {"lat": "la", "lon": "lo"}, "caps": {"max_w": 50, "min_slot_epsilon": 1e-12},
