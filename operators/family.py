@@ -79,8 +79,9 @@ class FamilyRule:
     of the window goes to the next slot's burst, or to even spending if the probe found the stream
     dense). level_margin: after a burst the stream is dense when its mean square per cell is above
     level_margin x period^2 x a whole-E burst's error (`dense`). day: the slots in a day (1: the slot
-    is a day or longer, or does not divide one); with day > 1 and a burst period of whole days, the
-    bursts try the other half of the day once (`FamilySwitch.day_offset`)."""
+    is a day or longer, or does not divide one); with an even day (half a day is whole slots) and a
+    burst period of whole days, the bursts try the other half of the day once
+    (`FamilySwitch.day_offset`)."""
 
     evidence: int = 240
     switch_rate: float = 0.5
@@ -92,7 +93,8 @@ class FamilyRule:
     day: int = field(default=1, metadata={
         "from_clock": True, "minimum": 1,
         "description": "slots in a day; default: from `slot` (86,400,000 ms over the slot's length when whole, "
-                       "else 1); 1 turns the bursts' half-day offset off (docs/mechanisms.md section 14)"})
+                       "else 1); the bursts' half-day offset needs an even day, and 1 turns it off "
+                       "(docs/mechanisms.md section 14)"})
 
     def __post_init__(self) -> None:
         if isinstance(self.evidence, bool) or not isinstance(self.evidence, int):
@@ -217,9 +219,11 @@ class FamilySwitch:
         next burst comes half a day later too (the bursts alternate between the two halves of the
         day); otherwise the next one comes half a day later once more (back to the first hour), and
         then every `period` slots. Every gap is at least `period`, so every window still holds at
-        most one whole burst; only releases are read."""
+        most one whole burst; only releases are read. An odd `day` (8-hour slots: 3) has no half
+        day in whole slots, and two offsets of day // 2 would not lead back to the first hour: no
+        offset."""
         day = self.rule.day
-        if day < 2 or period % day:
+        if day < 2 or day % 2 or period % day:
             return 0
         release = None
         if outcome.kind is Kind.PUBLISH and outcome.publication is not None:

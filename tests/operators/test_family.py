@@ -381,6 +381,8 @@ def test_the_bursts_try_the_other_half_of_the_day_once():
     assert whole == [1, 2, 12, 22, 30, 38]
     assert all(burst_slots(burst_engine(3, day=4), 40, split) == whole for split in (5, 12, 13, 22, 31))
     assert burst_slots(burst_engine(3, day=1), 40) == [1, 2, 10, 18, 26, 34]
+    # an odd day (8-hour slots: 3) has no half day in whole slots: P = 24 is whole days, no offset
+    assert burst_slots(burst_engine(3, w=(24,), day=3), 60) == [1, 2, 26, 50]
     assert burst_slots(burst_engine(3, w=(6,), day=4), 40) == [1, 2, 8, 14, 20, 26, 32, 38]
 
 
