@@ -35,6 +35,16 @@ class BudgetChoice:
                              f"got {self.kept_share!r}")
 
 
+def cell_load(last: np.ndarray, population: int) -> float:
+    """The mean cell's share of the registered users, L / N (docs/mechanisms.md section 14, "The mean
+    cell"): L the users per cell by the last released histogram, its sum over its d cells, at least 1
+    and at most N = population (> 0). Public: post-processing of a release."""
+    if population <= 0:
+        raise ValueError(f"a cell load needs registered users, got a population of {population!r}")
+    per_cell = float(np.asarray(last, dtype=float).sum()) / len(last)
+    return min(max(per_cell, 1.0), float(population)) / population
+
+
 def keep_probabilities(levels: np.ndarray, theta: float) -> np.ndarray:
     """Sampling Mechanism: p = 1 if eps >= theta else (e^eps - 1)/(e^theta - 1) (section 2)."""
     levels = np.asarray(levels, dtype=float)
@@ -44,7 +54,7 @@ def keep_probabilities(levels: np.ndarray, theta: float) -> np.ndarray:
 
 def optimal_budget(
     levels: np.ndarray, counts: np.ndarray, noise_variance: Callable[[np.ndarray], np.ndarray | float],
-    rescaled: bool = False,
+    rescaled: bool = False, load: float = 1.0,
 ) -> BudgetChoice | None:
     """argmin over the distinct positive budgets theta of err_s(theta) + err_dp(theta).
 
@@ -61,7 +71,12 @@ def optimal_budget(
     only the kept ones': (sum_{eps<theta} p(1-p) + err_dp(theta)) / s^2, no bias term (unbiased when
     budget and cell are independent; docs/mechanisms.md section 14, Adaptive's even spending).
     Candidates with s below MIN_KEPT_SHARE are never chosen. The choice carries s as `kept_share`.
+    load (rescaled only): the mean cell's share of the users, L / N in (0, 1] (`cell_load`); the
+    error is then the mean cell's, (load * sum_{eps<theta} p(1-p) + err_dp(theta)) / s^2
+    (section 14, "The mean cell"); 1 is the paper's worst case, every user in one cell.
     """
+    if not 0 < load <= 1:
+        raise ValueError(f"a cell load must be in (0, 1], got {load!r}")
     levels = np.asarray(levels, dtype=float)
     counts = np.asarray(counts, dtype=float)
     order = np.argsort(levels, kind="stable")
@@ -85,7 +100,7 @@ def optimal_budget(
         variance = kept - below_q2[cand] / big_q**2  # sum of p (1 - p)
         if rescaled:
             share = (total - below_n[cand] + kept) / total
-            errors = (variance + noise_variance(levels[cand])) / share**2
+            errors = (load * variance + noise_variance(levels[cand])) / share**2
             errors = np.where(share >= MIN_KEPT_SHARE, errors, np.inf)
         else:
             bias = below_n[cand] - kept  # sum of (1 - p)

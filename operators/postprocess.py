@@ -14,7 +14,9 @@ but a cell's own sampling variance is only its users' share of that sum. So a pu
 per cell c, is the noise part N = discrete_laplace_variance(epsilon) / s^2 plus the rest of the
 announced error split by the cells' shares w_c of the release's non-negative counts (uniform when
 none is positive): R_c = N + max(0, err2 - N) w_c (`PublicRelease.cell_variances`; a release
-without epsilon gives every cell err2). The job's outcome and the release record give the same R_c,
+without epsilon gives every cell err2). A rescaled publication of release version 4 on announces the
+mean cell's error instead (docs/mechanisms.md section 14, "The mean cell"): its sampling part is a
+d-th of the sum's, so R_c = N + d max(0, err2 - N) w_c. The job's outcome and the release record give the same R_c,
 so anyone can recompute `smoothed` from the records alone.
 
 Models, per cell, with R_c of the latest publication:
@@ -77,6 +79,9 @@ from pwevent.operators.noise import discrete_laplace_variance
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.spend import Kind
 
+#: The release version from which a rescaled publication's threshold is the mean cell's error, not
+#: the whole population's (docs/formats.md, Release); a test compares it with the release schema's.
+MEAN_CELL_SINCE = 4
 DEFAULT_LEVELS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_TRENDS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 #: z of a two-sided 95% normal interval.
@@ -91,6 +96,8 @@ class PublicRelease:
     epsilon and kept_share: the publication's budget and, for a rescaled release, the kept share its
     counts were divided by (None: not rescaled), from which `cell_variances` splits the variance
     into its noise and sampling parts (module docstring). Without epsilon every cell gets `variance`.
+    mean_cell: the variance is the mean cell's (a rescaled publication from release version 4 on),
+    not the whole population's.
     """
 
     slot: int
@@ -100,6 +107,7 @@ class PublicRelease:
     variance: float | None
     epsilon: float | None = None
     kept_share: float | None = None
+    mean_cell: bool = False
 
     def __post_init__(self) -> None:
         if self.kind is Kind.PUBLISH and not (self.variance is not None and self.variance > 0):
@@ -115,14 +123,16 @@ class PublicRelease:
         reads it, so that both give the same per-cell variances."""
         pub = outcome.publication
         threshold = outcome.threshold
+        share = pub.kept_share if pub else None
         return cls(outcome.slot, outcome.kind, np.asarray(outcome.counts), outcome.population,
                    threshold**2 if threshold is not None else None, pub.epsilon if pub else None,
-                   pub.kept_share if pub else None)
+                   share, share is not None)
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> PublicRelease:
         """From a release line/message (docs/schemas/release.schema.json); a record of version 1 or 2
-        has no `kept_share` and reads as not rescaled."""
+        has no `kept_share` and reads as not rescaled; a rescaled one of version 3 announces the
+        population's error, of version 4 on the mean cell's."""
         kind = Kind(record["kind"])
         variance: float | None = None
         epsilon = record.get("epsilon_publication")
@@ -132,15 +142,19 @@ class PublicRelease:
             variance = float(discrete_laplace_variance(float(epsilon)))
         counts = np.asarray(record["counts"], dtype=float)
         share = record.get("kept_share")
+        version = record.get("schema_version")
+        mean_cell = share is not None and isinstance(version, int) and version >= MEAN_CELL_SINCE
         return cls(int(record["slot"]), kind, counts, int(record["population"]), variance,
-                   float(epsilon) if epsilon is not None else None, float(share) if share is not None else None)
+                   float(epsilon) if epsilon is not None else None, float(share) if share is not None else None,
+                   mean_cell)
 
     def cell_variances(self) -> np.ndarray:
         """R_c per cell of a publication: the noise part, discrete_laplace_variance(epsilon) / s^2 (s the
         kept share, 1 when not rescaled), in every cell, plus the rest of the announced variance (the
         sampling part, summed over all users) split by the cells' shares w_c of the non-negative
         released counts (uniform when none is positive): a cell's sampling variance is its users'
-        share of the sum (module docstring)."""
+        share of the sum (module docstring); when the variance is the mean cell's (`mean_cell`), its
+        sampling part is a d-th of that sum, which the cells hold d times."""
         assert self.variance is not None
         d = len(self.counts)
         if self.epsilon is None:
@@ -150,7 +164,8 @@ class PublicRelease:
         positive = np.maximum(np.asarray(self.counts, dtype=float), 0.0)
         total = float(positive.sum())
         weights = positive / total if total > 0 else np.full(d, 1.0 / d)
-        return noise + max(self.variance - noise, 0.0) * weights
+        sampling = max(self.variance - noise, 0.0) * (d if self.mean_cell else 1)
+        return noise + sampling * weights
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pwevent.operators.noise import Randomness, discrete_laplace_variance
-from pwevent.operators.obs import BudgetChoice, optimal_budget
+from pwevent.operators.obs import BudgetChoice, cell_load, optimal_budget
 from pwevent.operators.sampling import sample_levels
 from pwevent.state.requirements import SHARE_TOLERANCE
 from pwevent.state.spend import Kind
@@ -79,17 +79,20 @@ class SlotRelease:
         self.rng = rng
 
     def _choose(self, budgets: np.ndarray, groups: SlotGroups,
-                rescaled: bool = False) -> tuple[BudgetChoice | None, np.ndarray, np.ndarray]:
+                load: float | None = None) -> tuple[BudgetChoice | None, np.ndarray, np.ndarray]:
+        """OBS over the groups' budgets; `load`: for a rescaled release, the mean cell's share of the users."""
         levels, counts, cells = _levels(budgets, groups.members, groups.present)
-        return optimal_budget(levels, counts, discrete_laplace_variance, rescaled), levels, cells
+        rescaled = load is not None
+        return optimal_budget(levels, counts, discrete_laplace_variance, rescaled, load or 1.0), levels, cells
 
     def decide(self, slot: int, groups: SlotGroups, last: np.ndarray, scheduled: Kind | None,
                rescaled: bool = False) -> SlotOutcome:
         """One slot. `last` is the last released histogram (r_{t-1}, the last non-null publication).
 
         scheduled: a decision fixed by the mechanism (Uniform, Sample) or None for the adaptive rule.
-        rescaled: publish at OBS's threshold for the rescaled error and divide the noisy counts by the
-        public kept share, rounded to integers (section 14, Adaptive's even spending).
+        rescaled: publish at OBS's threshold for the rescaled error of the mean cell (its share of the
+        users from `last`) and divide the noisy counts by the public kept share, rounded to integers
+        (section 14, Adaptive's even spending and "The mean cell").
         """
         population = int(groups.members.sum())
         repeat = np.asarray(last, dtype=np.int64)
@@ -109,7 +112,8 @@ class SlotRelease:
                 dissimilarity = noisy / self.d
         if scheduled is Kind.SKIP or (scheduled is None and dissimilarity is None):
             return SlotOutcome(slot, Kind.SKIP, repeat, population, calculation)
-        publication, levels2, cells2 = self._choose(groups.eps2, groups, rescaled)
+        publication, levels2, cells2 = self._choose(groups.eps2, groups,
+                                                    cell_load(repeat, population) if rescaled else None)
         if publication is None:
             return SlotOutcome(slot, Kind.SKIP, repeat, population, calculation, None, dissimilarity)
         if scheduled is None and not (dissimilarity is not None and dissimilarity > math.sqrt(publication.error)):

@@ -31,8 +31,12 @@ from pwevent.operators.family import FAMILIES
 from pwevent.operators.registry import REGISTRY
 
 #: The release record's version (docs/formats.md, Release): 2 added `schema_version`, `domain` and
-#: `interval`; 3 added `kept_share`; a release without `schema_version` is of version 1.
-RELEASE_SCHEMA_VERSION = 3
+#: `interval`; 3 added `kept_share`; 4 made a rescaled publication's `threshold` the mean cell's error;
+#: a release without `schema_version` is of version 1.
+RELEASE_SCHEMA_VERSION = 4
+#: The versions whose records have this schema's fields: a release topic of a job upgraded from one
+#: to the next holds both (docs/operations.md, "Savepoints, upgrades and rescaling").
+SCHEMA_VERSIONS = (3, 4)
 #: The committed renderings (`--write`, `--check`).
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 JSON_SCHEMA_FILE, AVRO_SCHEMA_FILE = SCHEMAS / "release.schema.json", SCHEMAS / "release.avsc"
@@ -51,8 +55,10 @@ class Presence(Enum):
 
 @dataclass(frozen=True)
 class Integer:
+    """An integer at least `minimum`; `one_of`: only these values (a version)."""
+
     minimum: int | None = None
-    const: int | None = None
+    one_of: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,9 +150,10 @@ def release_fields() -> tuple[Field, ...]:
     """The release's fields, in the order a release record has them (read when asked: a mechanism
     registered later is in the `mechanism` choice)."""
     return (
-        Field("schema_version", Integer(const=RELEASE_SCHEMA_VERSION),
-              "this record's version: 2 added schema_version, domain and interval, 3 added kept_share (a release "
-              "without schema_version is of version 1)"),
+        Field("schema_version", Integer(one_of=SCHEMA_VERSIONS),
+              "this record's version: 2 added schema_version, domain and interval, 3 added kept_share, 4 made a "
+              "rescaled publication's threshold the mean cell's error (a release without schema_version is of "
+              "version 1); this job writes 4, and 3 has the same fields"),
         Field("slot", Integer(minimum=1), "slot number; slot 1 starts at the configured origin"),
         Field("statistic", Text(STATISTIC_NAME), "with several statistics under one budget (the configuration's "
               "statistics:), the name of the statistic this record releases: one record per statistic and slot; absent "
@@ -165,7 +172,9 @@ def release_fields() -> tuple[Field, ...]:
         Field("population", Integer(minimum=0), "registered users at this slot"),
         Field("epsilon_calculation", Number(), "budget OBS chose for the dissimilarity", Presence.NULLABLE),
         Field("epsilon_publication", Number(), "budget OBS chose for the publication", Presence.NULLABLE),
-        Field("threshold", Number(), "sqrt of the publication error the dissimilarity was compared with",
+        Field("threshold", Number(), "sqrt of the publication error the dissimilarity was compared with: OBS's "
+              "expected error per cell, in a cell holding every registered user; for a rescaled publication (kept_share "
+              "not null) of version 4, in a cell holding the mean cell's share of them (docs/formats.md, Release)",
               Presence.NULLABLE),
         Field("kept_share", Number(exclusive_minimum=0, maximum=1),
               "a rescaled publication (Adaptive's even spending and bursts): the public expected kept share its noisy "
@@ -196,8 +205,8 @@ DESCRIPTION = (
 
 def _json_kind(kind: Kind) -> dict[str, Any]:
     if isinstance(kind, Integer):
-        if kind.const is not None:
-            return {"const": kind.const}
+        if kind.one_of is not None:
+            return {"enum": list(kind.one_of)}
         return {"type": "integer", **({"minimum": kind.minimum} if kind.minimum is not None else {})}
     if isinstance(kind, Number):
         bounds = {"minimum": kind.minimum, "exclusiveMinimum": kind.exclusive_minimum, "maximum": kind.maximum}
@@ -248,7 +257,7 @@ def json_schema() -> dict[str, Any]:
 
 def _avro_kind(kind: Kind) -> Any:
     if isinstance(kind, Integer):
-        return "int" if kind.const is not None else "long"
+        return "int" if kind.one_of is not None else "long"
     if isinstance(kind, Number):
         return "double"
     if isinstance(kind, Text | Choice):

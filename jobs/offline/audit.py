@@ -85,7 +85,14 @@ ADAPTIVE_RESCALED = ("Uniform", "Sample")
 NOISE_LABELS = {"opendp": "opendp-discrete-laplace", "numpy-fast": "numpy-geometric (fast)"}
 SEEDED_NOISE_LABEL = "numpy-geometric (seeded, not for production)"
 #: The release record's version (docs/formats.md, Release), kept here too; a test compares it.
-RELEASE_SCHEMA_VERSION = 3
+RELEASE_SCHEMA_VERSION = 4
+#: The versions this auditor reads besides 1 (a release without schema_version).
+READ_VERSIONS = (2, 3, 4)
+#: The one version change a run may make: a job of release 0.2.0 (version 3) restored by a later
+#: release goes on in version 4 (docs/mechanisms.md, "What the auditor proves").
+UPGRADE = (3, 4)
+#: From this version on a rescaled publication's threshold is the mean cell's error (section 14).
+MEAN_CELL_SINCE = 4
 #: Relative agreement asked of a release's OBS threshold and expected error with the auditor's own
 #: arithmetic (another summation order than the job's); a tampered value is off by far more.
 DERIVED_RTOL = 1e-6
@@ -155,7 +162,8 @@ RULES = {
     "kind_mismatch": "a spend line whose kind differs from its slot's release",
     "calculation_without_dissimilarity": "calculation spend on a slot whose release ran no dissimilarity",
     "repeat_changed": "a skip or nullify release whose counts differ from the previous release's",
-    "schema_version_mixed": "a release whose schema_version differs from the run's first release's (absent: 1)",
+    "schema_version_mixed": "a release whose schema_version differs from the run's first release's (absent: 1), "
+                            "but for one step from 3 to 4",
     "schema_fields_mismatch": "a release with a field its schema_version does not have, or without one it has",
     "threshold_missing": "a release with a dissimilarity but without the threshold it was compared with, while "
                          "it states a publication epsilon (or a threshold without one)",
@@ -942,13 +950,15 @@ def _kept_share(levels: np.ndarray, weights: np.ndarray, theta: float) -> float:
     return float((weights[~below].sum() + (weights[below] * p).sum()) / weights.sum())
 
 
-def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False) -> dict[float, float]:
+def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False,
+                load: float = 1.0) -> dict[float, float]:
     """OBS's expected error at every distinct positive budget theta of a slot (docs/mechanisms.md
     sections 2-3), straight from the definition: with p = (e^eps - 1)/(e^theta - 1) for the users below
     theta, sum p (1 - p) + (sum (1 - p))^2 + the noise variance at theta. Users at 0 are never kept.
     rescaled (Adaptive's even spending, section 14): with the kept share s = (sum over all users of
-    their p, 1 at or above theta) / all users, (sum p (1 - p) + the noise variance) / s^2, and no
-    candidate with s below MIN_KEPT_SHARE. Candidates whose error is not finite are left out, as OBS
+    their p, 1 at or above theta) / all users, (load * sum p (1 - p) + the noise variance) / s^2, and
+    no candidate with s below MIN_KEPT_SHARE; load is the mean cell's share of the users (1: every
+    user in one cell, `_mean_cell_load`). Candidates whose error is not finite are left out, as OBS
     leaves them out."""
     levels, weights = _budget_levels(budgets, members)
     out: dict[float, float] = {}
@@ -962,12 +972,20 @@ def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False
                 share = _kept_share(levels, weights, theta)
                 if share < MIN_KEPT_SHARE:
                     continue
-                error = (variance + float(_discrete_laplace_variance(theta))) / share**2
+                error = (load * variance + float(_discrete_laplace_variance(theta))) / share**2
             else:
                 error = variance + float((n * (1 - p)).sum()) ** 2 + float(_discrete_laplace_variance(theta))
             if math.isfinite(error):
                 out[float(theta)] = error
     return out
+
+
+def _mean_cell_load(before: tuple[int, ...], population: float) -> float:
+    """The mean cell's share of the registered users behind a rescaled publication of version 4 on
+    (section 14, "The mean cell"): the previous release's counts summed over their cells, clipped to
+    [1, population], over the population."""
+    per_cell = sum(before) / len(before)
+    return min(max(per_cell, 1.0), population) / population
 
 
 def _obs_finding(errors: dict[float, float], chosen: float | None) -> str | None:
@@ -1022,20 +1040,8 @@ def _release_checks(
                 finding("calculation_scale", f"epsilon_calculation {why}")
         if release.kind == "publish":
             rescaled = rules.mechanism == ADAPTIVE and labels.get("family") in ADAPTIVE_RESCALED
-            errors = _obs_errors(np.array([line.spend2 for line in lines]), members, rescaled)
-            chosen = release.epsilon_publication
-            why = _obs_finding(errors, chosen)
-            if why is not None:
-                finding("publication_scale", f"epsilon_publication {why}")
-            elif chosen is not None:
-                root = math.sqrt(errors[chosen])
-                if release.threshold is None or abs(release.threshold - root) > DERIVED_RTOL * root:
-                    finding("threshold_mismatch", f"threshold {release.threshold!r}, OBS's error gives {root:.9g}")
-                share = _kept_share(*_budget_levels(np.array([line.spend2 for line in lines]), members),
-                                    chosen) if rescaled else None
-                if labels["schema_version"] not in (None, 2) and not _same_share(release.kept_share, share):
-                    finding("kept_share_mismatch", f"kept_share {release.kept_share!r}, the publication's "
-                            f"{'kept share is ' + format(share, '.9g') if share is not None else 'is not rescaled'}")
+            _publication_checks(release, np.array([line.spend2 for line in lines]), members,
+                                before, rescaled, finding)
         elif labels["schema_version"] not in (None, 2) and release.kept_share is not None:
             finding("kept_share_mismatch", f"kept_share {release.kept_share!r} on a {release.kind}: null expected")
         if release.dissimilarity is not None and release.threshold is not None:
@@ -1058,11 +1064,38 @@ def _release_checks(
             wrong.append(f"start/end {labels['start']!r}/{labels['end']!r} (the clock's {start}/{end})")
         if labels["domain"] is not None and labels["domain"] != rules.domain:  # absent before version 2
             wrong.append(f"domain {labels['domain']!r} (the configuration's {dict(rules.domain)!r})")
-        if labels["schema_version"] not in (None, 2, RELEASE_SCHEMA_VERSION):
-            wrong.append(f"schema_version {labels['schema_version']!r} (this auditor reads 1, 2 and "
+        if labels["schema_version"] is not None and _version(labels["schema_version"]) is None:
+            wrong.append(f"schema_version {labels['schema_version']!r} (this auditor reads 1 to "
                          f"{RELEASE_SCHEMA_VERSION})")
         if wrong:
             finding("label_mismatch", f"{', '.join(wrong)} under mechanism {rules.mechanism}")
+
+
+def _publication_checks(release: Release, spend2: np.ndarray, members: np.ndarray, before: tuple[int, ...] | None,
+                        rescaled: bool, finding: Callable[[str, str], None]) -> None:
+    """A publication's epsilon_publication, threshold and kept_share from its slot's spend2 lines
+    (weighted by their members): OBS's choice, the root of its error there (under Adaptive's rescaled
+    families, from version 4 on, the mean cell's, whose load needs the previous release `before`:
+    without it, release_missing or bad_release says why, nothing is derived) and its kept share."""
+    version = _version(release.labels["schema_version"])
+    load = 1.0
+    if rescaled and version is not None and version >= MEAN_CELL_SINCE:
+        if not before or not members.sum() > 0:
+            return
+        load = _mean_cell_load(before, float(members.sum()))
+    errors = _obs_errors(spend2, members, rescaled, load)
+    chosen = release.epsilon_publication
+    why = _obs_finding(errors, chosen)
+    if why is not None:
+        finding("publication_scale", f"epsilon_publication {why}")
+    elif chosen is not None:
+        root = math.sqrt(errors[chosen])
+        if release.threshold is None or abs(release.threshold - root) > DERIVED_RTOL * root:
+            finding("threshold_mismatch", f"threshold {release.threshold!r}, OBS's error gives {root:.9g}")
+        share = _kept_share(*_budget_levels(spend2, members), chosen) if rescaled else None
+        if release.labels["schema_version"] not in (None, 2) and not _same_share(release.kept_share, share):
+            finding("kept_share_mismatch", f"kept_share {release.kept_share!r}, the publication's "
+                    f"{'kept share is ' + format(share, '.9g') if share is not None else 'is not rescaled'}")
 
 
 def _noise_labels(releases: dict[int, Release], log: _Log, noise: str, found: list[Violation]) -> None:
@@ -1116,22 +1149,26 @@ def _version(said: Any) -> int | None:
     """A schema_version this auditor reads as a number (absent: 1), else None (label_mismatch)."""
     if said is None:
         return 1
-    return said if type(said) is int and said in (2, RELEASE_SCHEMA_VERSION) else None
+    return said if type(said) is int and said in READ_VERSIONS else None
 
 
 def _schema_checks(releases: dict[int, Release], found: list[Violation]) -> int | None:
-    """One schema_version for the whole run, the first release's (an absent one is 1), and every
-    release with exactly its version's fields (FIELD_SINCE: `domain` not null from version 2 on,
-    `kept_share`, null or not, from version 3 on, neither before). Returns the run's version."""
+    """One schema_version for the whole run, the first release's (an absent one is 1), but for one
+    step UPGRADE (version 3, then 4 from some slot on: a job upgraded across it), and every release
+    with exactly its version's fields (FIELD_SINCE: `domain` not null from version 2 on, `kept_share`,
+    null or not, from version 3 on, neither before). Returns the run's first version."""
     if not releases:
         return RELEASE_SCHEMA_VERSION
     first = min(releases)
-    run = releases[first].labels["schema_version"]
+    run = current = releases[first].labels["schema_version"]
     for slot, release in sorted(releases.items()):
         said = release.labels["schema_version"]
-        if said != run or type(said) is not type(run):
-            found.append(Violation("schema_version_mixed", slot, f"schema_version {said!r}, the run's (its first "
-                                   f"release's, slot {first}) {run!r}; an absent version is 1"))
+        if type(said) is int and type(current) is int and (current, said) == UPGRADE:
+            current = said
+        elif said != current or type(said) is not type(current):
+            found.append(Violation("schema_version_mixed", slot, f"schema_version {said!r}, the run's {current!r} "
+                                   f"(its first release's, slot {first}: {run!r}; an absent version is 1; "
+                                   f"only {UPGRADE[0]} may turn into {UPGRADE[1]})"))
         version = _version(said)
         rec = release.record
         has = {name: name in rec and (rec[name] is not None or name == "kept_share") for name in FIELD_SINCE}

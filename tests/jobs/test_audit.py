@@ -23,7 +23,7 @@ from pwevent.jobs.offline.replay import run_replay
 from pwevent.operators.family import FAMILIES
 from pwevent.operators.noise import NumpyRandomness, SecureRandomness, discrete_laplace_variance
 from pwevent.operators.obs import MIN_KEPT_SHARE, optimal_budget
-from pwevent.operators.postprocess import PublicRelease
+from pwevent.operators.postprocess import MEAN_CELL_SINCE, PublicRelease
 from pwevent.operators.registry import REGISTRY
 
 FIXED = {"w": 3, "epsilon": 1.0}
@@ -299,7 +299,8 @@ def test_the_auditor_stays_independent():
     assert set(audit.ADAPTIVE_FAMILIES) == set(FAMILIES) and audit.ADAPTIVE in REGISTRY.names()
     assert audit.NOISE_LABELS == {"opendp": SecureRandomness.label, "numpy-fast": NumpyRandomness().label}
     assert audit.SEEDED_NOISE_LABEL == NumpyRandomness(0).label
-    assert audit.RELEASE_SCHEMA_VERSION == RELEASE_SCHEMA_VERSION
+    assert audit.RELEASE_SCHEMA_VERSION == RELEASE_SCHEMA_VERSION == audit.READ_VERSIONS[-1] == audit.UPGRADE[1]
+    assert audit.MEAN_CELL_SINCE == MEAN_CELL_SINCE <= RELEASE_SCHEMA_VERSION
     assert audit.MIN_KEPT_SHARE == MIN_KEPT_SHARE
 
 

@@ -535,6 +535,27 @@ def run_relabelled_version_2(run: Run) -> Run:
     return replace(run, releases=tuple({**r, "schema_version": 2} for r in run.releases))
 
 
+def _first_half_as(run: Run, version: int) -> Run:
+    """The releases before the middle slot labelled `version` (as a job upgraded there would write them)."""
+    cut = run.releases[len(run.releases) // 2]["slot"]
+    return replace(run, releases=tuple({**r, "schema_version": version} if r["slot"] < cut else r
+                                       for r in run.releases))
+
+
+def rescaled_run_relabelled_version_3(run: Run) -> Run:
+    """Adaptive's run labelled version 3 as a whole: its rescaled thresholds, the mean cell's error,
+    are then read as the population's (version 3) and no longer OBS's error (section 14)."""
+    if run.config.mechanism != "Adaptive":
+        pytest.skip("only Adaptive's even spending publishes a rescaled release")
+    return replace(run, releases=tuple({**r, "schema_version": 3} for r in run.releases))
+
+
+def version_back_after_an_upgrade(run: Run) -> Run:
+    """A run upgraded from version 3 to 4 in the middle, with a later release of version 3 again."""
+    upgraded = _first_half_as(run, 3)
+    return _releases(upgraded, upgraded.releases[-5]["slot"], lambda r: r.update(schema_version=3))
+
+
 def run_without_versions(run: Run) -> Run:
     """No release carries a version (version 1, which had no domain), each with its domain still there."""
     return replace(run, releases=tuple({k: v for k, v in r.items() if k != "schema_version"} for r in run.releases))
@@ -667,6 +688,8 @@ MUTATIONS: dict[str, tuple[Callable[[Run], Run], str | Callable[[str], str]]] = 
     "schema_version_downgraded": (schema_version_downgraded, "schema_version_mixed"),
     "run_relabelled_version_2": (run_relabelled_version_2, "schema_fields_mismatch"),
     "run_without_versions": (run_without_versions, "schema_fields_mismatch"),
+    "rescaled_run_relabelled_version_3": (rescaled_run_relabelled_version_3, "threshold_mismatch"),
+    "version_back_after_an_upgrade": (version_back_after_an_upgrade, "schema_version_mixed"),
     "smoothed_without_post_processing": (smoothed_without_post_processing, "smoothed_mismatch"),
     "interval_without_post_processing": (interval_without_post_processing, "interval_mismatch"),
     # the budget in view (docs/formats.md, the spend log's utilisation record)
@@ -786,6 +809,26 @@ def test_a_resumed_job_restarts_the_post_processing(smoothed: dict[str, Run], na
     assert report.notes == ("post-processing restarted at slot 31 (a job that resumed after slot 30 without state)",)
     for tamper, rules in SMOOTHING_MUTATIONS.values():
         assert rules <= tamper(resumed).audit().rules()
+
+
+@pytest.mark.parametrize("name", [name for name in REGISTRY.names() if name != "Adaptive"])
+def test_a_run_upgraded_from_version_3_passes(genuine: dict[str, Run], name: str) -> None:
+    """A job of release 0.2.0 (version 3) restored by this one goes on in version 4: one step from 3
+    to 4 is accepted. Without rescaled releases the two versions' thresholds agree."""
+    report = _first_half_as(genuine[name], 3).audit()
+    assert report.ok, report.render()
+
+
+def test_each_release_of_an_upgraded_run_is_read_as_its_version(genuine: dict[str, Run]) -> None:
+    """Adaptive's rescaled thresholds: version 4's (the mean cell's) are OBS's error only read as version
+    4; the same releases labelled 3 before the upgrade fail there and only there (the threshold, and
+    where the worst case would have chosen another budget, the budget too)."""
+    run = genuine["Adaptive"]
+    cut = run.releases[len(run.releases) // 2]["slot"]
+    report = _first_half_as(run, 3).audit()
+    assert "threshold_mismatch" in report.rules(), report.render()
+    assert report.rules() <= {"threshold_mismatch", "publication_scale"}, report.render()  # OBS's choice moves too
+    assert max(v.slot for v in report.violations) < cut, report.render()
 
 
 def test_a_ledgers_unlabelled_lines_before_its_first_labelled_one_pass(genuine: dict[str, Run]) -> None:

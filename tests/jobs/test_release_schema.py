@@ -39,6 +39,15 @@ def test_the_committed_schemas_are_the_renderings() -> None:
     fastavro.parse_schema(json.loads(release_schema.AVRO_SCHEMA_FILE.read_text()))
 
 
+def test_a_record_of_either_version_with_these_fields_validates() -> None:
+    """The job writes the newest version; a topic of a job upgraded from the one before holds both
+    (the same fields), and the JSON Schema takes both and no other."""
+    assert release_schema.SCHEMA_VERSIONS[-1] == release_schema.RELEASE_SCHEMA_VERSION
+    field = jsonschema.Draft202012Validator(json_schema()["properties"]["schema_version"])
+    for version in (*release_schema.SCHEMA_VERSIONS, 2, 5):
+        assert field.is_valid(version) is (version in release_schema.SCHEMA_VERSIONS)
+
+
 def test_check_fails_on_a_stale_committed_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stale = tmp_path / "release.avsc"
     stale.write_text(release_schema.AVRO_SCHEMA_FILE.read_text().replace('"slot"', '"slots"'))

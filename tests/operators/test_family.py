@@ -23,7 +23,7 @@ from pwevent.operators.family import (
     FamilySwitch,
 )
 from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
-from pwevent.operators.obs import BudgetChoice, optimal_budget
+from pwevent.operators.obs import BudgetChoice, cell_load, optimal_budget
 from pwevent.operators.policies import MechanismSpec
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.requirements import Requirement
@@ -203,34 +203,39 @@ def test_adaptive_in_an_engine_switches_and_survives_a_restart():
 
 
 def test_even_releases_publish_at_obs_for_the_rescaled_error():
-    """Even spending publishes at OBS's threshold for the rescaled error, not at the lowest budget: a
-    strict registrant (here w = 5, E = 0.1, so 0.02 a slot) is sampled, the counts are divided by the
-    kept share, and each ledger is still charged its own E_i/w_i like a personalized Uniform."""
+    """Even spending publishes at OBS's threshold for the rescaled error of the mean cell, not at the
+    lowest budget: a strict registrant (here w = 5, E = 0.1, so 0.02 a slot) is sampled, the counts
+    are divided by the kept share, and each ledger is still charged its own E_i/w_i like a
+    personalized Uniform. The mean cell's load is the last release's users per cell over all 21 (1 of
+    them before the first release)."""
     spec = MechanismSpec("Adaptive", Adaptive(FamilyRule(start=EVEN)), None)
     engine = Engine(spec, 2, NumpyRandomness(3), 10)
     requirements = [Requirement(4, 2.0)] * 20 + [Requirement(5, 0.1)]
     for user, requirement in enumerate(requirements):
         engine.register(user, requirement, 1)
     levels, members = np.array([0.5, 0.02]), np.array([20.0, 1.0])
-    expected = optimal_budget(levels, members, discrete_laplace_variance, rescaled=True)
-    assert expected is not None and expected.epsilon == 0.5  # the strict user does not set the noise
     p = math.expm1(0.02) / math.expm1(0.5)  # the strict user's keep probability
     share = (20 + p) / 21  # the public expected kept share
-    assert expected.kept_share == pytest.approx(share, rel=1e-12)
-    assert expected.error == pytest.approx((p * (1 - p) + float(discrete_laplace_variance(0.5))) / share**2, rel=1e-9)
     same = NumpyRandomness(3)  # the engine's stream: per slot one binomial per level, then the noise
+    last = np.zeros(2, dtype=np.int64)
     for slot in range(1, 4):
+        load = min(max(float(last.sum()) / 2, 1.0), 21.0) / 21
+        assert cell_load(last, 21) == load
+        expected = optimal_budget(levels, members, discrete_laplace_variance, rescaled=True, load=load)
+        assert expected is not None and expected.epsilon == 0.5  # the strict user does not set the noise
+        assert expected.kept_share == pytest.approx(share, rel=1e-12)
+        assert expected.error == pytest.approx(
+            (load * p * (1 - p) + float(discrete_laplace_variance(0.5))) / share**2, rel=1e-9)
         outcome, _ = engine.step(slot, np.arange(21), np.array([1] * 10 + [0] * 11))
         assert outcome.kind is Kind.PUBLISH and outcome.family == EVEN and outcome.dissimilarity is None
         assert outcome.publication == expected
         sampled = same.binomial(np.array([[1, 0], [10, 10]]), np.array([[p], [1.0]])).sum(axis=0)
         noisy = sampled + same.discrete_laplace(0.5, 2)
         assert outcome.counts.tolist() == np.rint(noisy / share).astype(np.int64).tolist()
+        last = outcome.counts
         for cls in engine.population.live():
             req = cls.requirement
             assert cls.ledger.spent(slot, slot) == pytest.approx((0.0, req.epsilon / req.w))
-
-
 
 
 def burst_engine(seed: int, w: tuple[int, ...] = (6, 8), epsilon: float = 2.0, users: int = 40,

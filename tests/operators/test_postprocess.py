@@ -265,6 +265,23 @@ def test_cell_variances_split_the_error_by_the_released_shares():
     np.testing.assert_allclose(publish(1, [3, 4], 9.0).cell_variances(), [9.0, 9.0])  # no epsilon: shared
 
 
+def test_a_mean_cells_error_is_spread_d_times():
+    """A rescaled publication of version 4 on announces the mean cell's error: its sampling part is a
+    d-th of the population's, so the cells hold d times it by their shares; version 3 announced the
+    population's."""
+    counts, noise = np.array([300.0, 100.0, -20.0]), float(discrete_laplace_variance(0.5)) / 0.25
+    mean = PublicRelease(1, Kind.PUBLISH, counts, 400, 1_000.0, 0.5, 0.5, mean_cell=True)
+    np.testing.assert_allclose(mean.cell_variances(), noise + 3 * (1_000.0 - noise) * np.array([0.75, 0.25, 0.0]))
+    record = {"slot": 1, "kind": "publish", "counts": counts.tolist(), "population": 400, "threshold": 1_000.0**0.5,
+              "epsilon_publication": 0.5, "kept_share": 0.5}
+    for version, spread in ((3, 1), (4, 3)):
+        read = PublicRelease.from_record({**record, "schema_version": version})
+        assert read.mean_cell is (version == 4)
+        shares = np.array([0.75, 0.25, 0.0])
+        np.testing.assert_allclose(read.cell_variances(), noise + spread * (1_000.0 - noise) * shares)
+    assert not PublicRelease.from_record({**record, "schema_version": 4, "kept_share": None}).mean_cell
+
+
 @pytest.mark.parametrize("share", [None, 0.37])
 def test_from_outcome_and_from_record_give_the_same_cell_variances(share):
     """Anyone recomputes `smoothed` from the release records alone: the record's threshold, epsilon

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pwevent.operators.family import BURST, Adaptive, FamilyRule
-from pwevent.operators.obs import BudgetChoice, keep_probabilities, optimal_budget
+from pwevent.operators.obs import BudgetChoice, cell_load, keep_probabilities, optimal_budget
 from pwevent.operators.policies import DPBA, DPBD, PBA, PBD, BudgetPolicy, SlotBudget, charge_slot
 from pwevent.operators.slot_release import SlotOutcome
 from pwevent.state.ledger import DynamicLedger, FixedLedger, Ledger
@@ -68,6 +68,39 @@ class TestRescaledOBS:
         reference = optimal_budget_reference(TestOBSExample2.budgets, lambda t: 2 / t**2, rescaled=True)
         assert reference is not None and reference.epsilon == 0.8
         assert reference.error == pytest.approx(choice.error, rel=1e-12)
+
+
+class TestMeanCell:
+    """Section 14's "The mean cell" vector: 90 users at 0.1 and 10 at 0.8, error 2 / theta^2. In the
+    worst case (every user in one cell) OBS keeps everybody at 0.1; for the mean cell of a release
+    with L users per cell (the last release's sum over its d cells, clipped to [1, N]) it samples at
+    0.8 while L / N is small."""
+
+    levels, counts = np.array([0.1, 0.8]), np.array([90.0, 10.0])
+
+    @pytest.mark.parametrize(("last", "load"), [([6, 4], 0.05), ([0, 0], 0.01), ([-3, 1], 0.01),
+                                                ([60, 50], 0.55), ([150, 90], 1.0)])
+    def test_the_load_is_the_last_release_per_cell_over_all_users(self, last, load):
+        assert cell_load(np.array(last), 100) == pytest.approx(load, rel=1e-12)
+
+    @pytest.mark.parametrize(("load", "theta", "error"), [(1.0, 0.1, 200.0), (0.55, 0.1, 200.0),
+                                                          (0.05, 0.8, 110.72), (0.01, 0.8, 101.73)])
+    def test_obs_for_the_mean_cell(self, load, theta, error):
+        choice = optimal_budget(self.levels, self.counts, continuous_variance, rescaled=True, load=load)
+        assert choice is not None and choice.epsilon == theta
+        assert choice.error == pytest.approx(error, abs=0.01)
+        p = keep_probabilities(self.levels, 0.8)[0]
+        share = (10 + 90 * p) / 100
+        assert share == pytest.approx(0.177234, abs=1e-6)
+        at_08 = (load * 90 * p * (1 - p) + 2 / 0.64) / share**2  # 7.060639 users' sampling variance
+        assert at_08 == pytest.approx({1.0: 324.26, 0.55: 223.11, 0.05: 110.72, 0.01: 101.73}[load], abs=0.01)
+
+    def test_a_load_outside_0_1_is_refused(self):
+        for load in (0.0, 1.5, float("nan")):
+            with pytest.raises(ValueError, match="cell load"):
+                optimal_budget(self.levels, self.counts, continuous_variance, rescaled=True, load=load)
+        with pytest.raises(ValueError, match="registered users"):
+            cell_load(np.array([1, 2]), 0)
 
 
 def drive(policy: BudgetPolicy, ledgers: list[Ledger], decisions: dict[int, Kind], requirements=None):

@@ -1,5 +1,5 @@
 """The black-box privacy test (`pwevent privacy-test`'s Scenario and bounds, docs/privacy-test.md) at a
-burst the half-day offset moved (../README.md, "The default now"): Adaptive with 2 slots in a day,
+burst the half-day offset moved (../README.md, "The other half of the day"): Adaptive with 2 slots in a day,
 window 4, held in bursts (level_margin 1e9: the scenario's two cells would read as dense), so the
 bursts are at 1, 2 and 7 (6 without the offset); t* = 7, where the target spends its whole E = 4.
 

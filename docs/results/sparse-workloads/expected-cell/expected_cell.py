@@ -18,6 +18,10 @@ changes; the privacy argument does not read it (every user still pays its own ep
 
     .venv/bin/python docs/results/sparse-workloads/expected-cell/expected_cell.py --variant error \\
         evaluate --datasets ... --mechanisms Adaptive ... --out ...
+
+Written for commit 85ee199, before the rule was built: run it in a worktree of that commit. Since
+then `--variant error` is the default (docs/mechanisms.md section 14, "The mean cell"); on a later
+commit the script does not apply (the product's OBS takes the load itself).
 """
 
 import argparse
