@@ -4,7 +4,9 @@
 #   (pwevent run, local mini-cluster) -> the producer (pwevent produce, one slot per --pace)
 #   -> a live table of the committed releases (pwevent tail) -> audit of the spend log -> stop.
 #
-#   deploy/local/demo.sh [--users N] [--slots N] [--pace 2s] [--lead 60]   (--lead: seconds until slot 1)
+#   deploy/local/demo.sh [--users N] [--slots N] [--pace 2s] [--lead 60] [--release-delay 3s]
+#     --lead: seconds until slot 1; --release-delay: how long after its end each slot is released
+#     (flink.release_delay; records the job reads later are refused as late: a busy machine needs more)
 #   deploy/local/demo.sh stop      # stop what an interrupted demo left running
 # Logs: .run/demo/{job,produce}.log, broker: .run/demo/kafka/logs/server.log
 #   PWEVENT_DEMO_RUN  the run folder instead of .run/demo (tests/integration/test_demo.py)
@@ -15,7 +17,7 @@ RUN="${PWEVENT_DEMO_RUN:-$REPO_ROOT/.run/demo}"
 TEMPLATE="$REPO_ROOT/deploy/local/demo.yaml"
 CONFIG="$RUN/demo.yaml"
 PY="$REPO_ROOT/.venv/bin/python"
-USERS=1000 SLOTS=40 PACE=2s LEAD=60
+USERS=1000 SLOTS=40 PACE=2s LEAD=60 DELAY=3s
 
 stop_pid_group() {  # stop a process group we started, by the pid in the given file
   local file="$1" pid
@@ -42,7 +44,9 @@ while [[ $# -gt 0 ]]; do
     --slots) SLOTS="$2"; shift 2 ;;
     --pace) PACE="$2"; shift 2 ;;
     --lead) LEAD="$2"; shift 2 ;;
-    *) echo "usage: $0 [--users N] [--slots N] [--pace 2s] [--lead 60] | stop" >&2; exit 2 ;;
+    --release-delay) DELAY="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [--users N] [--slots N] [--pace 2s] [--lead 60] [--release-delay 3s] | stop" >&2; exit 2 ;;
   esac
 done
 
@@ -66,7 +70,7 @@ echo "== 3/6 topics"
 # A live stream: slot 1 begins --lead seconds from now (the job starts meanwhile), on the 2 s grid.
 ORIGIN_S=$(( ($(date +%s) + LEAD) / 2 * 2 ))
 ORIGIN="$(date -u -d "@$ORIGIN_S" +%Y-%m-%dT%H:%M:%SZ)"
-sed "s/^origin: [^ ]*/origin: $ORIGIN/" "$TEMPLATE" >"$CONFIG"
+sed -e "s/^origin: [^ ]*/origin: $ORIGIN/" -e "s/^  release_delay: [^ ]*/  release_delay: $DELAY/" "$TEMPLATE" >"$CONFIG"
 
 echo "== 4/6 the Flink job (log: $RUN/job.log); slot 1 begins at $ORIGIN"
 setsid "$PY" -m pwevent.jobs.cli.main run --config "$CONFIG" --ready-file "$RUN/ready" >"$RUN/job.log" 2>&1 &
@@ -92,7 +96,7 @@ setsid "$PY" -m pwevent.jobs.cli.main produce --config "$CONFIG" --users "$USERS
   --out "$RUN/data" --quiet >"$RUN/produce.log" 2>&1 &
 echo $! >"$RUN/produce.pid"
 
-echo "== 6/6 committed releases (read_committed), live, each 3 s after its slot's end; ends after slot $SLOTS"
+echo "== 6/6 committed releases (read_committed), live, each $DELAY after its slot's end; ends after slot $SLOTS"
 "$PY" -m pwevent.jobs.cli.main tail --config "$CONFIG" --max-slots "$SLOTS" --timeout 600s
 # The audit reads what the job made of every record: after a late start the slots are out before the
 # producer is done, so wait for it, then for the dead letters of its last records (checkpoint_interval 1s).

@@ -173,8 +173,9 @@ def release_fields() -> tuple[Field, ...]:
         Field("epsilon_calculation", Number(), "budget OBS chose for the dissimilarity", Presence.NULLABLE),
         Field("epsilon_publication", Number(), "budget OBS chose for the publication", Presence.NULLABLE),
         Field("threshold", Number(), "sqrt of the publication error the dissimilarity was compared with: OBS's "
-              "expected error per cell, in a cell holding every registered user; for a rescaled publication (kept_share "
-              "not null) of version 4, in a cell holding the mean cell's share of them (docs/formats.md, Release)",
+              "expected error per cell, in a cell holding every registered user; for a rescaled publication "
+              "(kept_share not null) of version 4, in a cell holding the mean cell's share of them (docs/formats.md, "
+              "Release)",
               Presence.NULLABLE),
         Field("kept_share", Number(exclusive_minimum=0, maximum=1),
               "a rescaled publication (Adaptive's even spending and bursts): the public expected kept share its noisy "

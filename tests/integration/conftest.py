@@ -35,7 +35,7 @@ from pwevent.jobs.streaming.kafka_io import Message, read_topic
 from pwevent.jobs.streaming.loopback import free_loopback_port
 from pwevent.jobs.streaming.release_format import release_decoder
 from pwevent.jobs.streaming.settings import KafkaSettings, stream_settings
-from pwevent.jobs.streaming.stop import FlinkRest, StopError
+from pwevent.jobs.streaming.stop import FlinkRest, RestUnreachable, StopError
 from pwevent.operators.registry import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -183,8 +183,13 @@ class StreamingJob:
 
     def tasks_running(self, rest: FlinkRest) -> bool:
         """Whether every subtask of the job's vertices is running (or finished: a bounded input). An
-        answer without vertices (the REST endpoint has not registered the job yet) is not running."""
-        states = self.task_states(rest)
+        answer without vertices (the REST endpoint has not registered the job yet) is not running, and
+        nor is no answer within the call's timeout: on a busy machine the local cluster's REST API once
+        took over 10 s to answer right after a start (2026-12-07); `start` keeps its deadline."""
+        try:
+            states = self.task_states(rest)
+        except RestUnreachable:
+            return False
         return bool(states) and all(by.get("RUNNING", 0) + by.get("FINISHED", 0) == n for _, by, n in states)
 
     def rest(self) -> FlinkRest:
