@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pwevent.jobs.common.config import parse_config
+from pwevent.jobs.common.release_schema import RELEASE_SCHEMA_VERSION
 from pwevent.jobs.streaming.job import with_resume
 from pwevent.jobs.streaming.release_guard import (
     RESUME_FLAG,
@@ -168,7 +169,8 @@ def test_the_guard_sees_the_releases_of_every_format_and_refuses_what_it_cannot_
 
 def full_release(slot: int) -> dict[str, Any]:
     """A release with every field the release formats carry (docs/formats.md, "Release")."""
-    return {"schema_version": 3, "slot": slot, "start": "2024-01-01T00:00:00Z", "end": "2024-01-01T00:01:00Z",
+    return {"schema_version": RELEASE_SCHEMA_VERSION, "slot": slot,
+            "start": "2024-01-01T00:00:00Z", "end": "2024-01-01T00:01:00Z",
             "mechanism": "PBD", "kind": "publish", "counts": [slot, 2 * slot], "population": 3,
             "epsilon_calculation": 0.1, "epsilon_publication": 0.2, "threshold": 3.5, "kept_share": None,
             "dissimilarity": 1.5, "noise": "numpy-geometric", "domain": {"type": "binary"}}
