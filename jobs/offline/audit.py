@@ -983,9 +983,11 @@ def _obs_errors(budgets: np.ndarray, members: np.ndarray, rescaled: bool = False
 def _mean_cell_load(before: tuple[int, ...], population: float) -> float:
     """The mean cell's share of the registered users behind a rescaled publication of version 4 on
     (section 14, "The mean cell"): the previous release's counts summed over their cells, clipped to
-    [1, population], over the population."""
-    per_cell = sum(before) / len(before)
-    return min(max(per_cell, 1.0), population) / population
+    [1, population], over the population. The sum is clipped as an integer first: a record's counts
+    may be integers of any size."""
+    cells = len(before)
+    total = min(max(sum(before), cells), math.ceil(population) * cells)
+    return min(total / cells, population) / population
 
 
 def _obs_finding(errors: dict[float, float], chosen: float | None) -> str | None:
@@ -1079,9 +1081,9 @@ def _publication_checks(release: Release, spend2: np.ndarray, members: np.ndarra
     without it, release_missing or bad_release says why, nothing is derived) and its kept share."""
     version = _version(release.labels["schema_version"])
     load = 1.0
-    if rescaled and version is not None and version >= MEAN_CELL_SINCE:
-        if not before or not members.sum() > 0:
-            return
+    if rescaled and version is not None and version >= MEAN_CELL_SINCE and members.sum() > 0:
+        if not before:
+            return  # no previous release to read L from: release_missing or bad_release says why
         load = _mean_cell_load(before, float(members.sum()))
     errors = _obs_errors(spend2, members, rescaled, load)
     chosen = release.epsilon_publication

@@ -304,6 +304,28 @@ def test_the_auditor_stays_independent():
     assert audit.MIN_KEPT_SHARE == MIN_KEPT_SHARE
 
 
+def test_the_mean_cell_load_of_any_previous_release():
+    """The auditor's L / N (section 14, "The mean cell") agrees with the job's `cell_load`, and a
+    previous release of integers too large for a float (any JSON integer) clips instead of crashing."""
+    from pwevent.operators.obs import cell_load
+    for before, population in (((6, 4), 100), ((0, 0), 100), ((-3, 1), 100), ((150, 90), 100), ((7, 2, 0), 3)):
+        assert audit._mean_cell_load(before, float(population)) == pytest.approx(
+            cell_load(np.array(before), population), rel=1e-15)
+    assert audit._mean_cell_load((10**400, 0), 5.0) == 1.0
+    assert audit._mean_cell_load((-(10**400), 0), 5.0) == 0.2
+
+
+def test_a_rescaled_publication_without_spend_lines_is_not_obs_choice():
+    """A version-4 rescaled publication on a slot no spend line backs: no budget to choose from, so
+    publication_scale, as for any other publication (nothing is skipped for want of members)."""
+    release = audit.Release.of(3, {"kind": "publish", "counts": [5, 5], "population": 0, "epsilon_publication": 0.5,
+                                   "threshold": 2.0, "schema_version": 4, "family": "Uniform"})
+    found: list[tuple[str, str]] = []
+    audit._publication_checks(release, np.array([]), np.array([]), (4, 4), True,
+                              lambda rule, detail: found.append((rule, detail)))
+    assert [rule for rule, _ in found] == ["publication_scale"]
+
+
 @pytest.mark.parametrize("broken", [
     {"record": "spend", "ledger": "a", "slot": 0, "members": 1, "spend1": 0.0, "spend2": 0.0, "kind": "skip",
      "requirement": FIXED},
