@@ -3,15 +3,16 @@ distribution (PBD), re-chosen at slot boundaries from public releases only (docs
 section 14).
 
 Adaptive starts with bursts: slot 1 publishes at a probe's share of every E_i and slot 2 at the rest
-of the window; from then on one burst every widest w_i slots spends every user's whole window room,
-and the slots between repeat (under slots shorter than a day and a period of whole days, the bursts
-try the other half of the day once and alternate between the halves when the two releases differ).
+of the window; from then on one burst every P slots, P the narrowest w_i charged, at which each user
+spends its E_i / ceil(w_i / P) (a user with a wider window is in several bursts per window, so
+every user spends its whole E_i per window); under slots shorter than a day and a P of whole days,
+each gap is P plus a quarter of a day, so that the bursts move through the day.
 After each burst a level test reads its release: with R its error per
 cell, the stream's mean square per cell M = mean(counts^2) - R; a stream whose M is above
 level_margin x period^2 x R (R scaled to a whole-E burst; level_margin 4) is dense, and even
 spending takes over from the next slot: only such a stream can drift by more per slot than
-4 R, where even spending with the filter starts to beat one burst per window. Sparse
-streams (cells of a few users, where one accurate release per window beats many noisy ones) stay
+4 R, where even spending with the filter starts to beat one burst per period. Sparse
+streams (cells of a few users, where one accurate release per period beats many noisy ones) stay
 in bursts. Even spending puts E_i/w_i on a publication at every slot; from the last
 `evidence` of its releases it estimates the stream's per-slot drift Q: with R the releases' error
 (noise, sampling, the stream's own jitter), the mean squared difference per cell at lag k is 2R + k Q,
@@ -54,16 +55,9 @@ FAMILIES = (EVEN, ABSORPTION, DISTRIBUTION, BURST)
 #: `evidence` releases, so a 10,000-slot stream sees ~40 tests; at 4 standard errors a stream whose
 #: true drift is exactly at the threshold passes one test with probability ~3e-5.
 DRIFT_CONFIDENCE = 4.0
-#: Errors of a whole burst by which two bursts half a day apart must differ (mean squared difference
-#: per cell, both releases' errors taken off) for the bursts to keep alternating between the two
-#: halves of the day (`FamilySwitch.day_offset`).
-HALF_DAY_MARGIN = 4.0
-#: Where a run of bursts stands with the day (`FamilySwitch.day_offset`): the next whole burst goes
-#: half a day later (FIRST); that burst is compared with the one before (COMPARE); the bursts
-#: alternate for good (ALTERNATE); one more half day takes them back to the first hour (RETURN);
-#: no more offsets (SETTLED).
-FIRST, COMPARE, ALTERNATE, RETURN, SETTLED = "first", "compare", "alternate", "return", "settled"
-DAY_STAGES = (FIRST, COMPARE, ALTERNATE, RETURN, SETTLED)
+#: The share of a day by which a gap between bursts is longer than a period of whole days
+#: (`day_offset`): a quarter, so that four bursts in a row fall at four hours of the day.
+DAY_SHARE = 4
 
 
 @dataclass(frozen=True)
@@ -79,9 +73,8 @@ class FamilyRule:
     of the window goes to the next slot's burst, or to even spending if the probe found the stream
     dense). level_margin: after a burst the stream is dense when its mean square per cell is above
     level_margin x period^2 x a whole-E burst's error (`dense`). day: the slots in a day (1: the slot
-    is a day or longer, or does not divide one); with an even day (half a day is whole slots) and a
-    burst period of whole days, the bursts try the other half of the day once
-    (`FamilySwitch.day_offset`)."""
+    is a day or longer, or does not divide one); with at least 2 slots in a day and a burst period
+    of whole days, every gap between bursts is a quarter of a day longer (`day_offset`)."""
 
     evidence: int = 240
     switch_rate: float = 0.5
@@ -93,8 +86,8 @@ class FamilyRule:
     day: int = field(default=1, metadata={
         "from_clock": True, "minimum": 1,
         "description": "slots in a day; default: from `slot` (86,400,000 ms over the slot's length when whole, "
-                       "else 1); the bursts' half-day offset needs an even day, and 1 turns it off "
-                       "(docs/mechanisms.md section 14)"})
+                       "else 1); a period of whole days between bursts is lengthened by a quarter of it "
+                       "(at least 1 slot), and 1 turns that off (docs/mechanisms.md section 14)"})
 
     def __post_init__(self) -> None:
         if isinstance(self.evidence, bool) or not isinstance(self.evidence, int):
@@ -137,15 +130,13 @@ class FamilySwitch:
         self.since = 1
         self.recent: deque[bool] = deque(maxlen=self.rule.evidence)
         self.releases: deque[list[int]] = deque(maxlen=self.rule.evidence)
-        #: Bursts: the next burst slot, whether it is the run's probe, and the widest w_i charged at
-        #: any burst of this run of bursts (the period from one burst to the next).
+        #: Bursts: the next burst slot, whether it is the run's probe, the narrowest w_i charged at
+        #: any burst of this run of bursts so far, and the period P it set after the last burst (the
+        #: gap to the next one, and what each user's share of a burst is divided by: `burst_share`).
         self.next_burst = 1
         self.probing = self.family == BURST
-        self.widest = 1
-        #: Bursts under slots shorter than a day: the stage of `day_offset` and the last whole
-        #: burst's release (counts, error per cell), public.
-        self.day_stage = FIRST
-        self.day_last: tuple[list[int], float] | None = None
+        self.narrowest: int | None = None
+        self.period: int | None = None
 
     @property
     def rate(self) -> float | None:
@@ -178,69 +169,46 @@ class FamilySwitch:
         else:
             self._observe_decided(outcome)
 
-    def burst_share(self, slot: int) -> float | None:
-        """Under bursts: the share of E_i a ledger may spend at `slot` (the probe's share at the run's
-        first burst, the whole window room at later ones), or None when `slot` is not a burst."""
-        if self.family != BURST or slot != self.next_burst:
+    def burst_share(self, slot: int, w: int) -> float | None:
+        """Under bursts: the share of E_i a ledger of window `w` may spend at `slot`, or None when
+        `slot` is not a burst. The probe's share at the run's first burst; at later ones 1 / k, k =
+        ceil(w / P) the bursts P or more slots apart a window of w slots can hold, so that the
+        user's window holds its whole E_i and no more (the window room caps it in any case)."""
+        if not self.is_burst(slot):
             return None
-        return self.rule.probe if self.probing else 1.0
+        if self.probing:
+            return self.rule.probe
+        return 1.0 / bursts_per_window(w, self.period)
+
+    def is_burst(self, slot: int) -> bool:
+        return self.family == BURST and slot == self.next_burst
+
+    def charge(self, w: int) -> None:
+        """A ledger of window `w` is charged at a burst: the next period is at most w."""
+        self.narrowest = w if self.narrowest is None else min(self.narrowest, w)
 
     def _observe_burst(self, outcome: SlotOutcome) -> None:
-        """After a burst: the next one (right after the probe, which left the rest of the window, else
-        the widest charged window later; a slot without registered users moves the burst it was due
-        to hold to the next slot); then the level test (`dense`)."""
+        """After a burst: the period P (the narrowest charged window so far), the next burst (right
+        after the probe, which left the rest of the window, else P slots later plus `day_offset`; a
+        slot without registered users moves the burst it was due to hold to the next slot); then the
+        level test (`dense`) on the burst's release, scaled to a whole-E burst by the probe's share."""
         if outcome.slot != self.next_burst:
             return
         if outcome.population == 0:  # nobody registered: the burst (the probe too) moves to the next slot
             self.next_burst = outcome.slot + 1
             return
-        share = self.burst_share(outcome.slot)
-        assert share is not None  # a burst slot under bursts
-        period = max(self.widest, 1)
-        self.next_burst = self.burst_after(outcome, period)
+        share = self.rule.probe if self.probing else 1.0
+        period = self.period = self.narrowest or 1
+        if self.probing:  # the rest of the first window comes next
+            self.next_burst = outcome.slot + 1
+        else:
+            self.next_burst = outcome.slot + period + day_offset(self.rule.day, period)
         self.probing = False
         if outcome.kind is not Kind.PUBLISH or outcome.publication is None:
             return
         if dense(np.asarray(outcome.counts, dtype=float), outcome.publication.error, share, period,
                  self.rule.level_margin):
             self.enter(EVEN, outcome.slot + 1)
-
-    def burst_after(self, outcome: SlotOutcome, period: int) -> int:
-        """The slot of the next burst after the burst `outcome` decided: the next slot after the
-        probe (the rest of the window), else `period` slots later, plus `day_offset`."""
-        return outcome.slot + 1 if self.probing else outcome.slot + period + self.day_offset(outcome, period)
-
-    def day_offset(self, outcome: SlotOutcome, period: int) -> int:
-        """Slots added to `period` after a whole burst (docs/mechanisms.md section 14, "The other
-        half of the day"). With `day` slots in a day and a period of whole days every burst falls on
-        the same hour, so a stream whose counts change with the hour is only ever seen at one. The
-        burst after the first whole one comes half a day later; the two releases are compared
-        (`hours_apart`): if they differ by more than HALF_DAY_MARGIN whole bursts' errors, every
-        next burst comes half a day later too (the bursts alternate between the two halves of the
-        day); otherwise the next one comes half a day later once more (back to the first hour), and
-        then every `period` slots. Every gap is at least `period`, so every window still holds at
-        most one whole burst; only releases are read. An odd `day` (8-hour slots: 3) has no half
-        day in whole slots, and two offsets of day // 2 would not lead back to the first hour: no
-        offset."""
-        day = self.rule.day
-        if day < 2 or day % 2 or period % day:
-            return 0
-        release = None
-        if outcome.kind is Kind.PUBLISH and outcome.publication is not None:
-            release = ([int(c) for c in outcome.counts], float(outcome.publication.error))
-        offset = 0
-        if self.day_stage == FIRST:
-            offset, self.day_stage = day // 2, COMPARE
-        elif self.day_stage == COMPARE:
-            apart = release is not None and self.day_last is not None and hours_apart(release, self.day_last)
-            offset, self.day_stage = day // 2, ALTERNATE if apart else RETURN
-        elif self.day_stage == ALTERNATE:
-            offset = day // 2
-        elif self.day_stage == RETURN:
-            self.day_stage = SETTLED
-        if release is not None:
-            self.day_last = release
-        return offset
 
     def _observe_even(self, outcome: SlotOutcome) -> None:
         """An even release; a slot without one (no users, no positive budget) breaks the run of
@@ -277,14 +245,13 @@ class FamilySwitch:
             self.family, self.since = family, slot
             self.recent.clear()
             self.releases.clear()
-            self.next_burst, self.probing, self.widest = slot, family == BURST, 1
-            self.day_stage, self.day_last = FIRST, None
+            self.next_burst, self.probing = slot, family == BURST
+            self.narrowest = self.period = None
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "since": self.since, "recent": [int(x) for x in self.recent],
                 "releases": list(self.releases), "next_burst": self.next_burst, "probing": self.probing,
-                "widest": self.widest, "day_stage": self.day_stage,
-                "day_last": None if self.day_last is None else [self.day_last[0], self.day_last[1]]}
+                "narrowest": self.narrowest, "period": self.period}
 
     def restore(self, obj: dict[str, Any]) -> None:
         self.family, self.since = _family(obj["family"]), int(obj["since"])
@@ -294,17 +261,37 @@ class FamilySwitch:
         # a snapshot of a release without bursts: its family is never BURST, so these are unused
         self.next_burst = int(obj.get("next_burst", self.since))
         self.probing = bool(obj.get("probing", False))
-        self.widest = int(obj.get("widest", 1))
-        # a snapshot from before the day's offset keeps its bursts' schedule: no offset from here on
-        self.day_stage = _day_stage(obj.get("day_stage", SETTLED))
-        last = obj.get("day_last")
-        self.day_last = None if last is None else ([int(c) for c in last[0]], float(last[1]))
+        if "narrowest" in obj:
+            self.narrowest, self.period = _window(obj["narrowest"]), _window(obj["period"])
+        else:  # a snapshot from before the narrowest period: its period was the widest window charged
+            widest = obj.get("widest", 1)
+            self.narrowest = self.period = None if widest == 1 else _window(widest)
 
 
-def _day_stage(name: Any) -> str:
-    if name not in DAY_STAGES:
-        raise ValueError(f"unknown day stage {name!r}")
-    return str(name)
+def _window(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"a burst period must be a whole number of slots, at least 1, got {value!r}")
+    return value
+
+
+def bursts_per_window(w: int, period: int | None) -> int:
+    """How many bursts at least `period` slots apart a window of `w` slots can hold: ceil(w / period),
+    1 before any period is set."""
+    return 1 if period is None else -(-w // period)
+
+
+def day_offset(day: int, period: int) -> int:
+    """Slots added to a gap of `period` between bursts (docs/mechanisms.md section 14, "A quarter of a
+    day"). With `day` slots in a day and a period of whole days every burst would fall on the same
+    hour, so a stream whose counts change with the hour would only ever be seen at one: each gap is
+    a quarter of a day longer (at least one slot), and four bursts in a row fall at four hours. Every
+    gap is at least `period`, which is what `burst_share` divides each window by; only the public
+    clock is read."""
+    if day < 2 or period % day:
+        return 0
+    return max(1, day // DAY_SHARE)
 
 
 def dense(counts: np.ndarray, error: float, share: float, period: int, margin: float) -> bool:
@@ -316,15 +303,6 @@ def dense(counts: np.ndarray, error: float, share: float, period: int, margin: f
     so only a stream with M > 4 P^2 R can (margin 4, the default)."""
     level = float(np.mean(counts**2)) - error
     return level > margin * period**2 * error * share**2
-
-
-def hours_apart(release: tuple[list[int], float], before: tuple[list[int], float]) -> bool:
-    """Whether two bursts' releases (counts, error per cell) differ by more than the noise: D = mean
-    over cells of (a - b)^2 minus both errors, an unbiased estimate of the mean squared difference of
-    the true counts at their two slots, above HALF_DAY_MARGIN x R, R the later release's error."""
-    (counts, error), (counts_before, error_before) = release, before
-    difference = np.asarray(counts, dtype=float) - np.asarray(counts_before, dtype=float)
-    return float(np.mean(difference**2)) - error - error_before > HALF_DAY_MARGIN * error
 
 
 def window_room(ledger: FixedLedger, slot: int, budget: SlotBudget, halves: bool) -> SlotBudget:
@@ -377,10 +355,10 @@ class Adaptive:
         if self.family == EVEN:
             return window_room(ledger, slot, self._even.budgets(ledger, slot), halves=False)
         if self.family == BURST:
-            share = self.switch.burst_share(slot)
+            share = self.switch.burst_share(slot, ledger.requirement.w)
             if share is None:
                 return SlotBudget(0.0, 0.0)
-            self.switch.widest = max(self.switch.widest, ledger.requirement.w)
+            self.switch.charge(ledger.requirement.w)
             return window_room(ledger, slot, SlotBudget(0.0, share * ledger.requirement.epsilon), halves=False)
         if self.family == DISTRIBUTION:
             budget = self._distribution.budgets(ledger, slot)
@@ -396,7 +374,7 @@ class Adaptive:
         """Even spending publishes at every slot (Uniform's schedule), bursts at their burst slots
         and skip the others; absorption and distribution let the dissimilarity decide."""
         if self.family == BURST:
-            return Kind.PUBLISH if self.switch.burst_share(slot) is not None else Kind.SKIP
+            return Kind.PUBLISH if self.switch.is_burst(slot) else Kind.SKIP
         return Kind.PUBLISH if self.family == EVEN else None
 
     def rescaled(self, slot: int) -> bool:

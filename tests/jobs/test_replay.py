@@ -344,11 +344,11 @@ def test_the_replay_asks_for_a_public_horizon(tmp_path, capsys):
     assert "--through 2023-12-31T23:00:00Z lies before the configured origin" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("adaptive", "bursts"), [({}, [1, 2, 38, 74]), ({"day": 1}, [1, 2, 26, 50, 74, 98])])
+@pytest.mark.parametrize(("adaptive", "bursts"), [({}, [1, 2, 32, 62, 92]), ({"day": 1}, [1, 2, 26, 50, 74, 98])])
 def test_the_replay_takes_adaptives_day_from_the_slot(tmp_path, adaptive, bursts):
-    """`slot: 1h` gives Adaptive 24 slots in a day: with every window 24 slots (one day), the burst
-    after slot 2 comes half a day late (38) and the next one half a day late again or alternating
-    (74 either way, docs/mechanisms.md section 14); `adaptive.day: 1` keeps every period at 24 slots.
+    """`slot: 1h` gives Adaptive 24 slots in a day: with every window 24 slots (one day), every gap
+    between bursts after slot 2 is a quarter of a day longer (30 slots: 32, 62, 92; docs/mechanisms.md
+    section 14); `adaptive.day: 1` keeps every period at 24 slots.
     Either way the full audit passes."""
     requirements = [{"user": f"u{n}", "time": 0, "w": 24, "epsilon": 1.0} for n in range(40)]
     (tmp_path / "req.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requirements))

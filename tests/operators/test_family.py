@@ -21,6 +21,7 @@ from pwevent.operators.family import (
     Adaptive,
     FamilyRule,
     FamilySwitch,
+    day_offset,
 )
 from pwevent.operators.noise import NumpyRandomness, discrete_laplace_variance
 from pwevent.operators.obs import BudgetChoice, cell_load, optimal_budget
@@ -249,9 +250,11 @@ def burst_engine(seed: int, w: tuple[int, ...] = (6, 8), epsilon: float = 2.0, u
 
 
 def test_the_default_starts_with_a_probe_and_stays_in_bursts_on_a_sparse_stream():
-    """Slot 1 spends the probe's share of each E_i, slot 2 the rest of the window, then a burst every
-    widest w_i (8 here) with the whole window room, skips (repeats) in between; every window spends
-    exactly E_i, and a stream whose cells hold a user or two stays in bursts."""
+    """Slot 1 spends the probe's share of each E_i, slot 2 the rest of the window (E_i / ceil(w_i /
+    P) of it), then a burst every P slots, P the narrowest w_i (6 here): the users of window 6 spend
+    their whole E_i at each, those of window 8 half of it (two bursts fit in 8 slots), within their
+    window's room; skips (repeats) in between; every window spends at most E_i, and a stream whose
+    cells hold a user or two stays in bursts."""
     engine = burst_engine(5)
     probe = FamilyRule().probe
     kinds, families = [], []
@@ -266,14 +269,18 @@ def test_the_default_starts_with_a_probe_and_stays_in_bursts_on_a_sparse_stream(
             spends.setdefault(cls.id, []).append(cls.ledger.spent(slot, slot)[1])
     assert set(families) == {BURST}
     bursts = [slot for slot, kind in enumerate(kinds, 1) if kind is Kind.PUBLISH]
-    assert bursts == [1, 2, 10, 18, 26]
+    assert bursts == [1, 2, 8, 14, 20, 26]
     for cls in engine.population.live():
         req = cls.requirement
         spent = spends[cls.id]
         assert spent[0] == pytest.approx(probe * req.epsilon, rel=1e-12)
-        assert spent[1] == pytest.approx((1 - probe) * req.epsilon, rel=1e-12)
-        assert all(spent[t - 1] == pytest.approx(req.epsilon, rel=1e-12) for t in bursts[2:])
-        assert sum(spent) == pytest.approx(req.epsilon * len(bursts[1:]), rel=1e-12)
+        if req.w == 6:  # the period: the rest of the window, then the whole E_i at every burst
+            assert spent[1] == pytest.approx((1 - probe) * req.epsilon, rel=1e-12)
+            assert all(spent[t - 1] == pytest.approx(req.epsilon, rel=1e-12) for t in bursts[2:])
+        else:  # half of E_i; at slot 8 what the window 1-8 has left after the probe and slot 2
+            assert spent[1] == pytest.approx(req.epsilon / 2, rel=1e-12)
+            assert spent[7] == pytest.approx((1 / 2 - probe) * req.epsilon, rel=1e-12)
+            assert all(spent[t - 1] == pytest.approx(req.epsilon / 2, rel=1e-12) for t in bursts[3:])
         for start in range(1, 28 - req.w + 2):  # every window of the user's w within E
             assert sum(spent[start - 1:start - 1 + req.w]) <= req.epsilon * (1 + 1e-12)
 
@@ -303,11 +310,11 @@ def test_the_level_test_compares_a_burst_with_what_even_spending_could_win():
 
     assert FamilyRule().level_margin == 4.0
     dense = FamilySwitch(FamilyRule(probe=0.5))
-    dense.widest = 10
+    dense.narrowest = 10
     dense.observe(outcome(1, [30, 0], 4.0))  # M = 450 - 4 = 446 > 4 x period^2 10^2 x R 4 x share^2 0.25 = 400
     assert (dense.family, dense.since) == (EVEN, 2)
     calm = FamilySwitch(FamilyRule(probe=0.5))
-    calm.widest = 10
+    calm.narrowest = 10
     calm.observe(outcome(1, [4, 2], 4.0))  # M = 10 - 4 = 6 <= 400: stays, the rest at slot 2
     assert (calm.family, calm.next_burst, calm.probing) == (BURST, 2, False)
     calm.observe(outcome(2, [6, 0], 1.0))  # M = 17: above period x R = 10, far below 4 x 10^2 x 1: stays
@@ -362,66 +369,84 @@ def test_bursts_survive_a_restart_and_an_earlier_snapshot_restores():
     assert (switch.family, list(switch.releases), switch.probing) == (EVEN, [[1], [2]], False)
 
 
-def burst_slots(engine: Engine, slots: int, split: int | None = None, counts=lambda slot: slot % 4) -> list[int]:
-    """The slots `engine` publishes at over `slots` slots of one present user (cell `counts(slot)`),
-    restored at `split` into a fresh engine of the same rule from its snapshot."""
+def burst_slots(w: tuple[int, ...], day: int, slots: int, split: int | None = None) -> list[int]:
+    """The slots `burst_engine(3, w, day=day)` publishes at over `slots` slots of one present user,
+    restored at `split` into a fresh engine of the same users and rule from its snapshot."""
+    engine = burst_engine(3, w=w, day=day)
     out = []
     for slot in range(1, slots + 1):
         if slot == split:
-            restored = burst_engine(99, day=engine.spec.policy.switch.rule.day)
+            restored = burst_engine(99, w=w, day=day)
             restored.restore(engine.snapshot())
             engine = restored
-        outcome, _ = engine.step(slot, np.array([slot % 40]), np.array([counts(slot)]))
+        outcome, _ = engine.step(slot, np.array([slot % 40]), np.array([slot % 4]))
         if outcome.kind is Kind.PUBLISH:
             out.append(slot)
     return out
 
 
-def test_the_bursts_try_the_other_half_of_the_day_once():
-    """4 slots in a day, P = 8 (whole days): the burst after slot 2 comes half a day late (slot 12),
-    and with the stream alike at both hours (one user, noise well above the difference) the next
-    one half a day late again (22, back to slot 2's hour), then every P (30, 38). A restart anywhere,
-    from the snapshot, continues the same schedule; P = 6 (not whole days) or `day` 1 has no offset."""
-    whole = burst_slots(burst_engine(3, day=4), 40)
-    assert whole == [1, 2, 12, 22, 30, 38]
-    assert all(burst_slots(burst_engine(3, day=4), 40, split) == whole for split in (5, 12, 13, 22, 31))
-    assert burst_slots(burst_engine(3, day=1), 40) == [1, 2, 10, 18, 26, 34]
-    # an odd day (8-hour slots: 3) has no half day in whole slots: P = 24 is whole days, no offset
-    assert burst_slots(burst_engine(3, w=(24,), day=3), 60) == [1, 2, 26, 50]
-    assert burst_slots(burst_engine(3, w=(6,), day=4), 40) == [1, 2, 8, 14, 20, 26, 32, 38]
+def test_gaps_of_whole_days_are_a_quarter_of_a_day_longer():
+    """4 slots in a day, P = 8 (whole days): every gap after slot 2 is P plus a quarter of a day (9:
+    slots 11, 20, 29, 38, at four hours of the day in turn). A restart anywhere, from the snapshot,
+    continues the same schedule; P = 6 (not whole days) or `day` 1 has no offset, an odd `day` (8-hour
+    slots: 3) one slot, 24 slots a day 6."""
+    whole = burst_slots((8,), 4, 40)
+    assert whole == [1, 2, 11, 20, 29, 38]
+    assert all(burst_slots((8,), 4, 40, split) == whole for split in (2, 5, 11, 12, 21))
+    assert burst_slots((8,), 1, 40) == [1, 2, 10, 18, 26, 34]
+    assert burst_slots((24,), 3, 60) == [1, 2, 27, 52]
+    assert burst_slots((6,), 4, 40) == [1, 2, 8, 14, 20, 26, 32, 38]
+    assert [day_offset(24, p) for p in (24, 72, 168, 36, 12)] == [6, 6, 6, 0, 0]
+    assert [day_offset(day, day) for day in (1, 2, 3, 4, 48)] == [0, 1, 1, 1, 12]
 
 
-def test_bursts_whose_halves_of_the_day_differ_keep_alternating():
-    """400 users with the stream at hour 0 of the day (4 slots a day) in cell 0 and elsewhere in cell
-    3: the releases half a day apart differ far beyond their error, so every burst comes P + 2 slots
-    after the last (12, 22, 32: the two halves in turn)."""
-    engine = Engine(MechanismSpec("Adaptive", Adaptive(FamilyRule(day=4)), None), 4, NumpyRandomness(7), 8)
-    for user in range(400):
-        engine.register(user, Requirement(8, 2.0), 1)
+def test_users_of_a_narrower_window_shorten_the_period_within_every_window():
+    """Users of window 12 alone burst every 12 slots at their whole E; users of window 3 who register
+    at slot 16 are charged at the next burst (26), which sets P = 3 after it: the first users then
+    spend E / 4 every 3 slots, within what each of their windows has left (the window cap), and every
+    window of every user stays within E."""
+    engine = burst_engine(4, w=(12,), users=20)
+    slots, spends = 60, {}
     bursts = []
-    for slot in range(1, 40):
-        present = np.arange(0, 400, 40)  # 10 users: sparse enough to stay in bursts
-        cell = 0 if slot % 4 == 2 else 3
-        outcome, _ = engine.step(slot, present, np.full(present.size, cell))
-        assert outcome.family == BURST
+    for slot in range(1, slots + 1):
+        if slot == 16:
+            for user in range(20, 30):
+                engine.register(user, Requirement(3, 2.0), 16)
+        outcome, _ = engine.step(slot, np.array([slot % 20]), np.array([slot % 4]))
         if outcome.kind is Kind.PUBLISH:
             bursts.append(slot)
-    assert bursts == [1, 2, 12, 22, 32]
-    switch = engine.spec.policy.switch
-    assert switch.day_stage == "alternate" and switch.next_burst == 42
+        for cls in engine.population.live():
+            spends.setdefault(cls.id, {})[slot] = cls.ledger.spent(slot, slot)[1]
+    assert bursts == [1, 2, 14, 26, *range(29, slots + 1, 3)]
+    assert engine.spec.policy.switch.period == 3
+    for cls in engine.population.live():
+        req, spent = cls.requirement, spends[cls.id]
+        per_slot = [spent.get(t, 0.0) for t in range(1, slots + 1)]
+        assert max(np.convolve(per_slot, np.ones(req.w))) <= req.epsilon * (1 + 1e-12)
+        if req.w == 12:
+            assert spent[26] == pytest.approx(req.epsilon, rel=1e-12)  # P was still 12 at slot 26
+            assert spent[29] == 0.0  # the window 18-29 holds slot 26's whole E
+            assert spent[41] == pytest.approx(req.epsilon / 4, rel=1e-12)
+        else:
+            assert spent[26] == pytest.approx(req.epsilon, rel=1e-12)
+            assert all(spent[t] == pytest.approx(req.epsilon, rel=1e-12) for t in range(29, slots + 1, 3))
 
 
-def test_a_snapshot_without_the_day_keeps_its_schedule():
-    """A snapshot from before the day's offset (no day keys) restores settled: no offset from then on."""
+def test_a_snapshot_from_before_the_narrowest_period_keeps_its_period():
+    """A snapshot from before the narrowest period (its `widest` key, the period it ran at, and the
+    day rule's keys) restores with that period; a period that is no whole number of slots is refused."""
     switch = FamilySwitch(FamilyRule(day=4))
     switch.restore({"family": BURST, "since": 1, "recent": [], "releases": [], "next_burst": 10, "probing": False,
-                    "widest": 8})
-    assert (switch.day_stage, switch.day_last) == ("settled", None)
+                    "widest": 8, "day_stage": "settled", "day_last": None})
+    assert (switch.narrowest, switch.period) == (8, 8)
     switch.observe(SlotOutcome(10, Kind.PUBLISH, np.zeros(4, dtype=np.int64), 40,
                                publication=BudgetChoice(2.0, 0.5, 1.0)))
-    assert switch.next_burst == 18
-    with pytest.raises(ValueError, match="day stage"):
-        FamilySwitch().restore({**switch.to_json(), "day_stage": "dawn"})
+    assert switch.next_burst == 19  # P = 8 is two days: plus a quarter of a day
+    fresh = FamilySwitch()
+    fresh.restore({"family": BURST, "since": 1, "recent": [], "next_burst": 1, "probing": True, "widest": 1})
+    assert (fresh.narrowest, fresh.period) == (None, None)
+    with pytest.raises(ValueError, match="burst period"):
+        FamilySwitch().restore({**switch.to_json(), "period": 0})
     with pytest.raises(ValueError, match="day must be a whole number"):
         FamilyRule(day=0)
 

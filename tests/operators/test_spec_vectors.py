@@ -153,13 +153,14 @@ class TestFixedExamples34:
 class TestBursts:
     """Section 14's worked vector for bursts: Examples 3-4's users (w, E) = (4, 1.2), (2, 0.8),
     (3, 0.9) under Adaptive held in bursts (probe 1/8): the probe at slot 1, the rest of each window
-    at slot 2, then a burst every widest w (4) slots: slot 6, 10, ..."""
+    at slot 2 (each user's share of it: E / ceil(w / P), P = 2 the narrowest w), then a burst every
+    P slots, each user at E / ceil(w / P) within its window's room: slot 4, 6, ..."""
 
     @staticmethod
-    def bursts(slots: int, day: int = 1, counts: dict[int, int] | None = None) -> dict[int, list[float]]:
+    def bursts(slots: int, day: int = 1) -> dict[int, list[float]]:
         """The users under Adaptive held in bursts (`day` slots in a day) for `slots` slots; each
-        burst's release holds `counts`' value at its slot (0 elsewhere) in one cell with error 1.
-        Returns each burst slot's spends, after checking that every window of every user is within E."""
+        burst's release is 0 in one cell with error 1 (sparse). Returns each burst slot's spends,
+        after checking that every window of every user is within E."""
         policy, ledgers = Adaptive(FamilyRule(start=BURST, day=day)), fixed_ledgers()
         spent: dict[int, list[float]] = {}
         for t in range(1, slots + 1):
@@ -170,8 +171,7 @@ class TestBursts:
                 ledger.settle(t, kind)
             if kind is Kind.PUBLISH:
                 spent[t] = [b.eps2 for b in budgets]
-            count = np.array([(counts or {}).get(t, 0)], dtype=np.int64)
-            policy.observe(SlotOutcome(t, kind, count, len(ledgers),
+            policy.observe(SlotOutcome(t, kind, np.zeros(1, dtype=np.int64), len(ledgers),
                                        publication=BudgetChoice(0.9, 1.0, 1.0) if kind is Kind.PUBLISH else None))
         for ledger, epsilon in zip(ledgers, E, strict=True):
             w = ledger.requirement.w
@@ -181,26 +181,22 @@ class TestBursts:
 
     def test_probe_rest_and_period(self):
         spent = self.bursts(10)
-        assert sorted(spent) == [1, 2, 6, 10]  # the slots between spend nothing
+        assert sorted(spent) == [1, 2, 4, 6, 8, 10]  # the slots between spend nothing
         assert spent[1] == pytest.approx([0.15, 0.1, 0.1125])  # E / 8
-        assert spent[2] == pytest.approx([1.05, 0.7, 0.7875])  # E minus the probe, the rest of each window
-        assert spent[6] == pytest.approx(list(E)) and spent[10] == pytest.approx(list(E))  # whole E, 4 apart
+        # E / ceil(w / 2) = 0.6, 0.8, 0.45, the second user's capped by the rest of its window (0.7)
+        assert spent[2] == pytest.approx([0.6, 0.7, 0.45])
+        assert spent[4] == pytest.approx([0.45, 0.8, 0.45])  # the first user's window 1-4 has 0.45 left
+        for t in (6, 8, 10):  # from then on every user's window holds its whole E
+            assert spent[t] == pytest.approx([0.6, 0.8, 0.45])
 
-    def test_the_other_half_of_the_day_once(self):
-        """2 slots in a day (P = 4 is whole days, half a day is 1 slot). Releases equal within the
-        noise (D = 0 - 1 - 1 < 4 x 1): the burst after slot 2 comes half a day late (slot 7), the
-        next half a day late again (12, back to slot 2's hour), then every P: 16, 20."""
-        spent = self.bursts(22, day=2)
-        assert sorted(spent) == [1, 2, 7, 12, 16, 20]
-        assert all(spent[t] == pytest.approx(list(E)) for t in (7, 12, 16, 20))
-
-    def test_the_bursts_alternate_when_the_two_halves_differ(self):
-        """Slot 7's release differs from slot 2's by D = 3^2 - 1 - 1 = 7 > 4 x 1 (its level M = 9 - 1
-        = 8 is far below the level test's 4 x 4^2 x 1 = 64: still sparse): every next burst comes
-        P + 1 slots later, alternating between the day's two halves: 12, 17, 22."""
-        spent = self.bursts(22, day=2, counts={7: 3})
-        assert sorted(spent) == [1, 2, 7, 12, 17, 22]
-        assert all(spent[t] == pytest.approx(list(E)) for t in (7, 12, 17, 22))
+    def test_a_quarter_of_a_day(self):
+        """2 slots in a day: P = 2 is whole days, and each gap is P plus a quarter of a day, at least
+        one slot (3): bursts at 2, 5, 8, 11, at the same shares (each window holds at most as many
+        bursts as at gaps of P)."""
+        spent = self.bursts(12, day=2)
+        assert sorted(spent) == [1, 2, 5, 8, 11]
+        assert spent[2] == pytest.approx([0.6, 0.7, 0.45])
+        assert all(spent[t] == pytest.approx([0.6, 0.8, 0.45]) for t in (5, 8, 11))
 
 
 TABLE3 = {
