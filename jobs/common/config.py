@@ -3,7 +3,7 @@
 ```yaml
 mechanism: Adaptive       # the default; or any name of operators/registry.py (README table)
 adaptive: {evidence: 240, static_drift: 0.001, start: Sample, probe: 0.125, level_margin: 4}   # Adaptive only (sec. 14)
-                          # adaptive.day: slots in a day, from `slot` unless set (1: no half-day offset)
+                          # adaptive.day: slots in a day, from `slot` unless set (1: no quarter-day offset)
 slot: 15m                 # slot length: 500ms, 60s, 15m, 1h, 1d ...
 origin: 2024-01-01T00:00:00Z   # start of slot 1 (ISO-8601 or epoch ms)
 domain: {type: grid, rows: 10, cols: 10, bbox: {min_lat: .., max_lat: .., min_lon: .., max_lon: ..}}

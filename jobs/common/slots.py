@@ -154,7 +154,7 @@ class SlotClock:
     def day(self) -> int:
         """The slots in a day: a day's length over the slot's when the slot divides a day, else 1 (a
         slot of a day or longer, or one that does not divide it). Adaptive's bursts read it
-        (docs/mechanisms.md section 14, "The other half of the day")."""
+        (docs/mechanisms.md section 14, "A quarter of a day")."""
         return slots_per_day(self.length_ms)
 
     def start_ms(self, slot: int) -> int:

@@ -105,7 +105,7 @@ def test_an_empty_section_takes_the_defaults(tmp_path):
     ("1h", {"day": 1}, 1), ("1h", {"day": 12}, 12),
 ])
 def test_adaptive_reads_the_slots_in_a_day_from_the_slot_unless_set(slot, options, day):
-    """Adaptive's `day` (its bursts' half-day offset, docs/mechanisms.md section 14) is the slots in a
+    """Adaptive's `day` (its bursts' quarter-day offset, docs/mechanisms.md section 14) is the slots in a
     day of `slot` when the slot divides a day, else 1; `adaptive.day` sets it (1: no offset)."""
     config = parse_config({**BASE, "mechanism": "Adaptive", "slot": slot, "adaptive": options})
     assert config.mechanism_spec().policy.switch.rule.day == day

@@ -274,7 +274,7 @@ def test_two_statistics_against_two_jobs_at_half_the_budget(tmp_path, capsys):
     ("Foursquare", 60, 24), ("Foursquare", 15, 96), ("Foursquare", 1440, 1), ("Foursquare", 100, 1), ("TLNS", 60, 1),
 ])
 def test_each_dataset_runs_adaptive_with_the_slots_in_its_day(dataset, slot_minutes, day):
-    """The evaluator gives Adaptive the day of the data's clock (its bursts' half-day offset, docs/
+    """The evaluator gives Adaptive the day of the data's clock (its bursts' quarter-day offset, docs/
     mechanisms.md section 14), as the job takes it from `slot`: hourly data 24 slots, Foursquare at its
     slot length, the daily workloads and the synthetic streams (no clock) 1."""
     task = Task(replace(TINY, real_slot_minutes=slot_minutes), dataset, "epsilon", 0.6, 40, None, 0)

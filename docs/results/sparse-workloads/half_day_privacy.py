@@ -1,7 +1,9 @@
 """The black-box privacy test (`pwevent privacy-test`'s Scenario and bounds, docs/privacy-test.md) at a
-burst the half-day offset moved (../README.md, "The other half of the day"): Adaptive with 2 slots in a day,
-window 4, held in bursts (level_margin 1e9: the scenario's two cells would read as dense), so the
-bursts are at 1, 2 and 7 (6 without the offset); t* = 7, where the target spends its whole E = 4.
+burst a day offset moved: Adaptive with 2 slots in a day, window 4, held in bursts (level_margin 1e9:
+the scenario's two cells would read as dense), so the bursts are at 1, 2 and 7 (6 without the
+offset); t* = 7, where the target spends its whole E = 4. Written for the half-day rule (../README.md,
+"The other half of the day"); under "A quarter of a day" (the default since) the gap is P plus a
+quarter of a day, at least one slot: the same slots, and the same result (eps_lb 3.857 against 4).
 
     .venv/bin/python docs/results/sparse-workloads/half_day_privacy.py
 """

@@ -11,6 +11,9 @@ first burst"). Everything else is the code of this checkout. Options, before `ev
 
     .venv/bin/python docs/results/sparse-workloads/whole-first-burst/rule.py --probe 1 --period-from-first \
         evaluate --datasets ... --mechanisms Adaptive ... --seed 1 --out ...
+
+Written for the code before the narrowest period (../README.md, "The narrowest period and a quarter
+of a day"): it patches methods that code had, so run it in a worktree of commit 5d85fc5.
 """
 
 import argparse

@@ -15,6 +15,9 @@ still holds at most one whole burst; only public releases are read.
 
     .venv/bin/python docs/results/sparse-workloads/equal-requirements/day-offset/day_offset.py --explore \\
         --margin 4 evaluate --datasets Sparse-hourly-336,Sparse-hourly-720 --mechanisms Adaptive ... --out ...
+
+Written for the code before the narrowest period (../README.md, "The narrowest period and a quarter
+of a day"): it patches methods that code had, so run it in a worktree of commit 5d85fc5.
 """
 
 import argparse
