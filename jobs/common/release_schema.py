@@ -162,9 +162,10 @@ def release_fields() -> tuple[Field, ...]:
         Field("end", Timestamp(), "exclusive end of the slot (UTC)"),
         Field("mechanism", Choice(REGISTRY.names()), "the configured mechanism (operators/registry.py's names)"),
         Field("family", Choice(FAMILIES), "Adaptive only: the budget rule in force at this slot, even spending "
-              "(Uniform: E_i/w_i published every slot), absorption (PBA), distribution (PBD) or bursts (Sample: each "
-              "user's whole window budget at one slot per window, a probe share first), chosen from earlier "
-              "releases (operators/family.py's FAMILIES; docs/mechanisms.md section 14)", Presence.OPTIONAL),
+              "(Uniform: E_i/w_i published every slot), absorption (PBA), distribution (PBD) or bursts (Sample: one "
+              "slot every narrowest window P, each user's window budget in ceil(w_i / P) parts, a probe share "
+              "first), chosen from earlier releases (operators/family.py's FAMILIES; docs/mechanisms.md "
+              "section 14)", Presence.OPTIONAL),
         Field("kind", Choice(("publish", "skip", "nullify")),
               "publish: fresh noisy counts; skip and nullify: the last release repeated"),
         Field("counts", ListOf(Integer(), min_items=1),
